@@ -1,0 +1,175 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import type { Config } from './config';
+import { createLogger, type Logger } from './logger';
+import { openDatabase, type Database } from './db/database';
+import { createTransactionRunner } from './db/transaction';
+import { systemClock, type Clock } from './domain/shared/clock';
+import { createServices, type Services } from './services';
+import { createMetrics, type Metrics } from './metrics';
+import { InProcessEventBus, type EventBus } from './events/event-bus';
+import { OutboxDispatcher } from './events/outbox';
+import { FlexibleRateLimiter, type RateLimiter } from './rate-limit/rate-limiter';
+import { createRestRouter } from '../../rest-facade/src/router';
+import { allRoutes } from '../../rest-facade/src/routes/index';
+import { openApiRoute } from '../../rest-facade/src/routes/openapi.routes';
+import { problem, sendProblem } from '../../rest-facade/src/problem';
+import { seedDemoAccount } from './demo-seed';
+
+export interface StartOptions {
+  config: Config;
+  clock?: Clock;
+  logger?: Logger;
+  /** Use this database instead of opening one from the config (tests that restart share it). */
+  database?: Database;
+}
+
+/** A running service: what main.ts prints and what tests talk to. */
+export interface FleetService {
+  readonly httpUrl: string;
+  readonly httpPort: number;
+  /** mqtt://host:port of the device broker (set once the broker is wired in). */
+  readonly mqttUrl: string | null;
+  readonly mqttPort: number | null;
+  readonly services: Services;
+  readonly database: Database;
+  readonly metrics: Metrics;
+  readonly bus: EventBus;
+  readonly outbox: OutboxDispatcher;
+  readonly logger: Logger;
+  readonly clock: Clock;
+  /** Demo credentials when this start created the demo account. */
+  readonly demo: { email: string; password: string; apiKey: string } | null;
+  /** Stop accepting, finish in-flight work, flush, close the database (unless it was passed in). */
+  stop(): Promise<void>;
+}
+
+/**
+ * Wires everything: the only place that builds the object graph (main.ts and tests call it).
+ * Order: database and migrations, services, HTTP (REST, health, metrics), then listeners.
+ */
+export async function startFleetService(options: StartOptions): Promise<FleetService> {
+  const { config } = options;
+  const logger = options.logger ?? createLogger(config.logLevel);
+  const clock = options.clock ?? systemClock;
+  const metrics = createMetrics();
+  const ownsDatabase = !options.database;
+  const database = options.database ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }));
+  const applied = await database.migrate();
+  if (applied.length) logger.info({ migrations: applied }, 'database migrated');
+
+  const bus: EventBus = new InProcessEventBus(logger);
+  let outbox: OutboxDispatcher | undefined;
+  const transaction = createTransactionRunner(database.knex, () => outbox?.kick());
+  const services = createServices({ knex: database.knex, transaction, clock, logger });
+  outbox = new OutboxDispatcher({ knex: database.knex, bus, logger, clock });
+  bus.subscribe(() => metrics.eventsDispatched.inc());
+
+  let demo: FleetService['demo'] = null;
+  if (database.kind === 'embedded' && config.demoAccount) demo = await seedDemoAccount(services);
+
+  const rateLimiter: RateLimiter = new FlexibleRateLimiter();
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', 'loopback');
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', async (_req, res) => {
+    const checks: Record<string, { ok: boolean; detail?: string }> = {};
+    try {
+      await Promise.race([
+        database.knex.raw('select 1'),
+        new Promise((_, reject) => setTimeout(() => reject(new Error('timed out after 1 s')), 1000).unref()),
+      ]);
+      checks.database = { ok: true };
+    } catch (error) {
+      checks.database = { ok: false, detail: (error as Error).message };
+    }
+    for (const [name, check] of readinessChecks) checks[name] = check();
+    const ok = Object.values(checks).every((c) => c.ok);
+    if (!ok) res.setHeader('Retry-After', '5');
+    res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'unavailable', checks });
+  });
+  app.get('/metrics', async (_req, res) => {
+    res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  });
+
+  const routes = allRoutes(services);
+  routes.push(openApiRoute(routes));
+  app.use(
+    '/api/v1',
+    createRestRouter(routes, {
+      apiKeys: services.apiKeys,
+      users: services.users,
+      idempotency: services.idempotency,
+      rateLimiter,
+      metrics,
+      logger,
+      maxJsonBodyBytes: config.maxJsonBodyBytes,
+    }),
+  );
+  // Plug-in point: GraphQL (/graphql), firmware downloads and the portal mount here.
+
+  app.use((req, res) => sendProblem(res, problem('not_found', `No route ${req.method} ${req.path}.`)));
+
+  const readinessChecks = new Map<string, () => { ok: boolean; detail?: string }>();
+  const server = http.createServer(app);
+  await listen(server, config.port, config.host, 'HTTP', 'PORT');
+  const httpPort = (server.address() as AddressInfo).port;
+  const publicHost = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  const httpUrl = `http://${publicHost}:${httpPort}`;
+  // Plug-in point: the MQTT broker starts here (TCP on MQTT_PORT, WebSocket on /mqtt).
+  const mqttPort: number | null = null;
+
+  outbox.start();
+  logger.info({ httpPort, mqttPort, database: database.kind }, 'fleet service started');
+
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      logger.info('stopping');
+      server.closeIdleConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await outbox!.flush().catch(() => undefined);
+      await outbox!.stop();
+      await bus.close();
+      if (ownsDatabase) await database.close();
+      logger.info('stopped');
+    })());
+
+  return {
+    httpUrl,
+    httpPort,
+    mqttUrl: mqttPort === null ? null : `mqtt://${publicHost}:${mqttPort}`,
+    mqttPort,
+    services,
+    database,
+    metrics,
+    bus,
+    outbox,
+    logger,
+    clock,
+    demo,
+    stop,
+  };
+}
+
+/** Listen, turning "port taken" into a message that names the setting to change. */
+export function listen(server: { listen: http.Server['listen']; once: http.Server['once']; off: http.Server['off'] }, port: number, host: string, what: string, setting: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EADDRINUSE') {
+        reject(new Error(`${what} port ${port} on ${host} is already in use. Set ${setting} to a free port (0 picks any).`));
+      } else reject(error);
+    };
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+}

@@ -1,0 +1,57 @@
+import { z } from 'zod';
+import path from 'node:path';
+
+/**
+ * Every setting of the service, parsed once from the environment at start.
+ * Each field documents its default and unit; the README's configuration table mirrors this file.
+ */
+export const Config = z.object({
+  /** HTTP port for the API, GraphQL, portal, downloads and MQTT over WebSocket. 0 = any free port. Default 8080. */
+  port: z.coerce.number().int().min(0).max(65535).default(8080),
+  /** MQTT (TCP) port for devices. 0 = any free port. Default 1883. */
+  mqttPort: z.coerce.number().int().min(0).max(65535).default(1883),
+  /** Interface to bind both listeners to. Default 0.0.0.0. */
+  host: z.string().min(1).default('0.0.0.0'),
+  /** PostgreSQL connection string; unset means the embedded PGlite database in DATA_DIR. */
+  databaseUrl: z.string().min(1).optional(),
+  /** Folder of the embedded database and the firmware files. Default ./data. */
+  dataDir: z.string().min(1).default('./data'),
+  /** How devices and browsers reach the HTTP port (download links). Default http://localhost:<port>. */
+  publicUrl: z.string().url().optional(),
+  /** Redis connection string: enables cluster mode (shared broker state, rate limits, events). */
+  redisUrl: z.string().min(1).optional(),
+  /** pino log level. Default info. */
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Allow webhook receivers on loopback and private networks (tests, demos). Default false. */
+  webhookAllowPrivate: z.enum(['true', 'false', '1', '0']).default('false').transform((v) => v === 'true' || v === '1'),
+  /** Create the demo account on the first start of an empty embedded database. Default true. */
+  demoAccount: z.enum(['true', 'false', '1', '0']).default('true').transform((v) => v === 'true' || v === '1'),
+  /** Largest JSON request body in bytes. Default 1 MiB. */
+  maxJsonBodyBytes: z.coerce.number().int().positive().default(1024 * 1024),
+  /** Largest firmware binary in bytes. Default 256 MiB. */
+  maxFirmwareBytes: z.coerce.number().int().positive().default(256 * 1024 * 1024),
+});
+export type Config = z.infer<typeof Config>;
+
+/** Reads the documented environment variables; throws a readable error listing every bad one. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = Config.safeParse({
+    port: env.PORT || undefined,
+    mqttPort: env.MQTT_PORT || undefined,
+    host: env.HOST || undefined,
+    databaseUrl: env.DATABASE_URL || undefined,
+    dataDir: env.DATA_DIR || undefined,
+    publicUrl: env.PUBLIC_URL || undefined,
+    redisUrl: env.REDIS_URL || undefined,
+    logLevel: env.LOG_LEVEL || undefined,
+    webhookAllowPrivate: env.WEBHOOK_ALLOW_PRIVATE || undefined,
+    demoAccount: env.DEMO_ACCOUNT || undefined,
+    maxJsonBodyBytes: env.MAX_JSON_BODY_BYTES || undefined,
+    maxFirmwareBytes: env.MAX_FIRMWARE_BYTES || undefined,
+  });
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new Error(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  return { ...parsed.data, dataDir: path.resolve(parsed.data.dataDir) };
+}

@@ -1,0 +1,19 @@
+import type { Knex } from 'knex';
+
+/**
+ * One unit of work: the callback's writes commit together, and only after the commit is the
+ * outbox dispatcher woken, so subscribers never see an event whose change rolled back.
+ * Pass the transaction to every service call inside it (PGlite has one connection: a query
+ * on the outer knex inside a transaction would wait forever).
+ */
+export interface TransactionRunner {
+  <T>(work: (trx: Knex.Transaction) => Promise<T>): Promise<T>;
+}
+
+export function createTransactionRunner(knex: Knex, afterCommit: () => void): TransactionRunner {
+  return async <T>(work: (trx: Knex.Transaction) => Promise<T>): Promise<T> => {
+    const result = await knex.transaction(work);
+    afterCommit();
+    return result;
+  };
+}

@@ -1,0 +1,142 @@
+import type { Knex } from 'knex';
+import { newId } from '../domain/shared/ids';
+import type { DomainEvent, NewEvent, EventType } from './event-types';
+import type { EventBus } from './event-bus';
+import type { Logger } from '../logger';
+import type { Clock } from '../domain/shared/clock';
+
+interface EventRow {
+  seq: number;
+  id: string;
+  account_id: string;
+  type: string;
+  subject: string | null;
+  data: Record<string, unknown>;
+  occurred_at: Date;
+}
+
+/** Writes events in the caller's transaction: they exist exactly when the change committed. */
+export async function appendEvents(trx: Knex | Knex.Transaction, clock: Clock, events: NewEvent[]): Promise<void> {
+  if (events.length === 0) return;
+  const now = clock.now();
+  // Chunked so a claim of 1,000 devices stays within PostgreSQL's bind-parameter limit.
+  for (let i = 0; i < events.length; i += 5000) {
+    await trx('events').insert(
+      events.slice(i, i + 5000).map((e) => ({
+        id: newId(),
+        account_id: e.accountId,
+        type: e.type,
+        subject: e.subject ?? null,
+        data: JSON.stringify(e.data),
+        occurred_at: e.occurredAt ?? now,
+      })),
+    );
+  }
+}
+
+export function toDomainEvent(row: EventRow): DomainEvent {
+  return {
+    id: row.id,
+    seq: Number(row.seq),
+    accountId: row.account_id,
+    type: row.type as EventType,
+    subject: row.subject,
+    occurredAt: new Date(row.occurred_at).toISOString(),
+    data: row.data,
+  };
+}
+
+export interface OutboxDispatcherOptions {
+  knex: Knex;
+  bus: EventBus;
+  logger: Logger;
+  clock: Clock;
+  /** Safety-net poll when no commit kicked the dispatcher (ms). Default 1000. */
+  pollIntervalMs?: number;
+  /** Rows per round. Default 1000. */
+  batchSize?: number;
+  /** Extra work done in the same transaction that marks a batch dispatched (webhook fan-out). */
+  onBatch?: (trx: Knex.Transaction, events: DomainEvent[]) => Promise<void>;
+}
+
+/**
+ * Moves committed events from the outbox to the bus. Services call `kick()` after a commit so
+ * delivery is immediate; a slow poll catches anything a crash left behind. Rows are claimed with
+ * `FOR UPDATE SKIP LOCKED`, so several processes can dispatch at once without sending twice.
+ */
+export class OutboxDispatcher {
+  private timer: NodeJS.Timeout | undefined;
+  private running = false;
+  private again = false;
+  private stopped = false;
+  private readonly batchSize: number;
+  private idle: Promise<void> = Promise.resolve();
+
+  constructor(private readonly options: OutboxDispatcherOptions) {
+    this.batchSize = options.batchSize ?? 1000;
+  }
+
+  start(): void {
+    this.stopped = false;
+    const interval = this.options.pollIntervalMs ?? 1000;
+    this.timer = setInterval(() => this.kick(), interval);
+    this.timer.unref();
+    this.kick();
+  }
+
+  /** Ask for a dispatch round soon; rounds never overlap. */
+  kick(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = true;
+    this.idle = this.drain()
+      .catch((error: unknown) => this.options.logger.error({ err: error }, 'outbox dispatch failed'))
+      .finally(() => {
+        this.running = false;
+        if (this.again && !this.stopped) {
+          this.again = false;
+          this.kick();
+        }
+      });
+  }
+
+  /** Resolves once the round under way (if any) finished: tests and shutdown use it. */
+  async flush(): Promise<void> {
+    this.kick();
+    await this.idle;
+    while (this.running) await this.idle;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.idle;
+  }
+
+  private async drain(): Promise<void> {
+    for (;;) {
+      if (this.stopped) return;
+      const dispatched = await this.options.knex.transaction(async (trx) => {
+        const rows = (await trx('events')
+          .whereNull('dispatched_at')
+          .orderBy('seq')
+          .limit(this.batchSize)
+          .forUpdate()
+          .skipLocked()) as EventRow[];
+        if (rows.length === 0) return [];
+        const events = rows.map(toDomainEvent);
+        if (this.options.onBatch) await this.options.onBatch(trx, events);
+        await trx('events')
+          .whereIn('seq', rows.map((r) => r.seq))
+          .update({ dispatched_at: this.options.clock.now() });
+        return events;
+      });
+      if (dispatched.length === 0) return;
+      await this.options.bus.publish(dispatched);
+      if (dispatched.length < this.batchSize) return;
+    }
+  }
+}

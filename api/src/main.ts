@@ -1,0 +1,54 @@
+import { loadConfig } from './config';
+import { createLogger } from './logger';
+import { startFleetService } from './app';
+
+/** `npm start`: one process serving everything; stops gracefully on SIGTERM/SIGINT. */
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel);
+  const service = await startFleetService({ config, logger });
+
+  const lines = [
+    '',
+    '  Fleet service is running',
+    `  HTTP (portal, REST /api/v1, GraphQL /graphql): ${service.httpUrl}`,
+    ...(service.mqttUrl ? [`  MQTT for devices: ${service.mqttUrl}  (WebSocket: ${service.httpUrl.replace('http', 'ws')}/mqtt)`] : []),
+    `  Database: ${service.database.kind === 'embedded' ? `embedded (${config.dataDir})` : 'PostgreSQL'}`,
+    `  OpenAPI: ${service.httpUrl}/api/v1/openapi.json`,
+  ];
+  if (service.demo) {
+    lines.push(
+      '',
+      '  Demo account created (first start of this data folder):',
+      `    portal login: ${service.demo.email} / ${service.demo.password}`,
+      `    admin API key (shown once): ${service.demo.apiKey}`,
+    );
+  }
+  process.stdout.write(lines.join('\n') + '\n\n');
+
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutdown requested');
+    const force = setTimeout(() => {
+      logger.error('shutdown took longer than 15 s; exiting');
+      process.exit(1);
+    }, 15_000);
+    force.unref();
+    service.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`fleet service failed to start: ${(error as Error).message}\n`);
+  process.exit(1);
+});

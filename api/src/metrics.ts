@@ -1,0 +1,67 @@
+import { Registry, Counter, Histogram, Gauge, collectDefaultMetrics } from 'prom-client';
+
+/**
+ * The service's Prometheus metrics, one registry per service instance (tests run several
+ * servers in one process). Every area adds its instruments here so /metrics lists them all.
+ */
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  return {
+    registry,
+    httpRequests: new Counter({
+      name: 'fleet_http_requests_total',
+      help: 'HTTP requests by method, route and status',
+      labelNames: ['method', 'route', 'status'] as const,
+      registers: [registry],
+    }),
+    httpDuration: new Histogram({
+      name: 'fleet_http_request_duration_seconds',
+      help: 'HTTP request duration by route',
+      labelNames: ['method', 'route'] as const,
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    }),
+    rateLimited: new Counter({
+      name: 'fleet_rate_limited_total',
+      help: 'Requests refused with 429 by the per-key rate limit',
+      registers: [registry],
+    }),
+    mqttConnectionsRefused: new Counter({
+      name: 'fleet_mqtt_connections_refused_total',
+      help: 'MQTT connections refused, by reason',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
+    mqttAuthorizationDenied: new Counter({
+      name: 'fleet_mqtt_authorization_denied_total',
+      help: 'MQTT publishes and subscriptions refused by the topic ACL',
+      labelNames: ['action'] as const,
+      registers: [registry],
+    }),
+    mqttMessagesDropped: new Counter({
+      name: 'fleet_mqtt_messages_dropped_total',
+      help: 'Device messages dropped, by topic kind and reason',
+      labelNames: ['kind', 'reason'] as const,
+      registers: [registry],
+    }),
+    mqttMessagesAccepted: new Counter({
+      name: 'fleet_mqtt_messages_accepted_total',
+      help: 'Device messages accepted, by topic kind',
+      labelNames: ['kind'] as const,
+      registers: [registry],
+    }),
+    mqttConnectedDevices: new Gauge({
+      name: 'fleet_mqtt_connected_devices',
+      help: 'Devices connected to this process',
+      registers: [registry],
+    }),
+    eventsDispatched: new Counter({
+      name: 'fleet_events_dispatched_total',
+      help: 'Outbox events dispatched to the bus',
+      registers: [registry],
+    }),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

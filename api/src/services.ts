@@ -1,0 +1,19 @@
+import type { ServiceDeps } from './domain/service-deps';
+import { ApiKeyService } from './domain/accounts/api-key.service';
+import { UserService } from './domain/accounts/user.service';
+import { AccountService } from './domain/accounts/account.service';
+import { IdempotencyService } from './domain/shared/idempotency.service';
+
+/**
+ * The one set of domain services. REST routes, GraphQL resolvers and MQTT handlers are thin
+ * adapters over these; each area adds its services here.
+ */
+export function createServices(deps: ServiceDeps) {
+  const apiKeys = new ApiKeyService(deps);
+  const users = new UserService(deps);
+  const accounts = new AccountService(deps, apiKeys);
+  const idempotency = new IdempotencyService(deps);
+  return { apiKeys, users, accounts, idempotency };
+}
+
+export type Services = ReturnType<typeof createServices>;

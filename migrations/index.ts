@@ -1,0 +1,16 @@
+import type { Knex } from 'knex';
+import * as createCoreSchema from './20261122000000_create_core_schema';
+
+/**
+ * Static list of migrations: knex's folder scanning cannot load .ts files under vitest,
+ * so every migration is imported here, oldest first. Add new ones at the end.
+ */
+const migrations: Array<{ name: string; module: Knex.Migration }> = [
+  { name: '20261122000000_create_core_schema', module: createCoreSchema },
+];
+
+export const migrationSource: Knex.MigrationSource<{ name: string; module: Knex.Migration }> = {
+  getMigrations: async () => migrations,
+  getMigrationName: (m) => m.name,
+  getMigration: async (m) => m.module,
+};

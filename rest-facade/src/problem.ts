@@ -1,0 +1,115 @@
+import type { Request, Response, NextFunction } from 'express';
+import { DomainError, ERROR_CODES, type ErrorCode } from '../../api/src/domain/shared/errors';
+import { ZodError } from 'zod';
+import type { Logger } from '../../api/src/logger';
+
+/** RFC 9457 problem details, with our stable `code` and field `errors`. */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: ErrorCode;
+  errors?: { field: string; message: string }[];
+  [extra: string]: unknown;
+}
+
+const TITLES: Record<number, string> = {
+  400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 409: 'Conflict',
+  413: 'Content Too Large', 415: 'Unsupported Media Type', 422: 'Unprocessable Content',
+  429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable',
+};
+
+export const PROBLEM_TYPE_BASE = 'https://fleet.example/problems/';
+
+export function zodToFieldErrors(error: ZodError, prefix = ''): { field: string; message: string }[] {
+  return error.issues.map((issue) => ({
+    field: [prefix, ...issue.path.map(String)].filter(Boolean).join('.') || '(body)',
+    message: issue.message,
+  }));
+}
+
+/** The one place where domain errors become HTTP. */
+export function toProblem(error: unknown): Problem {
+  if (error instanceof ZodError) {
+    return {
+      type: PROBLEM_TYPE_BASE + 'validation_failed',
+      title: TITLES[422]!,
+      status: 422,
+      detail: 'The request has invalid fields.',
+      code: 'validation_failed',
+      errors: zodToFieldErrors(error),
+    };
+  }
+  if (error instanceof DomainError) {
+    const status = ERROR_CODES[error.code];
+    return {
+      type: PROBLEM_TYPE_BASE + error.code,
+      title: TITLES[status] ?? 'Error',
+      status,
+      detail: error.message,
+      code: error.code,
+      ...(error.errors ? { errors: error.errors } : {}),
+      ...(error.details ?? {}),
+    };
+  }
+  return {
+    type: PROBLEM_TYPE_BASE + 'internal_error',
+    title: TITLES[500]!,
+    status: 500,
+    detail: 'An unexpected error occurred.',
+    code: 'internal_error',
+  };
+}
+
+export function sendProblem(res: Response, problem: Problem, retryAfterSeconds?: number): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  if (retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(Math.max(1, Math.ceil(retryAfterSeconds))));
+  res.status(problem.status).type('application/problem+json').send(JSON.stringify(problem));
+}
+
+/** Express error middleware: body-parser errors, domain errors and the unexpected. */
+export function problemErrorHandler(logger: Logger) {
+  return (error: unknown, _req: Request, res: Response, _next: NextFunction): void => {
+    const e = error as { type?: string; status?: number; statusCode?: number };
+    if (e && typeof e === 'object' && 'type' in e && typeof e.type === 'string') {
+      if (e.type === 'entity.parse.failed') {
+        sendProblem(res, problem('malformed_json', 'The body is not valid JSON.'));
+        return;
+      }
+      if (e.type === 'entity.too.large') {
+        sendProblem(res, problem('payload_too_large', 'The body is larger than the documented limit.'));
+        return;
+      }
+      if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') {
+        sendProblem(res, problem('unsupported_media_type', 'Unsupported body encoding or charset.'));
+        return;
+      }
+    }
+    const p = toProblem(error);
+    if (p.status >= 500) {
+      if (isDatabaseDown(error)) {
+        sendProblem(res, problem('service_unavailable', 'The database is unavailable; try again shortly.'), 5);
+        return;
+      }
+      logger.error({ err: error }, 'request failed');
+    }
+    sendProblem(res, p, error instanceof DomainError ? error.retryAfterSeconds : undefined);
+  };
+}
+
+export function problem(code: ErrorCode, detail: string, extra: Partial<Problem> = {}): Problem {
+  const status = ERROR_CODES[code];
+  return { type: PROBLEM_TYPE_BASE + code, title: TITLES[status] ?? 'Error', status, detail, code, ...extra };
+}
+
+const DB_DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P03', '08006', '08001', '08003']);
+export function isDatabaseDown(error: unknown): boolean {
+  const e = error as { code?: string; message?: string } | null;
+  if (!e) return false;
+  if (e.code && DB_DOWN_CODES.has(e.code)) return true;
+  return typeof e.message === 'string' && /Timeout acquiring a connection|Connection terminated/.test(e.message);
+}

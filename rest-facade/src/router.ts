@@ -1,0 +1,120 @@
+import express, { type Request, type Response, type NextFunction, type Router } from 'express';
+import type { RouteDef, RouteResult } from './route';
+import { authenticateRequest, type HttpCaller } from './authenticate';
+import { problem, sendProblem, toProblem, zodToFieldErrors, problemErrorHandler } from './problem';
+import { DomainError } from '../../api/src/domain/shared/errors';
+import type { ApiKeyService } from '../../api/src/domain/accounts/api-key.service';
+import type { UserService } from '../../api/src/domain/accounts/user.service';
+import type { IdempotencyService } from '../../api/src/domain/shared/idempotency.service';
+import type { RateLimiter } from '../../api/src/rate-limit/rate-limiter';
+import type { Metrics } from '../../api/src/metrics';
+import type { Logger } from '../../api/src/logger';
+
+export interface RestRouterDeps {
+  apiKeys: ApiKeyService;
+  users: UserService;
+  idempotency: IdempotencyService;
+  rateLimiter: RateLimiter;
+  metrics: Metrics;
+  logger: Logger;
+  maxJsonBodyBytes: number;
+}
+
+const JSON_TYPES = ['application/json', 'application/*+json'];
+
+/**
+ * Builds /api/v1 from the route table. Each request reads top to bottom: authenticate, rate
+ * limit, check content type, validate params, query and body with the route's schemas, honour
+ * Idempotency-Key, call the handler (one service call), send JSON. Every error is problem+json.
+ */
+export function createRestRouter(routes: RouteDef[], deps: RestRouterDeps): Router {
+  const router = express.Router();
+  const jsonParser = express.json({ limit: deps.maxJsonBodyBytes, type: JSON_TYPES, strict: false });
+
+  for (const route of routes) {
+    router[route.method](route.path, async (req: Request, res: Response, next: NextFunction) => {
+      const started = process.hrtime.bigint();
+      res.on('finish', () => {
+        deps.metrics.httpRequests.inc({ method: route.method, route: route.path, status: String(res.statusCode) });
+        deps.metrics.httpDuration.observe({ method: route.method, route: route.path }, Number(process.hrtime.bigint() - started) / 1e9);
+      });
+      try {
+        let caller: HttpCaller | undefined;
+        if (route.auth !== 'public') {
+          caller = await authenticateRequest(req, deps);
+          if (caller.rateLimitPerMinute !== undefined && caller.actor.apiKeyId) {
+            const decision = await deps.rateLimiter.consume(caller.actor.apiKeyId, caller.rateLimitPerMinute);
+            res.setHeader('RateLimit-Limit', String(decision.limit));
+            res.setHeader('RateLimit-Remaining', String(decision.remaining));
+            res.setHeader('RateLimit-Reset', String(decision.resetSeconds));
+            if (!decision.allowed) {
+              deps.metrics.rateLimited.inc();
+              sendProblem(res, problem('rate_limited', `Rate limit of ${decision.limit} requests per minute exceeded.`), decision.resetSeconds);
+              return;
+            }
+          }
+        }
+        if (route.body) {
+          if (!req.is(JSON_TYPES)) {
+            throw new DomainError('unsupported_media_type', 'Send the body as application/json.');
+          }
+          await new Promise<void>((resolve, reject) => jsonParser(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
+        }
+        const params = parsePart(route.params, req.params, 'path');
+        const query = parsePart(route.query, req.query, 'query');
+        const body = route.body ? parsePart(route.body, req.body, '') : undefined;
+        const actor = caller?.actor ?? { accountId: '', role: 'viewer' as const, principal: 'anonymous' };
+
+        const idempotencyKey = route.idempotent ? req.get('Idempotency-Key') : undefined;
+        if (idempotencyKey !== undefined && caller) {
+          const begun = await deps.idempotency.begin({ accountId: actor.accountId, key: idempotencyKey, operation: route.operationId, body });
+          if (begun.kind === 'replay') {
+            res.setHeader('Idempotent-Replayed', 'true');
+            res.status(begun.status).json(begun.body);
+            return;
+          }
+          try {
+            const result = await route.handler({ actor, params, query, body, req, res });
+            if (result) {
+              await deps.idempotency.complete({ accountId: actor.accountId, key: idempotencyKey, status: result.status, body: result.body });
+              send(res, result);
+            }
+          } catch (error) {
+            await deps.idempotency.abandon({ accountId: actor.accountId, key: idempotencyKey }).catch(() => undefined);
+            throw error;
+          }
+          return;
+        }
+        const result = await route.handler({ actor, params, query, body, req, res });
+        if (result) send(res, result);
+      } catch (error) {
+        next(error);
+      }
+    });
+  }
+
+  router.use((req: Request, res: Response) => {
+    sendProblem(res, problem('not_found', `No route ${req.method} ${req.baseUrl}${req.path}.`));
+  });
+  router.use(problemErrorHandler(deps.logger));
+  return router;
+}
+
+function send(res: Response, result: RouteResult): void {
+  if (result.headers) for (const [name, value] of Object.entries(result.headers)) res.setHeader(name, value);
+  if (result.body === undefined) res.status(result.status).end();
+  else res.status(result.status).json(result.body);
+}
+
+function parsePart(schema: RouteDef['params'], value: unknown, prefix: string): unknown {
+  if (!schema) return value;
+  const parsed = schema.safeParse(value ?? {});
+  if (!parsed.success) {
+    throw new DomainError('validation_failed', prefix ? `Invalid ${prefix} parameters.` : 'The request has invalid fields.', {
+      errors: zodToFieldErrors(parsed.error, prefix === 'path' || prefix === 'query' ? prefix : ''),
+    });
+  }
+  return parsed.data;
+}
+
+export { toProblem };

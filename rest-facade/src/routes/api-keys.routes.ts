@@ -1,0 +1,68 @@
+import { z } from 'zod';
+import type { RouteDef } from '../route';
+import type { Services } from '../../../api/src/services';
+import { CreateApiKeyInput, type ApiKey } from '../../../api/src/domain/accounts/api-key.service';
+import { IdParams } from '../schemas/common';
+
+export const ApiKeySchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    prefix: z.string(),
+    role: z.enum(['admin', 'viewer']),
+    rate_limit_per_minute: z.number().int(),
+    last_used_at: z.string().nullable(),
+    revoked_at: z.string().nullable(),
+    created_at: z.string(),
+  })
+  .meta({ id: 'ApiKey' });
+
+const presentKey = (k: ApiKey) => ({
+  id: k.id,
+  name: k.name,
+  prefix: k.prefix,
+  role: k.role,
+  rate_limit_per_minute: k.rateLimitPerMinute ?? 100,
+  last_used_at: k.lastUsedAt,
+  revoked_at: k.revokedAt,
+  created_at: k.createdAt,
+});
+
+export function apiKeyRoutes(services: Services): RouteDef[] {
+  return [
+    {
+      method: 'get',
+      path: '/api-keys',
+      operationId: 'listApiKeys',
+      summary: 'List the API keys of the account (secrets are never shown again)',
+      tag: 'API keys',
+      responses: { 200: { description: 'The keys', schema: z.object({ api_keys: z.array(ApiKeySchema) }) } },
+      handler: async ({ actor }) => ({ status: 200, body: { api_keys: (await services.apiKeys.list(actor)).map(presentKey) } }),
+    },
+    {
+      method: 'post',
+      path: '/api-keys',
+      operationId: 'createApiKey',
+      summary: 'Create an API key; the secret is in this response only',
+      tag: 'API keys',
+      body: CreateApiKeyInput.strict(),
+      responses: {
+        201: { description: 'Created', schema: z.object({ api_key: ApiKeySchema, secret: z.string() }) },
+      },
+      handler: async ({ actor, body }) => {
+        const created = await services.apiKeys.create(actor, body);
+        return { status: 201, body: { api_key: presentKey(created.apiKey), secret: created.secret } };
+      },
+    },
+    {
+      method: 'delete',
+      path: '/api-keys/:id',
+      operationId: 'revokeApiKey',
+      summary: 'Revoke an API key (immediately refused afterwards)',
+      tag: 'API keys',
+      params: IdParams,
+      responses: { 200: { description: 'Revoked', schema: z.object({ api_key: ApiKeySchema }) } },
+      handler: async ({ actor, params }) => ({ status: 200, body: { api_key: presentKey(await services.apiKeys.revoke(actor, params.id)) } }),
+    },
+  ];
+}

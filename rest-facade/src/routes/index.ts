@@ -1,0 +1,9 @@
+import type { RouteDef } from '../route';
+import type { Services } from '../../../api/src/services';
+import { apiKeyRoutes } from './api-keys.routes';
+import { sessionRoutes } from './session.routes';
+
+/** Every REST v1 route; the router and the OpenAPI document are both built from this list. */
+export function allRoutes(services: Services): RouteDef[] {
+  return [...sessionRoutes(services), ...apiKeyRoutes(services)];
+}

@@ -1,0 +1,86 @@
+import { z } from 'zod';
+import type { RouteDef } from '../route';
+import type { Services } from '../../../api/src/services';
+import { LoginInput, SESSION_TTL_MS } from '../../../api/src/domain/accounts/user.service';
+import { SESSION_COOKIE, readCookie } from '../authenticate';
+import { DomainError } from '../../../api/src/domain/shared/errors';
+
+const SessionSchema = z
+  .object({
+    user: z.object({ id: z.string(), email: z.string(), role: z.enum(['admin', 'viewer']) }),
+    account_id: z.string(),
+    csrf_token: z.string(),
+    expires_at: z.string(),
+  })
+  .meta({ id: 'Session' });
+
+/** Portal login: an httpOnly, SameSite=Lax session cookie plus a CSRF token for writes. */
+export function sessionRoutes(services: Services): RouteDef[] {
+  return [
+    {
+      method: 'post',
+      path: '/session',
+      operationId: 'login',
+      summary: 'Log in with manufacturer credentials (portal); sets the session cookie',
+      tag: 'Session',
+      auth: 'public',
+      body: LoginInput,
+      responses: { 201: { description: 'Logged in', schema: SessionSchema } },
+      handler: async ({ body, req, res }) => {
+        const session = await services.users.login(body);
+        const secure = req.secure ? '; Secure' : '';
+        res.setHeader(
+          'Set-Cookie',
+          `${SESSION_COOKIE}=${encodeURIComponent(session.token)}; HttpOnly; SameSite=Lax; Path=/; Max-Age=${SESSION_TTL_MS / 1000}${secure}`,
+        );
+        return {
+          status: 201,
+          body: {
+            user: { id: session.user.id, email: session.user.email, role: session.user.role },
+            account_id: session.accountId,
+            csrf_token: session.csrfToken,
+            expires_at: session.expiresAt,
+          },
+        };
+      },
+    },
+    {
+      method: 'get',
+      path: '/session',
+      operationId: 'getSession',
+      summary: 'The current portal session (user, role, CSRF token)',
+      tag: 'Session',
+      auth: 'public',
+      responses: { 200: { description: 'The session', schema: SessionSchema } },
+      handler: async ({ req }) => {
+        const token = readCookie(req.headers.cookie, SESSION_COOKIE);
+        const session = token ? await services.users.authenticateSession(token) : null;
+        if (!session) throw new DomainError('unauthenticated', 'Not logged in.');
+        return {
+          status: 200,
+          body: {
+            user: { id: session.user.id, email: session.user.email, role: session.user.role },
+            account_id: session.actor.accountId,
+            csrf_token: session.csrfToken,
+            expires_at: session.expiresAt.toISOString(),
+          },
+        };
+      },
+    },
+    {
+      method: 'delete',
+      path: '/session',
+      operationId: 'logout',
+      summary: 'Log out (ends the session)',
+      tag: 'Session',
+      auth: 'public',
+      responses: { 204: { description: 'Logged out' } },
+      handler: async ({ req, res }) => {
+        const token = readCookie(req.headers.cookie, SESSION_COOKIE);
+        if (token) await services.users.logout(token);
+        res.setHeader('Set-Cookie', `${SESSION_COOKIE}=; HttpOnly; SameSite=Lax; Path=/; Max-Age=0`);
+        return { status: 204 };
+      },
+    },
+  ];
+}

@@ -1,0 +1,57 @@
+/** A small fetch wrapper for tests: JSON in, status + headers + parsed body out. */
+// Test bodies are asserted field by field; `any` keeps those assertions short.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export interface ApiResponse<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+export class ApiClient {
+  constructor(
+    readonly baseUrl: string,
+    readonly apiKey?: string,
+  ) {}
+
+  withKey(apiKey: string): ApiClient {
+    return new ApiClient(this.baseUrl, apiKey);
+  }
+
+  async request<T = any>(
+    method: string,
+    path: string,
+    options: { body?: unknown; headers?: Record<string, string>; rawBody?: BodyInit } = {},
+  ): Promise<ApiResponse<T>> {
+    const headers: Record<string, string> = { ...options.headers };
+    if (this.apiKey && !('authorization' in headers)) headers.authorization = `Bearer ${this.apiKey}`;
+    let body: BodyInit | undefined = options.rawBody;
+    if (options.body !== undefined) {
+      body = JSON.stringify(options.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    // Paths are absolute on the server: '/api/v1/devices', '/healthz'.
+    const res = await fetch(this.baseUrl + path, {
+      method,
+      headers,
+      ...(body !== undefined ? { body } : {}),
+    });
+    const text = await res.text();
+    let parsed: unknown = text;
+    const type = res.headers.get('content-type') ?? '';
+    if (type.includes('json') && text) parsed = JSON.parse(text);
+    return { status: res.status, headers: res.headers, body: parsed as T };
+  }
+
+  get<T = any>(path: string, headers?: Record<string, string>) {
+    return this.request<T>('GET', path, headers ? { headers } : {});
+  }
+  post<T = any>(path: string, body?: unknown, headers?: Record<string, string>) {
+    return this.request<T>('POST', path, { body, ...(headers ? { headers } : {}) });
+  }
+  patch<T = any>(path: string, body?: unknown, headers?: Record<string, string>) {
+    return this.request<T>('PATCH', path, { body, ...(headers ? { headers } : {}) });
+  }
+  delete<T = any>(path: string, headers?: Record<string, string>) {
+    return this.request<T>('DELETE', path, headers ? { headers } : {});
+  }
+}

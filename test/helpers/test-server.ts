@@ -1,0 +1,106 @@
+import { loadConfig, type Config } from '../../api/src/config';
+import { startFleetService, type FleetService } from '../../api/src/app';
+import { createLogger } from '../../api/src/logger';
+import type { Clock } from '../../api/src/domain/shared/clock';
+import { createTestDatabase, type TestDatabase } from './test-database';
+import { ApiClient } from './api-client';
+
+export interface TestServer {
+  service: FleetService;
+  config: Config;
+  db: TestDatabase;
+  /** Creates an account with an admin key; `api` talks to the server with that key. */
+  createAccount(overrides?: Partial<AccountOverrides>): Promise<TestAccount>;
+  /** Stops the service and starts it again on the same database (and, by default, ports). */
+  restart(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface AccountOverrides {
+  name: string;
+  quota: number;
+  budget: number;
+  unitPrice: number;
+  currency: string;
+  adminEmail: string;
+  adminPassword: string;
+}
+
+export interface TestAccount {
+  accountId: string;
+  apiKey: string;
+  apiKeyId: string;
+  adminEmail: string;
+  adminPassword: string;
+  api: ApiClient;
+}
+
+let accountCounter = 0;
+
+/** A real server on free ports (HTTP and MQTT) with its own database; no demo account. */
+export async function startTestServer(options: { clock?: Clock; env?: Record<string, string> } = {}): Promise<TestServer> {
+  const db = await createTestDatabase();
+  const config = loadConfig({
+    PORT: '0',
+    MQTT_PORT: '0',
+    HOST: '127.0.0.1',
+    DATA_DIR: db.dataDir,
+    ...(db.databaseUrl ? { DATABASE_URL: db.databaseUrl } : {}),
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    DEMO_ACCOUNT: 'false',
+    WEBHOOK_ALLOW_PRIVATE: 'true',
+    ...options.env,
+  });
+  const logger = createLogger(config.logLevel);
+  let service = await startFleetService({ config, logger, ...(options.clock ? { clock: options.clock } : {}) });
+
+  const server: TestServer = {
+    get service() {
+      return service;
+    },
+    config,
+    db,
+    async createAccount(overrides = {}) {
+      accountCounter += 1;
+      const adminEmail = overrides.adminEmail ?? `admin${accountCounter}-${Date.now()}@example.test`;
+      const adminPassword = overrides.adminPassword ?? 'correct horse battery';
+      const created = await service.services.accounts.create({
+        name: overrides.name ?? `Account ${accountCounter}`,
+        quota: overrides.quota ?? 1000,
+        budget: overrides.budget ?? 100_000,
+        currency: overrides.currency ?? 'EUR',
+        unitPrice: overrides.unitPrice ?? 1,
+        adminEmail,
+        adminPassword,
+      });
+      return {
+        accountId: created.accountId,
+        apiKey: created.apiKey,
+        apiKeyId: created.apiKeyId,
+        adminEmail,
+        adminPassword,
+        api: new ApiClient(service.httpUrl, created.apiKey),
+      };
+    },
+    async restart() {
+      await service.stop();
+      const pinned = loadConfig({
+        PORT: String(service.httpPort),
+        MQTT_PORT: String(service.mqttPort ?? 0),
+        HOST: '127.0.0.1',
+        DATA_DIR: db.dataDir,
+        ...(db.databaseUrl ? { DATABASE_URL: db.databaseUrl } : {}),
+        LOG_LEVEL: config.logLevel,
+        DEMO_ACCOUNT: 'false',
+        WEBHOOK_ALLOW_PRIVATE: 'true',
+        ...options.env,
+      });
+      service = await startFleetService({ config: pinned, logger, ...(options.clock ? { clock: options.clock } : {}) });
+    },
+    async close() {
+      await service.stop();
+      await db.drop();
+    },
+  };
+  return server;
+}
