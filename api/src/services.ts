@@ -3,6 +3,7 @@ import { ApiKeyService } from './domain/accounts/api-key.service';
 import { UserService } from './domain/accounts/user.service';
 import { AccountService } from './domain/accounts/account.service';
 import { IdempotencyService } from './domain/shared/idempotency.service';
+import { ModelService } from './domain/models/model.service';
 
 /**
  * The one set of domain services. REST routes, GraphQL resolvers and MQTT handlers are thin
@@ -13,7 +14,8 @@ export function createServices(deps: ServiceDeps) {
   const users = new UserService(deps);
   const accounts = new AccountService(deps, apiKeys);
   const idempotency = new IdempotencyService(deps);
-  return { apiKeys, users, accounts, idempotency };
+  const models = new ModelService(deps);
+  return { apiKeys, users, accounts, idempotency, models };
 }
 
 export type Services = ReturnType<typeof createServices>;
