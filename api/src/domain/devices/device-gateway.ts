@@ -1,0 +1,66 @@
+/**
+ * The seam between the domain and the MQTT broker, in both directions. Services are built before
+ * the broker starts, so they hold a `DeviceGatewayRef` that the broker fills in when it is up.
+ */
+
+/** What the service sends on `devices/{serial}/ota` (decisions.md, device protocol v1). */
+export interface OtaCommand {
+  job_id: string;
+  version: string;
+  url: string;
+  sha256: string;
+  size: number;
+}
+
+/** What a device reports on `devices/{serial}/ota/progress`. */
+export interface OtaProgressReport {
+  job_id: string;
+  state: 'downloading' | 'installing' | 'rebooting' | 'succeeded' | 'failed' | 'rolled_back';
+  progress?: number | undefined;
+  error?: string | undefined;
+}
+
+/** Implemented by the broker: how services reach devices. */
+export interface DeviceGateway {
+  /** Retained QoS 1 publish on `devices/{serial}/config`. */
+  publishConfig(serial: string, message: { version: number; config: Record<string, unknown> }): Promise<void>;
+  /** QoS 1 publish on `devices/{serial}/ota`. */
+  publishOta(serial: string, command: OtaCommand): Promise<void>;
+  /** Drop the device's connection now (credentials rotated, device unclaimed). */
+  disconnect(serial: string, reason: string): void;
+  /** Connected to this process. */
+  isConnected(serial: string): boolean;
+}
+
+/** Implemented by the OTA engine: what the broker tells it about devices. */
+export interface OtaDeviceListener {
+  /** The device is connected and subscribed to its `ota` topic: queued or `sent` commands go out now. */
+  onDeviceReady(input: { accountId: string; deviceId: string; serial: string }): Promise<void>;
+  onProgress(input: { accountId: string; deviceId: string; serial: string; report: OtaProgressReport }): Promise<void>;
+  /**
+   * After heartbeats were persisted, for each device whose reported firmware changed or that has
+   * an update in progress (a heartbeat on the target version completes an update).
+   */
+  onFirmwareReported(reports: Array<{ accountId: string; deviceId: string; serial: string; firmware: string; previous: string | null }>): Promise<void>;
+}
+
+/** Late-bound holder: a no-op until the broker (or the OTA engine) registers itself. */
+export class DeviceGatewayRef implements DeviceGateway {
+  private target: DeviceGateway | undefined;
+  set(gateway: DeviceGateway | undefined): void {
+    this.target = gateway;
+  }
+  async publishConfig(serial: string, message: { version: number; config: Record<string, unknown> }): Promise<void> {
+    await this.target?.publishConfig(serial, message);
+  }
+  async publishOta(serial: string, command: OtaCommand): Promise<void> {
+    if (!this.target) throw new Error('no MQTT broker is running in this process');
+    await this.target.publishOta(serial, command);
+  }
+  disconnect(serial: string, reason: string): void {
+    this.target?.disconnect(serial, reason);
+  }
+  isConnected(serial: string): boolean {
+    return this.target?.isConnected(serial) ?? false;
+  }
+}
