@@ -11,6 +11,10 @@ import { createMetrics, type Metrics } from './metrics';
 import { InProcessEventBus, type EventBus } from './events/event-bus';
 import { OutboxDispatcher } from './events/outbox';
 import { FlexibleRateLimiter, type RateLimiter } from './rate-limit/rate-limiter';
+import { createRedisRateLimiter } from './rate-limit/redis-rate-limiter';
+import { RedisEventBus } from './events/redis-event-bus';
+import { createClusterConnections } from './cluster/cluster-connections';
+import { redisHealthy } from './cluster/redis-connection';
 import { createRestRouter } from '../../rest-facade/src/router';
 import { allRoutes } from '../../rest-facade/src/routes/index';
 import { openApiRoute } from '../../rest-facade/src/routes/openapi.routes';
@@ -59,7 +63,12 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   const applied = await database.migrate();
   if (applied.length) logger.info({ migrations: applied }, 'database migrated');
 
-  const bus: EventBus = new InProcessEventBus(logger);
+  // Cluster mode (REDIS_URL): events, rate limits and broker state are shared through Redis.
+  const cluster = config.redisUrl ? createClusterConnections(config.redisUrl, logger) : null;
+  const bus: EventBus = cluster ? new RedisEventBus(cluster.publisher, cluster.subscriber, logger) : new InProcessEventBus(logger);
+  /** Named readiness checks reported by /readyz; areas (broker, redis) add theirs. */
+  const readinessChecks = new Map<string, () => Promise<{ ok: boolean; detail?: string }>>();
+  if (cluster) readinessChecks.set('redis', async () => ((await redisHealthy(cluster.commands)) ? { ok: true } : { ok: false, detail: 'no PONG within 1 s' }));
   let outbox: OutboxDispatcher | undefined;
   const transaction = createTransactionRunner(database.knex, () => outbox?.kick());
   const services = createServices({ knex: database.knex, transaction, clock, logger });
@@ -69,7 +78,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   let demo: FleetService['demo'] = null;
   if (database.kind === 'embedded' && config.demoAccount) demo = await seedDemoAccount(services);
 
-  const rateLimiter: RateLimiter = new FlexibleRateLimiter();
+  const rateLimiter: RateLimiter = cluster ? createRedisRateLimiter(cluster.commands) : new FlexibleRateLimiter();
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', 'loopback');
@@ -88,7 +97,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     } catch (error) {
       checks.database = { ok: false, detail: (error as Error).message };
     }
-    for (const [name, check] of readinessChecks) checks[name] = check();
+    for (const [name, check] of readinessChecks) checks[name] = await check().catch((error: Error) => ({ ok: false, detail: error.message }));
     const ok = Object.values(checks).every((c) => c.ok);
     if (!ok) res.setHeader('Retry-After', '5');
     res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'unavailable', checks });
@@ -115,7 +124,6 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
 
   app.use((req, res) => sendProblem(res, problem('not_found', `No route ${req.method} ${req.path}.`)));
 
-  const readinessChecks = new Map<string, () => { ok: boolean; detail?: string }>();
   const server = http.createServer(app);
   await listen(server, config.port, config.host, 'HTTP', 'PORT');
   const httpPort = (server.address() as AddressInfo).port;
@@ -137,6 +145,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
       await outbox!.flush().catch(() => undefined);
       await outbox!.stop();
       await bus.close();
+      if (cluster) await cluster.close();
       if (ownsDatabase) await database.close();
       logger.info('stopped');
     })());
