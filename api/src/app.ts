@@ -65,7 +65,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
 
   // Cluster mode (REDIS_URL): events, rate limits and broker state are shared through Redis.
   const cluster = config.redisUrl ? createClusterConnections(config.redisUrl, logger) : null;
-  const bus: EventBus = cluster ? new RedisEventBus(cluster.publisher, cluster.subscriber, logger) : new InProcessEventBus(logger);
+  const bus: EventBus = cluster ? new RedisEventBus(cluster.publisher, cluster.subscriber, logger, `${config.redisKeyPrefix}:events`) : new InProcessEventBus(logger);
   /** Named readiness checks reported by /readyz; areas (broker, redis) add theirs. */
   const readinessChecks = new Map<string, () => Promise<{ ok: boolean; detail?: string }>>();
   if (cluster) readinessChecks.set('redis', async () => ((await redisHealthy(cluster.commands)) ? { ok: true } : { ok: false, detail: 'no PONG within 1 s' }));
@@ -78,7 +78,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   let demo: FleetService['demo'] = null;
   if (database.kind === 'embedded' && config.demoAccount) demo = await seedDemoAccount(services);
 
-  const rateLimiter: RateLimiter = cluster ? createRedisRateLimiter(cluster.commands) : new FlexibleRateLimiter();
+  const rateLimiter: RateLimiter = cluster ? createRedisRateLimiter(cluster.commands, config.redisKeyPrefix) : new FlexibleRateLimiter();
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', 'loopback');

@@ -20,6 +20,8 @@ export const Config = z.object({
   publicUrl: z.string().url().optional(),
   /** Redis connection string: enables cluster mode (shared broker state, rate limits, events). */
   redisUrl: z.string().min(1).optional(),
+  /** Prefix of every Redis key and channel, so several deployments (or test runs) can share one Redis. Default fleet. */
+  redisKeyPrefix: z.string().regex(/^[A-Za-z0-9:_-]{1,64}$/).default('fleet'),
   /** pino log level. Default info. */
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Allow webhook receivers on loopback and private networks (tests, demos). Default false. */
@@ -43,6 +45,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: env.DATA_DIR || undefined,
     publicUrl: env.PUBLIC_URL || undefined,
     redisUrl: env.REDIS_URL || undefined,
+    redisKeyPrefix: env.REDIS_KEY_PREFIX || undefined,
     logLevel: env.LOG_LEVEL || undefined,
     webhookAllowPrivate: env.WEBHOOK_ALLOW_PRIVATE || undefined,
     demoAccount: env.DEMO_ACCOUNT || undefined,

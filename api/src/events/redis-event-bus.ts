@@ -3,7 +3,6 @@ import type { DomainEvent } from './event-types';
 import { InProcessEventBus, type EventBus, type EventHandler } from './event-bus';
 import type { Logger } from '../logger';
 
-const CHANNEL = 'fleet:events';
 
 /**
  * Cluster mode: dispatched events travel through Redis pub/sub so a portal subscribed on
@@ -19,10 +18,11 @@ export class RedisEventBus implements EventBus {
     private readonly publisher: Redis,
     private readonly subscriber: Redis,
     private readonly logger: Logger,
+    private readonly channel = 'fleet:events',
   ) {
     this.local = new InProcessEventBus(logger);
     this.subscriber.on('message', (channel: string, message: string) => {
-      if (channel !== CHANNEL) return;
+      if (channel !== this.channel) return;
       let events: DomainEvent[];
       try {
         events = JSON.parse(message) as DomainEvent[];
@@ -32,14 +32,14 @@ export class RedisEventBus implements EventBus {
       }
       void this.local.publish(events);
     });
-    this.ready = this.subscriber.subscribe(CHANNEL);
+    this.ready = this.subscriber.subscribe(this.channel);
   }
 
   async publish(events: DomainEvent[]): Promise<void> {
     if (events.length === 0) return;
     await this.ready;
     try {
-      await this.publisher.publish(CHANNEL, JSON.stringify(events));
+      await this.publisher.publish(this.channel, JSON.stringify(events));
     } catch (error) {
       // Redis down: deliver to this process's own subscribers at least.
       this.logger.warn({ err: error }, 'redis publish failed; delivering events locally only');

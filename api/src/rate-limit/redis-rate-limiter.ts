@@ -7,14 +7,14 @@ import { FlexibleRateLimiter } from './rate-limiter';
  * While Redis is unreachable, an in-memory limiter per process takes over (insurance) rather
  * than refusing all traffic or letting it through unlimited.
  */
-export function createRedisRateLimiter(redis: Redis): FlexibleRateLimiter {
+export function createRedisRateLimiter(redis: Redis, prefix = 'fleet'): FlexibleRateLimiter {
   return new FlexibleRateLimiter(
     (points) =>
       new RateLimiterRedis({
         storeClient: redis,
         points,
         duration: 60,
-        keyPrefix: `fleet:rl:${points}`,
+        keyPrefix: `${prefix}:rl:${points}`,
         rejectIfRedisNotReady: true,
         insuranceLimiter: new RateLimiterMemory({ points, duration: 60 }),
       }),
