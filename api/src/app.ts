@@ -20,6 +20,7 @@ import { allRoutes } from '../../rest-facade/src/routes/index';
 import { openApiRoute } from '../../rest-facade/src/routes/openapi.routes';
 import { problem, sendProblem } from '../../rest-facade/src/problem';
 import { seedDemoAccount } from './demo-seed';
+import { DatabaseHealth } from './db/database-health';
 
 export interface StartOptions {
   config: Config;
@@ -59,7 +60,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   const clock = options.clock ?? systemClock;
   const metrics = createMetrics();
   const ownsDatabase = !options.database;
-  const database = options.database ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }));
+  const database = options.database ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, logger }));
   const applied = await database.migrate();
   if (applied.length) logger.info({ migrations: applied }, 'database migrated');
 
@@ -108,6 +109,12 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
 
   const routes = allRoutes(services);
   routes.push(openApiRoute(routes));
+  // While the database is down, API requests get 503 + Retry-After at once instead of hanging.
+  const databaseHealth = new DatabaseHealth(database.knex, logger);
+  app.use(['/api/v1', '/graphql'], (_req, res, next) => {
+    if (databaseHealth.isUp()) return next();
+    sendProblem(res, problem('service_unavailable', 'The database is unavailable; try again shortly.'), 5);
+  });
   app.use(
     '/api/v1',
     createRestRouter(routes, {
@@ -133,6 +140,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   const mqttPort: number | null = null;
 
   outbox.start();
+  databaseHealth.start();
   logger.info({ httpPort, mqttPort, database: database.kind }, 'fleet service started');
 
   let stopping: Promise<void> | undefined;
@@ -143,6 +151,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
       await outbox!.flush().catch(() => undefined);
+      databaseHealth.stop();
       await outbox!.stop();
       await bus.close();
       if (cluster) await cluster.close();

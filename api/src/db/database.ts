@@ -6,6 +6,16 @@ import { PGlite } from '@electric-sql/pglite';
 import { createPgConfig } from '@electric-sql/pglite/node-postgres';
 import { migrationSource } from '../../../migrations/index';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock';
+import type { Logger } from '../logger';
+
+function knexLog(logger: Logger) {
+  return {
+    warn: (message: unknown) => logger.warn({ knex: String(message) }, 'knex warning'),
+    error: (message: unknown) => logger.error({ knex: String(message) }, 'knex error'),
+    deprecate: (message: unknown) => logger.debug({ knex: String(message) }, 'knex deprecation'),
+    debug: (message: unknown) => logger.debug({ knex: String(message) }, 'knex debug'),
+  };
+}
 
 // node-postgres returns int8 and numeric as strings; our bigints (money in minor units, ids of
 // history rows) stay far below 2^53, so parse them as numbers once, here.
@@ -27,10 +37,12 @@ export interface OpenDatabaseOptions {
   dataDir: string;
   /** Connections to PostgreSQL (ignored for the embedded database, which has one). Default 10. */
   poolSize?: number;
+  /** Where knex's own warnings go (instead of the console). */
+  logger?: Logger;
 }
 
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
-  if (options.databaseUrl) return openPostgres(options.databaseUrl, options.poolSize ?? 10);
+  if (options.databaseUrl) return openPostgres(options.databaseUrl, options.poolSize ?? 10, options.logger);
   return openEmbedded(options.dataDir);
 }
 
@@ -46,8 +58,9 @@ function withMigrations(knex: Knex, kind: DatabaseKind, close: () => Promise<voi
   };
 }
 
-function openPostgres(url: string, poolSize: number): Database {
+function openPostgres(url: string, poolSize: number, logger: Logger | undefined): Database {
   const knex = knexFactory({
+    ...(logger ? { log: knexLog(logger) } : {}),
     client: 'pg',
     connection: url,
     pool: {
