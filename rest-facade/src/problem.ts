@@ -53,6 +53,12 @@ export function toProblem(error: unknown): Problem {
       ...(error.details ?? {}),
     };
   }
+  // Safety net: input PostgreSQL refuses as data (bad encoding, out of range, too long) is the
+  // caller's error, not ours; validation should have caught it first.
+  const pgCode = (error as { code?: unknown } | null)?.code;
+  if (typeof pgCode === 'string' && PG_INPUT_ERRORS.has(pgCode)) {
+    return problem('validation_failed', 'A value in the request is not acceptable.');
+  }
   return {
     type: PROBLEM_TYPE_BASE + 'internal_error',
     title: TITLES[500]!,
@@ -106,6 +112,7 @@ export function problem(code: ErrorCode, detail: string, extra: Partial<Problem>
   return { type: PROBLEM_TYPE_BASE + code, title: TITLES[status] ?? 'Error', status, detail, code, ...extra };
 }
 
+const PG_INPUT_ERRORS = new Set(['22P05', '22021', '22001', '22003', '22007', '22008', '22P02', '54001']);
 const DB_DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P03', '08006', '08001', '08003']);
 export function isDatabaseDown(error: unknown): boolean {
   const e = error as { code?: string; message?: string } | null;

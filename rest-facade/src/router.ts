@@ -60,6 +60,13 @@ export function createRestRouter(routes: RouteDef[], deps: RestRouterDeps): Rout
           }
           await new Promise<void>((resolve, reject) => jsonParser(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
         }
+        // PostgreSQL text cannot hold NUL; refuse it at the edge for every field (OWASP API8).
+        const nulAt = findNul(req.params, 'path') ?? findNul(req.query, 'query') ?? (route.body ? findNul(req.body, '') : null);
+        if (nulAt !== null) {
+          throw new DomainError('validation_failed', 'Text may not contain NUL characters.', {
+            errors: [{ field: nulAt || '(body)', message: 'contains a NUL character' }],
+          });
+        }
         const params = parsePart(route.params, req.params, 'path');
         const query = parsePart(route.query, req.query, 'query');
         const body = route.body ? parsePart(route.body, req.body, '') : undefined;
@@ -104,6 +111,24 @@ function send(res: Response, result: RouteResult): void {
   if (result.headers) for (const [name, value] of Object.entries(result.headers)) res.setHeader(name, value);
   if (result.body === undefined) res.status(result.status).end();
   else res.status(result.status).json(result.body);
+}
+
+/** Path of the first string (or key) holding U+0000, or null. Iterative: bodies may nest deeply. */
+export function findNul(value: unknown, root: string): string | null {
+  const stack: Array<[unknown, string]> = [[value, root]];
+  while (stack.length > 0) {
+    const [current, path] = stack.pop()!;
+    if (typeof current === 'string') {
+      if (current.includes('\u0000')) return path;
+    } else if (current && typeof current === 'object') {
+      for (const [key, child] of Object.entries(current)) {
+        const childPath = path ? `${path}.${key}` : key;
+        if (key.includes('\u0000')) return childPath;
+        stack.push([child, childPath]);
+      }
+    }
+  }
+  return null;
 }
 
 function parsePart(schema: RouteDef['params'], value: unknown, prefix: string): unknown {
