@@ -11,6 +11,7 @@ export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 export async function clusterAvailable(): Promise<{ ok: boolean; why?: string }> {
   if (!process.env.TEST_DATABASE_URL) return { ok: false, why: 'TEST_DATABASE_URL is not set' };
   const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  redis.on('error', () => undefined);
   try {
     await redis.connect();
     await redis.ping();

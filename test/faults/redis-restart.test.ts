@@ -1,0 +1,64 @@
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { clusterAvailable, startTestCluster, type TestCluster } from '../helpers/cluster';
+import { PrivateRedis, redisServerAvailable } from '../helpers/redis-server';
+import { ApiClient } from '../helpers/api-client';
+import { appendEvents } from '../../api/src/events/outbox';
+
+const availability = await clusterAvailable();
+const canRun = availability.ok && redisServerAvailable();
+if (!canRun) console.log(`redis restart fault test skipped: ${availability.why ?? 'redis-server is not installed'}`);
+
+describe.skipIf(!canRun)('Redis restarted under a two-process cluster', () => {
+  const redis = new PrivateRedis();
+  let cluster: TestCluster;
+  let apiKey: string;
+  let accountId: string;
+
+  beforeAll(async () => {
+    await redis.start();
+    cluster = await startTestCluster(2, { REDIS_URL: redis.url });
+    const created = await cluster.nodes[0]!.services.accounts.create({
+      name: 'Redis Co', quota: 100, budget: 1000, currency: 'EUR', unitPrice: 1,
+      adminEmail: `redis-${Date.now()}@example.test`, adminPassword: 'correct horse battery',
+    });
+    apiKey = created.apiKey;
+    accountId = created.accountId;
+  });
+  afterAll(async () => {
+    await cluster?.close();
+    await redis.kill();
+  });
+
+  const crossProcessEvent = async (subject: string): Promise<boolean> => {
+    let seen = false;
+    const off = cluster.nodes[1]!.bus.subscribe((e) => {
+      if (e.subject === subject) seen = true;
+    });
+    try {
+      await cluster.nodes[0]!.database.knex.transaction((trx) =>
+        appendEvents(trx, cluster.nodes[0]!.clock, [{ accountId, type: 'device.online', subject, data: { serial: subject } }]),
+      );
+      await cluster.nodes[0]!.outbox.flush();
+      const until = Date.now() + 3000;
+      while (!seen && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+      return seen;
+    } finally {
+      off();
+    }
+  };
+
+  it('keeps answering while Redis is down and heals when it is back', { timeout: 60_000 }, async () => {
+    expect(await crossProcessEvent('before')).toBe(true);
+    await redis.kill();
+    // The API keeps working (rate limits fall back to per-process counting) and says Redis is down.
+    const api = new ApiClient(cluster.nodes[0]!.httpUrl, apiKey);
+    expect((await api.get('/api/v1/api-keys')).status).toBe(200);
+    const ready = await new ApiClient(cluster.nodes[0]!.httpUrl).get('/readyz');
+    expect(ready.status).toBe(503);
+    expect(ready.body.checks.redis.ok).toBe(false);
+
+    await redis.start();
+    await expect.poll(async () => (await new ApiClient(cluster.nodes[0]!.httpUrl).get('/readyz')).status, { timeout: 15_000, interval: 500 }).toBe(200);
+    await expect.poll(() => crossProcessEvent(`after-${Date.now()}`), { timeout: 15_000, interval: 500 }).toBe(true);
+  });
+});
