@@ -45,6 +45,8 @@ const required = (value: string | undefined, flag: string): string => {
 
 class UsageError extends Error {}
 
+const COMMANDS = ['account create', 'account list', 'account update', 'user create', 'api-key create', 'api-key rate-limit', 'migrate'];
+
 async function run(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true });
   const command = positionals.join(' ');
@@ -52,6 +54,7 @@ async function run(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return values.help ? 0 : 2;
   }
+  if (!COMMANDS.includes(command)) throw new UsageError(`unknown command "${command}"`);
   const config = loadConfig();
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
   try {
