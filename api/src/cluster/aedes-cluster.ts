@@ -1,0 +1,33 @@
+import { createRequire } from 'node:module';
+import type { RedisOptions } from 'ioredis';
+import aedesPersistenceRedis from 'aedes-persistence-redis';
+
+const require = createRequire(import.meta.url);
+// mqemitter-redis is CommonJS; its prefixing variant is only reachable as a property of the export.
+const mqemitterRedis = require('mqemitter-redis') as {
+  MQEmitterRedisPrefix: new (prefix: string, options: RedisOptions & { connectionString?: string }) => { close(cb: () => void): void };
+};
+
+/**
+ * Cluster mode for the embedded broker: existing engines, not a protocol of our own.
+ * `mqemitter-redis` carries every publish between processes (a device on process 2 receives a
+ * command published on process 1); `aedes-persistence-redis` shares subscriptions, retained
+ * messages (device configuration) and offline QoS 1 queues, so a device that reconnects to
+ * another process still gets what was queued for it.
+ */
+export function createClusterBrokerBackends(input: { redisUrl: string; prefix: string }): { mq: unknown; persistence: unknown } {
+  const url = new URL(input.redisUrl);
+  const db = url.pathname.length > 1 ? Number(url.pathname.slice(1)) : 0;
+  const redisOptions: RedisOptions = {
+    host: url.hostname,
+    port: Number(url.port || 6379),
+    db: Number.isFinite(db) ? db : 0,
+    ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
+    ...(url.username ? { username: decodeURIComponent(url.username) } : {}),
+    // Keep trying through a Redis restart instead of giving up on the connection.
+    retryStrategy: (attempt: number) => Math.min(attempt * 200, 2000),
+  };
+  const mq = new mqemitterRedis.MQEmitterRedisPrefix(`${input.prefix}:mqtt:`, redisOptions);
+  const persistence = aedesPersistenceRedis({ ...redisOptions, maxSessionDelivery: 1000 });
+  return { mq, persistence };
+}

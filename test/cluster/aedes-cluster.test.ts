@@ -1,0 +1,54 @@
+import { describe, it, expect, afterAll } from 'vitest';
+import net from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { Aedes } from 'aedes';
+import mqtt from 'mqtt';
+import { createClusterBrokerBackends } from '../../api/src/cluster/aedes-cluster';
+import { REDIS_URL } from '../helpers/cluster';
+import { Redis } from 'ioredis';
+
+const probe = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+probe.on('error', () => undefined);
+const redisUp = await probe.connect().then(() => true, () => false);
+probe.disconnect();
+if (!redisUp) console.log(`aedes cluster tests skipped: no Redis at ${REDIS_URL}`);
+
+describe.skipIf(!redisUp)('two Aedes brokers sharing Redis (cluster backends)', () => {
+  const closers: Array<() => Promise<void>> = [];
+  afterAll(async () => {
+    for (const close of closers.reverse()) await close().catch(() => undefined);
+  });
+
+  async function broker(prefix: string): Promise<number> {
+    const backends = createClusterBrokerBackends({ redisUrl: REDIS_URL, prefix });
+    const aedes = await Aedes.createBroker({ mq: backends.mq, persistence: backends.persistence } as Parameters<typeof Aedes.createBroker>[0]);
+    const server = net.createServer(aedes.handle);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    closers.push(async () => {
+      await new Promise<void>((resolve) => aedes.close(() => resolve()));
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    });
+    return (server.address() as net.AddressInfo).port;
+  }
+
+  it('delivers a publish on one broker to a subscriber on the other, and shares retained messages', async () => {
+    const prefix = `t-${randomBytes(4).toString('hex')}`;
+    const [p1, p2] = [await broker(prefix), await broker(prefix)];
+    const topic = `devices/${prefix}/config`;
+    const sub = await mqtt.connectAsync(`mqtt://127.0.0.1:${p2}`, { clientId: `sub-${prefix}` });
+    closers.push(() => sub.endAsync());
+    await sub.subscribeAsync(`devices/${prefix}/ota`, { qos: 1 });
+    const received = new Promise<string>((resolve) => sub.on('message', (t, payload) => t.endsWith('/ota') && resolve(payload.toString())));
+    const pub = await mqtt.connectAsync(`mqtt://127.0.0.1:${p1}`, { clientId: `pub-${prefix}` });
+    closers.push(() => pub.endAsync());
+    await pub.publishAsync(`devices/${prefix}/ota`, '{"job_id":"j1"}', { qos: 1 });
+    expect(await received).toBe('{"job_id":"j1"}');
+
+    await pub.publishAsync(topic, '{"version":3}', { qos: 1, retain: true });
+    const late = await mqtt.connectAsync(`mqtt://127.0.0.1:${p2}`, { clientId: `late-${prefix}` });
+    closers.push(() => late.endAsync());
+    const retained = new Promise<string>((resolve) => late.on('message', (_t, payload) => resolve(payload.toString())));
+    await late.subscribeAsync(topic, { qos: 1 });
+    expect(await retained).toBe('{"version":3}');
+  });
+});
