@@ -1,6 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
+import type { Duplex } from 'node:stream';
+import { createGraphQL } from './graphql/server';
 import type { Config } from './config';
 import { createLogger, type Logger } from './logger';
 import { openDatabase, type Database } from './db/database';
@@ -127,11 +129,35 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
       maxJsonBodyBytes: config.maxJsonBodyBytes,
     }),
   );
-  // Plug-in point: GraphQL (/graphql), firmware downloads and the portal mount here.
+  // Created before listening so GraphQL's drain plugin and the WebSocket upgrade dispatcher can attach.
+  const server = http.createServer(app);
+  /** The HTTP server's one `upgrade` handler, by path: /graphql (graphql-ws); the broker adds /mqtt. */
+  const upgradeHandlers = new Map<string, (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void>();
+  server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', (error) => logger.debug({ err: error }, 'upgrade socket error'));
+    const handler = upgradeHandlers.get(new URL(req.url ?? '/', 'http://localhost').pathname);
+    if (!handler) {
+      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
+    handler(req, socket, head);
+  });
+  const graphql = await createGraphQL({
+    httpServer: server,
+    services,
+    bus,
+    rateLimiter,
+    metrics,
+    logger,
+    maxJsonBodyBytes: config.maxJsonBodyBytes,
+    ...(config.publicUrl ? { allowedOrigins: [config.publicUrl] } : {}),
+  });
+  app.use('/graphql', graphql.router);
+  upgradeHandlers.set('/graphql', graphql.handleUpgrade);
+  // Plug-in point: firmware downloads and the portal mount here.
 
   app.use((req, res) => sendProblem(res, problem('not_found', `No route ${req.method} ${req.path}.`)));
 
-  const server = http.createServer(app);
   await listen(server, config.port, config.host, 'HTTP', 'PORT');
   const httpPort = (server.address() as AddressInfo).port;
   const publicHost = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
@@ -147,6 +173,8 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   const stop = () =>
     (stopping ??= (async () => {
       logger.info('stopping');
+      // WebSockets first: an upgraded socket would keep server.close() waiting.
+      await graphql.stop().catch((error: unknown) => logger.error({ err: error }, 'graphql stop failed'));
       server.closeIdleConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();

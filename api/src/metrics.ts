@@ -56,6 +56,28 @@ export function createMetrics() {
       help: 'Devices connected to this process',
       registers: [registry],
     }),
+    graphqlOperations: new Counter({
+      name: 'fleet_graphql_operations_total',
+      help: 'GraphQL operations over HTTP by type and outcome',
+      labelNames: ['type', 'outcome'] as const,
+      registers: [registry],
+    }),
+    graphqlSockets: new Gauge({
+      name: 'fleet_graphql_websockets',
+      help: 'Open authenticated graphql-ws connections',
+      registers: [registry],
+    }),
+    liveEventsDropped: new Counter({
+      name: 'fleet_live_events_dropped_total',
+      help: 'Subscription items dropped because a subscriber fell too far behind',
+      registers: [registry],
+    }),
+    webhookAttempts: new Counter({
+      name: 'fleet_webhook_attempts_total',
+      help: 'Webhook delivery attempts by outcome (delivered, failed, gave_up)',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
     eventsDispatched: new Counter({
       name: 'fleet_events_dispatched_total',
       help: 'Outbox events dispatched to the bus',

@@ -4,6 +4,7 @@ import { UserService } from './domain/accounts/user.service';
 import { AccountService } from './domain/accounts/account.service';
 import { IdempotencyService } from './domain/shared/idempotency.service';
 import { ModelService } from './domain/models/model.service';
+import { EventLogService } from './events/event-log.service';
 
 /**
  * The one set of domain services. REST routes, GraphQL resolvers and MQTT handlers are thin
@@ -15,7 +16,8 @@ export function createServices(deps: ServiceDeps) {
   const accounts = new AccountService(deps, apiKeys);
   const idempotency = new IdempotencyService(deps);
   const models = new ModelService(deps);
-  return { apiKeys, users, accounts, idempotency, models };
+  const events = new EventLogService(deps);
+  return { apiKeys, users, accounts, idempotency, models, events };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -25,6 +25,8 @@ export const ERROR_CODES = {
   idempotency_key_reused: 422,
   malformed_json: 400,
   bad_request: 400,
+  /** GraphQL: depth, cost, alias, token or directive limit exceeded (refused before execution). */
+  query_too_complex: 400,
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,

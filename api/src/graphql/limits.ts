@@ -1,0 +1,39 @@
+import type { GraphQLError, ValidationContext, ValidationRule } from 'graphql';
+import { costLimitRule } from '@escape.tech/graphql-armor-cost-limit';
+import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
+import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
+import { maxDirectivesRule } from '@escape.tech/graphql-armor-max-directives';
+
+/**
+ * Static limits checked before execution (OWASP API4): a query asking for 500 aliased lists,
+ * a deeply nested one or a huge document is refused with `query_too_complex`. The same rules
+ * apply over HTTP and graphql-ws. Values are documented in docs/graphql.md.
+ */
+export const QUERY_LIMITS = {
+  maxDepth: 12,
+  maxAliases: 15,
+  maxCost: 5000,
+  maxDirectives: 50,
+  /** Passed to graphql's parser (`parseOptions.maxTokens`) so it is checked once per cached document. */
+  maxTokens: 2000,
+} as const;
+
+/** Report as a validation error (never throw out of the validator: that would be a 500). */
+const report = {
+  exposeLimits: true,
+  propagateOnRejection: false,
+  onReject: [(ctx: ValidationContext | null, error: GraphQLError) => ctx?.reportError(error)],
+};
+
+export function limitValidationRules(): ValidationRule[] {
+  return [
+    maxDepthRule({ n: QUERY_LIMITS.maxDepth, ...report }),
+    maxAliasesRule({ n: QUERY_LIMITS.maxAliases, ...report }),
+    costLimitRule({ maxCost: QUERY_LIMITS.maxCost, ...report }),
+    maxDirectivesRule({ n: QUERY_LIMITS.maxDirectives, ...report }),
+  ];
+}
+
+/** Page sizes: `devices(first)` like REST's largest page, every other list smaller. */
+export const MAX_DEVICE_PAGE = 1000;
+export const MAX_PAGE = 500;

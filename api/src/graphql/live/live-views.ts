@@ -1,0 +1,278 @@
+import type { Actor } from '../../domain/shared/actor';
+import { DomainError } from '../../domain/shared/errors';
+import { EVENT_TYPES, type DomainEvent, type EventType } from '../../events/event-types';
+import type { LiveEventHub } from '../../events/live-hub';
+import { PushQueue } from '../../events/push-queue';
+import { Coalescer } from '../../events/coalesce';
+import type { Logger } from '../../logger';
+
+/** A device as GraphQL presents it; the fields the `deviceChanged` filter looks at. */
+export interface LiveDevice {
+  serial: string;
+  name: string;
+  model: string;
+  status: string;
+  firmware: string | null;
+  [field: string]: unknown;
+}
+
+export interface DeviceChange {
+  type: string;
+  occurredAt: string;
+  device: LiveDevice;
+}
+
+export interface DeviceFilterInput {
+  model?: string | null;
+  status?: string | null;
+  firmware?: string | null;
+  text?: string | null;
+}
+
+/**
+ * How live views re-read state after an event, with the reading actor's permissions. They are
+ * the same service calls the queries use; set by the resolvers of each area once its service
+ * exists (until then the subscription answers that the view is unavailable).
+ */
+export interface LiveReaders {
+  devices?: (actor: Actor, serials: string[]) => Promise<LiveDevice[]>;
+  fleetSummary?: (actor: Actor) => Promise<unknown>;
+  /** null when the deployment does not exist for this actor's account. */
+  deployment?: (actor: Actor, id: string) => Promise<unknown | null>;
+}
+
+/** Most recent items a slow subscriber may fall behind before the oldest are dropped. */
+const QUEUE_MAX = 1000;
+/** Device re-reads are batched over this window (ms): one query for a burst of events. */
+const DEVICE_BATCH_MS = 25;
+/** At most one fleet summary / deployment progress per this many ms per account (coalesced). */
+export const SUMMARY_INTERVAL_MS = 500;
+
+const DEVICE_EVENT = /^(device\.|firmware\.update\.)/;
+const SUMMARY_EVENT = /^(device\.|firmware\.update\.|deployment\.|allocation\.)/;
+
+export const matchesDeviceFilter = (device: LiveDevice, filter: DeviceFilterInput | null | undefined): boolean => {
+  if (!filter) return true;
+  if (filter.model && device.model !== filter.model) return false;
+  if (filter.status && device.status !== filter.status) return false;
+  if (filter.firmware && device.firmware !== filter.firmware) return false;
+  if (filter.text) {
+    const text = filter.text.toLowerCase();
+    if (!device.serial.toLowerCase().includes(text) && !device.name.toLowerCase().includes(text)) return false;
+  }
+  return true;
+};
+
+function serialOf(event: DomainEvent): string | null {
+  if (event.subject) return event.subject;
+  const serial = event.data.serial;
+  return typeof serial === 'string' ? serial : null;
+}
+
+function deploymentIdOf(event: DomainEvent): string | null {
+  const d = event.data.deployment_id ?? event.data.deploymentId;
+  if (typeof d === 'string') return d;
+  return event.type.startsWith('deployment.') ? event.subject : null;
+}
+
+/** Reading actor of live views: least privilege inside the account (both roles read everything). */
+const liveActor = (accountId: string): Actor => ({ accountId, role: 'viewer', principal: 'system:live' });
+
+interface AccountViews {
+  deviceSubscribers: Set<{ filter: DeviceFilterInput | null | undefined; queue: PushQueue<DeviceChange> }>;
+  pendingDevices: Map<string, DomainEvent>;
+  deviceTimer: NodeJS.Timeout | undefined;
+  summarySubscribers: Set<PushQueue<unknown>>;
+  summary: Coalescer | undefined;
+  deployments: Map<string, { subscribers: Set<PushQueue<unknown>>; coalescer: Coalescer }>;
+  unsubscribe: () => void;
+}
+
+/**
+ * The subscriptions' shared work per account: one hub listener, one batched device re-read per
+ * burst and one coalesced summary per interval, fanned out to every subscriber of that account.
+ * 200 portals watching one fleet cost one re-read per change, not 200.
+ */
+export class LiveViews {
+  private readonly accounts = new Map<string, AccountViews>();
+  readonly readers: LiveReaders = {};
+
+  constructor(
+    private readonly hub: LiveEventHub,
+    private readonly logger: Logger,
+    private readonly onDrop: () => void = () => undefined,
+  ) {}
+
+  /** `events(types)`: the account's events as they are dispatched. */
+  events(actor: Actor, types: string[] | null | undefined): PushQueue<DomainEvent> {
+    if (types) {
+      const unknown = types.filter((t) => !(EVENT_TYPES as readonly string[]).includes(t));
+      if (unknown.length) {
+        throw new DomainError('validation_failed', `Unknown event types: ${unknown.join(', ')}.`, {
+          errors: unknown.map((t) => ({ field: 'types', message: `${t} is not an event type` })),
+        });
+      }
+    }
+    const wanted = types && types.length ? new Set<string>(types) : null;
+    let unsubscribe = () => undefined as unknown;
+    const queue = new PushQueue<DomainEvent>({ max: QUEUE_MAX, onEnd: () => unsubscribe(), onDrop: this.onDrop });
+    unsubscribe = this.hub.subscribe(actor.accountId, (event) => {
+      if (!wanted || wanted.has(event.type as EventType)) queue.push(event);
+    });
+    return queue;
+  }
+
+  deviceChanges(actor: Actor, filter: DeviceFilterInput | null | undefined): PushQueue<DeviceChange> {
+    if (!this.readers.devices) throw new DomainError('service_unavailable', 'Device changes are not available in this build.');
+    const views = this.views(actor.accountId);
+    const entry = { filter, queue: undefined as unknown as PushQueue<DeviceChange> };
+    entry.queue = new PushQueue<DeviceChange>({
+      max: QUEUE_MAX,
+      onDrop: this.onDrop,
+      onEnd: () => {
+        views.deviceSubscribers.delete(entry);
+        this.release(actor.accountId);
+      },
+    });
+    views.deviceSubscribers.add(entry);
+    return entry.queue;
+  }
+
+  fleetSummary(actor: Actor): PushQueue<unknown> {
+    const read = this.readers.fleetSummary;
+    if (!read) throw new DomainError('service_unavailable', 'The fleet summary is not available in this build.');
+    const views = this.views(actor.accountId);
+    views.summary ??= new Coalescer(
+      async () => {
+        if (views.summarySubscribers.size === 0) return;
+        const summary = await read(liveActor(actor.accountId));
+        for (const queue of views.summarySubscribers) queue.push(summary);
+      },
+      SUMMARY_INTERVAL_MS,
+      (error) => this.logger.error({ err: error }, 'fleet summary refresh failed'),
+    );
+    const queue: PushQueue<unknown> = new PushQueue<unknown>({
+      max: 10,
+      onEnd: () => {
+        views.summarySubscribers.delete(queue);
+        this.release(actor.accountId);
+      },
+    });
+    views.summarySubscribers.add(queue);
+    return queue;
+  }
+
+  /** Throws not_found (like the query) when the deployment is not the actor's. */
+  async deploymentProgress(actor: Actor, id: string): Promise<PushQueue<unknown>> {
+    const read = this.readers.deployment;
+    if (!read) throw new DomainError('service_unavailable', 'Deployments are not available in this build.');
+    if (!(await read(actor, id))) throw new DomainError('not_found', 'Deployment not found');
+    const views = this.views(actor.accountId);
+    let entry = views.deployments.get(id);
+    if (!entry) {
+      const subscribers = new Set<PushQueue<unknown>>();
+      const coalescer = new Coalescer(
+        async () => {
+          const deployment = await read(liveActor(actor.accountId), id);
+          if (deployment) for (const queue of subscribers) queue.push(deployment);
+        },
+        SUMMARY_INTERVAL_MS,
+        (error) => this.logger.error({ err: error }, 'deployment progress refresh failed'),
+      );
+      entry = { subscribers, coalescer };
+      views.deployments.set(id, entry);
+    }
+    const current = entry;
+    const queue: PushQueue<unknown> = new PushQueue<unknown>({
+      max: 10,
+      onEnd: () => {
+        current.subscribers.delete(queue);
+        if (current.subscribers.size === 0) {
+          current.coalescer.close();
+          views.deployments.delete(id);
+        }
+        this.release(actor.accountId);
+      },
+    });
+    current.subscribers.add(queue);
+    return queue;
+  }
+
+  private views(accountId: string): AccountViews {
+    let views = this.accounts.get(accountId);
+    if (views) return views;
+    const created: AccountViews = {
+      deviceSubscribers: new Set(),
+      pendingDevices: new Map(),
+      deviceTimer: undefined,
+      summarySubscribers: new Set(),
+      summary: undefined,
+      deployments: new Map(),
+      unsubscribe: () => undefined,
+    };
+    created.unsubscribe = this.hub.subscribe(accountId, (event) => this.onEvent(accountId, created, event));
+    this.accounts.set(accountId, created);
+    views = created;
+    return views;
+  }
+
+  private onEvent(accountId: string, views: AccountViews, event: DomainEvent): void {
+    if (views.deviceSubscribers.size > 0 && DEVICE_EVENT.test(event.type)) {
+      const serial = serialOf(event);
+      if (serial) {
+        views.pendingDevices.set(serial, event);
+        if (!views.deviceTimer) {
+          views.deviceTimer = setTimeout(() => void this.flushDevices(accountId, views), DEVICE_BATCH_MS);
+          views.deviceTimer.unref();
+        }
+      }
+    }
+    if (views.summarySubscribers.size > 0 && SUMMARY_EVENT.test(event.type)) views.summary?.trigger();
+    if (views.deployments.size > 0) {
+      const id = deploymentIdOf(event);
+      if (id) views.deployments.get(id)?.coalescer.trigger();
+    }
+  }
+
+  private async flushDevices(accountId: string, views: AccountViews): Promise<void> {
+    views.deviceTimer = undefined;
+    const pending = new Map(views.pendingDevices);
+    views.pendingDevices.clear();
+    const read = this.readers.devices;
+    if (!read || views.deviceSubscribers.size === 0 || pending.size === 0) return;
+    try {
+      const devices = await read(liveActor(accountId), [...pending.keys()]);
+      for (const device of devices) {
+        const event = pending.get(device.serial);
+        if (!event) continue;
+        const change: DeviceChange = { type: event.type, occurredAt: event.occurredAt, device };
+        for (const subscriber of views.deviceSubscribers) {
+          if (matchesDeviceFilter(device, subscriber.filter)) subscriber.queue.push(change);
+        }
+      }
+    } catch (error) {
+      this.logger.error({ err: error }, 'device change re-read failed');
+    }
+  }
+
+  /** Drops an account's shared state once its last subscriber left. */
+  private release(accountId: string): void {
+    const views = this.accounts.get(accountId);
+    if (!views) return;
+    if (views.deviceSubscribers.size || views.summarySubscribers.size || views.deployments.size) return;
+    views.unsubscribe();
+    views.summary?.close();
+    if (views.deviceTimer) clearTimeout(views.deviceTimer);
+    this.accounts.delete(accountId);
+  }
+
+  close(): void {
+    for (const [accountId, views] of this.accounts) {
+      for (const s of views.deviceSubscribers) s.queue.end();
+      for (const q of views.summarySubscribers) q.end();
+      for (const d of views.deployments.values()) for (const q of d.subscribers) q.end();
+      this.release(accountId);
+    }
+    this.accounts.clear();
+  }
+}

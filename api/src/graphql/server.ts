@@ -1,0 +1,158 @@
+import type http from 'node:http';
+import type { Duplex } from 'node:stream';
+import express, { type Request, type Response, type NextFunction, type Router } from 'express';
+import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
+import { expressMiddleware } from '@as-integrations/express5';
+import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
+import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import { makeExecutableSchema } from '@graphql-tools/schema';
+import type { GraphQLSchema } from 'graphql';
+import { WebSocketServer } from 'ws';
+import type { Services } from '../services';
+import type { RateLimiter } from '../rate-limit/rate-limiter';
+import type { Metrics } from '../metrics';
+import type { Logger } from '../logger';
+import type { EventBus } from '../events/event-bus';
+import { DomainError } from '../domain/shared/errors';
+import { LiveEventHub } from '../events/live-hub';
+import { loadTypeDefs } from './schema-files';
+import { DateTimeScalar, JSONScalar } from './scalars';
+import { authenticateCaller, httpCallerInput, type GraphQLContext } from './context';
+import { createLoaders } from './loaders';
+import { formatGraphQLError, graphQLErrorFor } from './errors';
+import { QUERY_LIMITS, limitValidationRules } from './limits';
+import { LiveViews } from './live/live-views';
+import { createResolvers } from './resolvers/index';
+import { attachGraphQLWebSocket } from './websocket';
+
+export interface GraphQLDeps {
+  httpServer: http.Server;
+  services: Services;
+  bus: EventBus;
+  rateLimiter: RateLimiter;
+  metrics: Metrics;
+  logger: Logger;
+  maxJsonBodyBytes: number;
+  /** Extra browser origins allowed to open cookie-authenticated WebSockets (PUBLIC_URL). */
+  allowedOrigins?: string[];
+}
+
+export interface GraphQLMount {
+  router: Router;
+  schema: GraphQLSchema;
+  live: LiveViews;
+  /** For the one `upgrade` dispatcher of the HTTP server (path /graphql). */
+  handleUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void;
+  stop(): Promise<void>;
+}
+
+export function buildSchema(live: LiveViews): GraphQLSchema {
+  return makeExecutableSchema({
+    typeDefs: loadTypeDefs(),
+    resolvers: [{ DateTime: DateTimeScalar, JSON: JSONScalar }, ...createResolvers(live)],
+  });
+}
+
+/**
+ * GraphQL on the same HTTP server: Apollo Server over Express at /graphql, graphql-ws on the
+ * same path for subscriptions. Both authenticate like REST and hand resolvers the same
+ * services. Call `stop()` before the HTTP server closes (it closes the WebSockets).
+ */
+export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLMount> {
+  const hub = new LiveEventHub(deps.bus, deps.logger);
+  const live = new LiveViews(hub, deps.logger, () => deps.metrics.liveEventsDropped.inc());
+  const schema = buildSchema(live);
+  const formatError = formatGraphQLError(deps.logger);
+  const ws = attachGraphQLWebSocket({ ...deps, schema, live, formatError });
+
+  const requirements: ApolloServerPlugin<GraphQLContext> = {
+    async requestDidStart() {
+      return {
+        async didResolveOperation({ operation, contextValue }) {
+          // Cookie callers change state only with the session's CSRF token (reads need none).
+          if (operation?.operation === 'mutation' && !contextValue.csrfValid) {
+            throw graphQLErrorFor('csrf_failed', 'Missing or wrong x-csrf-token header for a session mutation.');
+          }
+        },
+        async willSendResponse({ operation, errors, contextValue }) {
+          if (!contextValue?.actor) return;
+          deps.metrics.graphqlOperations.inc({ type: operation?.operation ?? 'invalid', outcome: errors?.length ? 'error' : 'ok' });
+        },
+      };
+    },
+  };
+
+  const apollo = new ApolloServer<GraphQLContext>({
+    schema,
+    formatError,
+    validationRules: limitValidationRules(),
+    parseOptions: { maxTokens: QUERY_LIMITS.maxTokens },
+    allowBatchedHttpRequests: false,
+    includeStacktraceInErrorResponses: false,
+    introspection: true,
+    // Parsed and validated documents are cached by query text (default LRU, ~30 MiB).
+    plugins: [
+      ApolloServerPluginDrainHttpServer({ httpServer: deps.httpServer, stopGracePeriodMillis: 2000 }),
+      ApolloServerPluginLandingPageDisabled(),
+      { async serverWillStart() { return { async drainServer() { await ws.dispose(); } }; } },
+      requirements,
+    ],
+  });
+  await apollo.start();
+
+  const context = async ({ req, res }: { req: Request; res: Response }): Promise<GraphQLContext> => {
+    let caller;
+    try {
+      caller = await authenticateCaller(httpCallerInput(req), deps.services);
+    } catch (error) {
+      if (error instanceof DomainError) throw graphQLErrorFor(error.code, error.message);
+      throw error;
+    }
+    if (caller.rateLimitPerMinute !== undefined && caller.actor.apiKeyId) {
+      const decision = await deps.rateLimiter.consume(caller.actor.apiKeyId, caller.rateLimitPerMinute);
+      res.setHeader('RateLimit-Limit', String(decision.limit));
+      res.setHeader('RateLimit-Remaining', String(decision.remaining));
+      res.setHeader('RateLimit-Reset', String(decision.resetSeconds));
+      if (!decision.allowed) {
+        deps.metrics.rateLimited.inc();
+        throw graphQLErrorFor('rate_limited', `Rate limit of ${decision.limit} requests per minute exceeded.`, {
+          http: { headers: new Map([['retry-after', String(Math.max(1, decision.resetSeconds))]]) },
+        });
+      }
+    }
+    return {
+      actor: caller.actor,
+      services: deps.services,
+      loaders: createLoaders(caller.actor, deps.services),
+      live,
+      csrfValid: caller.csrfValid,
+      ...(caller.user ? { user: caller.user } : {}),
+    };
+  };
+
+  const router = express.Router();
+  router.use(express.json({ limit: deps.maxJsonBodyBytes }));
+  router.use(expressMiddleware(apollo, { context }));
+  // Body parser errors (malformed JSON, too large) answer in GraphQL's error shape.
+  router.use((error: unknown, _req: Request, res: Response, next: NextFunction) => {
+    const type = (error as { type?: string } | null)?.type;
+    if (type === 'entity.parse.failed') return void res.status(400).json({ errors: [{ message: 'The body is not valid JSON.', extensions: { code: 'malformed_json', status: 400 } }] });
+    if (type === 'entity.too.large') return void res.status(413).json({ errors: [{ message: 'The body is larger than the documented limit.', extensions: { code: 'payload_too_large', status: 413 } }] });
+    next(error);
+  });
+
+  let stopped: Promise<void> | undefined;
+  return {
+    router,
+    schema,
+    live,
+    handleUpgrade: ws.handleUpgrade,
+    stop: () =>
+      (stopped ??= (async () => {
+        live.close();
+        hub.close();
+        await ws.dispose();
+        await apollo.stop();
+      })()),
+  };
+}
