@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import * as createCoreSchema from './20261122000000_create_core_schema';
+import * as addWebhookDeliveryIndexes from './20261122010500_add_webhook_delivery_indexes';
 
 /**
  * Static list of migrations: knex's folder scanning cannot load .ts files under vitest,
@@ -7,6 +8,7 @@ import * as createCoreSchema from './20261122000000_create_core_schema';
  */
 const migrations: Array<{ name: string; module: Knex.Migration }> = [
   { name: '20261122000000_create_core_schema', module: createCoreSchema },
+  { name: '20261122010500_add_webhook_delivery_indexes', module: addWebhookDeliveryIndexes },
 ];
 
 export const migrationSource: Knex.MigrationSource<{ name: string; module: Knex.Migration }> = {
