@@ -8,6 +8,7 @@ export const EVENT_TYPES = [
   'device.offline',
   'device.claimed',
   'device.updated',
+  'device.unclaimed',
   'device.config_applied',
   'firmware.update.progress',
   'firmware.update.completed',

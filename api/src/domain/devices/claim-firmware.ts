@@ -1,0 +1,39 @@
+import type { Knex } from 'knex';
+import type { Actor } from '../shared/actor';
+import { versionKey } from '../shared/version';
+
+/**
+ * The seam between claiming and the OTA engine (decisions.md: "claiming schedules that update
+ * for the claimed devices; it waits until each device connects"). The claim service calls both
+ * methods inside its transaction, so a claim and its deployment commit or roll back together.
+ * The deployment service implements it; `services.ts` injects it into the ClaimService.
+ */
+export interface ClaimFirmwareScheduler {
+  /** The firmware version of that model in the account, or null (the claim answers 422 version_not_found). */
+  resolveVersion(trx: Knex.Transaction, input: { accountId: string; modelId: string; version: string }): Promise<{ id: string } | null>;
+  /**
+   * Schedules `version` for the freshly claimed devices (queued until each connects); returns
+   * the deployment id, or null when nothing was scheduled.
+   */
+  scheduleForClaim(
+    trx: Knex.Transaction,
+    input: { actor: Actor; modelId: string; firmwareVersionId: string; version: string; devices: Array<{ id: string; serial: string }> },
+  ): Promise<{ deploymentId: string } | null>;
+}
+
+/**
+ * Used until the OTA engine provides its own: checks that the version exists for the model,
+ * schedules nothing (the claim response then has `deployment_id: null`).
+ */
+export class VersionOnlyClaimFirmwareScheduler implements ClaimFirmwareScheduler {
+  async resolveVersion(trx: Knex.Transaction, input: { accountId: string; modelId: string; version: string }): Promise<{ id: string } | null> {
+    const row = (await trx('firmware_versions')
+      .where({ account_id: input.accountId, model_id: input.modelId, version_key: versionKey(input.version) })
+      .first('id')) as { id: string } | undefined;
+    return row ?? null;
+  }
+
+  async scheduleForClaim(): Promise<{ deploymentId: string } | null> {
+    return null;
+  }
+}

@@ -1,0 +1,232 @@
+import { z } from 'zod';
+import type { Knex } from 'knex';
+import type { ServiceDeps } from '../service-deps';
+import { requireAdmin, type Actor } from '../shared/actor';
+import { DomainError, type FieldError } from '../shared/errors';
+import { newId } from '../shared/ids';
+import { generateSecret, sha256Hex } from '../shared/secrets';
+import { requireVersion } from '../shared/version';
+import { appendEvents } from '../../events/outbox';
+import type { ModelService } from '../models/model.service';
+import type { AllocationService, Allocation } from '../accounts/allocation.service';
+import { appendDeviceEvents } from './device-history';
+import { DEFAULT_DEVICE_CONFIG } from './device-config';
+import { isValidSerial, type Device, type DeviceCredentials } from './device-types';
+import type { ClaimFirmwareScheduler } from './claim-firmware';
+import { selectDevicesByIds } from './device.repository';
+
+export const MAX_SERIALS_PER_CLAIM = 1000;
+
+const Name = z.string().trim().min(1).max(200);
+
+/**
+ * Claim request, two forms (decisions.md "Devices"):
+ * - batch: `{serials, model, firmware?, names?}` (names: optional map serial -> name);
+ * - single: `{serial, model, firmware?, name?}`.
+ * Serial format is checked by the service (not the schema) so that every offending serial is
+ * listed in one answer. A device's name defaults to its serial.
+ */
+export const ClaimDevicesInput = z
+  .strictObject({
+    serials: z.array(z.string()).min(1).max(MAX_SERIALS_PER_CLAIM, `at most ${MAX_SERIALS_PER_CLAIM} serials per claim`).optional(),
+    names: z.record(z.string(), Name).optional(),
+    serial: z.string().optional(),
+    name: Name.optional(),
+    model: z.string().min(1).max(64),
+    firmware: z.string().min(1).max(64).optional(),
+  })
+  .superRefine((input, ctx) => {
+    if ((input.serials === undefined) === (input.serial === undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['serials'], message: 'give either "serials" (batch) or "serial" (single device)' });
+    }
+    if (input.name !== undefined && input.serial === undefined) ctx.addIssue({ code: 'custom', path: ['name'], message: 'only with "serial"; use "names" in the batch form' });
+    if (input.names !== undefined) {
+      if (input.serials === undefined) ctx.addIssue({ code: 'custom', path: ['names'], message: 'only with "serials"' });
+      const listed = new Set(input.serials ?? []);
+      for (const key of Object.keys(input.names)) {
+        if (!listed.has(key)) ctx.addIssue({ code: 'custom', path: ['names', key], message: 'is not one of the claimed serials' });
+      }
+    }
+  });
+export type ClaimDevicesInput = z.input<typeof ClaimDevicesInput>;
+
+export type ClaimOffenceReason = 'invalid' | 'duplicate' | 'already_claimed';
+
+export interface ClaimResult {
+  claimed: number;
+  devices: Array<{ device: Device; credentials: DeviceCredentials }>;
+  /** Deployment that installs the claim's firmware; null when none was scheduled. */
+  deploymentId: string | null;
+  charged: { amountMinor: number; currency: string };
+  allocation: Allocation;
+}
+
+export interface ClaimServiceDeps {
+  models: ModelService;
+  allocation: AllocationService;
+  firmware: ClaimFirmwareScheduler;
+}
+
+/**
+ * Claiming binds devices to the account, all or nothing: any invalid, duplicated or already
+ * claimed serial, or a batch past the quota or the budget, answers 422 and writes nothing.
+ * Every write is one statement per table, so a claim of 1,000 devices is a handful of round trips.
+ */
+export class ClaimService {
+  constructor(
+    private readonly deps: ServiceDeps,
+    private readonly area: ClaimServiceDeps,
+  ) {}
+
+  async claim(actor: Actor, raw: ClaimDevicesInput): Promise<ClaimResult> {
+    requireAdmin(actor);
+    const input = ClaimDevicesInput.parse(raw);
+    const items = input.serials
+      ? input.serials.map((serial) => ({ serial, name: input.names?.[serial] ?? serial }))
+      : [{ serial: input.serial!, name: input.name ?? input.serial! }];
+    if (input.firmware !== undefined) requireVersion(input.firmware, 'firmware');
+
+    const offending = new Map<string, ClaimOffenceReason>();
+    const seen = new Set<string>();
+    for (const { serial } of items) {
+      if (!isValidSerial(serial)) offending.set(serial, 'invalid');
+      else if (seen.has(serial)) offending.set(serial, 'duplicate');
+      seen.add(serial);
+    }
+    const validSerials = [...seen].filter((s) => isValidSerial(s));
+
+    try {
+      return await this.deps.transaction((trx) => this.claimInTransaction(trx, actor, { input, items, offending, validSerials }));
+    } catch (error) {
+      // Another account claimed one of these serials between our check and our insert.
+      if ((error as { code?: string; constraint?: string }).code === '23505' && (error as { constraint?: string }).constraint === 'devices_serial_unique') {
+        const taken = (await this.deps.knex('devices').whereRaw('serial = ANY(?)', [validSerials]).pluck('serial')) as string[];
+        for (const serial of taken) offending.set(serial, 'already_claimed');
+        throw claimRejected(offending);
+      }
+      throw error;
+    }
+  }
+
+  private async claimInTransaction(
+    trx: Knex.Transaction,
+    actor: Actor,
+    ctx: { input: z.output<typeof ClaimDevicesInput>; items: Array<{ serial: string; name: string }>; offending: Map<string, ClaimOffenceReason>; validSerials: string[] },
+  ): Promise<ClaimResult> {
+    const { input, items, offending } = ctx;
+    // Serializes claims of this account from here on (20 racing claims take turns).
+    const snapshot = await this.area.allocation.lockForClaim(trx, actor.accountId);
+    const model = await this.area.models.requireByName(actor, input.model, trx);
+    let firmwareVersionId: string | null = null;
+    if (input.firmware !== undefined) {
+      const version = await this.area.firmware.resolveVersion(trx, { accountId: actor.accountId, modelId: model.id, version: input.firmware });
+      if (!version) {
+        throw new DomainError('version_not_found', `Firmware ${input.firmware} is not a version of model "${model.name}".`, {
+          errors: [{ field: 'firmware', message: 'is not an uploaded version of this model' }],
+        });
+      }
+      firmwareVersionId = version.id;
+    }
+
+    // Any account: a serial is claimed once. The answer never says by whom.
+    const taken = (await trx('devices').whereRaw('serial = ANY(?)', [ctx.validSerials]).pluck('serial')) as string[];
+    for (const serial of taken) if (!offending.has(serial)) offending.set(serial, 'already_claimed');
+    if (offending.size > 0) throw claimRejected(offending);
+
+    const n = items.length;
+    const { account } = snapshot;
+    const available = Math.max(0, account.quota - snapshot.provisioned);
+    if (n > available) {
+      throw new DomainError('quota_exceeded', `Claiming ${n} devices would exceed the quota of ${account.quota} (${available} available).`, {
+        details: { quota: account.quota, provisioned: snapshot.provisioned, available, requested: n, offending_serials: items.slice(available).map((i) => i.serial) },
+      });
+    }
+    const remainingMinor = Math.max(0, account.budget_minor - snapshot.spentMinor);
+    const costMinor = account.unit_price_minor * n;
+    if (costMinor > remainingMinor) {
+      const affordable = account.unit_price_minor > 0 ? Math.floor(remainingMinor / account.unit_price_minor) : n;
+      throw new DomainError('budget_exceeded', `Claiming ${n} devices costs ${costMinor / 100} ${account.currency}; ${remainingMinor / 100} remain in the budget.`, {
+        details: {
+          currency: account.currency,
+          budget: account.budget_minor / 100,
+          spent: snapshot.spentMinor / 100,
+          remaining: remainingMinor / 100,
+          unit_price: account.unit_price_minor / 100,
+          required: costMinor / 100,
+          requested: n,
+          offending_serials: items.slice(affordable).map((i) => i.serial),
+        },
+      });
+    }
+
+    const now = this.deps.clock.now();
+    const claimId = newId();
+    const devices = items.map((item) => ({ id: newId(), serial: item.serial, name: item.name, password: generateSecret('') }));
+    await trx('devices').insert(
+      devices.map((d) => ({
+        id: d.id,
+        account_id: actor.accountId,
+        serial: d.serial,
+        name: d.name,
+        model_id: model.id,
+        status: 'offline',
+        connectivity: 'offline',
+        tags: '{}',
+        desired_config: JSON.stringify(DEFAULT_DEVICE_CONFIG),
+        desired_config_version: 1,
+        heartbeat_interval_s: DEFAULT_DEVICE_CONFIG.heartbeat_interval_s,
+        claimed_at: now,
+        updated_at: now,
+      })),
+    );
+    await trx('device_credentials').insert(devices.map((d) => ({ device_id: d.id, secret_hash: sha256Hex(d.password), rotated_at: now })));
+    await appendDeviceEvents(
+      trx,
+      this.deps.clock,
+      devices.map((d) => ({ accountId: actor.accountId, deviceId: d.id, type: 'claimed', data: { model: model.name, firmware: input.firmware ?? null, by: actor.principal, claim_id: claimId } })),
+    );
+    await appendEvents(
+      trx,
+      this.deps.clock,
+      devices.map((d) => ({ accountId: actor.accountId, type: 'device.claimed', subject: d.serial, data: { serial: d.serial, device_id: d.id, model: model.name, firmware: input.firmware ?? null, claim_id: claimId } })),
+    );
+    const charge = await this.area.allocation.chargeClaim(trx, { snapshot, devices: n, reference: `claim:${claimId}` });
+    let deploymentId: string | null = null;
+    if (firmwareVersionId !== null) {
+      const scheduled = await this.area.firmware.scheduleForClaim(trx, {
+        actor,
+        modelId: model.id,
+        firmwareVersionId,
+        version: input.firmware!,
+        devices: devices.map((d) => ({ id: d.id, serial: d.serial })),
+      });
+      deploymentId = scheduled?.deploymentId ?? null;
+    }
+    const stored = await selectDevicesByIds(trx, { accountId: actor.accountId, ids: devices.map((d) => d.id) });
+    const byId = new Map(stored.map((d) => [d.id, d]));
+    const allocation = await this.area.allocation.get(actor, trx);
+    return {
+      claimed: n,
+      devices: devices.map((d) => ({ device: byId.get(d.id)!, credentials: { serial: d.serial, username: d.serial, password: d.password } })),
+      deploymentId,
+      charged: { amountMinor: charge.amountMinor, currency: account.currency },
+      allocation,
+    };
+  }
+}
+
+function claimRejected(offending: Map<string, ClaimOffenceReason>): DomainError {
+  const list = [...offending].map(([serial, reason]) => ({ serial, reason }));
+  const counts = { invalid: 0, duplicate: 0, already_claimed: 0 };
+  for (const o of list) counts[o.reason] += 1;
+  const parts = [
+    counts.invalid ? `${counts.invalid} invalid (1 to 64 characters of A-Z a-z 0-9 . _ : -)` : '',
+    counts.duplicate ? `${counts.duplicate} duplicated in the request` : '',
+    counts.already_claimed ? `${counts.already_claimed} already claimed` : '',
+  ].filter(Boolean);
+  const errors: FieldError[] = list.slice(0, 100).map((o) => ({ field: 'serials', message: `${o.serial}: ${o.reason.replace('_', ' ')}` }));
+  return new DomainError('claim_rejected', `Nothing was claimed: ${parts.join(', ')}.`, {
+    errors,
+    details: { offending_serials: list },
+  });
+}

@@ -1,0 +1,267 @@
+import { z } from 'zod';
+import type { ServiceDeps } from '../service-deps';
+import { requireAdmin, type Actor } from '../shared/actor';
+import { DomainError, notFound } from '../shared/errors';
+import { generateSecret, sha256Hex } from '../shared/secrets';
+import { requireVersion } from '../shared/version';
+import { appendEvents } from '../../events/outbox';
+import { appendDeviceEvents, type NewDeviceEvent } from './device-history';
+import { DeviceConfigPatch, TagsPatch, TAG_LIMITS, mergeConfig, mergeTags, type DeviceConfig } from './device-config';
+import { DEVICE_STATUSES, isValidSerial, type Device, type DeviceCredentials, type DeviceHistoryEntry } from './device-types';
+import { countDevicesAndQuota, lockDevice, selectDeviceBySerial, selectDevicePage, selectQuota, type DeviceFilter } from './device.repository';
+import type { DeviceGateway } from './device-gateway';
+
+export const MAX_PAGE_SIZE = 1000;
+/** Rows per keyset batch of the streamed (unpaged) list: memory stays flat with fleet size. */
+export const STREAM_BATCH_SIZE = 1000;
+
+export const DeviceFilterInput = z.strictObject({
+  model: z.string().min(1).max(64).optional(),
+  status: z.enum(DEVICE_STATUSES).optional(),
+  firmware: z.string().min(1).max(64).optional(),
+  firmwareLt: z.string().min(1).max(64).optional(),
+  q: z.string().min(1).max(64).optional(),
+});
+export type DeviceFilterInput = z.infer<typeof DeviceFilterInput>;
+
+export const ListDevicesInput = z.strictObject({
+  filter: DeviceFilterInput.default({}),
+  limit: z.number().int().min(1).max(MAX_PAGE_SIZE),
+  cursor: z.string().max(200).optional(),
+});
+export type ListDevicesInput = z.input<typeof ListDevicesInput>;
+
+export interface DevicePage {
+  devices: Device[];
+  total: number;
+  quota: number;
+  nextCursor: string | null;
+}
+
+/** Fields that exist on a device but are not the caller's to set (OWASP API3, mass assignment). */
+const READ_ONLY_FIELDS = new Set(['id', 'serial', 'model', 'firmware', 'status', 'connectivity', 'last_seen', 'ip', 'update', 'claimed_at', 'uptime_s', 'rssi', 'credentials']);
+
+/** PATCH /devices/:serial body: merge semantics, unknown and read-only fields refused. */
+export const UpdateDeviceInput = z.strictObject(
+  {
+    name: z.string().trim().min(1).max(200).optional(),
+    tags: TagsPatch.optional(),
+    config: DeviceConfigPatch.optional(),
+  },
+  {
+    error: (issue) => {
+      if (issue.code !== 'unrecognized_keys') return undefined;
+      const keys = (issue as { keys?: string[] }).keys ?? [];
+      const readOnly = keys.filter((k) => READ_ONLY_FIELDS.has(k));
+      const unknown = keys.filter((k) => !READ_ONLY_FIELDS.has(k));
+      return [readOnly.length ? `read-only: ${readOnly.join(', ')}` : '', unknown.length ? `unknown: ${unknown.join(', ')}` : '']
+        .filter(Boolean)
+        .join('; ') + ' (settable: name, tags, config)';
+    },
+  },
+);
+export type UpdateDeviceInput = z.input<typeof UpdateDeviceInput>;
+
+export const HistoryInput = z.strictObject({
+  limit: z.number().int().min(1).max(1000).default(50),
+  cursor: z.string().max(200).optional(),
+});
+
+/** Opaque keyset cursors: base64url of the last key, checked on the way back in. */
+export const deviceCursor = {
+  encode: (serial: string): string => Buffer.from(`s:${serial}`, 'utf8').toString('base64url'),
+  decode: (cursor: string): string => {
+    const text = Buffer.from(cursor, 'base64url').toString('utf8');
+    const serial = text.startsWith('s:') ? text.slice(2) : '';
+    if (!isValidSerial(serial)) throw invalidCursor();
+    return serial;
+  },
+};
+const historyCursor = {
+  encode: (id: number): string => Buffer.from(`h:${id}`, 'utf8').toString('base64url'),
+  decode: (cursor: string): number => {
+    const text = Buffer.from(cursor, 'base64url').toString('utf8');
+    const id = /^h:(\d{1,15})$/.exec(text)?.[1];
+    if (id === undefined) throw invalidCursor();
+    return Number(id);
+  },
+};
+function invalidCursor(): DomainError {
+  return new DomainError('validation_failed', 'The cursor is not one this list returned.', { errors: [{ field: 'cursor', message: 'is invalid' }] });
+}
+
+function toRepositoryFilter(filter: DeviceFilterInput): DeviceFilter {
+  if (filter.firmwareLt !== undefined) requireVersion(filter.firmwareLt, 'firmware_lt');
+  return filter;
+}
+
+/**
+ * Reading and changing claimed devices. Every query is scoped to the actor's account: another
+ * account's serial is "not found", exactly like one that does not exist.
+ */
+export class DeviceService {
+  constructor(
+    private readonly deps: ServiceDeps,
+    private readonly area: { gateway: DeviceGateway },
+  ) {}
+
+  async get(actor: Actor, input: { serial: string }): Promise<Device> {
+    if (!isValidSerial(input.serial)) throw notFound('Device');
+    const device = await selectDeviceBySerial(this.deps.knex, { accountId: actor.accountId, serial: input.serial });
+    if (!device) throw notFound('Device');
+    return device;
+  }
+
+  /** One page ordered by serial; `total` counts every match of the filter. */
+  async list(actor: Actor, raw: ListDevicesInput): Promise<DevicePage> {
+    const input = ListDevicesInput.parse(raw);
+    const filter = toRepositoryFilter(input.filter);
+    const afterSerial = input.cursor === undefined ? null : deviceCursor.decode(input.cursor);
+    // Page and count run side by side (two pool connections on PostgreSQL).
+    const [rows, counts] = await Promise.all([
+      selectDevicePage(this.deps.knex, { accountId: actor.accountId, filter, afterSerial, limit: input.limit + 1 }),
+      countDevicesAndQuota(this.deps.knex, { accountId: actor.accountId, filter }),
+    ]);
+    const more = rows.length > input.limit;
+    const devices = more ? rows.slice(0, input.limit) : rows;
+    return { devices, total: counts.total, quota: counts.quota, nextCursor: more ? deviceCursor.encode(devices[devices.length - 1]!.serial) : null };
+  }
+
+  /**
+   * Every matching device, in keyset batches (for the streamed list): memory holds one batch at
+   * a time whatever the fleet size. Batches are separate statements, so a device claimed or
+   * unclaimed meanwhile may or may not appear; each device appears at most once.
+   */
+  async listAll(actor: Actor, raw: { filter?: DeviceFilterInput; batchSize?: number }): Promise<{ quota: number; batches: AsyncGenerator<Device[]> }> {
+    const filter = toRepositoryFilter(DeviceFilterInput.parse(raw.filter ?? {}));
+    const batchSize = Math.min(Math.max(raw.batchSize ?? STREAM_BATCH_SIZE, 1), 10_000);
+    const quota = await selectQuota(this.deps.knex, actor.accountId);
+    const knex = this.deps.knex;
+    async function* batches(): AsyncGenerator<Device[]> {
+      let afterSerial: string | null = null;
+      for (;;) {
+        const rows = await selectDevicePage(knex, { accountId: actor.accountId, filter, afterSerial, limit: batchSize });
+        if (rows.length > 0) yield rows;
+        if (rows.length < batchSize) return;
+        afterSerial = rows[rows.length - 1]!.serial;
+      }
+    }
+    return { quota, batches: batches() };
+  }
+
+  /**
+   * Rename, tag and configure (merge semantics). A configuration change bumps the desired
+   * version and is pushed to the device after commit (retained, so it also reaches it later).
+   */
+  async update(actor: Actor, input: { serial: string; patch: UpdateDeviceInput }): Promise<Device> {
+    requireAdmin(actor);
+    const patch = UpdateDeviceInput.parse(input.patch);
+    if (!isValidSerial(input.serial)) throw notFound('Device');
+    const pushed = await this.deps.transaction(async (trx) => {
+      const row = await lockDevice(trx, { accountId: actor.accountId, serial: input.serial });
+      if (!row) throw notFound('Device');
+      const update: Record<string, unknown> = {};
+      const history: NewDeviceEvent[] = [];
+      const changes: string[] = [];
+      const base = { accountId: actor.accountId, deviceId: row.id };
+      if (patch.name !== undefined && patch.name !== row.name) {
+        update.name = patch.name;
+        changes.push('name');
+        history.push({ ...base, type: 'renamed', data: { from: row.name, to: patch.name, by: actor.principal } });
+      }
+      if (patch.tags !== undefined) {
+        const merged = mergeTags(row.tags ?? {}, patch.tags);
+        if (Object.keys(merged.tags).length > TAG_LIMITS.maxTags) {
+          throw new DomainError('validation_failed', `A device has at most ${TAG_LIMITS.maxTags} tags.`, {
+            errors: [{ field: 'tags', message: `would have ${Object.keys(merged.tags).length} tags; at most ${TAG_LIMITS.maxTags}` }],
+          });
+        }
+        if (Object.keys(merged.set).length > 0 || merged.removed.length > 0) {
+          update.tags = JSON.stringify(merged.tags);
+          changes.push('tags');
+          history.push({ ...base, type: 'tags_changed', data: { set: merged.set, removed: merged.removed, by: actor.principal } });
+        }
+      }
+      let config: { version: number; config: DeviceConfig } | null = null;
+      if (patch.config !== undefined) {
+        const merged = mergeConfig(row.desired_config ?? {}, patch.config);
+        if (merged.changed.length > 0) {
+          const version = row.desired_config_version + 1;
+          config = { version, config: merged.config };
+          update.desired_config = JSON.stringify(merged.config);
+          update.desired_config_version = version;
+          if (merged.config.heartbeat_interval_s !== undefined) update.heartbeat_interval_s = merged.config.heartbeat_interval_s;
+          changes.push('config');
+          history.push({ ...base, type: 'config_changed', data: { version, changed: merged.changed, config: merged.config, by: actor.principal } });
+        }
+      }
+      if (changes.length === 0) return null;
+      update.updated_at = this.deps.clock.now();
+      await trx('devices').where({ id: row.id }).update(update);
+      await appendDeviceEvents(trx, this.deps.clock, history);
+      await appendEvents(trx, this.deps.clock, [
+        { accountId: actor.accountId, type: 'device.updated', subject: row.serial, data: { serial: row.serial, device_id: row.id, changes, config_version: config?.version ?? row.desired_config_version } },
+      ]);
+      return config;
+    });
+    if (pushed) {
+      // After commit: the device must never receive a configuration that rolled back.
+      await this.area.gateway.publishConfig(input.serial, pushed).catch((error: unknown) => {
+        this.deps.logger.warn({ err: error, serial: input.serial }, 'could not push configuration now; the device receives it on its next connection');
+      });
+    }
+    return this.get(actor, { serial: input.serial });
+  }
+
+  /** New MQTT password, shown once; the old one is refused at once and the session dropped. */
+  async rotateCredentials(actor: Actor, input: { serial: string }): Promise<DeviceCredentials> {
+    requireAdmin(actor);
+    if (!isValidSerial(input.serial)) throw notFound('Device');
+    const password = generateSecret('');
+    await this.deps.transaction(async (trx) => {
+      const row = await lockDevice(trx, { accountId: actor.accountId, serial: input.serial });
+      if (!row) throw notFound('Device');
+      const now = this.deps.clock.now();
+      await trx('device_credentials')
+        .insert({ device_id: row.id, secret_hash: sha256Hex(password), rotated_at: now })
+        .onConflict('device_id')
+        .merge(['secret_hash', 'rotated_at']);
+      await appendDeviceEvents(trx, this.deps.clock, [{ accountId: actor.accountId, deviceId: row.id, type: 'credentials_rotated', data: { by: actor.principal } }]);
+    });
+    this.area.gateway.disconnect(input.serial, 'credentials rotated');
+    return { serial: input.serial, username: input.serial, password };
+  }
+
+  /**
+   * Unclaim: the device, its credentials, history and updates are deleted and its connection
+   * dropped; the serial can be claimed again. Nothing is credited: the claim charge stays in
+   * the ledger, but the quota slot is free again.
+   */
+  async unclaim(actor: Actor, input: { serial: string }): Promise<void> {
+    requireAdmin(actor);
+    if (!isValidSerial(input.serial)) throw notFound('Device');
+    await this.deps.transaction(async (trx) => {
+      const row = await lockDevice(trx, { accountId: actor.accountId, serial: input.serial });
+      if (!row) throw notFound('Device');
+      await trx('devices').where({ id: row.id }).delete();
+      await appendEvents(trx, this.deps.clock, [
+        { accountId: actor.accountId, type: 'device.unclaimed', subject: row.serial, data: { serial: row.serial, device_id: row.id, by: actor.principal } },
+      ]);
+    });
+    this.area.gateway.disconnect(input.serial, 'unclaimed');
+  }
+
+  /** Status, firmware, configuration, claim and update events, newest first. */
+  async history(actor: Actor, input: { serial: string; limit?: number; cursor?: string }): Promise<{ events: DeviceHistoryEntry[]; nextCursor: string | null }> {
+    const page = HistoryInput.parse({ limit: input.limit, cursor: input.cursor });
+    if (!isValidSerial(input.serial)) throw notFound('Device');
+    const device = (await this.deps.knex('devices').where({ account_id: actor.accountId, serial: input.serial }).first('id')) as { id: string } | undefined;
+    if (!device) throw notFound('Device');
+    const query = this.deps.knex('device_events').where({ device_id: device.id, account_id: actor.accountId }).orderBy('id', 'desc').limit(page.limit + 1);
+    if (page.cursor !== undefined) query.where('id', '<', historyCursor.decode(page.cursor));
+    const rows = (await query.select('id', 'type', 'data', 'occurred_at')) as Array<{ id: number; type: string; data: Record<string, unknown>; occurred_at: Date }>;
+    const more = rows.length > page.limit;
+    const events = (more ? rows.slice(0, page.limit) : rows).map((r) => ({ id: Number(r.id), type: r.type, occurredAt: new Date(r.occurred_at).toISOString(), data: r.data }));
+    return { events, nextCursor: more ? historyCursor.encode(events[events.length - 1]!.id) : null };
+  }
+}

@@ -1,0 +1,47 @@
+import { once } from 'node:events';
+import type { Response } from 'express';
+import type { Device } from '../../../api/src/domain/devices/device-types';
+import { presentDevice } from './device.presenter';
+
+/**
+ * The unpaged device list as one JSON document written batch by batch:
+ * `{"devices":[...],"total":N,"quota":Q}`. Memory holds one batch; when the client reads slower
+ * than we write, we wait for 'drain' (backpressure) instead of buffering the fleet. `total` is
+ * the number of devices written. The first batch is read before the status line, so a database
+ * error still becomes a proper problem response; a later one cuts the connection (the document
+ * is then visibly incomplete, never silently short).
+ */
+export async function streamDeviceList(res: Response, input: { quota: number; batches: AsyncGenerator<Device[]> }): Promise<void> {
+  const { batches } = input;
+  let next = await batches.next();
+  res.status(200);
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Cache-Control', 'no-store');
+  let total = 0;
+  let pending = '{"devices":[';
+  try {
+    while (!next.done) {
+      const batch = next.value;
+      const chunk = batch.map((d) => JSON.stringify(presentDevice(d))).join(',');
+      pending += (total > 0 ? ',' : '') + chunk;
+      total += batch.length;
+      if (!res.write(pending)) await drained(res);
+      pending = '';
+      if (res.destroyed) return;
+      next = await batches.next();
+    }
+    res.end(`${pending}],"total":${total},"quota":${input.quota}}`);
+  } finally {
+    if (res.destroyed || !res.writableEnded) await batches.return(undefined);
+  }
+}
+
+/** Resolves on 'drain', or when the client went away (no drain will ever come). */
+async function drained(res: Response): Promise<void> {
+  const ac = new AbortController();
+  try {
+    await Promise.race([once(res, 'drain', { signal: ac.signal }), once(res, 'close', { signal: ac.signal })]);
+  } finally {
+    ac.abort();
+  }
+}

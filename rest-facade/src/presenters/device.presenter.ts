@@ -1,0 +1,83 @@
+import type { Device, DeviceHistoryEntry } from '../../../api/src/domain/devices/device-types';
+import type { DevicePage } from '../../../api/src/domain/devices/device.service';
+import type { ClaimResult } from '../../../api/src/domain/devices/claim.service';
+import type { Allocation } from '../../../api/src/domain/accounts/allocation.service';
+import { fromMinor } from '../../../api/src/domain/accounts/money';
+
+/** Domain device -> wire format (snake_case, fields in the spec's order first). */
+export function presentDevice(d: Device) {
+  return {
+    serial: d.serial,
+    name: d.name,
+    model: d.model,
+    firmware: d.firmware,
+    status: d.status,
+    last_seen: d.lastSeen,
+    ip: d.ip,
+    connectivity: d.connectivity,
+    update:
+      d.update === null
+        ? null
+        : {
+            job_id: d.update.jobId,
+            deployment_id: d.update.deploymentId,
+            state: d.update.state,
+            progress: d.update.progress,
+            from_version: d.update.fromVersion,
+            target_version: d.update.targetVersion,
+            error: d.update.error,
+            state_changed_at: d.update.stateChangedAt,
+          },
+    tags: d.tags,
+    config: {
+      desired: d.config.desired,
+      desired_version: d.config.desiredVersion,
+      reported: d.config.reported,
+      reported_version: d.config.reportedVersion,
+      in_sync: d.config.inSync,
+    },
+    uptime_s: d.uptimeS,
+    rssi: d.rssi,
+    claimed_at: d.claimedAt,
+  };
+}
+
+export function presentDevicePage(page: DevicePage) {
+  return { devices: page.devices.map(presentDevice), total: page.total, quota: page.quota, next_cursor: page.nextCursor };
+}
+
+export function presentAllocation(a: Allocation) {
+  return {
+    quota: a.quota,
+    provisioned: a.provisioned,
+    available: a.available,
+    budget: {
+      amount: fromMinor(a.budget.amountMinor),
+      currency: a.budget.currency,
+      spent: fromMinor(a.budget.spentMinor),
+      remaining: fromMinor(a.budget.remainingMinor),
+    },
+    unit_price: fromMinor(a.unitPriceMinor),
+    thresholds: a.thresholds.map((t) => ({ kind: t.kind, percent: t.percent, reached_at: t.reachedAt })),
+  };
+}
+
+export function presentClaim(result: ClaimResult) {
+  return {
+    claimed: result.claimed,
+    devices: result.devices.map(({ device, credentials }) => ({
+      ...presentDevice(device),
+      credentials: { username: credentials.username, password: credentials.password },
+    })),
+    deployment_id: result.deploymentId,
+    charged: { amount: fromMinor(result.charged.amountMinor), currency: result.charged.currency },
+    allocation: presentAllocation(result.allocation),
+  };
+}
+
+export function presentHistory(page: { events: DeviceHistoryEntry[]; nextCursor: string | null }) {
+  return {
+    events: page.events.map((e) => ({ id: e.id, type: e.type, occurred_at: e.occurredAt, data: e.data })),
+    next_cursor: page.nextCursor,
+  };
+}

@@ -1,0 +1,117 @@
+import { z } from 'zod';
+import type { RouteDef } from '../route';
+import type { Services } from '../../../api/src/services';
+import { DomainError } from '../../../api/src/domain/shared/errors';
+import { ClaimDevicesInput } from '../../../api/src/domain/devices/claim.service';
+import { UpdateDeviceInput } from '../../../api/src/domain/devices/device.service';
+import {
+  SerialParams, ListDevicesQuery, HistoryQuery, DeviceSchema, DeviceListSchema, CredentialsSchema, ClaimResponseSchema, HistorySchema,
+} from '../schemas/device.schemas';
+import { presentDevice, presentDevicePage, presentClaim, presentHistory } from '../presenters/device.presenter';
+import { streamDeviceList } from '../presenters/device-stream';
+
+const filterOf = (q: ListDevicesQuery) => ({ model: q.model, status: q.status, firmware: q.firmware, firmwareLt: q.firmware_lt, q: q.q });
+
+/** Devices: list (paged or streamed), claim, read, configure, history, credentials, unclaim. */
+export function deviceRoutes(services: Services): RouteDef[] {
+  return [
+    {
+      method: 'get',
+      path: '/devices',
+      operationId: 'listDevices',
+      summary:
+        'List devices ordered by serial. With `limit`: one page and `next_cursor`. Without: every matching device, streamed as one JSON document.',
+      tag: 'Devices',
+      query: ListDevicesQuery,
+      responses: { 200: { description: 'Devices, the count of all matches and the quota', schema: DeviceListSchema } },
+      handler: async ({ actor, query, res }) => {
+        const q = query as ListDevicesQuery;
+        if (q.limit !== undefined) {
+          const page = await services.devices.list(actor, { filter: filterOf(q), limit: q.limit, ...(q.cursor !== undefined ? { cursor: q.cursor } : {}) });
+          return { status: 200, body: presentDevicePage(page) };
+        }
+        if (q.cursor !== undefined) {
+          throw new DomainError('validation_failed', 'A cursor needs a limit.', { errors: [{ field: 'query.cursor', message: 'only together with limit' }] });
+        }
+        await streamDeviceList(res, await services.devices.listAll(actor, { filter: filterOf(q) }));
+      },
+    },
+    {
+      method: 'post',
+      path: '/devices/claim',
+      operationId: 'claimDevices',
+      summary:
+        'Claim devices, all or nothing: batch `{serials, model, firmware?, names?}` (at most 1000) or single `{serial, model, firmware?, name?}`. ' +
+        'Returns each device with its MQTT credentials (shown once) and schedules `firmware` for installation.',
+      tag: 'Devices',
+      body: ClaimDevicesInput,
+      idempotent: true,
+      responses: { 201: { description: 'Claimed', schema: ClaimResponseSchema } },
+      handler: async ({ actor, body }) => ({ status: 201, body: presentClaim(await services.claims.claim(actor, body)) }),
+    },
+    {
+      method: 'get',
+      path: '/devices/:serial',
+      operationId: 'getDevice',
+      summary: 'One device of the account (404 for unknown serials and other accounts alike)',
+      tag: 'Devices',
+      params: SerialParams,
+      responses: { 200: { description: 'The device', schema: DeviceSchema } },
+      handler: async ({ actor, params }) => ({ status: 200, body: presentDevice(await services.devices.get(actor, { serial: params.serial })) }),
+    },
+    {
+      method: 'patch',
+      path: '/devices/:serial',
+      operationId: 'updateDevice',
+      summary:
+        'Rename, tag and configure a device (merge: omitted fields stay; a null tag value removes the tag; maintenance_window null removes the window). ' +
+        'A configuration change is pushed to the device with a new version.',
+      tag: 'Devices',
+      params: SerialParams,
+      body: UpdateDeviceInput,
+      responses: { 200: { description: 'The device after the change', schema: DeviceSchema } },
+      handler: async ({ actor, params, body }) => ({
+        status: 200,
+        body: presentDevice(await services.devices.update(actor, { serial: params.serial, patch: body })),
+      }),
+    },
+    {
+      method: 'delete',
+      path: '/devices/:serial',
+      operationId: 'unclaimDevice',
+      summary: 'Unclaim a device: it, its credentials and history are removed and it is disconnected. Frees a quota slot; credits nothing.',
+      tag: 'Devices',
+      params: SerialParams,
+      responses: { 204: { description: 'Unclaimed' } },
+      handler: async ({ actor, params }) => {
+        await services.devices.unclaim(actor, { serial: params.serial });
+        return { status: 204 };
+      },
+    },
+    {
+      method: 'get',
+      path: '/devices/:serial/history',
+      operationId: 'getDeviceHistory',
+      summary: 'Status, firmware, configuration, claim and update events of a device, newest first',
+      tag: 'Devices',
+      params: SerialParams,
+      query: HistoryQuery,
+      responses: { 200: { description: 'A page of events', schema: HistorySchema } },
+      handler: async ({ actor, params, query }) => {
+        const q = query as z.infer<typeof HistoryQuery>;
+        const page = await services.devices.history(actor, { serial: params.serial, ...(q.limit !== undefined ? { limit: q.limit } : {}), ...(q.cursor !== undefined ? { cursor: q.cursor } : {}) });
+        return { status: 200, body: presentHistory(page) };
+      },
+    },
+    {
+      method: 'post',
+      path: '/devices/:serial/credentials',
+      operationId: 'rotateDeviceCredentials',
+      summary: 'New MQTT password for the device (shown once); the old one is refused at once and the device is disconnected',
+      tag: 'Devices',
+      params: SerialParams,
+      responses: { 201: { description: 'The new credentials', schema: CredentialsSchema } },
+      handler: async ({ actor, params }) => ({ status: 201, body: await services.devices.rotateCredentials(actor, { serial: params.serial }) }),
+    },
+  ];
+}

@@ -1,0 +1,134 @@
+import { z } from 'zod';
+import { DEVICE_STATUSES } from '../../../api/src/domain/devices/device-types';
+import { MAX_PAGE_SIZE } from '../../../api/src/domain/devices/device.service';
+
+/**
+ * Wire schemas (snake_case) of the device, claim, model and allocation routes. Request schemas
+ * validate at the edge; response schemas document the answers in /api/v1/openapi.json and
+ * check them in test/contract/openapi.test.ts.
+ */
+
+export const SerialParams = z.object({
+  serial: z.string().min(1).max(1024).describe('Device serial (1 to 64 characters of A-Z a-z 0-9 . _ : -)'),
+});
+
+export const ListDevicesQuery = z.strictObject({
+  model: z.string().min(1).max(64).optional().describe('Registered model name (exact)'),
+  status: z.enum(DEVICE_STATUSES).optional(),
+  firmware: z.string().min(1).max(64).optional().describe('Installed firmware version (exact string)'),
+  firmware_lt: z
+    .string()
+    .min(1)
+    .max(64)
+    .optional()
+    .describe('Installed firmware older than this version, compared as versions (1.9.0 < 1.10.0, 2.0.0-rc.1 < 2.0.0). Devices that never reported are not matched.'),
+  q: z.string().min(1).max(64).optional().describe('Case-insensitive substring of serial or name'),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_PAGE_SIZE)
+    .optional()
+    .describe('Page size 1..1000. Without it, every matching device is returned in one streamed document.'),
+  cursor: z.string().min(1).max(200).optional().describe('next_cursor of the previous page (requires limit)'),
+});
+export type ListDevicesQuery = z.infer<typeof ListDevicesQuery>;
+
+export const HistoryQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(1000).optional().describe('Page size 1..1000, default 50'),
+  cursor: z.string().min(1).max(200).optional(),
+});
+
+// Outputs. Reported configurations come from devices, so their schema allows extra keys.
+const ConfigView = z
+  .looseObject({
+    heartbeat_interval_s: z.number().int().optional(),
+    dim_level: z.number().int().optional(),
+    power_on_level: z.number().int().optional(),
+    timezone: z.string().optional(),
+    maintenance_window: z.object({ start: z.string(), end: z.string() }).nullable().optional(),
+  })
+  .meta({ id: 'DeviceConfigView' });
+
+export const DeviceUpdateSchema = z
+  .object({
+    job_id: z.string(),
+    deployment_id: z.string(),
+    state: z.string().describe('queued, sent, downloading, installing, rebooting, succeeded, failed, timed_out, cancelled, rolled_back'),
+    progress: z.number().int(),
+    from_version: z.string().nullable(),
+    target_version: z.string(),
+    error: z.string().nullable(),
+    state_changed_at: z.string(),
+  })
+  .meta({ id: 'DeviceUpdate', description: "The device's current OTA update (unfinished, else the last one the engine recorded)." });
+
+export const DeviceSchema = z
+  .object({
+    serial: z.string(),
+    name: z.string(),
+    model: z.string(),
+    firmware: z.string().nullable().describe('Installed version as last reported; null until the device reports'),
+    status: z.enum(DEVICE_STATUSES),
+    last_seen: z.string().nullable().describe('ISO 8601 UTC time of the last heartbeat'),
+    ip: z.string().nullable(),
+    connectivity: z.enum(['online', 'offline']),
+    update: DeviceUpdateSchema.nullable(),
+    tags: z.record(z.string(), z.string()),
+    config: z.object({
+      desired: ConfigView,
+      desired_version: z.number().int(),
+      reported: ConfigView.nullable(),
+      reported_version: z.number().int().nullable(),
+      in_sync: z.boolean(),
+    }),
+    uptime_s: z.number().int().nullable(),
+    rssi: z.number().int().nullable(),
+    claimed_at: z.string(),
+  })
+  .meta({ id: 'Device' });
+
+export const DeviceListSchema = z
+  .object({
+    devices: z.array(DeviceSchema),
+    total: z.number().int().describe('Devices matching the filter (all pages)'),
+    quota: z.number().int(),
+    next_cursor: z.string().nullable().optional().describe('Paged form only: cursor of the next page, null on the last'),
+  })
+  .meta({ id: 'DeviceList' });
+
+export const CredentialsSchema = z
+  .object({ serial: z.string(), username: z.string(), password: z.string().describe('Shown once; stored only as a SHA-256 digest') })
+  .meta({ id: 'DeviceCredentials' });
+
+export const AllocationSchema = z
+  .object({
+    quota: z.number().int(),
+    provisioned: z.number().int().describe('Devices currently claimed'),
+    available: z.number().int(),
+    budget: z.object({ amount: z.number(), currency: z.string(), spent: z.number(), remaining: z.number() }),
+    unit_price: z.number().describe('Charged per claimed device'),
+    thresholds: z.array(z.object({ kind: z.enum(['quota', 'budget']), percent: z.number().int(), reached_at: z.string().nullable() })),
+  })
+  .meta({ id: 'Allocation' });
+
+export const ClaimResponseSchema = z
+  .object({
+    claimed: z.number().int(),
+    devices: z.array(DeviceSchema.extend({ credentials: z.object({ username: z.string(), password: z.string() }) })),
+    deployment_id: z.string().nullable().describe('Deployment installing the requested firmware once each device connects; null when none'),
+    charged: z.object({ amount: z.number(), currency: z.string() }),
+    allocation: AllocationSchema,
+  })
+  .meta({ id: 'ClaimResponse' });
+
+export const HistorySchema = z
+  .object({
+    events: z.array(z.object({ id: z.number().int(), type: z.string(), occurred_at: z.string(), data: z.record(z.string(), z.unknown()) })),
+    next_cursor: z.string().nullable(),
+  })
+  .meta({ id: 'DeviceHistory' });
+
+export const ModelSchema = z
+  .object({ id: z.string(), name: z.string(), description: z.string(), created_at: z.string() })
+  .meta({ id: 'Model' });
