@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import * as createCoreSchema from './20261122000000_create_core_schema';
 import * as addWebhookDeliveryIndexes from './20261122010500_add_webhook_delivery_indexes';
 import * as addDevicePresenceDeadline from './20261122010700_add_device_presence_deadline';
+import * as addOtaEngineColumns from './20261122011000_add_ota_engine_columns';
 
 /**
  * Static list of migrations: knex's folder scanning cannot load .ts files under vitest,
@@ -11,6 +12,7 @@ const migrations: Array<{ name: string; module: Knex.Migration }> = [
   { name: '20261122000000_create_core_schema', module: createCoreSchema },
   { name: '20261122010500_add_webhook_delivery_indexes', module: addWebhookDeliveryIndexes },
   { name: '20261122010700_add_device_presence_deadline', module: addDevicePresenceDeadline },
+  { name: '20261122011000_add_ota_engine_columns', module: addOtaEngineColumns },
 ];
 
 export const migrationSource: Knex.MigrationSource<{ name: string; module: Knex.Migration }> = {
