@@ -3,6 +3,9 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Duplex } from 'node:stream';
 import { createGraphQL } from './graphql/server';
+import { loadServerSecret } from './domain/shared/server-secret';
+import { fanOutWebhookDeliveries } from './domain/webhooks/webhook-fanout';
+import { WebhookDeliveryWorker } from './domain/webhooks/delivery-worker';
 import type { Config } from './config';
 import { createLogger, type Logger } from './logger';
 import { openDatabase, type Database } from './db/database';
@@ -44,6 +47,8 @@ export interface FleetService {
   readonly metrics: Metrics;
   readonly bus: EventBus;
   readonly outbox: OutboxDispatcher;
+  /** Sends webhook deliveries (tests call `settle()` after moving the clock). */
+  readonly webhookWorker: WebhookDeliveryWorker;
   readonly logger: Logger;
   readonly clock: Clock;
   /** Demo credentials when this start created the demo account. */
@@ -74,8 +79,19 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   if (cluster) readinessChecks.set('redis', async () => ((await redisHealthy(cluster.commands)) ? { ok: true } : { ok: false, detail: 'no PONG within 1 s' }));
   let outbox: OutboxDispatcher | undefined;
   const transaction = createTransactionRunner(database.knex, () => outbox?.kick());
-  const services = createServices({ knex: database.knex, transaction, clock, logger });
-  outbox = new OutboxDispatcher({ knex: database.knex, bus, logger, clock });
+  const serverSecret = loadServerSecret({ dataDir: config.dataDir });
+  const services = createServices({ knex: database.knex, transaction, clock, logger }, { serverSecret, webhookAllowPrivate: config.webhookAllowPrivate });
+  // Webhook deliveries are rows created in the dispatcher's transaction: never lost, never doubled.
+  outbox = new OutboxDispatcher({ knex: database.knex, bus, logger, clock, onBatch: async (trx, events) => void (await fanOutWebhookDeliveries(trx, clock, events)) });
+  const webhookWorker = new WebhookDeliveryWorker({
+    knex: database.knex,
+    clock,
+    logger,
+    serverSecret,
+    allowPrivate: config.webhookAllowPrivate,
+    onAttempt: (outcome) => metrics.webhookAttempts.inc({ outcome }),
+  });
+  bus.subscribe(() => webhookWorker.kick());
   bus.subscribe(() => metrics.eventsDispatched.inc());
 
   let demo: FleetService['demo'] = null;
@@ -166,6 +182,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   const mqttPort: number | null = null;
 
   outbox.start();
+  webhookWorker.start();
   databaseHealth.start();
   logger.info({ httpPort, mqttPort, database: database.kind }, 'fleet service started');
 
@@ -181,6 +198,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
       await outbox!.flush().catch(() => undefined);
       databaseHealth.stop();
       await outbox!.stop();
+      await webhookWorker.stop();
       await bus.close();
       if (cluster) await cluster.close();
       if (ownsDatabase) await database.close();
@@ -197,6 +215,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     metrics,
     bus,
     outbox,
+    webhookWorker,
     logger,
     clock,
     demo,

@@ -1,0 +1,79 @@
+import http from 'node:http';
+import https from 'node:https';
+import { isIP } from 'node:net';
+import { guardedLookup, isPrivateAddress } from './url-guard';
+
+export interface SendResult {
+  /** HTTP status, or null when no response came (timeout, refused, DNS, SSRF guard). */
+  statusCode: number | null;
+  durationMs: number;
+  /** Why it failed; null on 2xx. */
+  error: string | null;
+}
+
+export interface WebhookRequest {
+  url: string;
+  body: string;
+  headers: Record<string, string>;
+}
+
+export type WebhookSender = (request: WebhookRequest) => Promise<SendResult>;
+
+/** Bytes of a receiver's response body that are read (and discarded). */
+const MAX_RESPONSE_BYTES = 64 * 1024;
+
+/**
+ * POSTs one delivery. The whole exchange (connect, send, response) is bounded by `timeoutMs`
+ * so a hanging receiver cannot hold a worker slot; redirects are not followed (a 3xx is a
+ * failure: following one would bypass the SSRF guard); the guard checks the resolved address
+ * of every connection.
+ */
+export function createHttpSender(options: { timeoutMs: number; allowPrivate: boolean }): WebhookSender {
+  const lookup = guardedLookup(options.allowPrivate);
+  return (request) =>
+    new Promise<SendResult>((resolve) => {
+      const started = performance.now();
+      const done = (statusCode: number | null, error: string | null) => {
+        clearTimeout(timer);
+        resolve({ statusCode, durationMs: Math.round(performance.now() - started), error });
+      };
+      let url: URL;
+      try {
+        url = new URL(request.url);
+      } catch {
+        return resolve({ statusCode: null, durationMs: 0, error: 'invalid URL' });
+      }
+      const host = url.hostname.replace(/^\[|\]$/g, '');
+      if (!options.allowPrivate && isIP(host) && isPrivateAddress(host)) {
+        return resolve({ statusCode: null, durationMs: 0, error: 'refused: private or loopback address' });
+      }
+      const transport = url.protocol === 'https:' ? https : http;
+      const req = transport.request(url, {
+        method: 'POST',
+        headers: { ...request.headers, 'content-length': String(Buffer.byteLength(request.body)) },
+        lookup: lookup as unknown as typeof import('node:dns').lookup,
+        agent: false,
+      });
+      const timer = setTimeout(() => {
+        req.destroy(new Error(`timed out after ${options.timeoutMs} ms`));
+      }, options.timeoutMs);
+      req.on('response', (res) => {
+        const status = res.statusCode ?? 0;
+        let read = 0;
+        res.on('data', (chunk: Buffer) => {
+          read += chunk.length;
+          if (read > MAX_RESPONSE_BYTES) res.destroy();
+        });
+        const finish = () => {
+          if (status >= 200 && status < 300) done(status, null);
+          else if (status >= 300 && status < 400) done(status, `redirect refused (${status})`);
+          else done(status, `HTTP ${status}`);
+        };
+        res.on('end', finish);
+        res.on('close', finish);
+        res.on('error', () => finish());
+      });
+      req.on('error', (error: NodeJS.ErrnoException) => done(null, error.message || error.code || 'connection failed'));
+      req.end(request.body);
+    });
+}
