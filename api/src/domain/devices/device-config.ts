@@ -58,11 +58,18 @@ export const DEFAULT_DEVICE_CONFIG: Readonly<Required<Omit<DeviceConfig, 'mainte
 export const TAG_LIMITS = { maxTags: 50, maxKeyLength: 64, maxValueLength: 256 } as const;
 
 /** Tags PATCH: string to string, merged; a null value removes that tag (JSON merge patch, RFC 7396). */
+const TagsRecord = z.record(
+  z.string().min(1).max(TAG_LIMITS.maxKeyLength),
+  z.string().max(TAG_LIMITS.maxValueLength).nullable(),
+);
 export const TagsPatch = z
-  .record(
-    z.string().min(1).max(TAG_LIMITS.maxKeyLength),
-    z.string().max(TAG_LIMITS.maxValueLength).nullable(),
-  )
+  .preprocess((value, ctx) => {
+    // zod's record silently drops an own `__proto__` key (JSON.parse creates one): refuse it openly.
+    if (value !== null && typeof value === 'object' && Object.hasOwn(value, '__proto__')) {
+      ctx.addIssue({ code: 'custom', path: ['__proto__'], message: 'is a reserved key', input: value });
+    }
+    return value;
+  }, TagsRecord)
   .refine((tags) => Object.keys(tags).length <= 100, 'at most 100 tag changes per request')
   .meta({ id: 'TagsPatch', description: 'Merged into the tags; a null value removes the tag. At most 50 tags per device, keys 1..64 and values up to 256 characters.' });
 export type TagsPatch = z.infer<typeof TagsPatch>;

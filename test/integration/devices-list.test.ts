@@ -1,0 +1,156 @@
+import http from 'node:http';
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
+import { buildModel, claimDevices, serials, setReported } from '../helpers/factories';
+
+describe('GET /api/v1/devices', () => {
+  let server: TestServer;
+  let a: TestAccount;
+  let b: TestAccount;
+
+  beforeAll(async () => {
+    server = await startTestServer();
+    a = await server.createAccount({ quota: 5000 });
+    b = await server.createAccount({ quota: 10 });
+    await buildModel(a, 'LX-200');
+    await buildModel(a, 'LX-300');
+    await buildModel(b, 'LX-200');
+    await claimDevices(a, { serials: serials('A', 1000), model: 'LX-200', names: { 'A-0007': 'Foyer West' } });
+    await claimDevices(a, { serials: serials('A', 500, 1001), model: 'LX-200' });
+    await claimDevices(a, { serials: serials('V', 6), model: 'LX-300' });
+    await claimDevices(b, { serials: ['B-0001', 'B-0002'], model: 'LX-200' });
+    const knex = server.service.database.knex;
+    const versions = ['1.9.0', '1.10.0', '2.0.0-rc.1', '2.0.0', '1.4.2.7', '1.4.2'];
+    for (const [i, v] of versions.entries()) await setReported(knex, { accountId: a.accountId, serials: [`V-000${i + 1}`], state: { firmware: v, status: 'online', ip: `10.0.4.${i + 1}`, lastSeen: new Date('2026-11-22T05:00:00Z') } });
+    await setReported(knex, { accountId: a.accountId, serials: serials('A', 100), state: { firmware: '1.9.0', status: 'online' } });
+    await setReported(knex, { accountId: a.accountId, serials: ['A-0101', 'A-0102'], state: { status: 'updating' } });
+  });
+  afterAll(async () => server?.close());
+
+  const page = (account: TestAccount, query: string) => account.api.get(`/api/v1/devices?${query}`);
+  const serialsOf = (body: { devices: Array<{ serial: string }> }) => body.devices.map((d) => d.serial);
+
+  it('pages with limit and an opaque cursor; total counts all matches; quota is the account quota', async () => {
+    const first = await page(a, 'limit=500');
+    expect(first.status).toBe(200);
+    expect(first.body.total).toBe(1506);
+    expect(first.body.quota).toBe(5000);
+    expect(first.body.devices).toHaveLength(500);
+    expect(first.body.devices[0].serial).toBe('A-0001');
+    expect(first.body.next_cursor).toMatch(/^[A-Za-z0-9_-]+$/);
+    const seen = new Set<string>(serialsOf(first.body));
+    let cursor: string | null = first.body.next_cursor;
+    while (cursor) {
+      const next = await page(a, `limit=500&cursor=${cursor}`);
+      expect(next.status).toBe(200);
+      for (const s of serialsOf(next.body)) {
+        expect(seen.has(s)).toBe(false);
+        seen.add(s);
+      }
+      cursor = next.body.next_cursor;
+    }
+    expect(seen.size).toBe(1506);
+  });
+
+  it('returns the spec fields plus connectivity, update, tags, config and claimed_at', async () => {
+    const res = await page(a, 'limit=1&firmware=2.0.0');
+    expect(res.body.devices[0]).toEqual({
+      serial: 'V-0004',
+      name: 'V-0004',
+      model: 'LX-300',
+      firmware: '2.0.0',
+      status: 'online',
+      last_seen: '2026-11-22T05:00:00.000Z',
+      ip: '10.0.4.4',
+      connectivity: 'online',
+      update: null,
+      tags: {},
+      config: {
+        desired: { heartbeat_interval_s: 60, dim_level: 100, power_on_level: 100, timezone: 'UTC', maintenance_window: null },
+        desired_version: 1,
+        reported: null,
+        reported_version: null,
+        in_sync: false,
+      },
+      uptime_s: null,
+      rssi: null,
+      claimed_at: expect.any(String),
+    });
+  });
+
+  it('filters by model, status, exact firmware and text', async () => {
+    expect(serialsOf((await page(a, 'limit=100&model=LX-300')).body)).toEqual(serials('V', 6));
+    expect((await page(a, 'limit=10&model=NOPE')).body).toMatchObject({ devices: [], total: 0 });
+    const updating = await page(a, 'limit=100&status=updating');
+    expect(serialsOf(updating.body)).toEqual(['A-0101', 'A-0102']);
+    const online = await page(a, 'limit=1&status=online');
+    expect(online.body.total).toBe(106);
+    expect((await page(a, 'limit=1000&firmware=1.9.0')).body.total).toBe(101);
+    const text = await page(a, 'limit=10&q=foyer');
+    expect(serialsOf(text.body)).toEqual(['A-0007']);
+    expect((await page(a, 'limit=10&q=v-000')).body.total).toBe(6);
+    // LIKE wildcards are plain characters.
+    expect((await page(a, 'limit=10&q=%25')).body.total).toBe(0);
+    expect((await page(a, 'limit=10&q=A_0')).body.total).toBe(0);
+  });
+
+  it('compares firmware as versions in firmware_lt (1.9.0 < 1.10.0, 2.0.0-rc.1 < 2.0.0, four parts)', async () => {
+    const lt = async (v: string) => serialsOf((await page(a, `limit=1000&model=LX-300&firmware_lt=${encodeURIComponent(v)}`)).body);
+    // V-1 1.9.0, V-2 1.10.0, V-3 2.0.0-rc.1, V-4 2.0.0, V-5 1.4.2.7, V-6 1.4.2
+    expect(await lt('1.10.0')).toEqual(['V-0001', 'V-0005', 'V-0006']);
+    expect(await lt('2.0.0')).toEqual(['V-0001', 'V-0002', 'V-0003', 'V-0005', 'V-0006']);
+    expect(await lt('2.0.0-rc.1')).toEqual(['V-0001', 'V-0002', 'V-0005', 'V-0006']);
+    expect(await lt('1.4.2.7')).toEqual(['V-0006']);
+    expect(await lt('1.4.3')).toEqual(['V-0005', 'V-0006']);
+    expect(await lt('1.4.2')).toEqual([]);
+    // Devices that never reported a version are not "older".
+    expect((await page(a, 'limit=1000&firmware_lt=99')).body.total).toBe(106);
+  });
+
+  it('refuses bad query parameters with 422 and field errors', async () => {
+    for (const query of ['limit=0', 'limit=1001', 'limit=ten', 'status=sleeping', 'firmware_lt=latest', 'cursor=zzz&limit=5', 'cursor=abc', 'modle=LX-200', 'limit=1&limit=2']) {
+      const res = await page(a, query);
+      expect(res.status, query).toBe(422);
+      expect(res.headers.get('content-type')).toContain('application/problem+json');
+    }
+    expect((await page(a, 'firmware_lt=latest')).body.code).toBe('invalid_version');
+  });
+
+  it('streams every matching device as one JSON document without limit', async () => {
+    const all = await a.api.get('/api/v1/devices');
+    expect(all.status).toBe(200);
+    expect(all.body.total).toBe(1506);
+    expect(all.body.quota).toBe(5000);
+    expect(all.body.devices).toHaveLength(1506);
+    expect(all.body.next_cursor).toBeUndefined();
+    const ordered = serialsOf(all.body);
+    expect([...ordered].sort()).toEqual(ordered);
+    const filtered = await a.api.get('/api/v1/devices?model=LX-300&firmware_lt=2.0.0');
+    expect(filtered.body).toMatchObject({ total: 5, quota: 5000 });
+    const none = await a.api.get('/api/v1/devices?model=NOPE');
+    expect(none.body).toEqual({ devices: [], total: 0, quota: 5000 });
+  });
+
+  it('keeps serving when a streaming client disconnects mid-document', async () => {
+    const url = new URL('/api/v1/devices', server.service.httpUrl);
+    await new Promise<void>((resolve, reject) => {
+      const req = http.get(url, { headers: { authorization: `Bearer ${a.apiKey}` } }, (res) => {
+        res.once('data', () => {
+          req.destroy();
+          resolve();
+        });
+      });
+      req.on('error', (e) => (e.message.includes('socket hang up') ? resolve() : reject(e)));
+    });
+    const after = await page(a, 'limit=1');
+    expect(after.status).toBe(200);
+  });
+
+  it("never lists or counts another account's devices", async () => {
+    const res = await b.api.get('/api/v1/devices');
+    expect(serialsOf(res.body)).toEqual(['B-0001', 'B-0002']);
+    expect(res.body.total).toBe(2);
+    expect(res.body.quota).toBe(10);
+    expect((await page(b, 'limit=10&q=A-00')).body.total).toBe(0);
+  });
+});
