@@ -6,6 +6,7 @@ import { IdempotencyService } from './domain/shared/idempotency.service';
 import { ModelService } from './domain/models/model.service';
 import { EventLogService } from './events/event-log.service';
 import { WebhookService } from './domain/webhooks/webhook.service';
+import { FleetReadService } from './domain/fleet/fleet-read.service';
 import type { ServerSecret } from './domain/shared/server-secret';
 import { DeviceGatewayRef } from './domain/devices/device-gateway';
 import { DeviceService } from './domain/devices/device.service';
@@ -36,10 +37,11 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) 
   // Filled in by the broker when it starts (`services.gateway.set(...)`); a no-op until then.
   const gateway = new DeviceGatewayRef();
   const allocation = new AllocationService(deps);
+  const fleet = new FleetReadService(deps, { allocation });
   const devices = new DeviceService(deps, { gateway });
   // The OTA engine replaces the scheduler with its deployment service (claims then schedule the firmware).
   const claims = new ClaimService(deps, { models, allocation, firmware: new VersionOnlyClaimFirmwareScheduler() });
-  return { apiKeys, users, accounts, idempotency, models, events, webhooks, gateway, allocation, devices, claims };
+  return { apiKeys, users, accounts, idempotency, models, events, webhooks, fleet, gateway, allocation, devices, claims };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -12,7 +12,8 @@ import { maxDirectivesRule } from '@escape.tech/graphql-armor-max-directives';
 export const QUERY_LIMITS = {
   maxDepth: 12,
   maxAliases: 15,
-  maxCost: 5000,
+  /** graphql-armor cost: objects 2, scalars 1, x1.5 per level, x a literal `first` argument (nested lists multiply). */
+  maxCost: 100_000,
   maxDirectives: 50,
   /** Passed to graphql's parser (`parseOptions.maxTokens`) so it is checked once per cached document. */
   maxTokens: 2000,

@@ -46,10 +46,10 @@ export interface GraphQLMount {
   stop(): Promise<void>;
 }
 
-export function buildSchema(live: LiveViews): GraphQLSchema {
+export function buildSchema(live: LiveViews, services: Services): GraphQLSchema {
   return makeExecutableSchema({
     typeDefs: loadTypeDefs(),
-    resolvers: [{ DateTime: DateTimeScalar, JSON: JSONScalar }, ...createResolvers(live)],
+    resolvers: [{ DateTime: DateTimeScalar, JSON: JSONScalar }, ...createResolvers(live, services)],
   });
 }
 
@@ -61,7 +61,7 @@ export function buildSchema(live: LiveViews): GraphQLSchema {
 export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLMount> {
   const hub = new LiveEventHub(deps.bus, deps.logger);
   const live = new LiveViews(hub, deps.logger, () => deps.metrics.liveEventsDropped.inc());
-  const schema = buildSchema(live);
+  const schema = buildSchema(live, deps.services);
   const formatError = formatGraphQLError(deps.logger);
   const ws = attachGraphQLWebSocket({ ...deps, schema, live, formatError });
 

@@ -8,6 +8,7 @@ import type { Logger } from '../../logger';
 
 /** A device as GraphQL presents it; the fields the `deviceChanged` filter looks at. */
 export interface LiveDevice {
+  id: string;
   serial: string;
   name: string;
   model: string;
@@ -35,7 +36,8 @@ export interface DeviceFilterInput {
  * exists (until then the subscription answers that the view is unavailable).
  */
 export interface LiveReaders {
-  devices?: (actor: Actor, serials: string[]) => Promise<LiveDevice[]>;
+  /** Devices of the actor's account among these ids (device events carry `data.device_id`). */
+  devices?: (actor: Actor, ids: string[]) => Promise<LiveDevice[]>;
   fleetSummary?: (actor: Actor) => Promise<unknown>;
   /** null when the deployment does not exist for this actor's account. */
   deployment?: (actor: Actor, id: string) => Promise<unknown | null>;
@@ -63,10 +65,9 @@ export const matchesDeviceFilter = (device: LiveDevice, filter: DeviceFilterInpu
   return true;
 };
 
-function serialOf(event: DomainEvent): string | null {
-  if (event.subject) return event.subject;
-  const serial = event.data.serial;
-  return typeof serial === 'string' ? serial : null;
+function deviceIdOf(event: DomainEvent): string | null {
+  const id = event.data.device_id ?? event.data.deviceId;
+  return typeof id === 'string' ? id : null;
 }
 
 function deploymentIdOf(event: DomainEvent): string | null {
@@ -218,9 +219,10 @@ export class LiveViews {
 
   private onEvent(accountId: string, views: AccountViews, event: DomainEvent): void {
     if (views.deviceSubscribers.size > 0 && DEVICE_EVENT.test(event.type)) {
-      const serial = serialOf(event);
-      if (serial) {
-        views.pendingDevices.set(serial, event);
+      const deviceId = deviceIdOf(event);
+      if (deviceId) {
+        // Coalesced per device: the re-read shows the latest state, tagged with the latest event.
+        views.pendingDevices.set(deviceId, event);
         if (!views.deviceTimer) {
           views.deviceTimer = setTimeout(() => void this.flushDevices(accountId, views), DEVICE_BATCH_MS);
           views.deviceTimer.unref();
@@ -243,7 +245,7 @@ export class LiveViews {
     try {
       const devices = await read(liveActor(accountId), [...pending.keys()]);
       for (const device of devices) {
-        const event = pending.get(device.serial);
+        const event = pending.get(device.id);
         if (!event) continue;
         const change: DeviceChange = { type: event.type, occurredAt: event.occurredAt, device };
         for (const subscriber of views.deviceSubscribers) {
