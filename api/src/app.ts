@@ -26,6 +26,9 @@ import { openApiRoute } from '../../rest-facade/src/routes/openapi.routes';
 import { problem, sendProblem } from '../../rest-facade/src/problem';
 import { seedDemoAccount } from './demo-seed';
 import { DatabaseHealth } from './db/database-health';
+import { DeviceBroker } from '../../broker/src/create-broker';
+import { createClusterBrokerBackends } from './cluster/aedes-cluster';
+import { portalStatic } from './http/portal-static';
 
 export interface StartOptions {
   config: Config;
@@ -170,7 +173,25 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   });
   app.use('/graphql', graphql.router);
   upgradeHandlers.set('/graphql', graphql.handleUpgrade);
+  // The device broker (broker/): MQTT over WebSocket on /mqtt here, TCP on MQTT_PORT below.
+  const broker = await DeviceBroker.create({
+    auth: services.deviceAuth,
+    presence: services.presence,
+    configReports: services.configReports,
+    otaListener: () => services.otaListener.get(),
+    metrics,
+    logger,
+    clock,
+    ...(config.redisUrl ? { backends: createClusterBrokerBackends({ redisUrl: config.redisUrl, prefix: config.redisKeyPrefix }) } : {}),
+    // With several processes, devices online on another one are not ours to reset.
+    reconcileAllOnStart: !cluster,
+  });
+  upgradeHandlers.set('/mqtt', broker.handleUpgrade);
+  // Devices left "online" by a previous run are reconciled before anything can connect.
+  await broker.start();
   // Plug-in point: firmware downloads and the portal mount here.
+  // The portal (after /api/v1 and /graphql): static build with SPA fallback for deep links.
+  app.use(portalStatic());
 
   app.use((req, res) => sendProblem(res, problem('not_found', `No route ${req.method} ${req.path}.`)));
 
@@ -178,8 +199,23 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   const httpPort = (server.address() as AddressInfo).port;
   const publicHost = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
   const httpUrl = `http://${publicHost}:${httpPort}`;
-  // Plug-in point: the MQTT broker starts here (TCP on MQTT_PORT, WebSocket on /mqtt).
-  const mqttPort: number | null = null;
+  let mqttPort: number;
+  try {
+    mqttPort = await broker.listenTcp(config.mqttPort, config.host);
+  } catch (error) {
+    // Leave nothing running behind the error (the HTTP port is already bound).
+    await broker.close().catch(() => undefined);
+    await graphql.stop().catch(() => undefined);
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await webhookWorker.stop().catch(() => undefined);
+    await bus.close().catch(() => undefined);
+    if (cluster) await cluster.close();
+    if (ownsDatabase) await database.close();
+    throw error;
+  }
+  services.gateway.set(broker);
+  readinessChecks.set('broker', async () => broker.health());
 
   outbox.start();
   webhookWorker.start();
@@ -192,6 +228,10 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
       logger.info('stopping');
       // WebSockets first: an upgraded socket would keep server.close() waiting.
       await graphql.stop().catch((error: unknown) => logger.error({ err: error }, 'graphql stop failed'));
+      // Devices next: they are disconnected (and go offline) and pending heartbeats are flushed
+      // while the database and the outbox are still up.
+      services.gateway.set(undefined);
+      await broker.close().catch((error: unknown) => logger.error({ err: error }, 'broker stop failed'));
       server.closeIdleConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();

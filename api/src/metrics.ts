@@ -51,6 +51,17 @@ export function createMetrics() {
       labelNames: ['kind'] as const,
       registers: [registry],
     }),
+    heartbeatFlushRows: new Counter({
+      name: 'fleet_heartbeat_flush_rows_total',
+      help: 'Device rows written by heartbeat/presence batch flushes',
+      registers: [registry],
+    }),
+    heartbeatFlushSeconds: new Histogram({
+      name: 'fleet_heartbeat_flush_duration_seconds',
+      help: 'Duration of one heartbeat/presence batch flush (one statement plus history and events)',
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    }),
     mqttConnectedDevices: new Gauge({
       name: 'fleet_mqtt_connected_devices',
       help: 'Devices connected to this process',

@@ -13,6 +13,11 @@ import { DeviceService } from './domain/devices/device.service';
 import { ClaimService } from './domain/devices/claim.service';
 import { VersionOnlyClaimFirmwareScheduler } from './domain/devices/claim-firmware';
 import { AllocationService } from './domain/accounts/allocation.service';
+import { DeviceAuthService } from './domain/devices/device-auth.service';
+import { PresenceService } from './domain/devices/presence.service';
+import { DeviceConfigReportService } from './domain/devices/device-config-report';
+import { OtaListenerRef } from './domain/devices/presence-listeners';
+import { newId } from './domain/shared/ids';
 
 /**
  * The one set of domain services. REST routes, GraphQL resolvers and MQTT handlers are thin
@@ -24,6 +29,8 @@ export interface ServiceOptions {
   serverSecret?: ServerSecret;
   /** WEBHOOK_ALLOW_PRIVATE. */
   webhookAllowPrivate?: boolean;
+  /** Recorded in `devices.broker_node` for devices connected to this process. Default: a random id. */
+  brokerNodeId?: string;
 }
 
 export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) {
@@ -41,7 +48,13 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) 
   const devices = new DeviceService(deps, { gateway });
   // The OTA engine replaces the scheduler with its deployment service (claims then schedule the firmware).
   const claims = new ClaimService(deps, { models, allocation, firmware: new VersionOnlyClaimFirmwareScheduler() });
-  return { apiKeys, users, accounts, idempotency, models, events, webhooks, fleet, gateway, allocation, devices, claims };
+  // Device gateway (broker): password checks, presence/heartbeat persistence, applied configuration.
+  // The OTA engine registers itself with `otaListener.set(...)` to hear about devices.
+  const deviceAuth = new DeviceAuthService(deps);
+  const presence = new PresenceService(deps, options.brokerNodeId ?? newId());
+  const configReports = new DeviceConfigReportService(deps);
+  const otaListener = new OtaListenerRef();
+  return { apiKeys, users, accounts, idempotency, models, events, webhooks, fleet, gateway, allocation, devices, claims, deviceAuth, presence, configReports, otaListener };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -1,0 +1,210 @@
+import type { Knex } from 'knex';
+import type { ServiceDeps } from '../service-deps';
+import { appendDeviceEvents, type NewDeviceEvent } from './device-history';
+import { appendEvents } from '../../events/outbox';
+import type { NewEvent } from '../../events/event-types';
+import type { Connectivity } from './device-types';
+
+/** Why a device went offline (history and event data; stable strings). */
+export type OfflineReason = 'disconnected' | 'last_will' | 'keepalive_timeout' | 'status_offline' | 'heartbeat_timeout' | 'service_restart' | 'shutdown' | 'credentials_revoked';
+
+/** One device's coalesced change since the last flush. */
+export interface PresenceRow {
+  deviceId: string;
+  /** When the device was last heard (heartbeat, status or connect); null = no news. */
+  seenAt: Date | null;
+  firmware: string | null;
+  firmwareKey: string | null;
+  ip: string | null;
+  uptimeS: number | null;
+  rssi: number | null;
+  /** Connectivity to set; null = unchanged. */
+  connectivity: Connectivity | null;
+  offlineReason: OfflineReason | null;
+}
+
+/** A device whose firmware was reported (for the OTA engine), after commit. */
+export interface FirmwareReport {
+  accountId: string;
+  deviceId: string;
+  serial: string;
+  firmware: string;
+  previous: string | null;
+}
+
+interface ChangedRow {
+  id: string;
+  account_id: string;
+  serial: string;
+  prev_connectivity: string;
+  prev_status: string;
+  prev_firmware: string | null;
+  connectivity: string;
+  status: string;
+  firmware: string | null;
+  ip: string | null;
+  last_seen: Date | null;
+  current_update_id: string | null;
+  firmware_reported: boolean;
+}
+
+/**
+ * Device presence and telemetry persistence: the heartbeat ingest hands it coalesced batches
+ * and it writes each batch with ONE `UPDATE devices ... FROM unnest(...)` statement, then the
+ * history rows and outbox events of every status or firmware change in the same transaction.
+ * Status: `offline` when disconnected; while connected `updating` if an update is in progress
+ * (`current_update_id`, set by the OTA engine), else `online`.
+ */
+export class PresenceService {
+  constructor(
+    private readonly deps: ServiceDeps,
+    /** Written to `devices.broker_node` of devices that connect to this process. */
+    private readonly nodeId: string,
+  ) {}
+
+  /** Persists one batch; returns firmware reports for the OTA engine (call it after commit). */
+  async applyBatch(rows: PresenceRow[]): Promise<FirmwareReport[]> {
+    if (rows.length === 0) return [];
+    // A stable lock order (by id) keeps two concurrent writers of the same rows from deadlocking.
+    rows.sort((a, b) => (a.deviceId < b.deviceId ? -1 : a.deviceId > b.deviceId ? 1 : 0));
+    const now = this.deps.clock.now();
+    return this.deps.transaction(async (trx) => {
+      const result = await trx.raw<{ rows: ChangedRow[] }>(
+        `UPDATE devices d SET
+           connectivity = COALESCE(u.connectivity, d.connectivity),
+           status = CASE WHEN COALESCE(u.connectivity, d.connectivity) = 'offline' THEN 'offline'
+                         WHEN d.current_update_id IS NOT NULL THEN 'updating' ELSE 'online' END,
+           last_seen = COALESCE(u.seen_at, d.last_seen),
+           offline_after = CASE WHEN u.seen_at IS NOT NULL THEN u.seen_at + make_interval(secs => d.heartbeat_interval_s * 3) ELSE d.offline_after END,
+           firmware = COALESCE(u.firmware, d.firmware),
+           firmware_key = COALESCE(u.firmware_key, d.firmware_key),
+           ip = COALESCE(u.ip, d.ip),
+           uptime_s = COALESCE(u.uptime_s, d.uptime_s),
+           rssi = COALESCE(u.rssi, d.rssi),
+           broker_node = CASE WHEN u.connectivity = 'online' THEN ?::text ELSE d.broker_node END,
+           updated_at = CASE WHEN COALESCE(u.connectivity, d.connectivity) <> d.connectivity
+                              OR u.firmware IS DISTINCT FROM d.firmware AND u.firmware IS NOT NULL THEN ?::timestamptz
+                             ELSE d.updated_at END
+         FROM unnest(?::uuid[], ?::timestamptz[], ?::text[], ?::text[], ?::text[], ?::int[], ?::int[], ?::text[])
+                AS u(id, seen_at, firmware, firmware_key, ip, uptime_s, rssi, connectivity),
+              devices old
+         WHERE d.id = u.id AND old.id = u.id
+         RETURNING d.id, d.account_id, d.serial, old.connectivity AS prev_connectivity, old.status AS prev_status,
+                   old.firmware AS prev_firmware, d.connectivity, d.status, d.firmware, d.ip, d.last_seen,
+                   d.current_update_id, (u.firmware IS NOT NULL) AS firmware_reported`,
+        // knex's RawBinding typing does not admit arrays of nullable values; pg serializes them.
+        [
+          this.nodeId,
+          now,
+          rows.map((r) => r.deviceId),
+          rows.map((r) => r.seenAt),
+          rows.map((r) => r.firmware),
+          rows.map((r) => r.firmwareKey),
+          rows.map((r) => r.ip),
+          rows.map((r) => r.uptimeS),
+          rows.map((r) => r.rssi),
+          rows.map((r) => r.connectivity),
+        ] as unknown as readonly string[],
+      );
+      const reasons = new Map(rows.map((r) => [r.deviceId, r.offlineReason]));
+      await this.recordChanges(trx, result.rows, (id) => reasons.get(id) ?? null);
+      return result.rows
+        .filter((r) => r.firmware_reported && r.firmware && (r.firmware !== r.prev_firmware || r.current_update_id))
+        .map((r) => ({ accountId: r.account_id, deviceId: r.id, serial: r.serial, firmware: r.firmware!, previous: r.prev_firmware }));
+    });
+  }
+
+  /**
+   * Marks offline every online device whose presence deadline passed (3 of its heartbeat
+   * intervals without news). One indexed range scan on `devices_online_offline_after`.
+   */
+  async sweepTimedOut(limit = 5000): Promise<number> {
+    const now = this.deps.clock.now();
+    return this.deps.transaction(async (trx) => {
+      const result = await trx.raw<{ rows: ChangedRow[] }>(
+        `UPDATE devices d SET connectivity = 'offline', status = 'offline', updated_at = ?::timestamptz
+         FROM (SELECT id, status, connectivity, firmware FROM devices
+               WHERE connectivity = 'online' AND offline_after < ?::timestamptz
+               ORDER BY offline_after LIMIT ? FOR UPDATE SKIP LOCKED) old
+         WHERE d.id = old.id
+         RETURNING d.id, d.account_id, d.serial, old.connectivity AS prev_connectivity, old.status AS prev_status,
+                   old.firmware AS prev_firmware, d.connectivity, d.status, d.firmware, d.ip, d.last_seen,
+                   d.current_update_id, false AS firmware_reported`,
+        [now, now, limit],
+      );
+      await this.recordChanges(trx, result.rows, () => 'heartbeat_timeout');
+      return result.rows.length;
+    });
+  }
+
+  /**
+   * At start: devices this process (or, without a broker node recorded, any single process)
+   * believed online cannot still be connected to it, so they are marked offline with history
+   * and events. `nodeIds` null = single-process mode: every online device.
+   */
+  async reconcileAfterRestart(input: { onlyNodes: string[] | null }): Promise<number> {
+    const now = this.deps.clock.now();
+    let total = 0;
+    for (;;) {
+      const changed = await this.deps.transaction(async (trx) => {
+        const filter = input.onlyNodes ? 'AND broker_node = ANY(?::text[])' : '';
+        const result = await trx.raw<{ rows: ChangedRow[] }>(
+          `UPDATE devices d SET connectivity = 'offline', status = 'offline', updated_at = ?::timestamptz
+           FROM (SELECT id, status, connectivity, firmware FROM devices
+                 WHERE connectivity = 'online' ${filter} ORDER BY id LIMIT 5000 FOR UPDATE) old
+           WHERE d.id = old.id
+           RETURNING d.id, d.account_id, d.serial, old.connectivity AS prev_connectivity, old.status AS prev_status,
+                     old.firmware AS prev_firmware, d.connectivity, d.status, d.firmware, d.ip, d.last_seen,
+                     d.current_update_id, false AS firmware_reported`,
+          input.onlyNodes ? [now, input.onlyNodes] : [now],
+        );
+        await this.recordChanges(trx, result.rows, () => 'service_restart');
+        return result.rows.length;
+      });
+      total += changed;
+      if (changed < 5000) return total;
+    }
+  }
+
+  /** History rows and outbox events for every status and firmware change of a batch. */
+  private async recordChanges(trx: Knex.Transaction, rows: ChangedRow[], reasonOf: (deviceId: string) => OfflineReason | null): Promise<void> {
+    const history: NewDeviceEvent[] = [];
+    const events: NewEvent[] = [];
+    for (const r of rows) {
+      if (r.status !== r.prev_status) {
+        const reason = r.connectivity === 'offline' ? reasonOf(r.id) : null;
+        history.push({ accountId: r.account_id, deviceId: r.id, type: 'status_changed', data: { from: r.prev_status, to: r.status, ...(reason ? { reason } : {}) } });
+      }
+      if (r.connectivity !== r.prev_connectivity) {
+        const reason = r.connectivity === 'offline' ? reasonOf(r.id) : null;
+        events.push({
+          accountId: r.account_id,
+          type: r.connectivity === 'online' ? 'device.online' : 'device.offline',
+          subject: r.serial,
+          data: {
+            device_id: r.id,
+            serial: r.serial,
+            status: r.status,
+            connectivity: r.connectivity,
+            firmware: r.firmware,
+            ip: r.ip,
+            last_seen: r.last_seen ? new Date(r.last_seen).toISOString() : null,
+            ...(reason ? { reason } : {}),
+          },
+        });
+      }
+      if (r.firmware_reported && r.firmware !== r.prev_firmware) {
+        // No update in progress means nobody here changed it: a USB-C flash in an air-gapped site.
+        const outside = r.prev_firmware !== null && r.current_update_id === null;
+        history.push({
+          accountId: r.account_id,
+          deviceId: r.id,
+          type: outside ? 'firmware_changed_outside_ota' : 'firmware_changed',
+          data: { from: r.prev_firmware, to: r.firmware },
+        });
+      }
+    }
+    await appendDeviceEvents(trx, this.deps.clock, history);
+    await appendEvents(trx, this.deps.clock, events);
+  }
+}

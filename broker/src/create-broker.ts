@@ -1,0 +1,385 @@
+import net from 'node:net';
+import type http from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { AddressInfo } from 'node:net';
+import { Aedes, type AedesOptions, type Client, type PublishPacket, type Subscription } from 'aedes';
+import { WebSocketServer, createWebSocketStream } from 'ws';
+import type { Logger } from '../../api/src/logger';
+import type { Metrics } from '../../api/src/metrics';
+import type { DeviceGateway, OtaCommand, OtaDeviceListener } from '../../api/src/domain/devices/device-gateway';
+import type { DeviceAuthService, DeviceSession } from '../../api/src/domain/devices/device-auth.service';
+import type { PresenceService } from '../../api/src/domain/devices/presence.service';
+import type { DeviceConfigReportService } from '../../api/src/domain/devices/device-config-report';
+import { HeartbeatIngest } from '../../api/src/domain/devices/heartbeat-ingest';
+import type { Clock } from '../../api/src/domain/shared/clock';
+import { topics } from './protocol/topics';
+import { publishKindFor, maySubscribe } from './hooks/authorize';
+import { makeAuthenticate, makePreConnect } from './hooks/authenticate';
+import { HANDLERS } from './handlers/index';
+import type { HandlerContext } from './handlers/context';
+import { FloodGuard } from './flood-guard';
+import { LogThrottle } from './log-throttle';
+import { guardPacketSize, MAX_MQTT_PACKET_BYTES } from './packet-size-guard';
+
+export interface DeviceBrokerOptions {
+  auth: DeviceAuthService;
+  presence: PresenceService;
+  configReports: DeviceConfigReportService;
+  otaListener: () => OtaDeviceListener | undefined;
+  metrics: Metrics;
+  logger: Logger;
+  clock: Clock;
+  /** Heartbeat flush period (ms, at most 1000). Default 200. */
+  flushIntervalMs?: number;
+  /** How often online devices past their presence deadline are marked offline (ms). Default 5000. */
+  sweepIntervalMs?: number;
+  /** Cluster backends (mqemitter-redis, aedes-persistence-redis); in memory when absent. */
+  backends?: { mq: unknown; persistence: unknown };
+  /**
+   * Single process: at start every device recorded online is marked offline (nobody can be
+   * connected to a process that just started). In cluster mode other processes hold devices,
+   * so this is off and the presence sweep settles what a dead process left behind.
+   */
+  reconcileAllOnStart?: boolean;
+}
+
+/** Per connection, beside Aedes's own client object. */
+interface Connection {
+  session: DeviceSession;
+  flood: FloodGuard;
+  subscribedOta: boolean;
+  ready: boolean;
+  keepaliveTimedOut: boolean;
+}
+
+/**
+ * The embedded device broker: Aedes with protocol v1's authentication, ACLs and handlers,
+ * listening on TCP and on the HTTP server's `/mqtt` (WebSocket). Device messages are handled
+ * in-process on the publish path (`authorizePublish`), never through an MQTT client subscribed
+ * to the broker (that backs Aedes's queue up: testing guide). Implements the DeviceGateway seam.
+ */
+export class DeviceBroker implements DeviceGateway {
+  readonly ingest: HeartbeatIngest;
+  private readonly connections = new WeakMap<Client, Connection>();
+  /** The current connection of each serial on this process. */
+  private readonly current = new Map<string, Client>();
+  /** A newer, authenticated connection that is replacing the current one (MQTT-3.1.4-2 takeover). */
+  private readonly takingOver = new Map<string, Client>();
+  private readonly dropLog = new LogThrottle();
+  private readonly refuseLog = new LogThrottle();
+  private tcp: net.Server | undefined;
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MQTT_PACKET_BYTES });
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private sweeping: Promise<unknown> = Promise.resolve();
+  private closed = false;
+
+  private constructor(
+    private readonly aedes: Aedes,
+    private readonly options: DeviceBrokerOptions,
+  ) {
+    this.ingest = new HeartbeatIngest({
+      presence: options.presence,
+      clock: options.clock,
+      logger: options.logger,
+      ...(options.flushIntervalMs !== undefined ? { flushIntervalMs: options.flushIntervalMs } : {}),
+      onFirmwareReported: (reports) => {
+        const listener = options.otaListener();
+        if (!listener) return;
+        listener.onFirmwareReported(reports).catch((err: unknown) => options.logger.error({ err }, 'OTA engine failed on firmware reports'));
+      },
+      onFlushed: ({ rows, ms }) => {
+        options.metrics.heartbeatFlushRows.inc(rows);
+        options.metrics.heartbeatFlushSeconds.observe(ms / 1000);
+      },
+    });
+  }
+
+  static async create(options: DeviceBrokerOptions): Promise<DeviceBroker> {
+    let self: DeviceBroker | undefined;
+    const aedesOptions: AedesOptions = {
+      // [MQTT-3.1.3-5] client ids are serials: at most 64 characters (decisions.md "Devices").
+      maxClientsIdLength: 64,
+      preConnect: makePreConnect(),
+      authenticate: makeAuthenticate({
+        auth: options.auth,
+        onAuthenticated: (client, session) => self!.onAuthenticated(client, session),
+        onRefused: (client, reason, serial) => self!.onRefused(client, reason, serial),
+        logger: options.logger,
+      }),
+      authorizePublish: (client, packet, callback) => self!.authorizePublish(client, packet, callback),
+      authorizeSubscribe: (client, sub, callback) => self!.authorizeSubscribe(client, sub, callback),
+      ...(options.backends ? { mq: options.backends.mq, persistence: options.backends.persistence } : {}),
+    };
+    const aedes = await Aedes.createBroker(aedesOptions);
+    self = new DeviceBroker(aedes, options);
+    self.wire();
+    return self;
+  }
+
+  /** Marks stale "online" rows offline, then starts flushing and sweeping. */
+  async start(): Promise<void> {
+    if (this.options.reconcileAllOnStart ?? true) {
+      const count = await this.options.presence.reconcileAfterRestart({ onlyNodes: null });
+      if (count) this.options.logger.info({ devices: count }, 'devices left online by a previous run marked offline');
+    }
+    this.ingest.start();
+    this.sweepTimer = setInterval(() => void this.sweepNow(), this.options.sweepIntervalMs ?? 5000);
+    this.sweepTimer.unref();
+  }
+
+  /** Marks devices offline whose 3 heartbeat intervals passed (the timer calls it; tests may too). */
+  sweepNow(): Promise<void> {
+    this.sweeping = this.sweeping
+      .then(async () => {
+        // Pending news first, so a device heard a moment ago is not swept on a stale deadline.
+        await this.ingest.flush();
+        for (;;) {
+          const count = await this.options.presence.sweepTimedOut();
+          if (count) this.options.logger.info({ devices: count }, 'devices marked offline after 3 missed heartbeats');
+          if (count < 5000) break;
+        }
+      })
+      .catch((err: unknown) => this.options.logger.error({ err }, 'presence sweep failed'));
+    return this.sweeping as Promise<void>;
+  }
+
+  listenTcp(port: number, host: string): Promise<number> {
+    const server = net.createServer((socket) => {
+      socket.setNoDelay(true);
+      guardPacketSize(this.aedes.handle(socket), this.options.logger);
+    });
+    this.tcp = server;
+    return new Promise((resolve, reject) => {
+      const onError = (error: NodeJS.ErrnoException) => {
+        reject(error.code === 'EADDRINUSE' ? new Error(`MQTT port ${port} on ${host} is already in use. Set MQTT_PORT to a free port (0 picks any).`) : error);
+      };
+      server.once('error', onError);
+      server.listen(port, host, () => {
+        server.off('error', onError);
+        server.on('error', (err) => this.options.logger.error({ err }, 'MQTT listener error'));
+        resolve((server.address() as AddressInfo).port);
+      });
+    });
+  }
+
+  /** For the HTTP server's upgrade dispatcher: MQTT over WebSocket on `/mqtt`. */
+  readonly handleUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
+    if (this.closed) {
+      socket.destroy();
+      return;
+    }
+    this.wss.handleUpgrade(req, socket, head, (ws) => {
+      const stream = createWebSocketStream(ws);
+      stream.on('error', (err) => this.options.logger.debug({ err }, 'MQTT WebSocket stream error'));
+      guardPacketSize(this.aedes.handle(stream, req), this.options.logger);
+    });
+  };
+
+  /** Stops listening, disconnects every device (they go offline), and flushes what is pending. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    await this.sweeping;
+    const tcpClosed = this.tcp ? new Promise<void>((resolve) => this.tcp!.close(() => resolve())) : Promise.resolve();
+    await new Promise<void>((resolve) => this.aedes.close(() => resolve()));
+    for (const ws of this.wss.clients) ws.terminate();
+    this.wss.close();
+    await tcpClosed;
+    const persistence = this.options.backends?.persistence as { destroy?: (cb?: () => void) => unknown } | undefined;
+    if (persistence?.destroy) await new Promise<void>((resolve) => void persistence.destroy!(() => resolve()));
+    await this.ingest.stop();
+  }
+
+  /** Readiness: listening and not closed; the detail says how much is connected and pending. */
+  async health(): Promise<{ ok: boolean; detail?: string }> {
+    const listening = Boolean(this.tcp?.listening) && !this.closed && !this.aedes.closed;
+    return { ok: listening, detail: `${this.current.size} devices connected, ${this.ingest.backlog} with unwritten news` };
+  }
+
+  get connectedCount(): number {
+    return this.current.size;
+  }
+
+  // --- DeviceGateway -------------------------------------------------------------------------
+
+  publishConfig(serial: string, message: { version: number; config: Record<string, unknown> }): Promise<void> {
+    return this.publish({ topic: topics.config(serial), payload: JSON.stringify({ version: message.version, config: message.config }), qos: 1, retain: true });
+  }
+
+  publishOta(serial: string, command: OtaCommand): Promise<void> {
+    const { job_id, version, url, sha256, size } = command;
+    return this.publish({ topic: topics.ota(serial), payload: JSON.stringify({ job_id, version, url, sha256, size }), qos: 1, retain: false });
+  }
+
+  disconnect(serial: string, reason: string): void {
+    const client = this.clientById(serial);
+    if (!client) return;
+    this.options.logger.info({ serial, reason }, 'disconnecting device');
+    client.close();
+  }
+
+  isConnected(serial: string): boolean {
+    return this.current.has(serial);
+  }
+
+  // --- internals -----------------------------------------------------------------------------
+
+  /** Aedes keeps its registered clients by id; the typings do not declare the map. */
+  private clientById(id: string): Client | undefined {
+    return (this.aedes as unknown as { clients: Record<string, Client | undefined> }).clients[id];
+  }
+
+  private publish(input: { topic: string; payload: string; qos: 0 | 1; retain: boolean }): Promise<void> {
+    const packet: PublishPacket = { cmd: 'publish', topic: input.topic, payload: Buffer.from(input.payload), qos: input.qos, retain: input.retain, dup: false };
+    return new Promise((resolve, reject) => this.aedes.publish(packet, (err) => (err ? reject(err) : resolve())));
+  }
+
+  private wire(): void {
+    const { metrics, logger } = this.options;
+    this.aedes.on('clientReady', (client) => this.onReady(client));
+    this.aedes.on('clientDisconnect', (client) => this.onDisconnect(client));
+    this.aedes.on('keepaliveTimeout', (client) => {
+      const conn = this.connections.get(client);
+      if (conn) conn.keepaliveTimedOut = true;
+    });
+    this.aedes.on('subscribe', (subs, client) => {
+      const conn = this.connections.get(client);
+      if (!conn || !conn.ready) return;
+      if (subs.some((s) => (s.qos as number) !== 128 && s.topic === topics.ota(conn.session.serial))) this.notifyReady(conn);
+    });
+    this.aedes.on('clientError', (client, err) => logger.debug({ serial: client?.id, err: err.message }, 'MQTT client error'));
+    this.aedes.on('connectionError', (_client, err) => logger.debug({ err: err.message }, 'MQTT connection error'));
+    metrics.mqttConnectedDevices.set(0);
+  }
+
+  private onAuthenticated(client: Client, session: DeviceSession): void {
+    this.connections.set(client, { session, flood: new FloodGuard(), subscribedOta: false, ready: false, keepaliveTimedOut: false });
+    const existing = this.clientById(session.serial);
+    if (existing && existing !== client) this.takingOver.set(session.serial, client);
+  }
+
+  private onRefused(client: Client, reason: string, serial: string | undefined): void {
+    this.options.metrics.mqttConnectionsRefused.inc({ reason });
+    const key = `${serial ?? '?'}:${reason}`;
+    if (this.refuseLog.shouldLog(key)) {
+      const address = (client.conn as { remoteAddress?: string } | undefined)?.remoteAddress;
+      this.options.logger.warn({ serial, reason, address }, 'MQTT connection refused');
+    }
+  }
+
+  private onReady(client: Client): void {
+    const conn = this.connections.get(client);
+    if (!conn) return;
+    const { serial, deviceId, desiredConfigVersion, desiredConfig } = conn.session;
+    conn.ready = true;
+    if (this.takingOver.get(serial) === client) this.takingOver.delete(serial);
+    this.current.set(serial, client);
+    this.options.metrics.mqttConnectedDevices.set(this.current.size);
+    this.ingest.connected(deviceId);
+    // Retained configuration: after a restart with in-memory persistence the broker has no
+    // retained messages, so the desired one is published again on every connect.
+    if (desiredConfigVersion > 0) {
+      this.publishConfig(serial, { version: desiredConfigVersion, config: desiredConfig }).catch((err: unknown) =>
+        this.options.logger.error({ err, serial }, 'publishing the desired configuration failed'),
+      );
+    }
+    // A restored persistent session brings its `ota` subscription back without a SUBSCRIBE.
+    if (conn.subscribedOta) this.notifyReady(conn);
+  }
+
+  private onDisconnect(client: Client): void {
+    const conn = this.connections.get(client);
+    if (!conn) return;
+    const { serial, deviceId } = conn.session;
+    if (this.current.get(serial) !== client) return;
+    this.current.delete(serial);
+    this.options.metrics.mqttConnectedDevices.set(this.current.size);
+    if (this.isBeingTakenOver(serial, client)) return;
+    this.ingest.offline(deviceId, conn.keepaliveTimedOut ? 'keepalive_timeout' : 'disconnected');
+  }
+
+  private isBeingTakenOver(serial: string, client: Client): boolean {
+    const successor = this.takingOver.get(serial);
+    if (!successor || successor === client) return false;
+    if (successor.closed) {
+      this.takingOver.delete(serial);
+      return false;
+    }
+    return true;
+  }
+
+  private notifyReady(conn: Connection): void {
+    const listener = this.options.otaListener();
+    if (!listener) return;
+    const { accountId, deviceId, serial } = conn.session;
+    listener.onDeviceReady({ accountId, deviceId, serial }).catch((err: unknown) => this.options.logger.error({ err, serial }, 'OTA engine failed on device ready'));
+  }
+
+  private authorizePublish(client: Client | null, packet: PublishPacket, callback: (error?: Error | null) => void): void {
+    // Publishes of the service itself do not come through here; a null client is the broker.
+    if (!client) return callback(null);
+    const conn = this.connections.get(client);
+    if (!conn) return callback(new Error('not authorized'));
+    const { serial } = conn.session;
+    const { metrics } = this.options;
+    const kind = publishKindFor(serial, packet.topic);
+    // A Last Will is published by the broker on behalf of a connection that is already gone.
+    const isWill = client.closed || !client.connected;
+    if (!kind) {
+      metrics.mqttAuthorizationDenied.inc({ action: 'publish' });
+      this.logDrop(serial, 'acl', { topic: packet.topic.slice(0, 200) }, 'publish refused by the topic ACL; disconnecting');
+      return callback(new Error('publish not authorized'));
+    }
+    // Devices never get to leave retained messages in the broker.
+    packet.retain = false;
+    if (!isWill) {
+      const verdict = conn.flood.take();
+      if (verdict !== 'ok') {
+        metrics.mqttMessagesDropped.inc({ kind, reason: 'rate_limited' });
+        this.logDrop(serial, 'flood', { limit: 'docs/device-protocol.md' }, verdict === 'disconnect' ? 'device keeps flooding; disconnecting' : 'messages above the rate limit dropped');
+        return callback(verdict === 'disconnect' ? new Error('flooding') : null);
+      }
+    }
+    const ctx: HandlerContext = {
+      ingest: this.ingest,
+      configReports: this.options.configReports,
+      otaListener: this.options.otaListener,
+      logger: this.options.logger,
+      isWill,
+      isCurrent: () => this.current.get(serial) === client && !this.isBeingTakenOver(serial, client),
+    };
+    let result;
+    try {
+      result = HANDLERS[kind](ctx, conn.session, packet.payload as Buffer);
+    } catch (err) {
+      // Nothing a device sends may crash the process; a handler bug drops the message.
+      this.options.logger.error({ err, serial, kind }, 'device message handler failed');
+      result = { ok: false as const, reason: 'invalid' as const };
+    }
+    if (result.ok) metrics.mqttMessagesAccepted.inc({ kind });
+    else {
+      metrics.mqttMessagesDropped.inc({ kind, reason: result.reason });
+      this.logDrop(serial, 'malformed', { kind, reason: result.reason, bytes: (packet.payload as Buffer).length }, 'malformed device message dropped');
+    }
+    callback(null);
+  }
+
+  private authorizeSubscribe(client: Client, sub: Subscription, callback: (error: Error | null, subscription?: Subscription | null) => void): void {
+    const conn = this.connections.get(client);
+    const kind = conn ? maySubscribe(conn.session.serial, sub.topic) : null;
+    if (!conn || !kind) {
+      this.options.metrics.mqttAuthorizationDenied.inc({ action: 'subscribe' });
+      this.logDrop(conn?.session.serial ?? client.id, 'acl-sub', { topic: sub.topic.slice(0, 200) }, 'subscription refused by the topic ACL');
+      // Deny with a null subscription (SUBACK 0x80). Passing `qos: 128` on would GRANT it (testing guide).
+      return callback(null, null);
+    }
+    if (kind === 'ota') conn.subscribedOta = true;
+    // The service publishes at QoS 1 at most.
+    callback(null, { ...sub, qos: Math.min(sub.qos, 1) as Subscription['qos'] });
+  }
+
+  private logDrop(serial: string, what: string, data: Record<string, unknown>, message: string): void {
+    if (this.dropLog.shouldLog(`${serial}:${what}`)) this.options.logger.warn({ serial, ...data }, message);
+  }
+}

@@ -1,0 +1,14 @@
+import type { DevicePublishKind } from '../protocol/topics';
+import type { TopicHandler } from './context';
+import { handleHeartbeat } from './heartbeat';
+import { handleStatus } from './status';
+import { handleOtaProgress } from './ota-progress';
+import { handleConfigReported } from './config-reported';
+
+/** One handler per device-to-service topic (Aedes style: one file per kind behind one table). */
+export const HANDLERS: Record<DevicePublishKind, TopicHandler> = {
+  heartbeat: handleHeartbeat,
+  status: handleStatus,
+  'ota/progress': handleOtaProgress,
+  'config/reported': handleConfigReported,
+};

@@ -1,0 +1,26 @@
+import { OtaProgress, parsePayload } from '../protocol/payloads';
+import { isUuid } from '../../../api/src/domain/shared/ids';
+import type { TopicHandler } from './context';
+
+/** `devices/{serial}/ota/progress`: validated here, judged by the OTA engine (late or foreign job ids are its call). */
+export const handleOtaProgress: TopicHandler = (ctx, session, payload) => {
+  const parsed = parsePayload(OtaProgress, payload);
+  if (!parsed.ok) return parsed;
+  // Job ids are the service's own UUIDs: anything else cannot name a job of this device.
+  if (!isUuid(parsed.value.job_id)) return { ok: false, reason: 'invalid' };
+  const listener = ctx.otaListener();
+  if (!listener) {
+    ctx.logger.debug({ serial: session.serial }, 'ota progress received but no OTA engine is registered');
+    return { ok: true };
+  }
+  const { job_id, state, progress, error } = parsed.value;
+  listener
+    .onProgress({
+      accountId: session.accountId,
+      deviceId: session.deviceId,
+      serial: session.serial,
+      report: { job_id, state, ...(progress !== undefined ? { progress } : {}), ...(error !== undefined ? { error } : {}) },
+    })
+    .catch((err: unknown) => ctx.logger.error({ err, serial: session.serial }, 'OTA engine failed to handle progress'));
+  return { ok: true };
+};

@@ -1,0 +1,16 @@
+import { StatusMessage, parsePayload } from '../protocol/payloads';
+import type { TopicHandler } from './context';
+
+/**
+ * `devices/{serial}/status`: `online` counts as being heard; `offline` (a graceful goodbye, or
+ * the Last Will the broker publishes for a connection that died) marks the device offline,
+ * unless a newer connection of the same device already took over.
+ */
+export const handleStatus: TopicHandler = (ctx, session, payload) => {
+  const parsed = parsePayload(StatusMessage, payload);
+  if (!parsed.ok) return parsed;
+  if (!ctx.isCurrent()) return { ok: true };
+  if (parsed.value.state === 'online') ctx.ingest.connected(session.deviceId);
+  else ctx.ingest.offline(session.deviceId, ctx.isWill ? 'last_will' : 'status_offline');
+  return { ok: true };
+};

@@ -1,0 +1,62 @@
+import type { AuthenticateError, Client, ConnectPacket } from 'aedes';
+import type { Logger } from '../../../api/src/logger';
+import type { DeviceAuthService, DeviceSession } from '../../../api/src/domain/devices/device-auth.service';
+
+/** CONNACK return codes of MQTT 3.1.1 (section 3.2.2.3). */
+const IDENTIFIER_REJECTED = 2;
+const SERVER_UNAVAILABLE = 3;
+const BAD_USERNAME_OR_PASSWORD = 4;
+
+function refusal(message: string, returnCode: number): AuthenticateError {
+  return Object.assign(new Error(message), { returnCode }) as AuthenticateError;
+}
+
+/** Clients whose CONNECT carried an empty client id (Aedes 1.2 would invent one and accept it). */
+const emptyIds = new WeakSet<Client>();
+
+/**
+ * Remembers an empty client id for `authenticate` to refuse with CONNACK 2 (identifier
+ * rejected) [MQTT-3.1.3-8]. Aedes 1.2 accepts an empty id with `clean: false`, generating one.
+ */
+export function makePreConnect() {
+  return (client: Client, packet: ConnectPacket, callback: (error: Error | null, success: boolean) => void): void => {
+    if (!packet.clientId) emptyIds.add(client);
+    callback(null, true);
+  };
+}
+
+/**
+ * Client id = username = a claimed serial, password checked against its SHA-256 (see
+ * DeviceAuthService). Calls back as soon as the one lookup answered; nothing else runs here.
+ */
+export function makeAuthenticate(input: {
+  auth: DeviceAuthService;
+  onAuthenticated: (client: Client, session: DeviceSession) => void;
+  onRefused: (client: Client, reason: string, serial: string | undefined) => void;
+  logger: Logger;
+}) {
+  return (client: Client, username: Readonly<string | undefined>, password: Readonly<Buffer | undefined>, done: (error: AuthenticateError | null, success: boolean | null) => void): void => {
+    if (emptyIds.has(client)) {
+      input.onRefused(client, 'empty_client_id', undefined);
+      return done(refusal('identifier rejected', IDENTIFIER_REJECTED), false);
+    }
+    input.auth
+      .authenticate({ clientId: client.id, username, password })
+      .then((result) => {
+        if (result.ok) {
+          input.onAuthenticated(client, result.session);
+          return done(null, true);
+        }
+        const serial = result.reason === 'invalid_client' ? undefined : client.id;
+        input.onRefused(client, result.reason, serial);
+        if (result.reason === 'invalid_client') return done(refusal('identifier rejected', IDENTIFIER_REJECTED), false);
+        // Unknown serial and wrong password look the same to the caller (no serial probing).
+        return done(refusal('bad user name or password', BAD_USERNAME_OR_PASSWORD), false);
+      })
+      .catch((err: unknown) => {
+        input.logger.error({ err, serial: client.id }, 'device authentication failed (database?)');
+        input.onRefused(client, 'server_unavailable', client.id);
+        done(refusal('server unavailable', SERVER_UNAVAILABLE), false);
+      });
+  };
+}
