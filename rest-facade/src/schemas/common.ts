@@ -10,6 +10,8 @@ export const ProblemSchema = z
     code: z.string(),
     errors: z.array(z.object({ field: z.string(), message: z.string() })).optional(),
   })
+  // RFC 9457 extension members: e.g. a rejected claim's `offending_serials`, quota figures.
+  .loose()
   .meta({ id: 'Problem' });
 
 export const IdParams = z.object({ id: z.string().min(1).max(64) });
