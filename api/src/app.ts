@@ -45,6 +45,8 @@ export interface FleetService {
   /** mqtt://host:port of the device broker (set once the broker is wired in). */
   readonly mqttUrl: string | null;
   readonly mqttPort: number | null;
+  /** The embedded device broker (presence sweep and flush are reachable for tests and benchmarks). */
+  readonly broker: DeviceBroker;
   readonly services: Services;
   readonly database: Database;
   readonly metrics: Metrics;
@@ -250,6 +252,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     httpPort,
     mqttUrl: mqttPort === null ? null : `mqtt://${publicHost}:${mqttPort}`,
     mqttPort,
+    broker,
     services,
     database,
     metrics,
