@@ -1,6 +1,12 @@
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  resolve: {
+    // One graphql module instance: Node loads graphql's CommonJS entry for packages
+    // (@graphql-tools, graphql-ws), Vite would give our sources the .mjs one, and graphql then
+    // refuses a schema "from another module or realm".
+    alias: [{ find: /^graphql$/, replacement: 'graphql/index.js' }],
+  },
   test: {
     include: ['test/**/*.test.ts'],
     // Each file starts real servers on an embedded database of its own (PGlite takes seconds).

@@ -1,6 +1,6 @@
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
-import { GraphQLError, parse, validate, specifiedRules, getOperationAST, type GraphQLSchema, type GraphQLFormattedError, type DocumentNode } from 'graphql';
+import { GraphQLError, parse, validate, execute, subscribe, specifiedRules, getOperationAST, type GraphQLSchema, type GraphQLFormattedError, type DocumentNode } from 'graphql';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { useServer } from 'graphql-ws/use/ws';
 import { CloseCode } from 'graphql-ws';
@@ -52,6 +52,11 @@ export function attachGraphQLWebSocket(deps: {
   const cleanup = useServer<Record<string, unknown>, { connection?: Connection }>(
     {
       schema: deps.schema,
+      // The same graphql module instance that built the schema (graphql-ws could load another
+      // copy, CJS vs ESM, and refuse the schema as coming "from another realm").
+      execute,
+      subscribe,
+      validate,
       onConnect: async (ctx) => {
         const params = ctx.connectionParams ?? {};
         const authorization = typeof params.authorization === 'string' ? params.authorization : typeof params.Authorization === 'string' ? params.Authorization : undefined;
@@ -90,7 +95,13 @@ export function attachGraphQLWebSocket(deps: {
           return [new GraphQLError((error as Error).message, { extensions: { code: 'GRAPHQL_PARSE_FAILED' } })];
         }
         const errors = validate(deps.schema, document, rules);
-        if (errors.length) return format(errors).map((f) => new GraphQLError(f.message, { extensions: f.extensions ?? {} }));
+        if (errors.length) {
+          // Tagged like Apollo's HTTP validation errors so the one mapping treats both alike.
+          return errors.map((e) => {
+            const f = deps.formatError({ message: e.message, extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } }, e);
+            return new GraphQLError(f.message, { extensions: f.extensions ?? {} });
+          });
+        }
         const operation = getOperationAST(document, payload.operationName);
         if (operation?.operation === 'mutation' && caller.sessionToken) {
           // Cookie callers mutate over HTTP, where the CSRF token is checked.
