@@ -1,0 +1,83 @@
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
+import { claimForMqtt, connectDevice, heartbeat, type DeviceCreds } from '../helpers/mqtt';
+import { topics } from '../../broker/src/protocol/topics';
+import type { OtaDeviceListener } from '../../api/src/domain/devices/device-gateway';
+
+/** The hooks the OTA engine plugs into: device ready, progress reports, firmware reports; and OTA delivery. */
+describe('OTA hooks of the broker', () => {
+  let server: TestServer;
+  let account: TestAccount;
+  let creds: DeviceCreds;
+  const calls: Array<{ kind: string; input: unknown }> = [];
+  const listener: OtaDeviceListener = {
+    onDeviceReady: async (input) => void calls.push({ kind: 'ready', input }),
+    onProgress: async (input) => void calls.push({ kind: 'progress', input }),
+    onFirmwareReported: async (input) => void calls.push({ kind: 'firmware', input }),
+  };
+
+  beforeAll(async () => {
+    server = await startTestServer();
+    account = await server.createAccount();
+    [creds] = (await claimForMqtt(server, account, ['OTA-1'])) as [DeviceCreds];
+    server.service.services.otaListener.set(listener);
+  });
+  afterAll(async () => server?.close());
+
+  it('reports the device ready once it subscribed to its ota topic, and again when a persistent session is restored', async () => {
+    const dev = await connectDevice(server.service.mqttUrl!, creds);
+    expect(server.service.services.gateway.isConnected('OTA-1')).toBe(true);
+    expect(calls.filter((c) => c.kind === 'ready')).toHaveLength(0);
+    await dev.subscribeAsync(topics.ota('OTA-1'), { qos: 1 });
+    await expect.poll(() => calls.filter((c) => c.kind === 'ready').length).toBe(1);
+    expect(calls[0]!.input).toMatchObject({ serial: 'OTA-1', accountId: account.accountId });
+    await dev.endAsync();
+    // clean: false: the subscription survives; no SUBSCRIBE is sent again.
+    const again = await connectDevice(server.service.mqttUrl!, creds);
+    await expect.poll(() => calls.filter((c) => c.kind === 'ready').length).toBe(2);
+    const received: string[] = [];
+    again.on('message', (_t, p) => received.push(p.toString()));
+    await server.service.services.gateway.publishOta('OTA-1', { job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0', url: 'http://127.0.0.1/fw', sha256: 'a'.repeat(64), size: 10 });
+    await expect.poll(() => received.length).toBe(1);
+    expect(JSON.parse(received[0]!)).toMatchObject({ job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0' });
+    await again.endAsync();
+  });
+
+  it('passes valid progress reports on and drops invalid ones', async () => {
+    const dev = await connectDevice(server.service.mqttUrl!, creds);
+    const before = calls.filter((c) => c.kind === 'progress').length;
+    await dev.publishAsync(topics.otaProgress('OTA-1'), JSON.stringify({ job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', state: 'downloading', progress: 42 }), { qos: 1 });
+    await dev.publishAsync(topics.otaProgress('OTA-1'), JSON.stringify({ job_id: 'not-a-job', state: 'downloading', progress: 42 }), { qos: 1 });
+    await dev.publishAsync(topics.otaProgress('OTA-1'), JSON.stringify({ job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', state: 'downloading', progress: 420 }), { qos: 1 });
+    await dev.publishAsync(topics.otaProgress('OTA-1'), JSON.stringify({ job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', state: 'failed', error: 'sha256 mismatch' }), { qos: 1 });
+    await expect.poll(() => calls.filter((c) => c.kind === 'progress').length).toBe(before + 2);
+    const progress = calls.filter((c) => c.kind === 'progress').slice(-2).map((c) => (c.input as { report: unknown }).report);
+    expect(progress).toEqual([
+      { job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', state: 'downloading', progress: 42 },
+      { job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', state: 'failed', error: 'sha256 mismatch' },
+    ]);
+    await dev.endAsync();
+  });
+
+  it('reports firmware after the heartbeat is persisted: when it changed, and while an update is in progress', async () => {
+    const dev = await connectDevice(server.service.mqttUrl!, creds);
+    await dev.publishAsync(topics.heartbeat('OTA-1'), heartbeat({ firmware: '1.0.0' }), { qos: 1 });
+    await server.service.broker.ingest.flush();
+    const firmware = () => calls.filter((c) => c.kind === 'firmware').flatMap((c) => c.input as Array<{ firmware: string; previous: string | null }>);
+    await expect.poll(() => firmware().length).toBe(1);
+    expect(firmware()[0]).toMatchObject({ serial: 'OTA-1', firmware: '1.0.0', previous: null });
+    // Same version, nothing in progress: nothing to report.
+    await dev.publishAsync(topics.heartbeat('OTA-1'), heartbeat({ firmware: '1.0.0' }), { qos: 1 });
+    await server.service.broker.ingest.flush();
+    // An update in progress: every heartbeat is reported (a heartbeat on the target version completes it).
+    await server.service.database.knex('devices').where({ serial: 'OTA-1' }).update({ current_update_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11' });
+    await dev.publishAsync(topics.heartbeat('OTA-1'), heartbeat({ firmware: '1.0.0' }), { qos: 1 });
+    await server.service.broker.ingest.flush();
+    await expect.poll(() => firmware().length).toBe(2);
+    await dev.publishAsync(topics.heartbeat('OTA-1'), heartbeat({ firmware: '1.1.0' }), { qos: 1 });
+    await server.service.broker.ingest.flush();
+    await expect.poll(() => firmware().length).toBe(3);
+    expect(firmware()[2]).toMatchObject({ firmware: '1.1.0', previous: '1.0.0' });
+    await dev.endAsync();
+  });
+});
