@@ -81,7 +81,8 @@ const liveActor = (accountId: string): Actor => ({ accountId, role: 'viewer', pr
 
 interface AccountViews {
   deviceSubscribers: Set<{ filter: DeviceFilterInput | null | undefined; queue: PushQueue<DeviceChange> }>;
-  pendingDevices: Map<string, DomainEvent>;
+  /** Device id -> its events of this batch window, one per type (a repeated type keeps the latest). */
+  pendingDevices: Map<string, Map<string, DomainEvent>>;
   deviceTimer: NodeJS.Timeout | undefined;
   summarySubscribers: Set<PushQueue<unknown>>;
   summary: Coalescer | undefined;
@@ -221,8 +222,14 @@ export class LiveViews {
     if (views.deviceSubscribers.size > 0 && DEVICE_EVENT.test(event.type)) {
       const deviceId = deviceIdOf(event);
       if (deviceId) {
-        // Coalesced per device: the re-read shows the latest state, tagged with the latest event.
-        views.pendingDevices.set(deviceId, event);
+        // One re-read per device per window; every distinct event type is still reported.
+        let byType = views.pendingDevices.get(deviceId);
+        if (!byType) {
+          byType = new Map();
+          views.pendingDevices.set(deviceId, byType);
+        }
+        byType.delete(event.type);
+        byType.set(event.type, event);
         if (!views.deviceTimer) {
           views.deviceTimer = setTimeout(() => void this.flushDevices(accountId, views), DEVICE_BATCH_MS);
           views.deviceTimer.unref();
@@ -245,11 +252,13 @@ export class LiveViews {
     try {
       const devices = await read(liveActor(accountId), [...pending.keys()]);
       for (const device of devices) {
-        const event = pending.get(device.id);
-        if (!event) continue;
-        const change: DeviceChange = { type: event.type, occurredAt: event.occurredAt, device };
-        for (const subscriber of views.deviceSubscribers) {
-          if (matchesDeviceFilter(device, subscriber.filter)) subscriber.queue.push(change);
+        const events = pending.get(device.id);
+        if (!events) continue;
+        for (const event of events.values()) {
+          const change: DeviceChange = { type: event.type, occurredAt: event.occurredAt, device };
+          for (const subscriber of views.deviceSubscribers) {
+            if (matchesDeviceFilter(device, subscriber.filter)) subscriber.queue.push(change);
+          }
         }
       }
     } catch (error) {
