@@ -12,6 +12,7 @@ import { openDatabase, type Database } from './db/database';
 import { createTransactionRunner } from './db/transaction';
 import { systemClock, type Clock } from './domain/shared/clock';
 import { createServices, type Services } from './services';
+import { firmwareDownloadRouter } from './http/firmware-download';
 import { createMetrics, type Metrics } from './metrics';
 import { InProcessEventBus, type EventBus } from './events/event-bus';
 import { OutboxDispatcher } from './events/outbox';
@@ -85,7 +86,29 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   let outbox: OutboxDispatcher | undefined;
   const transaction = createTransactionRunner(database.knex, () => outbox?.kick());
   const serverSecret = loadServerSecret({ dataDir: config.dataDir });
-  const services = createServices({ knex: database.knex, transaction, clock, logger }, { serverSecret, webhookAllowPrivate: config.webhookAllowPrivate });
+  const services = createServices(
+    { knex: database.knex, transaction, clock, logger },
+    {
+      serverSecret,
+      webhookAllowPrivate: config.webhookAllowPrivate,
+      firmware: {
+        dataDir: config.dataDir,
+        maxFirmwareBytes: config.maxFirmwareBytes,
+        engine: {
+          stepTimeoutMs: config.otaStepTimeoutS * 1000,
+          bootTimeoutMs: config.otaBootTimeoutS * 1000,
+          resendAfterMs: config.otaResendAfterS * 1000,
+          linkTtlMs: config.otaLinkTtlS * 1000,
+          sweepIntervalMs: config.otaSweepIntervalMs,
+        },
+        metrics: {
+          published: (n) => metrics.otaCommandsPublished.inc(n),
+          ignored: (reason) => metrics.otaReportsIgnored.inc({ reason }),
+          finished: (state, n) => n > 0 && metrics.otaUpdatesFinished.inc({ state }, n),
+        },
+      },
+    },
+  );
   // Webhook deliveries are rows created in the dispatcher's transaction: never lost, never doubled.
   outbox = new OutboxDispatcher({ knex: database.knex, bus, logger, clock, onBatch: async (trx, events) => void (await fanOutWebhookDeliveries(trx, clock, events)) });
   const webhookWorker = new WebhookDeliveryWorker({
@@ -191,6 +214,17 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   upgradeHandlers.set('/mqtt', broker.handleUpgrade);
   // Devices left "online" by a previous run are reconciled before anything can connect.
   await broker.start();
+  // Firmware downloads for devices: signed links, no API key (api/src/http/firmware-download.ts).
+  app.use(
+    firmwareDownloadRouter({
+      knex: database.knex,
+      clock,
+      links: services.downloadLinks,
+      storage: services.firmwareStorage,
+      logger,
+      onBytes: (n) => metrics.firmwareDownloadBytes.inc(n),
+    }),
+  );
   // Plug-in point: firmware downloads and the portal mount here.
   // The portal (after /api/v1 and /graphql): static build with SPA fallback for deep links.
   app.use(portalStatic());
@@ -217,6 +251,9 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     throw error;
   }
   services.gateway.set(broker);
+  // The OTA engine delivers through the broker; links point at PUBLIC_URL (or the bound address).
+  services.ota.setBaseUrl(config.publicUrl ?? httpUrl);
+  services.ota.start();
   readinessChecks.set('broker', async () => broker.health());
 
   outbox.start();
@@ -232,6 +269,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
       await graphql.stop().catch((error: unknown) => logger.error({ err: error }, 'graphql stop failed'));
       // Devices next: they are disconnected (and go offline) and pending heartbeats are flushed
       // while the database and the outbox are still up.
+      await services.ota.stop().catch((error: unknown) => logger.error({ err: error }, 'OTA engine stop failed'));
       services.gateway.set(undefined);
       await broker.close().catch((error: unknown) => logger.error({ err: error }, 'broker stop failed'));
       server.closeIdleConnections();

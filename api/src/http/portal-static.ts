@@ -1,0 +1,48 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import express, { type Router } from 'express';
+
+/** Where `npm run build:portal` writes the portal (vite build of portal/). */
+export const PORTAL_DIST = fileURLToPath(new URL('../../../portal/dist', import.meta.url));
+
+/** Paths the portal never answers (the API, GraphQL, probes): they keep their own 404s. */
+const NOT_PORTAL = /^\/(api|graphql|healthz|readyz|metrics|mqtt|firmware-files|downloads)(\/|$)/;
+
+/**
+ * Serves the built portal at `/`. Hashed files under /assets are immutable (a new build has new
+ * names); index.html is always revalidated so a deploy shows at once. Any other GET that wants
+ * HTML gets index.html, so deep links (/devices/SN-1) survive a reload: the client router
+ * decides what to show.
+ */
+export function portalStatic(distDir: string = PORTAL_DIST): Router {
+  const router = express.Router();
+  const indexFile = path.join(distDir, 'index.html');
+
+  router.use(
+    '/assets',
+    express.static(path.join(distDir, 'assets'), {
+      immutable: true,
+      maxAge: '365d',
+      index: false,
+    }),
+  );
+  router.use(express.static(distDir, { index: false, maxAge: 0 }));
+
+  router.use((req, res, next) => {
+    if ((req.method !== 'GET' && req.method !== 'HEAD') || NOT_PORTAL.test(req.path)) return next();
+    // A request for a file that does not exist (favicon.png, /x.js) is a plain 404, not the app.
+    if (path.extname(req.path) !== '') return next();
+    if (!req.accepts('html')) return next();
+    if (!fs.existsSync(indexFile)) {
+      res
+        .status(503)
+        .type('text/plain')
+        .send('The portal has not been built yet. Run `npm run build:portal` (npm start does it when portal/dist is missing), then reload.');
+      return;
+    }
+    res.setHeader('Cache-Control', 'no-cache');
+    res.sendFile(indexFile);
+  });
+  return router;
+}
