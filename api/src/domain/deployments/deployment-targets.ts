@@ -1,0 +1,168 @@
+import type { Knex } from 'knex';
+import { versionKey } from '../shared/version';
+import { ACTIVE_STATES, IN_FLIGHT_STATES } from './deployment-types';
+
+/**
+ * Target selection of a deployment, as SQL (set-based: scheduling 100,000 targets is a few
+ * statements, bench/ota.bench.ts). A target is a device of the account and model, matching the
+ * filter, not already on the target version (compared by firmware_key, never as text), and
+ * without an update in flight (sent..rebooting): such a device is skipped, deterministically,
+ * and keeps its running update (docs/ota.md "Superseding").
+ */
+export interface TargetQuery {
+  accountId: string;
+  modelId: string;
+  targetVersion: string;
+  firmwareLt?: string | undefined;
+  status?: string | undefined;
+  serials?: string[] | undefined;
+}
+
+const list = (states: readonly string[]) => states.map((s) => `'${s}'`).join(',');
+export const ACTIVE_SQL = list(ACTIVE_STATES);
+export const IN_FLIGHT_SQL = list(IN_FLIGHT_STATES);
+
+/** WHERE over `devices d` (with `?` bindings). */
+export function targetWhere(q: TargetQuery): { sql: string; bindings: Knex.Value[] } {
+  const parts = ['d.account_id = ?', 'd.model_id = ?', 'd.firmware_key IS DISTINCT FROM ?'];
+  const bindings: Knex.Value[] = [q.accountId, q.modelId, versionKey(q.targetVersion)];
+  if (q.firmwareLt !== undefined) {
+    parts.push('d.firmware_key < ?');
+    bindings.push(versionKey(q.firmwareLt));
+  }
+  if (q.status !== undefined) {
+    parts.push('d.status = ?');
+    bindings.push(q.status);
+  }
+  if (q.serials !== undefined) {
+    parts.push('d.serial = ANY(?::text[])');
+    bindings.push(q.serials as unknown as Knex.Value);
+  }
+  parts.push(`NOT EXISTS (SELECT 1 FROM device_updates x WHERE x.device_id = d.id AND x.state IN (${IN_FLIGHT_SQL}))`);
+  return { sql: parts.join(' AND '), bindings };
+}
+
+/** Count and a sample of serials (dry run). */
+export async function previewTargets(db: Knex | Knex.Transaction, q: TargetQuery, sample = 10): Promise<{ count: number; sample: string[] }> {
+  const where = targetWhere(q);
+  const [countRow, sampleRows] = await Promise.all([
+    db.raw(`SELECT count(*)::int AS n FROM devices d WHERE ${where.sql}`, where.bindings),
+    db.raw(`SELECT d.serial FROM devices d WHERE ${where.sql} ORDER BY d.serial LIMIT ?`, [...where.bindings, sample]),
+  ]);
+  return { count: Number(countRow.rows[0].n), sample: (sampleRows.rows as Array<{ serial: string }>).map((r) => r.serial) };
+}
+
+/**
+ * Supersedes: the queued updates (of older deployments) of this deployment's targets become
+ * `cancelled` with `superseded_by` = the new deployment. Returns the older deployments touched.
+ */
+export async function supersedeQueued(trx: Knex.Transaction, q: TargetQuery, input: { deploymentId: string; now: Date }): Promise<string[]> {
+  const where = targetWhere(q);
+  const result = await trx.raw(
+    `UPDATE device_updates u
+        SET state = 'cancelled', superseded_by = ?, error = 'superseded', finished_at = ?, state_changed_at = ?, deadline_at = NULL
+       FROM devices d
+      WHERE u.device_id = d.id AND u.state = 'queued' AND ${where.sql}
+      RETURNING u.id, u.deployment_id`,
+    [input.deploymentId, input.now, input.now, ...where.bindings],
+  );
+  const rows = result.rows as Array<{ id: string; deployment_id: string }>;
+  if (rows.length > 0) {
+    await trx.raw(
+      `INSERT INTO device_events (account_id, device_id, type, data, occurred_at)
+       SELECT u.account_id, u.device_id, 'update_step',
+              jsonb_build_object('state', 'cancelled', 'job_id', u.id, 'deployment_id', u.deployment_id, 'superseded_by', u.superseded_by, 'target_version', u.target_version), ?
+         FROM device_updates u WHERE u.id = ANY(?::uuid[])`,
+      [input.now, rows.map((r) => r.id)],
+    );
+  }
+  return [...new Set(rows.map((r) => r.deployment_id))];
+}
+
+/**
+ * One INSERT ... SELECT of every target as `queued`, spread over the rollout's cumulative
+ * batches in a fixed pseudo-random order (md5 of device and deployment id: canaries come from
+ * everywhere, not from one serial range). Returns the number of targets.
+ */
+export async function insertTargets(
+  trx: Knex.Transaction,
+  q: TargetQuery,
+  input: { deploymentId: string; firmwareVersionId: string; batches: number[]; now: Date },
+): Promise<number> {
+  const where = targetWhere(q);
+  const result = await trx.raw(
+    `INSERT INTO device_updates (id, account_id, deployment_id, device_id, firmware_version_id, from_version, target_version, state, batch, state_changed_at, created_at)
+     SELECT gen_random_uuid(), ?, ?, t.id, ?, t.firmware, ?, 'queued',
+            (SELECT min(b.ord) FROM unnest(?::float8[]) WITH ORDINALITY AS b(pct, ord) WHERE t.rn <= ceil(b.pct * t.n / 100.0)) - 1,
+            ?, ?
+       FROM (SELECT d.id, d.firmware, row_number() OVER (ORDER BY md5(d.id::text || ?)) AS rn, count(*) OVER () AS n
+               FROM devices d WHERE ${where.sql}) t`,
+    [q.accountId, input.deploymentId, input.firmwareVersionId, q.targetVersion, input.batches, input.now, input.now, input.deploymentId, ...where.bindings],
+  );
+  const count = result.rowCount as number;
+  if (count > 0) await queuedHistory(trx, { deploymentId: input.deploymentId, now: input.now });
+  return count;
+}
+
+/** Queued updates for explicit devices (claims, retries, rollbacks), each with its own version. */
+export async function insertExplicitTargets(
+  trx: Knex.Transaction,
+  input: { accountId: string; deploymentId: string; now: Date; targets: Array<{ deviceId: string; firmwareVersionId: string; targetVersion: string; fromVersion: string | null }> },
+): Promise<number> {
+  if (input.targets.length === 0) return 0;
+  // ON CONFLICT on the partial unique index: a device that got another unfinished update in the
+  // meantime keeps it (two deployments never fight over one device).
+  const result = await trx.raw(
+    `INSERT INTO device_updates (id, account_id, deployment_id, device_id, firmware_version_id, from_version, target_version, state, batch, state_changed_at, created_at)
+     SELECT gen_random_uuid(), ?, ?, t.device_id, t.fw_id, t.from_version, t.target_version, 'queued', 0, ?, ?
+       FROM unnest(?::uuid[], ?::uuid[], ?::text[], ?::text[]) AS t(device_id, fw_id, target_version, from_version)
+     ON CONFLICT (device_id) WHERE state IN (${ACTIVE_SQL}) DO NOTHING`,
+    [
+      input.accountId,
+      input.deploymentId,
+      input.now,
+      input.now,
+      input.targets.map((t) => t.deviceId),
+      input.targets.map((t) => t.firmwareVersionId),
+      input.targets.map((t) => t.targetVersion),
+      // Knex's binding types have no nullable text[]; PostgreSQL takes the array as is.
+      input.targets.map((t) => t.fromVersion) as unknown as string[],
+    ],
+  );
+  const count = result.rowCount as number;
+  if (count > 0) await queuedHistory(trx, { deploymentId: input.deploymentId, now: input.now });
+  return count;
+}
+
+async function queuedHistory(trx: Knex.Transaction, input: { deploymentId: string; now: Date }): Promise<void> {
+  await trx.raw(
+    `INSERT INTO device_events (account_id, device_id, type, data, occurred_at)
+     SELECT u.account_id, u.device_id, 'update_step',
+            jsonb_build_object('state', 'queued', 'job_id', u.id, 'deployment_id', u.deployment_id, 'from_version', u.from_version, 'target_version', u.target_version), ?
+       FROM device_updates u WHERE u.deployment_id = ?`,
+    [input.now, input.deploymentId],
+  );
+}
+
+/** Supersedes the queued updates of these devices (rollbacks and retries take them over). */
+export async function supersedeQueuedOfDevices(trx: Knex.Transaction, input: { accountId: string; deviceIds: string[]; deploymentId: string; now: Date }): Promise<string[]> {
+  if (input.deviceIds.length === 0) return [];
+  const result = await trx.raw(
+    `UPDATE device_updates u
+        SET state = 'cancelled', superseded_by = ?, error = 'superseded', finished_at = ?, state_changed_at = ?, deadline_at = NULL
+      WHERE u.account_id = ? AND u.device_id = ANY(?::uuid[]) AND u.state = 'queued'
+      RETURNING u.id, u.deployment_id`,
+    [input.deploymentId, input.now, input.now, input.accountId, input.deviceIds],
+  );
+  const rows = result.rows as Array<{ id: string; deployment_id: string }>;
+  if (rows.length > 0) {
+    await trx.raw(
+      `INSERT INTO device_events (account_id, device_id, type, data, occurred_at)
+       SELECT u.account_id, u.device_id, 'update_step',
+              jsonb_build_object('state', 'cancelled', 'job_id', u.id, 'deployment_id', u.deployment_id, 'superseded_by', u.superseded_by, 'target_version', u.target_version), ?
+         FROM device_updates u WHERE u.id = ANY(?::uuid[])`,
+      [input.now, rows.map((r) => r.id)],
+    );
+  }
+  return [...new Set(rows.map((r) => r.deployment_id))];
+}

@@ -1,0 +1,192 @@
+import { z } from 'zod';
+import { assertNever } from '../shared/errors';
+
+/**
+ * Per-device update states (decisions.md "Firmware and OTA"). Persisted values: never rename.
+ * - queued: waiting (device offline, outside its window, batch not open, deployment paused)
+ * - sent: command published on devices/{serial}/ota; re-sent with the same job id on reconnect
+ * - downloading / installing / rebooting: reported by the device
+ * - succeeded: boot-confirmed (a heartbeat on the target version), or already installed
+ * - failed: the device reported `failed`; timed_out: a deadline passed; cancelled: cancelled or
+ *   superseded before it was sent; rolled_back: the device reverted to its old firmware.
+ */
+export const UPDATE_STATES = ['queued', 'sent', 'downloading', 'installing', 'rebooting', 'succeeded', 'failed', 'timed_out', 'cancelled', 'rolled_back'] as const;
+export type UpdateState = (typeof UPDATE_STATES)[number];
+export const ACTIVE_STATES = ['queued', 'sent', 'downloading', 'installing', 'rebooting'] as const satisfies readonly UpdateState[];
+/** On the device: a command went out and no final answer came yet. */
+export const IN_FLIGHT_STATES = ['sent', 'downloading', 'installing', 'rebooting'] as const satisfies readonly UpdateState[];
+export const FINAL_STATES = ['succeeded', 'failed', 'timed_out', 'cancelled', 'rolled_back'] as const satisfies readonly UpdateState[];
+/** Counted against a rollout's failure threshold (plus updates failed by the health gate). */
+export const FAILURE_STATES = ['failed', 'timed_out', 'rolled_back'] as const satisfies readonly UpdateState[];
+
+export const isFinal = (s: UpdateState): boolean => (FINAL_STATES as readonly string[]).includes(s);
+
+/** What a device may report on ota/progress. */
+export type ReportedState = 'downloading' | 'installing' | 'rebooting' | 'succeeded' | 'failed' | 'rolled_back';
+
+/**
+ * The transition table for device reports. Steps only move forward (a late `downloading` after
+ * `installing` is out of order and ignored); the same step again only updates the progress.
+ * `succeeded` is not final by itself: it becomes `succeeded` when the device is already on the
+ * target version, otherwise `rebooting` with `reported_success_at` until the heartbeat confirms.
+ */
+const STEP_RANK: Record<'sent' | 'downloading' | 'installing' | 'rebooting', number> = { sent: 0, downloading: 1, installing: 2, rebooting: 3 };
+
+export type ReportDecision =
+  | { kind: 'ignore'; reason: 'finished' | 'not_sent' | 'out_of_order' }
+  | { kind: 'step'; state: 'downloading' | 'installing' | 'rebooting' }
+  | { kind: 'reported_success' }
+  | { kind: 'final'; state: 'failed' | 'rolled_back' };
+
+export function decideReport(current: UpdateState, reported: ReportedState): ReportDecision {
+  switch (current) {
+    case 'succeeded':
+    case 'failed':
+    case 'timed_out':
+    case 'cancelled':
+    case 'rolled_back':
+      return { kind: 'ignore', reason: 'finished' };
+    case 'queued':
+      return { kind: 'ignore', reason: 'not_sent' };
+    case 'sent':
+    case 'downloading':
+    case 'installing':
+    case 'rebooting':
+      switch (reported) {
+        case 'downloading':
+        case 'installing':
+        case 'rebooting':
+          return STEP_RANK[reported] >= STEP_RANK[current] ? { kind: 'step', state: reported } : { kind: 'ignore', reason: 'out_of_order' };
+        case 'succeeded':
+          return { kind: 'reported_success' };
+        case 'failed':
+          return { kind: 'final', state: 'failed' };
+        case 'rolled_back':
+          return { kind: 'final', state: 'rolled_back' };
+        default:
+          return assertNever(reported, 'reported state');
+      }
+    default:
+      return assertNever(current, 'update state');
+  }
+}
+
+/** Deployment states. Persisted values: never rename. */
+export const DEPLOYMENT_STATUSES = ['scheduled', 'running', 'paused', 'completed', 'completed_with_failures', 'cancelled'] as const;
+export type DeploymentStatus = (typeof DEPLOYMENT_STATUSES)[number];
+export type DeploymentRowStatus = DeploymentStatus;
+export const DEPLOYMENT_KINDS = ['deploy', 'claim', 'rollback', 'retry'] as const;
+export type DeploymentKind = (typeof DEPLOYMENT_KINDS)[number];
+
+/** Which deployment statuses an API action may start from (others: 409 invalid_state). */
+export const DEPLOYMENT_ACTIONS = {
+  pause: ['scheduled', 'running'],
+  resume: ['paused'],
+  cancel: ['scheduled', 'running', 'paused'],
+} as const satisfies Record<string, readonly DeploymentStatus[]>;
+
+/**
+ * Staged rollout (docs/ota.md "Staged rollout"):
+ * - `batches`: cumulative percentages of the targets, strictly increasing, ending at 100
+ *   ([1, 10, 50, 100]: 1 % first, then up to 10 %, ...). Targets are spread over the batches in
+ *   a pseudo-random but fixed order (a hash of device and deployment id).
+ * - `min_batch_success_percent`: the next batch opens when at least this share of the opened
+ *   targets succeeded (default 90).
+ * - `failure_threshold_percent`: when failures (failed, timed_out, rolled_back, health-gate
+ *   failures) exceed this share of the opened targets the deployment pauses itself
+ *   (`deployment.paused`, reason `failure_threshold`). Unset: never pauses itself.
+ * - `max_concurrent_per_tag`: at most `max` devices with the same value of tag `tag` have an
+ *   update in flight at once (within the deployment); devices without the tag are not limited.
+ * - `health_window_minutes` / `health_max_reconnects`: a device that reconnects more than that
+ *   many times within that many minutes after its update succeeded counts as a failure.
+ */
+export const RolloutInput = z
+  .strictObject({
+    batches: z
+      .array(z.number().gt(0).max(100))
+      .min(1)
+      .max(20)
+      .refine((b) => b.every((v, i) => i === 0 || v > b[i - 1]!), 'must be strictly increasing cumulative percentages')
+      .refine((b) => b[b.length - 1] === 100, 'the last batch must be 100 (every target)')
+      .default([100]),
+    failure_threshold_percent: z.number().min(0).max(100).optional(),
+    min_batch_success_percent: z.number().min(0).max(100).default(90),
+    max_concurrent_per_tag: z.strictObject({ tag: z.string().min(1).max(64), max: z.number().int().min(1).max(100_000) }).optional(),
+    health_window_minutes: z.number().min(0).max(24 * 60).default(10),
+    health_max_reconnects: z.number().int().min(1).max(1000).default(3),
+  })
+  .meta({ id: 'RolloutInput' });
+export type RolloutInput = z.input<typeof RolloutInput>;
+export type Rollout = z.output<typeof RolloutInput>;
+
+export const DEFAULT_ROLLOUT: Rollout = RolloutInput.parse({});
+
+export interface DeploymentCounts {
+  queued: number;
+  sent: number;
+  downloading: number;
+  installing: number;
+  rebooting: number;
+  succeeded: number;
+  failed: number;
+  timed_out: number;
+  cancelled: number;
+  rolled_back: number;
+  /** Cancelled because a newer deployment took the device over (not included in `cancelled`). */
+  superseded: number;
+  /** Succeeded updates the health gate marked as failures. */
+  health_failed: number;
+}
+
+export const emptyCounts = (): DeploymentCounts => ({
+  queued: 0, sent: 0, downloading: 0, installing: 0, rebooting: 0, succeeded: 0, failed: 0, timed_out: 0, cancelled: 0, rolled_back: 0, superseded: 0, health_failed: 0,
+});
+
+export interface DeploymentFilter {
+  model?: string;
+  firmware_lt?: string;
+  status?: string;
+  serials?: string[];
+}
+
+export interface Deployment {
+  id: string;
+  kind: DeploymentKind;
+  modelId: string;
+  model: string;
+  firmwareVersionId: string;
+  targetVersion: string;
+  status: DeploymentStatus;
+  filter: DeploymentFilter;
+  rollout: Rollout | null;
+  respectMaintenanceWindow: boolean;
+  targetCount: number;
+  counts: DeploymentCounts;
+  currentBatch: number;
+  batchCount: number;
+  pausedReason: string | null;
+  parentDeploymentId: string | null;
+  createdBy: string | null;
+  scheduledAt: string | null;
+  startedAt: string | null;
+  finishedAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface DeviceUpdateView {
+  jobId: string;
+  serial: string;
+  state: UpdateState;
+  progress: number;
+  fromVersion: string | null;
+  targetVersion: string;
+  error: string | null;
+  batch: number;
+  attempts: number;
+  supersededBy: string | null;
+  healthFailed: boolean;
+  sentAt: string | null;
+  stateChangedAt: string;
+  finishedAt: string | null;
+}

@@ -1,0 +1,465 @@
+import type { Knex } from 'knex';
+import type { ServiceDeps } from '../service-deps';
+import type { DeviceGateway, OtaDeviceListener, OtaProgressReport } from '../devices/device-gateway';
+import type { DeviceConfig } from '../devices/device-config';
+import { isUuid } from '../shared/ids';
+import { versionKey, isValidVersion } from '../shared/version';
+import type { DownloadLinkSigner } from '../firmware/download-links';
+import { ACTIVE_SQL, IN_FLIGHT_SQL } from './deployment-targets';
+import { decideReport, DEFAULT_ROLLOUT, type UpdateState } from './deployment-types';
+import { evaluateDeployment } from './deployment-progress';
+import { parseRollout, type DeploymentRow } from './deployment.repository';
+import { insideMaintenanceWindow } from './maintenance-window';
+import { applyStep, finishUpdates, markSent, type UpdateRef } from './update-transitions';
+import type { DeploymentChangeListener } from './deployment.service';
+
+/** Engine timing; every value configurable (config.ts OTA_* variables, tests pass small ones). */
+export interface OtaEngineOptions {
+  /** A non-final step without news for this long ends `timed_out`. Default 15 min. */
+  stepTimeoutMs: number;
+  /** After the device said `succeeded`, how long it has to come back on the target version. Default 10 min. */
+  bootTimeoutMs: number;
+  /** A `sent` command without any answer is published again (same job id) after this long. Default 60 s. */
+  resendAfterMs: number;
+  /** Lifetime of a download link. Default 6 h. */
+  linkTtlMs: number;
+  /** Safety sweep (deadlines, windows, scheduled starts, re-sends). Default 5 s; 0 disables the timer. */
+  sweepIntervalMs: number;
+}
+
+export const DEFAULT_OTA_OPTIONS: OtaEngineOptions = { stepTimeoutMs: 15 * 60_000, bootTimeoutMs: 10 * 60_000, resendAfterMs: 60_000, linkTtlMs: 6 * 3600_000, sweepIntervalMs: 5000 };
+
+export interface OtaMetrics {
+  published(n: number): void;
+  ignored(reason: string): void;
+  finished(state: string, n: number): void;
+}
+
+interface Candidate extends UpdateRef {
+  firmware_version_id: string;
+  firmware_key: string | null;
+  desired_config: DeviceConfig | null;
+  tags: Record<string, string> | null;
+  sha256: string;
+  size: number | string;
+  storage_key: string | null;
+}
+
+const DISPATCH_PAGE = 2000;
+
+/**
+ * The OTA delivery engine (issue 4 item 2). Event-driven: it dispatches when a device becomes
+ * ready (broker), when a deployment is created, resumed or opens a batch, and a slow sweep
+ * catches deadlines, windows and scheduled starts. All truth is in PostgreSQL: rows are claimed
+ * with FOR UPDATE SKIP LOCKED, so several processes can run the engine side by side; the
+ * in-memory sets below only coalesce work, they never decide anything.
+ */
+export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
+  private baseUrl = 'http://localhost:8080';
+  private timer: NodeJS.Timeout | undefined;
+  private readonly dirty = new Set<string>();
+  private flushTimer: NodeJS.Timeout | undefined;
+  private readonly pending = new Set<Promise<unknown>>();
+  private stopped = false;
+  private sweeping: Promise<void> | null = null;
+
+  constructor(
+    private readonly deps: ServiceDeps,
+    private readonly area: { gateway: DeviceGateway; links: DownloadLinkSigner; metrics?: OtaMetrics; options?: Partial<OtaEngineOptions> },
+  ) {}
+
+  get options(): OtaEngineOptions {
+    return { ...DEFAULT_OTA_OPTIONS, ...this.area.options };
+  }
+
+  /** PUBLIC_URL (or the bound HTTP address) once the server listens: the base of download links. */
+  setBaseUrl(url: string): void {
+    this.baseUrl = url;
+  }
+
+  start(): void {
+    this.stopped = false;
+    const every = this.options.sweepIntervalMs;
+    if (every > 0) {
+      this.timer = setInterval(() => void this.sweep().catch((err: unknown) => this.deps.logger.error({ err }, 'OTA sweep failed')), every);
+      this.timer.unref();
+    }
+    this.track(this.sweep());
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    await this.idle();
+  }
+
+  /** Resolves when the work started so far (dispatches, evaluations) finished: tests and shutdown. */
+  async idle(): Promise<void> {
+    while (this.pending.size > 0 || this.dirty.size > 0) {
+      if (this.dirty.size > 0) {
+        if (this.flushTimer) clearTimeout(this.flushTimer);
+        this.flushTimer = undefined;
+        this.flushDirty();
+      }
+      await Promise.allSettled([...this.pending]);
+    }
+  }
+
+  // ---- DeploymentChangeListener
+
+  deploymentChanged(deploymentId: string): void {
+    this.markDirty(deploymentId);
+    this.track(this.dispatch({ deploymentId }));
+  }
+
+  // ---- OtaDeviceListener (called by the broker)
+
+  async onDeviceReady(input: { accountId: string; deviceId: string; serial: string }): Promise<void> {
+    if (this.stopped) return;
+    await this.track(this.deviceReady(input));
+  }
+
+  async onProgress(input: { accountId: string; deviceId: string; serial: string; report: OtaProgressReport }): Promise<void> {
+    if (this.stopped) return;
+    await this.track(this.progress(input));
+  }
+
+  async onFirmwareReported(reports: Array<{ accountId: string; deviceId: string; serial: string; firmware: string; previous: string | null }>): Promise<void> {
+    if (this.stopped || reports.length === 0) return;
+    await this.track(this.firmwareReported(reports));
+  }
+
+  // ---- sweep
+
+  /** Deadlines, scheduled starts, re-sends, windows, then every running deployment evaluated. */
+  async sweep(): Promise<void> {
+    if (this.sweeping) return this.sweeping;
+    this.sweeping = this.sweepOnce().finally(() => {
+      this.sweeping = null;
+    });
+    return this.sweeping;
+  }
+
+  private async sweepOnce(): Promise<void> {
+    const { knex, clock } = this.deps;
+    const now = clock.now();
+    // Deadlines: one statement claims the overdue rows (SKIP LOCKED: another process may be on them).
+    for (;;) {
+      const finished = await this.deps.transaction(async (trx) => {
+        const overdue = (await trx.raw(
+          `SELECT id, reported_success_at FROM device_updates WHERE state IN (${IN_FLIGHT_SQL}) AND deadline_at < ? ORDER BY deadline_at LIMIT 1000 FOR UPDATE SKIP LOCKED`,
+          [now],
+        )).rows as Array<{ id: string; reported_success_at: Date | null }>;
+        const rows = await finishUpdates(trx, clock, { ids: overdue.map((r) => r.id), state: 'timed_out', error: 'no progress before the deadline' });
+        return { rows, more: overdue.length === 1000 };
+      });
+      this.area.metrics?.finished('timed_out', finished.rows.length);
+      for (const r of finished.rows) this.markDirty(r.deployment_id);
+      if (!finished.more) break;
+    }
+    // Scheduled deployments whose time came, and every running one: evaluate, then dispatch.
+    const due = (await knex('deployments')
+      .where((q) => q.where('status', 'running').orWhere((s) => s.where('status', 'scheduled').andWhere('scheduled_at', '<=', now)))
+      .pluck('id')) as string[];
+    for (const id of due) this.markDirty(id);
+    await this.flushDirtyNow();
+    for (const id of due) await this.dispatch({ deploymentId: id });
+    await this.resendStale();
+  }
+
+  /** `sent` commands nobody answered (lost publish, crash between commit and publish): same job again. */
+  private async resendStale(): Promise<void> {
+    const before = new Date(this.deps.clock.now().getTime() - this.options.resendAfterMs);
+    const rows = (await this.deps.knex.raw(
+      `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.firmware_version_id, f.sha256, f.size, f.storage_key
+         FROM device_updates u JOIN devices d ON d.id = u.device_id JOIN firmware_versions f ON f.id = u.firmware_version_id
+        WHERE u.state = 'sent' AND u.sent_at < ? AND d.connectivity = 'online' LIMIT 5000`,
+      [before],
+    )).rows as Candidate[];
+    if (rows.length === 0) return;
+    await this.deps.knex.raw(`UPDATE device_updates SET sent_at = ?, attempts = attempts + 1 WHERE id = ANY(?::uuid[]) AND state = 'sent'`, [this.deps.clock.now(), rows.map((r) => r.id)]);
+    await this.publish(rows);
+  }
+
+  // ---- dispatch
+
+  /**
+   * Sends the deployment's queued updates that may go now: device online (or the one device that
+   * just became ready), batch opened, inside its window when asked, under the tag limit. Pages by
+   * job id so skipped rows are not read twice.
+   */
+  private async dispatch(input: { deploymentId: string; readyDeviceId?: string }): Promise<number> {
+    const { clock } = this.deps;
+    let after = '00000000-0000-0000-0000-000000000000';
+    let sentTotal = 0;
+    for (;;) {
+      const result = await this.deps.transaction(async (trx) => {
+        const dep = (await trx('deployments').where({ id: input.deploymentId }).first()) as DeploymentRow | undefined;
+        if (!dep || dep.status !== 'running') return null;
+        const rollout = parseRollout(dep.rollout);
+        const tagLimit = rollout?.max_concurrent_per_tag;
+        // A tag limit is a decision over several rows: take turns per deployment across processes.
+        if (tagLimit) await trx('deployments').where({ id: dep.id }).forUpdate().first('id');
+        const candidates = (await trx.raw(
+          `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.firmware_version_id,
+                  d.firmware_key, d.desired_config, d.tags, f.sha256, f.size, f.storage_key
+             FROM device_updates u
+             JOIN devices d ON d.id = u.device_id
+             JOIN firmware_versions f ON f.id = u.firmware_version_id
+            WHERE u.deployment_id = ? AND u.state = 'queued' AND u.batch <= ? AND u.id > ?
+              AND ${input.readyDeviceId ? 'u.device_id = ?' : "d.connectivity = 'online'"}
+            ORDER BY u.id LIMIT ${DISPATCH_PAGE}
+            FOR UPDATE OF u SKIP LOCKED`,
+          [dep.id, dep.current_batch, after, ...(input.readyDeviceId ? [input.readyDeviceId] : [])],
+        )).rows as Candidate[];
+        if (candidates.length === 0) return { sent: [] as Candidate[], more: false, last: after };
+        const now = clock.now();
+        const inFlightPerTag = new Map<string, number>();
+        if (tagLimit) {
+          const counts = (await trx.raw(
+            `SELECT d.tags ->> ? AS v, count(*)::int AS n FROM device_updates u JOIN devices d ON d.id = u.device_id
+              WHERE u.deployment_id = ? AND u.state IN (${IN_FLIGHT_SQL}) AND d.tags ->> ? IS NOT NULL GROUP BY 1`,
+            [tagLimit.tag, dep.id, tagLimit.tag],
+          )).rows as Array<{ v: string; n: number }>;
+          for (const c of counts) inFlightPerTag.set(c.v, c.n);
+        }
+        const already: string[] = [];
+        const noFile: string[] = [];
+        const send: Candidate[] = [];
+        for (const c of candidates) {
+          if (c.firmware_key !== null && c.firmware_key === versionKey(c.target_version)) {
+            already.push(c.id);
+            continue;
+          }
+          if (!c.storage_key) {
+            noFile.push(c.id);
+            continue;
+          }
+          if (dep.respect_maintenance_window && !insideMaintenanceWindow(now, c.desired_config)) continue;
+          if (tagLimit) {
+            const value = c.tags?.[tagLimit.tag];
+            if (value !== undefined) {
+              const n = inFlightPerTag.get(value) ?? 0;
+              if (n >= tagLimit.max) continue;
+              inFlightPerTag.set(value, n + 1);
+            }
+          }
+          send.push(c);
+        }
+        const done = await finishUpdates(trx, clock, { ids: already, state: 'succeeded', detail: { already_installed: true } });
+        const failed = await finishUpdates(trx, clock, { ids: noFile, state: 'failed', error: 'firmware file deleted' });
+        await markSent(trx, clock, send, new Date(now.getTime() + this.options.stepTimeoutMs));
+        this.area.metrics?.finished('succeeded', done.length);
+        this.area.metrics?.finished('failed', failed.length);
+        if (done.length || failed.length) this.markDirty(dep.id);
+        return { sent: send, more: candidates.length === DISPATCH_PAGE, last: candidates[candidates.length - 1]!.id };
+      });
+      if (!result) return sentTotal;
+      // Published after the commit: a crash in between leaves `sent` rows that the re-send covers.
+      await this.publish(result.sent);
+      sentTotal += result.sent.length;
+      if (!result.more) return sentTotal;
+      after = result.last;
+    }
+  }
+
+  private async publish(rows: Candidate[]): Promise<void> {
+    if (rows.length === 0) return;
+    const expiresAt = Math.floor((this.deps.clock.now().getTime() + this.options.linkTtlMs) / 1000);
+    let ok = 0;
+    for (let i = 0; i < rows.length; i += 500) {
+      await Promise.all(
+        rows.slice(i, i + 500).map(async (r) => {
+          const url = this.area.links.url(this.baseUrl, { jobId: r.id, deviceId: r.device_id, firmwareVersionId: r.firmware_version_id, expiresAt });
+          try {
+            await this.area.gateway.publishOta(r.serial, { job_id: r.id, version: r.target_version, url, sha256: r.sha256, size: Number(r.size) });
+            ok += 1;
+          } catch (err) {
+            // Stays `sent`: re-sent when the device (re)subscribes or by the sweep.
+            this.deps.logger.warn({ err, serial: r.serial, jobId: r.id }, 'OTA publish failed; will re-send');
+          }
+        }),
+      );
+    }
+    this.area.metrics?.published(ok);
+  }
+
+  // ---- device events
+
+  private async deviceReady(input: { accountId: string; deviceId: string; serial: string }): Promise<void> {
+    const { knex, clock } = this.deps;
+    const active = (await knex.raw(
+      `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.firmware_version_id, u.state,
+              f.sha256, f.size, f.storage_key
+         FROM device_updates u JOIN devices d ON d.id = u.device_id JOIN firmware_versions f ON f.id = u.firmware_version_id
+        WHERE u.device_id = ? AND u.account_id = ? AND u.state IN (${ACTIVE_SQL})`,
+      [input.deviceId, input.accountId],
+    )).rows as Array<Candidate & { state: UpdateState }>;
+    const current = active[0];
+    if (current?.state === 'sent') {
+      // The connect/subscribe race: the first publish may have found no subscription. Same job id.
+      await knex.raw(`UPDATE device_updates SET attempts = attempts + 1, sent_at = ? WHERE id = ? AND state = 'sent'`, [clock.now(), current.id]);
+      await this.publish([current]);
+    } else if (current?.state === 'queued') {
+      await this.dispatch({ deploymentId: current.deployment_id, readyDeviceId: input.deviceId });
+    }
+    await this.healthGate(input);
+  }
+
+  /** Reconnects shortly after a successful update: too many make it a failure (rollout health gate). */
+  private async healthGate(input: { accountId: string; deviceId: string }): Promise<void> {
+    const { clock } = this.deps;
+    const now = clock.now();
+    const flagged = await this.deps.transaction(async (trx) => {
+      const row = (await trx.raw(
+        `SELECT u.id, u.deployment_id, u.finished_at, u.reconnects_after, u.health_failed_at, p.rollout
+           FROM device_updates u JOIN deployments p ON p.id = u.deployment_id
+          WHERE u.device_id = ? AND u.account_id = ? AND u.state = 'succeeded' AND u.finished_at IS NOT NULL
+          ORDER BY u.finished_at DESC LIMIT 1 FOR UPDATE OF u`,
+        [input.deviceId, input.accountId],
+      )).rows[0] as { id: string; deployment_id: string; finished_at: Date; reconnects_after: number; health_failed_at: Date | null; rollout: unknown } | undefined;
+      if (!row || row.health_failed_at) return null;
+      const rollout = parseRollout(row.rollout) ?? DEFAULT_ROLLOUT;
+      if (now.getTime() - new Date(row.finished_at).getTime() > rollout.health_window_minutes * 60_000) return null;
+      const reconnects = row.reconnects_after + 1;
+      const failed = reconnects > rollout.health_max_reconnects;
+      await trx('device_updates').where({ id: row.id }).update({ reconnects_after: reconnects, ...(failed ? { health_failed_at: now } : {}) });
+      if (failed) {
+        await trx('device_events').insert({
+          account_id: input.accountId,
+          device_id: input.deviceId,
+          type: 'update_step',
+          data: JSON.stringify({ job_id: row.id, deployment_id: row.deployment_id, state: 'succeeded', health: 'failed', reconnects, window_minutes: rollout.health_window_minutes }),
+          occurred_at: now,
+        });
+      }
+      return failed ? row.deployment_id : null;
+    });
+    if (flagged) this.markDirty(flagged);
+  }
+
+  private async progress(input: { accountId: string; deviceId: string; serial: string; report: OtaProgressReport }): Promise<void> {
+    const { clock } = this.deps;
+    const { report } = input;
+    if (!isUuid(report.job_id)) {
+      this.area.metrics?.ignored('unknown_job');
+      return;
+    }
+    const outcome = await this.deps.transaction(async (trx) => {
+      const row = (await trx.raw(
+        `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.state, d.firmware_key
+           FROM device_updates u JOIN devices d ON d.id = u.device_id
+          WHERE u.id = ? AND u.device_id = ? AND u.account_id = ? FOR UPDATE OF u`,
+        [report.job_id, input.deviceId, input.accountId],
+      )).rows[0] as (UpdateRef & { state: UpdateState; firmware_key: string | null }) | undefined;
+      if (!row) return { ignored: 'unknown_job' as const };
+      const decision = decideReport(row.state, report.state);
+      const now = clock.now();
+      switch (decision.kind) {
+        case 'ignore':
+          return { ignored: decision.reason };
+        case 'step':
+          await applyStep(trx, clock, { row, state: decision.state, progress: report.progress, deadline: new Date(now.getTime() + this.options.stepTimeoutMs) });
+          return { step: true };
+        case 'reported_success':
+          if (row.firmware_key !== null && row.firmware_key === versionKey(row.target_version)) {
+            const done = await finishUpdates(trx, clock, { ids: [row.id], state: 'succeeded' });
+            return { finished: done, state: 'succeeded' };
+          }
+          // Boot-confirmed success: wait for the heartbeat on the target version.
+          await applyStep(trx, clock, { row, state: 'rebooting', progress: 100, deadline: new Date(now.getTime() + this.options.bootTimeoutMs), reportedSuccess: true });
+          return { step: true };
+        case 'final': {
+          const done = await finishUpdates(trx, clock, { ids: [row.id], state: decision.state, error: report.error ?? (decision.state === 'failed' ? 'failed' : 'rolled back by the device') });
+          return { finished: done, state: decision.state };
+        }
+        default:
+          return decision satisfies never;
+      }
+    });
+    if ('ignored' in outcome) {
+      this.area.metrics?.ignored(outcome.ignored ?? "unknown");
+      return;
+    }
+    if ('finished' in outcome && outcome.finished) {
+      this.area.metrics?.finished(outcome.state, outcome.finished.length);
+      for (const r of outcome.finished) this.markDirty(r.deployment_id);
+    }
+  }
+
+  /**
+   * Heartbeats: a device on its update's target version completes it (boot confirmation, or a
+   * lost `succeeded`); a queued update whose target it already runs (installed over USB) completes
+   * as already installed instead of being sent.
+   */
+  private async firmwareReported(reports: Array<{ accountId: string; deviceId: string; firmware: string }>): Promise<void> {
+    const valid = reports.filter((r) => isValidVersion(r.firmware));
+    if (valid.length === 0) return;
+    const reported = new Map(valid.map((r) => [r.deviceId, versionKey(r.firmware)]));
+    const finished = await this.deps.transaction(async (trx: Knex.Transaction) => {
+      const rows = (await trx.raw(
+        `SELECT u.id, u.device_id, u.account_id, u.state, u.target_version FROM device_updates u
+          WHERE u.device_id = ANY(?::uuid[]) AND u.state IN (${ACTIVE_SQL}) FOR UPDATE OF u`,
+        [[...reported.keys()]],
+      )).rows as Array<{ id: string; device_id: string; account_id: string; state: UpdateState; target_version: string }>;
+      const accountOf = new Map(valid.map((r) => [r.deviceId, r.accountId]));
+      const confirm: string[] = [];
+      const already: string[] = [];
+      for (const r of rows) {
+        if (accountOf.get(r.device_id) !== r.account_id || reported.get(r.device_id) !== versionKey(r.target_version)) continue;
+        (r.state === 'queued' ? already : confirm).push(r.id);
+      }
+      return [
+        ...(await finishUpdates(trx, this.deps.clock, { ids: confirm, state: 'succeeded', detail: { confirmed_by: 'heartbeat' } })),
+        ...(await finishUpdates(trx, this.deps.clock, { ids: already, state: 'succeeded', detail: { already_installed: true } })),
+      ];
+    });
+    this.area.metrics?.finished('succeeded', finished.length);
+    for (const r of finished) this.markDirty(r.deployment_id);
+  }
+
+  // ---- deployment evaluation (coalesced)
+
+  private markDirty(deploymentId: string): void {
+    this.dirty.add(deploymentId);
+    if (!this.flushTimer && !this.stopped) {
+      // Coalesces a burst of finished updates into one evaluation per deployment.
+      this.flushTimer = setTimeout(() => {
+        this.flushTimer = undefined;
+        this.flushDirty();
+      }, 50);
+      this.flushTimer.unref();
+    }
+  }
+
+  private flushDirty(): void {
+    this.track(this.flushDirtyNow());
+  }
+
+  private async flushDirtyNow(): Promise<void> {
+    const ids = [...this.dirty];
+    this.dirty.clear();
+    for (const id of ids) {
+      try {
+        const outcome = await this.deps.transaction((trx) => evaluateDeployment(trx, this.deps.clock, id));
+        if (outcome === 'batch_opened' || outcome === 'started') {
+          await this.dispatch({ deploymentId: id });
+          this.markDirty(id);
+        }
+      } catch (err) {
+        this.deps.logger.error({ err, deploymentId: id }, 'deployment evaluation failed');
+      }
+    }
+  }
+
+  private track<T>(work: Promise<T>): Promise<T> {
+    const p = work.catch((err: unknown) => {
+      this.deps.logger.error({ err }, 'OTA engine work failed');
+      return undefined as T;
+    });
+    this.pending.add(p);
+    void p.finally(() => this.pending.delete(p));
+    return p;
+  }
+}

@@ -1,0 +1,121 @@
+import type { Knex } from 'knex';
+import type { Clock } from '../shared/clock';
+import { appendEvents } from '../../events/outbox';
+import type { NewEvent } from '../../events/event-types';
+import { ACTIVE_SQL } from './deployment-targets';
+import type { UpdateState } from './deployment-types';
+
+/**
+ * The writes of the per-device state machine, set-based so that thousands of devices cost a few
+ * statements. Each keeps devices.current_update_id / status, device history and the outbox in
+ * the caller's transaction.
+ */
+export interface UpdateRef {
+  id: string;
+  account_id: string;
+  device_id: string;
+  deployment_id: string;
+  serial: string;
+  target_version: string;
+  from_version: string | null;
+}
+
+/** queued -> sent (first publish). Devices show `updating` while connected. */
+export async function markSent(trx: Knex.Transaction, clock: Clock, rows: UpdateRef[], deadline: Date): Promise<void> {
+  if (rows.length === 0) return;
+  const now = clock.now();
+  const ids = rows.map((r) => r.id);
+  await trx.raw(
+    `UPDATE device_updates SET state = 'sent', sent_at = ?, attempts = attempts + 1, state_changed_at = ?, deadline_at = ?
+      WHERE id = ANY(?::uuid[]) AND state = 'queued'`,
+    [now, now, deadline, ids],
+  );
+  await trx.raw(
+    `UPDATE devices d SET current_update_id = u.id, status = CASE WHEN d.connectivity = 'online' THEN 'updating' ELSE d.status END, updated_at = ?
+       FROM device_updates u WHERE u.id = ANY(?::uuid[]) AND d.id = u.device_id`,
+    [now, ids],
+  );
+  await history(trx, now, ids, { state: 'sent' });
+  await appendEvents(trx, clock, rows.map((r) => progressEvent(r, 'sent', 0)));
+}
+
+/** Moves updates to a final state (only those still unfinished); returns the ones it moved. */
+export async function finishUpdates(
+  trx: Knex.Transaction,
+  clock: Clock,
+  input: { ids: string[]; state: Extract<UpdateState, 'succeeded' | 'failed' | 'timed_out' | 'rolled_back' | 'cancelled'>; error?: string | null; detail?: Record<string, unknown> },
+): Promise<UpdateRef[]> {
+  if (input.ids.length === 0) return [];
+  const now = clock.now();
+  const result = await trx.raw(
+    `UPDATE device_updates u SET state = ?, error = ?, finished_at = ?, state_changed_at = ?, deadline_at = NULL,
+            progress = CASE WHEN ? = 'succeeded' THEN 100 ELSE u.progress END
+       FROM devices d
+      WHERE u.id = ANY(?::uuid[]) AND u.state IN (${ACTIVE_SQL}) AND d.id = u.device_id
+      RETURNING u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version`,
+    [input.state, input.error ?? null, now, now, input.state, input.ids],
+  );
+  const rows = result.rows as UpdateRef[];
+  if (rows.length === 0) return rows;
+  const ids = rows.map((r) => r.id);
+  await trx.raw(
+    `UPDATE devices SET current_update_id = NULL, status = CASE WHEN connectivity = 'online' THEN 'online' ELSE 'offline' END, updated_at = ?
+      WHERE current_update_id = ANY(?::uuid[])`,
+    [now, ids],
+  );
+  await history(trx, now, ids, { state: input.state, ...(input.error ? { error: input.error } : {}), ...(input.detail ?? {}) });
+  const events: NewEvent[] = [];
+  for (const r of rows) {
+    if (input.state === 'cancelled') continue;
+    const base = { serial: r.serial, device_id: r.device_id, job_id: r.id, deployment_id: r.deployment_id, version: r.target_version, from_version: r.from_version, state: input.state, ...(input.detail ?? {}) };
+    events.push(
+      input.state === 'succeeded'
+        ? { accountId: r.account_id, type: 'firmware.update.completed', subject: r.serial, data: base }
+        : { accountId: r.account_id, type: 'firmware.update.failed', subject: r.serial, data: { ...base, error: input.error ?? input.state } },
+    );
+  }
+  await appendEvents(trx, clock, events);
+  return rows;
+}
+
+/** One reported step (downloading, installing, rebooting) or a progress change within it. */
+export async function applyStep(
+  trx: Knex.Transaction,
+  clock: Clock,
+  input: { row: UpdateRef & { state: UpdateState }; state: 'downloading' | 'installing' | 'rebooting'; progress: number | undefined; deadline: Date; reportedSuccess?: boolean },
+): Promise<void> {
+  const now = clock.now();
+  const changed = input.row.state !== input.state;
+  await trx('device_updates')
+    .where({ id: input.row.id })
+    .update({
+      state: input.state,
+      ...(input.progress !== undefined ? { progress: input.progress } : {}),
+      ...(changed ? { state_changed_at: now } : {}),
+      ...(input.reportedSuccess ? { reported_success_at: now, progress: 100 } : {}),
+      deadline_at: input.deadline,
+    });
+  if (changed || input.reportedSuccess) {
+    await history(trx, now, [input.row.id], { state: input.state, ...(input.reportedSuccess ? { reported: 'succeeded', awaiting: 'boot confirmation (heartbeat with the target version)' } : {}) });
+    await appendEvents(trx, clock, [progressEvent(input.row, input.state, input.progress ?? null)]);
+  }
+}
+
+function progressEvent(r: UpdateRef, state: string, progress: number | null): NewEvent {
+  return {
+    accountId: r.account_id,
+    type: 'firmware.update.progress',
+    subject: r.serial,
+    data: { serial: r.serial, device_id: r.device_id, job_id: r.id, deployment_id: r.deployment_id, version: r.target_version, state, progress },
+  };
+}
+
+async function history(trx: Knex.Transaction, now: Date, ids: string[], data: Record<string, unknown>): Promise<void> {
+  await trx.raw(
+    `INSERT INTO device_events (account_id, device_id, type, data, occurred_at)
+     SELECT account_id, device_id, 'update_step',
+            jsonb_build_object('job_id', id, 'deployment_id', deployment_id, 'target_version', target_version, 'attempts', attempts) || ?::jsonb, ?
+       FROM device_updates WHERE id = ANY(?::uuid[])`,
+    [JSON.stringify(data), now, ids],
+  );
+}

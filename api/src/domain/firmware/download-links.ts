@@ -1,0 +1,34 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+/**
+ * Signed download links (docs/ota.md "Downloads"): `<PUBLIC_URL>/firmware/download/<job_id>?e=<unix s>&s=<sig>`
+ * where sig = base64url(HMAC-SHA256(key, "v1.<job_id>.<device_id>.<firmware_version_id>.<e>")).
+ * The key is the server secret's `firmware-downloads` purpose key (FLEET_SECRET or
+ * DATA_DIR/server-secret; every process of a cluster must share it). A link is valid for one
+ * job, hence one device and one binary, until `e`; changing any part breaks the signature.
+ */
+export interface DownloadClaims {
+  jobId: string;
+  deviceId: string;
+  firmwareVersionId: string;
+  expiresAt: number;
+}
+
+export class DownloadLinkSigner {
+  constructor(private readonly key: Buffer) {}
+
+  signature(claims: DownloadClaims): string {
+    return createHmac('sha256', this.key).update(`v1.${claims.jobId}.${claims.deviceId}.${claims.firmwareVersionId}.${claims.expiresAt}`).digest('base64url');
+  }
+
+  url(baseUrl: string, claims: DownloadClaims): string {
+    return `${baseUrl.replace(/\/+$/, '')}/firmware/download/${claims.jobId}?e=${claims.expiresAt}&s=${this.signature(claims)}`;
+  }
+
+  /** Constant-time check of a presented signature. */
+  verify(claims: DownloadClaims, presented: string): boolean {
+    const expected = Buffer.from(this.signature(claims), 'utf8');
+    const given = Buffer.from(presented, 'utf8');
+    return expected.length === given.length && timingSafeEqual(expected, given);
+  }
+}

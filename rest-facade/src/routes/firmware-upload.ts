@@ -1,0 +1,88 @@
+import busboy from 'busboy';
+import type { Request } from 'express';
+import type { Readable } from 'node:stream';
+import { DomainError } from '../../../api/src/domain/shared/errors';
+import type { StoredTemp } from '../../../api/src/domain/firmware/firmware-storage';
+
+const ALLOWED_FIELDS = new Set(['model', 'version', 'release_notes', 'changelog']);
+/** Room for the text fields and multipart framing on top of the binary. */
+const FORM_OVERHEAD_BYTES = 1024 * 1024;
+
+/**
+ * The multipart adapter of POST /firmware/versions: text fields are collected, the one `file`
+ * part is handed as a stream to `receive` (the FirmwareService writes it to disk while hashing),
+ * so the binary is never held in memory. Any failure removes the received file.
+ */
+export async function readFirmwareUpload(
+  req: Request,
+  input: { maxFileBytes: number; receive: (stream: Readable) => Promise<StoredTemp>; discard: (temp: StoredTemp) => Promise<void> },
+): Promise<{ fields: Record<string, string>; file: StoredTemp | null }> {
+  if (!req.is('multipart/form-data')) throw new DomainError('unsupported_media_type', 'Send the firmware as multipart/form-data.');
+  const declared = Number(req.get('content-length') ?? NaN);
+  if (Number.isFinite(declared) && declared > input.maxFileBytes + FORM_OVERHEAD_BYTES) {
+    req.resume();
+    throw tooLarge(input.maxFileBytes);
+  }
+  let parser: busboy.Busboy;
+  try {
+    parser = busboy({ headers: req.headers, limits: { files: 1, fields: 8, parts: 10, fieldSize: 300 * 1024, fileSize: input.maxFileBytes + 1 } });
+  } catch {
+    throw new DomainError('bad_request', 'The multipart body has no boundary.');
+  }
+  return new Promise((resolve, reject) => {
+    const fields: Record<string, string> = {};
+    let file: Promise<StoredTemp> | null = null;
+    let failure: unknown = null;
+    let settled = false;
+    const fail = (error: unknown) => {
+      failure ??= error;
+    };
+    const finish = async () => {
+      if (settled) return;
+      settled = true;
+      let temp: StoredTemp | null = null;
+      if (file) {
+        try {
+          temp = await file;
+        } catch (error) {
+          fail(error);
+        }
+      }
+      if (failure) {
+        if (temp) await input.discard(temp);
+        reject(failure);
+      } else resolve({ fields, file: temp });
+    };
+    const abort = (error: unknown) => {
+      fail(error);
+      req.unpipe(parser);
+      req.resume();
+      void finish();
+    };
+    parser.on('field', (name, value, info) => {
+      if (!ALLOWED_FIELDS.has(name)) return fail(new DomainError('validation_failed', `Unknown form field "${name}".`, { errors: [{ field: name, message: 'is not a field of this form (model, version, release_notes, changelog, file)' }] }));
+      if (info.valueTruncated) return fail(new DomainError('payload_too_large', `The form field "${name}" is too long.`));
+      if (name in fields) return fail(new DomainError('validation_failed', `The form field "${name}" is given twice.`, { errors: [{ field: name, message: 'is given twice' }] }));
+      fields[name] = value;
+    });
+    parser.on('file', (name, stream) => {
+      if (name !== 'file' || file) {
+        stream.resume();
+        return fail(new DomainError('validation_failed', 'Send exactly one binary, in the field "file".', { errors: [{ field: name, message: 'unexpected file part' }] }));
+      }
+      file = input.receive(stream);
+      file.catch((error: unknown) => abort(error));
+    });
+    parser.on('filesLimit', () => fail(new DomainError('validation_failed', 'Send exactly one binary, in the field "file".')));
+    parser.on('fieldsLimit', () => fail(new DomainError('payload_too_large', 'Too many form fields.')));
+    parser.on('partsLimit', () => fail(new DomainError('payload_too_large', 'Too many form parts.')));
+    parser.on('error', () => abort(new DomainError('bad_request', 'The multipart body is malformed.')));
+    parser.on('close', () => void finish());
+    req.on('aborted', () => abort(new DomainError('bad_request', 'The upload was interrupted.')));
+    req.pipe(parser);
+  });
+}
+
+function tooLarge(max: number): DomainError {
+  return new DomainError('payload_too_large', `The firmware file is larger than the limit of ${max} bytes (MAX_FIRMWARE_BYTES).`);
+}

@@ -1,0 +1,89 @@
+import { z } from 'zod';
+import type { RouteDef } from '../route';
+import type { Services } from '../../../api/src/services';
+import { DeployInput } from '../../../api/src/domain/deployments/deployment.service';
+import { requireAdmin } from '../../../api/src/domain/shared/actor';
+import { IdParams } from '../schemas/common';
+import { DeployAcceptedSchema, DeployDryRunSchema, FirmwareVersionSchema, ListFirmwareQuery } from '../schemas/firmware.schema';
+import { presentDeployment, presentFirmwareVersion } from '../presenters/firmware.presenter';
+import { readFirmwareUpload } from './firmware-upload';
+
+/** Firmware versions (upload, list, delete the binary) and deploy (docs/ota.md). */
+export function firmwareRoutes(services: Services): RouteDef[] {
+  return [
+    {
+      method: 'post',
+      path: '/firmware/versions',
+      operationId: 'uploadFirmwareVersion',
+      summary: 'Upload a firmware version (multipart/form-data: model, version, release_notes, changelog, file). 409 when the model has that version (1.4 = 1.4.0), 413 past MAX_FIRMWARE_BYTES',
+      tag: 'Firmware',
+      requestContentType: 'multipart/form-data',
+      responses: { 201: { description: 'Stored; sha256 and size computed by the service', schema: z.object({ firmware_version: FirmwareVersionSchema }) } },
+      handler: async ({ actor, req }) => {
+        requireAdmin(actor);
+        const upload = await readFirmwareUpload(req, {
+          maxFileBytes: services.firmware.maxFirmwareBytes,
+          receive: (stream) => services.firmware.receiveFile(actor, stream),
+          discard: (temp) => services.firmware.discardFile(temp),
+        });
+        const created = await services.firmware.create(actor, { fields: upload.fields as never, file: upload.file });
+        return { status: 201, body: { firmware_version: presentFirmwareVersion(created) } };
+      },
+    },
+    {
+      method: 'get',
+      path: '/firmware/versions',
+      operationId: 'listFirmwareVersions',
+      summary: 'List firmware versions, newest version first (optionally of one model)',
+      tag: 'Firmware',
+      query: ListFirmwareQuery,
+      responses: { 200: { description: 'The versions', schema: z.object({ versions: z.array(FirmwareVersionSchema) }) } },
+      handler: async ({ actor, query }) => ({ status: 200, body: { versions: (await services.firmware.list(actor, query)).map(presentFirmwareVersion) } }),
+    },
+    {
+      method: 'get',
+      path: '/firmware/versions/:id',
+      operationId: 'getFirmwareVersion',
+      summary: 'One firmware version',
+      tag: 'Firmware',
+      params: IdParams,
+      responses: { 200: { description: 'The version', schema: z.object({ firmware_version: FirmwareVersionSchema }) } },
+      handler: async ({ actor, params }) => ({ status: 200, body: { firmware_version: presentFirmwareVersion(await services.firmware.get(actor, params)) } }),
+    },
+    {
+      method: 'delete',
+      path: '/firmware/versions/:id',
+      operationId: 'deleteFirmwareVersion',
+      summary: 'Delete the binary of a version (the record stays with file_available false); 409 while an unfinished update targets it',
+      tag: 'Firmware',
+      params: IdParams,
+      responses: { 200: { description: 'The binary is gone', schema: z.object({ firmware_version: FirmwareVersionSchema }) } },
+      handler: async ({ actor, params }) => ({ status: 200, body: { firmware_version: presentFirmwareVersion(await services.firmware.deleteFile(actor, params)) } }),
+    },
+    {
+      method: 'post',
+      path: '/firmware/deploy',
+      operationId: 'deployFirmware',
+      summary: 'Schedule an OTA update for every matching device (filter or explicit serials); "dry_run": true only counts',
+      tag: 'Firmware',
+      body: DeployInput,
+      responses: {
+        202: { description: 'Recorded; devices are updated as they become reachable', schema: DeployAcceptedSchema },
+        200: { description: 'Dry run: what would be targeted now (nothing is created)', schema: DeployDryRunSchema },
+      },
+      handler: async ({ actor, body }) => {
+        if (body.dry_run) {
+          const preview = await services.deployments.preview(actor, body);
+          return { status: 200, body: { dry_run: true, target_count: preview.targetCount, sample_serials: preview.sampleSerials, model: preview.model, target_version: preview.targetVersion } };
+        }
+        const deployment = await services.deployments.deploy(actor, body);
+        const statusUrl = `/api/v1/firmware/deployments/${deployment.id}`;
+        return {
+          status: 202,
+          headers: { Location: statusUrl },
+          body: { deployment_id: deployment.id, target_count: deployment.targetCount, status: deployment.status, status_url: statusUrl, deployment: presentDeployment(deployment) },
+        };
+      },
+    },
+  ];
+}

@@ -1,0 +1,111 @@
+import { z } from 'zod';
+import { DEPLOYMENT_KINDS, DEPLOYMENT_STATUSES, UPDATE_STATES } from '../../../api/src/domain/deployments/deployment-types';
+
+/** Wire format (snake_case) of firmware versions and deployments. */
+export const FirmwareVersionSchema = z
+  .object({
+    id: z.string(),
+    model: z.string(),
+    version: z.string(),
+    release_notes: z.string(),
+    changelog: z.string(),
+    size: z.number().int().describe('Bytes'),
+    sha256: z.string(),
+    file_available: z.boolean().describe('False once the binary was deleted (the record stays)'),
+    created_at: z.string(),
+  })
+  .meta({ id: 'FirmwareVersion' });
+
+export const ListFirmwareQuery = z.strictObject({ model: z.string().min(1).max(64).optional() });
+
+export const FirmwareUploadForm = z
+  .object({
+    model: z.string().describe('Registered model name'),
+    version: z.string().describe('Dotted version: 1.4, 1.4.2, 1.4.2.7, 2.0.0-rc.1'),
+    release_notes: z.string().optional(),
+    changelog: z.string().optional(),
+    file: z.string().describe('The binary (format: binary)'),
+  })
+  .meta({ id: 'FirmwareUpload' });
+
+export const DeploymentCountsSchema = z
+  .object({
+    queued: z.number().int(),
+    sent: z.number().int(),
+    downloading: z.number().int(),
+    installing: z.number().int(),
+    rebooting: z.number().int(),
+    succeeded: z.number().int(),
+    failed: z.number().int(),
+    timed_out: z.number().int(),
+    cancelled: z.number().int(),
+    rolled_back: z.number().int(),
+    superseded: z.number().int(),
+    health_failed: z.number().int(),
+  })
+  .meta({ id: 'DeploymentCounts' });
+
+export const DeploymentSchema = z
+  .object({
+    id: z.string(),
+    kind: z.enum(DEPLOYMENT_KINDS),
+    model: z.string(),
+    firmware_version_id: z.string(),
+    target_version: z.string(),
+    status: z.enum(DEPLOYMENT_STATUSES),
+    filter: z.record(z.string(), z.unknown()),
+    rollout: z.record(z.string(), z.unknown()).nullable(),
+    respect_maintenance_window: z.boolean(),
+    target_count: z.number().int(),
+    counts: DeploymentCountsSchema,
+    current_batch: z.number().int(),
+    batch_count: z.number().int(),
+    paused_reason: z.string().nullable(),
+    parent_deployment_id: z.string().nullable(),
+    created_by: z.string().nullable(),
+    scheduled_at: z.string().nullable(),
+    started_at: z.string().nullable(),
+    finished_at: z.string().nullable(),
+    created_at: z.string(),
+    updated_at: z.string(),
+  })
+  .meta({ id: 'Deployment' });
+
+export const DeviceUpdateSchema = z
+  .object({
+    serial: z.string(),
+    job_id: z.string(),
+    state: z.enum(UPDATE_STATES),
+    progress: z.number().int(),
+    from_version: z.string().nullable(),
+    target_version: z.string(),
+    error: z.string().nullable(),
+    batch: z.number().int(),
+    attempts: z.number().int(),
+    superseded_by: z.string().nullable(),
+    health_failed: z.boolean(),
+    sent_at: z.string().nullable(),
+    state_changed_at: z.string(),
+    finished_at: z.string().nullable(),
+  })
+  .meta({ id: 'DeviceUpdate' });
+
+export const DeployAcceptedSchema = z
+  .object({
+    deployment_id: z.string(),
+    target_count: z.number().int(),
+    status: z.enum(DEPLOYMENT_STATUSES),
+    status_url: z.string(),
+    deployment: DeploymentSchema,
+  })
+  .meta({ id: 'DeployAccepted' });
+
+export const DeployDryRunSchema = z
+  .object({
+    dry_run: z.literal(true),
+    target_count: z.number().int(),
+    sample_serials: z.array(z.string()),
+    model: z.string(),
+    target_version: z.string(),
+  })
+  .meta({ id: 'DeployDryRun' });
