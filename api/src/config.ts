@@ -32,6 +32,16 @@ export const Config = z.object({
   maxJsonBodyBytes: z.coerce.number().int().positive().default(1024 * 1024),
   /** Largest firmware binary in bytes. Default 256 MiB. */
   maxFirmwareBytes: z.coerce.number().int().positive().default(256 * 1024 * 1024),
+  /** OTA: a non-final update step without news for this long ends `timed_out`. Seconds, default 900. */
+  otaStepTimeoutS: z.coerce.number().positive().default(900),
+  /** OTA: after `succeeded`, time to come back on the target version (boot confirmation). Seconds, default 600. */
+  otaBootTimeoutS: z.coerce.number().positive().default(600),
+  /** OTA: an unanswered `sent` command is published again (same job id) after this long. Seconds, default 60. */
+  otaResendAfterS: z.coerce.number().positive().default(60),
+  /** OTA: lifetime of a signed firmware download link. Seconds, default 21600 (6 h). */
+  otaLinkTtlS: z.coerce.number().positive().default(21600),
+  /** OTA: safety sweep interval (deadlines, windows, scheduled starts). Milliseconds, default 5000. */
+  otaSweepIntervalMs: z.coerce.number().int().min(0).default(5000),
 });
 export type Config = z.infer<typeof Config>;
 
@@ -51,6 +61,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     demoAccount: env.DEMO_ACCOUNT || undefined,
     maxJsonBodyBytes: env.MAX_JSON_BODY_BYTES || undefined,
     maxFirmwareBytes: env.MAX_FIRMWARE_BYTES || undefined,
+    otaStepTimeoutS: env.OTA_STEP_TIMEOUT_S || undefined,
+    otaBootTimeoutS: env.OTA_BOOT_TIMEOUT_S || undefined,
+    otaResendAfterS: env.OTA_RESEND_AFTER_S || undefined,
+    otaLinkTtlS: env.OTA_LINK_TTL_S || undefined,
+    otaSweepIntervalMs: env.OTA_SWEEP_INTERVAL_MS || undefined,
   });
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);

@@ -67,6 +67,28 @@ export function createMetrics() {
       help: 'Devices connected to this process',
       registers: [registry],
     }),
+    otaCommandsPublished: new Counter({
+      name: 'fleet_ota_commands_published_total',
+      help: 'OTA commands published on devices/{serial}/ota (first sends and re-sends)',
+      registers: [registry],
+    }),
+    otaReportsIgnored: new Counter({
+      name: 'fleet_ota_reports_ignored_total',
+      help: 'OTA progress reports ignored, by reason (unknown_job, finished, not_sent, out_of_order)',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
+    otaUpdatesFinished: new Counter({
+      name: 'fleet_ota_updates_finished_total',
+      help: 'Device updates that reached a final state, by state',
+      labelNames: ['state'] as const,
+      registers: [registry],
+    }),
+    firmwareDownloadBytes: new Counter({
+      name: 'fleet_firmware_download_bytes_total',
+      help: 'Firmware bytes served through signed download links',
+      registers: [registry],
+    }),
     graphqlOperations: new Counter({
       name: 'fleet_graphql_operations_total',
       help: 'GraphQL operations over HTTP by type and outcome',

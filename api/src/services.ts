@@ -11,13 +11,18 @@ import type { ServerSecret } from './domain/shared/server-secret';
 import { DeviceGatewayRef } from './domain/devices/device-gateway';
 import { DeviceService } from './domain/devices/device.service';
 import { ClaimService } from './domain/devices/claim.service';
-import { VersionOnlyClaimFirmwareScheduler } from './domain/devices/claim-firmware';
 import { AllocationService } from './domain/accounts/allocation.service';
 import { DeviceAuthService } from './domain/devices/device-auth.service';
 import { PresenceService } from './domain/devices/presence.service';
 import { DeviceConfigReportService } from './domain/devices/device-config-report';
 import { OtaListenerRef } from './domain/devices/presence-listeners';
 import { newId } from './domain/shared/ids';
+import { FirmwareStorage } from './domain/firmware/firmware-storage';
+import { FirmwareService } from './domain/firmware/firmware.service';
+import { DownloadLinkSigner } from './domain/firmware/download-links';
+import { DeploymentService } from './domain/deployments/deployment.service';
+import { OtaEngine, type OtaEngineOptions, type OtaMetrics } from './domain/deployments/ota-engine';
+import { randomBytes } from 'node:crypto';
 
 /**
  * The one set of domain services. REST routes, GraphQL resolvers and MQTT handlers are thin
@@ -31,6 +36,8 @@ export interface ServiceOptions {
   webhookAllowPrivate?: boolean;
   /** Recorded in `devices.broker_node` for devices connected to this process. Default: a random id. */
   brokerNodeId?: string;
+  /** Firmware files and the OTA engine (DATA_DIR, MAX_FIRMWARE_BYTES, OTA_* settings). */
+  firmware?: { dataDir: string; maxFirmwareBytes: number; engine?: Partial<OtaEngineOptions>; metrics?: OtaMetrics };
 }
 
 export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) {
@@ -46,15 +53,23 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) 
   const allocation = new AllocationService(deps);
   const fleet = new FleetReadService(deps, { allocation });
   const devices = new DeviceService(deps, { gateway });
-  // The OTA engine replaces the scheduler with its deployment service (claims then schedule the firmware).
-  const claims = new ClaimService(deps, { models, allocation, firmware: new VersionOnlyClaimFirmwareScheduler() });
+  // Firmware versions, deployments and the OTA engine (issue 4). Download links are signed with
+  // the server secret's purpose key; without one (tools that never serve downloads) a random key.
+  const firmwareStorage = new FirmwareStorage(options.firmware?.dataDir ?? './data');
+  const firmware = new FirmwareService(deps, { models, storage: firmwareStorage, maxFirmwareBytes: options.firmware?.maxFirmwareBytes ?? 256 * 1024 * 1024 });
+  const downloadLinks = new DownloadLinkSigner(options.serverSecret?.key('firmware-downloads') ?? randomBytes(32));
+  const ota = new OtaEngine(deps, { gateway, links: downloadLinks, ...(options.firmware?.engine ? { options: options.firmware.engine } : {}), ...(options.firmware?.metrics ? { metrics: options.firmware.metrics } : {}) });
+  const deployments = new DeploymentService(deps, { models, engine: ota });
+  // Claims schedule their firmware through the deployment service (a deployment of kind `claim`).
+  const claims = new ClaimService(deps, { models, allocation, firmware: deployments });
   // Device gateway (broker): password checks, presence/heartbeat persistence, applied configuration.
   // The OTA engine registers itself with `otaListener.set(...)` to hear about devices.
   const deviceAuth = new DeviceAuthService(deps);
   const presence = new PresenceService(deps, options.brokerNodeId ?? newId());
   const configReports = new DeviceConfigReportService(deps);
   const otaListener = new OtaListenerRef();
-  return { apiKeys, users, accounts, idempotency, models, events, webhooks, fleet, gateway, allocation, devices, claims, deviceAuth, presence, configReports, otaListener };
+  otaListener.set(ota);
+  return { apiKeys, users, accounts, idempotency, models, events, webhooks, fleet, gateway, allocation, devices, claims, deviceAuth, presence, configReports, otaListener, firmware, firmwareStorage, downloadLinks, deployments, ota };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -15,7 +15,7 @@ export async function uploadFirmware(
   form.append('version', input.version);
   form.append('release_notes', input.releaseNotes ?? `Release ${input.version}`);
   form.append('changelog', `- changes in ${input.version}`);
-  form.append('file', new Blob([bytes]), `fw-${input.version}.bin`);
+  form.append('file', new Blob([new Uint8Array(bytes)]), `fw-${input.version}.bin`);
   const res = await account.api.request('POST', '/api/v1/firmware/versions', { rawBody: form });
   if (input.expectStatus !== undefined) expect(res.status, JSON.stringify(res.body)).toBe(input.expectStatus);
   return { status: res.status, body: res.body, bytes };

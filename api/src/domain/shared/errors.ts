@@ -13,6 +13,9 @@ export const ERROR_CODES = {
   budget_exceeded: 422,
   version_not_found: 422,
   firmware_file_missing: 422,
+  /** A firmware download link that expired, or whose job finished or file was deleted. */
+  gone: 410,
+  range_not_satisfiable: 416,
   not_found: 404,
   unauthenticated: 401,
   invalid_credentials: 401,
