@@ -1,4 +1,5 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { z } from 'zod';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { ApiClient, type ApiResponse } from '../helpers/api-client';
@@ -102,6 +103,28 @@ describe('OpenAPI document matches the server', () => {
       ].filter((s): s is Json => s !== undefined);
       for (const schema of schemas) expect(() => ajv.compile(JSON.parse(JSON.stringify(schema).replaceAll('"#/components/schemas/', '"components#/$defs/')))).not.toThrow();
     }
+  });
+
+  it('every named schema (component) means one thing: no two schemas share an id', () => {
+    // zod's registry keeps the last schema registered under an id; the document would then
+    // silently describe another area's shape under that name.
+    const seen = new Map<string, Set<string>>();
+    const collect = (schema: z.ZodType | undefined, io: 'input' | 'output') => {
+      if (!schema) return;
+      const json = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as { $defs?: Record<string, unknown> };
+      for (const [name, def] of Object.entries(json.$defs ?? {})) {
+        const variants = seen.get(name) ?? new Set<string>();
+        variants.add(JSON.stringify(def));
+        seen.set(name, variants);
+      }
+    };
+    for (const route of routes) {
+      collect(route.params, 'input');
+      collect(route.query, 'input');
+      collect(route.body, 'input');
+      for (const spec of Object.values(route.responses)) collect(spec.schema, 'output');
+    }
+    expect([...seen].filter(([, variants]) => variants.size > 1).map(([name]) => name)).toEqual([]);
   });
 
   it('every authenticated route answers 401 without a key, as documented', async () => {

@@ -41,7 +41,11 @@ describe('POST /api/v1/devices/claim', () => {
     const ledger = await knex()('ledger_entries').where({ account_id: a.accountId });
     expect(ledger.map((l) => [l.kind, Number(l.amount_minor), l.devices])).toEqual([['claim_charge', 750, 3]]);
     const history = await a.api.get('/api/v1/devices/BATCH-0002/history');
-    expect(history.body.events[0]).toMatchObject({ type: 'claimed', data: { model: 'LX-200', firmware: '1.4.2' } });
+    expect(history.body.events.find((e: { type: string }) => e.type === 'claimed')).toMatchObject({ data: { model: 'LX-200', firmware: '1.4.2' } });
+    // The claimed firmware is scheduled: each device shows its queued update of that deployment.
+    if (body.deployment_id !== null) {
+      for (const device of body.devices) expect(device.update).toMatchObject({ deployment_id: body.deployment_id, state: 'queued', target_version: '1.4.2' });
+    }
     const events = await knex()('events').where({ account_id: a.accountId, type: 'device.claimed' });
     expect(events.map((e) => e.subject).sort()).toEqual(serials('BATCH', 3));
   });

@@ -61,7 +61,7 @@ export const DeviceUpdateSchema = z
     error: z.string().nullable(),
     state_changed_at: z.string(),
   })
-  .meta({ id: 'DeviceUpdate', description: "The device's current OTA update (unfinished, else the last one the engine recorded)." });
+  .meta({ id: 'DeviceCurrentUpdate', description: "The device's current OTA update (unfinished, else the last one the engine recorded)." });
 
 export const DeviceSchema = z
   .object({

@@ -65,6 +65,8 @@ export interface ClaimServiceDeps {
   models: ModelService;
   allocation: AllocationService;
   firmware: ClaimFirmwareScheduler;
+  /** Called after a claim committed (the device list drops its cached totals). */
+  onClaimed?: (accountId: string) => void;
 }
 
 /**
@@ -96,7 +98,9 @@ export class ClaimService {
     const validSerials = [...seen].filter((s) => isValidSerial(s));
 
     try {
-      return await this.deps.transaction((trx) => this.claimInTransaction(trx, actor, { input, items, offending, validSerials }));
+      const result = await this.deps.transaction((trx) => this.claimInTransaction(trx, actor, { input, items, offending, validSerials }));
+      this.area.onClaimed?.(actor.accountId);
+      return result;
     } catch (error) {
       // Another account claimed one of these serials between our check and our insert.
       if ((error as { code?: string; constraint?: string }).code === '23505' && (error as { constraint?: string }).constraint === 'devices_serial_unique') {

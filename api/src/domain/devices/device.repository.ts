@@ -26,18 +26,24 @@ type Db = Knex | Knex.Transaction;
 
 const ACTIVE_STATES_SQL = ACTIVE_UPDATE_STATES.map((s) => `'${s}'`).join(',');
 
+/**
+ * Timestamps leave PostgreSQL already in the wire format (the same text as Date#toISOString),
+ * which spares parsing and re-formatting three dates per row on lists of 100,000.
+ */
+const isoUtc = (column: string): string => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
 // `a` is the device's unfinished update (unique partial index device_updates_one_active);
 // `c` the one devices.current_update_id points at (the OTA engine may keep the last finished one).
 const SELECT_DEVICE = `
-SELECT d.id, d.serial, d.name, m.name AS model, d.firmware, d.status, d.connectivity, d.last_seen, d.ip,
+SELECT d.id, d.serial, d.name, m.name AS model, d.firmware, d.status, d.connectivity, ${isoUtc('d.last_seen')} AS last_seen, d.ip,
        d.uptime_s, d.rssi, d.tags, d.desired_config, d.desired_config_version, d.reported_config,
-       d.reported_config_version, d.claimed_at,
+       d.reported_config_version, ${isoUtc('d.claimed_at')} AS claimed_at,
        COALESCE(a.id, c.id) AS u_id, COALESCE(a.deployment_id, c.deployment_id) AS u_deployment_id,
        COALESCE(a.state, c.state) AS u_state, COALESCE(a.progress, c.progress) AS u_progress,
        CASE WHEN a.id IS NOT NULL THEN a.from_version ELSE c.from_version END AS u_from_version,
        COALESCE(a.target_version, c.target_version) AS u_target_version,
        CASE WHEN a.id IS NOT NULL THEN a.error ELSE c.error END AS u_error,
-       COALESCE(a.state_changed_at, c.state_changed_at) AS u_state_changed_at
+       ${isoUtc('COALESCE(a.state_changed_at, c.state_changed_at)')} AS u_state_changed_at
   FROM devices d
   JOIN models m ON m.id = d.model_id
   LEFT JOIN device_updates a ON a.device_id = d.id AND a.state IN (${ACTIVE_STATES_SQL})
@@ -51,7 +57,7 @@ export interface DeviceRow {
   firmware: string | null;
   status: DeviceStatus;
   connectivity: Connectivity;
-  last_seen: Date | null;
+  last_seen: string | null;
   ip: string | null;
   uptime_s: number | null;
   rssi: number | null;
@@ -60,7 +66,7 @@ export interface DeviceRow {
   desired_config_version: number;
   reported_config: DeviceConfig | null;
   reported_config_version: number | null;
-  claimed_at: Date;
+  claimed_at: string;
   u_id: string | null;
   u_deployment_id: string | null;
   u_state: string | null;
@@ -68,10 +74,8 @@ export interface DeviceRow {
   u_from_version: string | null;
   u_target_version: string | null;
   u_error: string | null;
-  u_state_changed_at: Date | null;
+  u_state_changed_at: string | null;
 }
-
-const iso = (value: Date | string | null): string | null => (value === null ? null : new Date(value).toISOString());
 
 export function toDevice(row: DeviceRow): Device {
   return {
@@ -82,7 +86,7 @@ export function toDevice(row: DeviceRow): Device {
     firmware: row.firmware,
     status: row.status,
     connectivity: row.connectivity,
-    lastSeen: iso(row.last_seen),
+    lastSeen: row.last_seen,
     ip: row.ip,
     uptimeS: row.uptime_s,
     rssi: row.rssi,
@@ -105,9 +109,9 @@ export function toDevice(row: DeviceRow): Device {
             fromVersion: row.u_from_version,
             targetVersion: row.u_target_version!,
             error: row.u_error,
-            stateChangedAt: iso(row.u_state_changed_at)!,
+            stateChangedAt: row.u_state_changed_at!,
           },
-    claimedAt: iso(row.claimed_at)!,
+    claimedAt: row.claimed_at,
   };
 }
 

@@ -10,6 +10,7 @@ import { DeviceConfigPatch, TagsPatch, TAG_LIMITS, mergeConfig, mergeTags, type 
 import { DEVICE_STATUSES, isValidSerial, type Device, type DeviceCredentials, type DeviceHistoryEntry } from './device-types';
 import { countDevicesAndQuota, lockDevice, selectDeviceBySerial, selectDevicePage, selectQuota, type DeviceFilter } from './device.repository';
 import type { DeviceGateway } from './device-gateway';
+import { DeviceCountCache } from './device-count-cache';
 
 export const MAX_PAGE_SIZE = 1000;
 /** Rows per keyset batch of the streamed (unpaged) list: memory stays flat with fleet size. */
@@ -100,10 +101,20 @@ function toRepositoryFilter(filter: DeviceFilterInput): DeviceFilter {
  * account's serial is "not found", exactly like one that does not exist.
  */
 export class DeviceService {
+  /** Recent list totals (see DeviceCountCache); claims and unclaims invalidate through `forgetCounts`. */
+  private readonly counts: DeviceCountCache;
+
   constructor(
     private readonly deps: ServiceDeps,
-    private readonly area: { gateway: DeviceGateway },
-  ) {}
+    private readonly area: { gateway: DeviceGateway; countCacheTtlMs?: number },
+  ) {
+    this.counts = new DeviceCountCache({ ttlMs: area.countCacheTtlMs ?? 1000 });
+  }
+
+  /** The account's devices changed in number or attributes: recount on the next list. */
+  forgetCounts(accountId: string): void {
+    this.counts.invalidate(accountId);
+  }
 
   async get(actor: Actor, input: { serial: string }): Promise<Device> {
     if (!isValidSerial(input.serial)) throw notFound('Device');
@@ -117,11 +128,14 @@ export class DeviceService {
     const input = ListDevicesInput.parse(raw);
     const filter = toRepositoryFilter(input.filter);
     const afterSerial = input.cursor === undefined ? null : deviceCursor.decode(input.cursor);
+    const filterKey = JSON.stringify([filter.model, filter.status, filter.firmware, filter.firmwareLt, filter.q]);
+    const cached = this.counts.get(actor.accountId, filterKey);
     // Page and count run side by side (two pool connections on PostgreSQL).
     const [rows, counts] = await Promise.all([
       selectDevicePage(this.deps.knex, { accountId: actor.accountId, filter, afterSerial, limit: input.limit + 1 }),
-      countDevicesAndQuota(this.deps.knex, { accountId: actor.accountId, filter }),
+      cached ?? countDevicesAndQuota(this.deps.knex, { accountId: actor.accountId, filter }),
     ]);
+    if (!cached) this.counts.set(actor.accountId, filterKey, counts);
     const more = rows.length > input.limit;
     const devices = more ? rows.slice(0, input.limit) : rows;
     return { devices, total: counts.total, quota: counts.quota, nextCursor: more ? deviceCursor.encode(devices[devices.length - 1]!.serial) : null };
@@ -204,6 +218,7 @@ export class DeviceService {
       ]);
       return config;
     });
+    this.counts.invalidate(actor.accountId);
     if (pushed) {
       // After commit: the device must never receive a configuration that rolled back.
       await this.area.gateway.publishConfig(input.serial, pushed).catch((error: unknown) => {
@@ -248,6 +263,7 @@ export class DeviceService {
         { accountId: actor.accountId, type: 'device.unclaimed', subject: row.serial, data: { serial: row.serial, device_id: row.id, by: actor.principal } },
       ]);
     });
+    this.counts.invalidate(actor.accountId);
     this.area.gateway.disconnect(input.serial, 'unclaimed');
   }
 

@@ -1,0 +1,128 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+
+/**
+ * A real fleet server for benchmarks: a child process (so its RSS and CPU are its own) on free
+ * ports, with an isolated database: a fresh PostgreSQL database on BENCH_DATABASE_URL (or
+ * TEST_DATABASE_URL), else an embedded PGlite in a temporary folder. Dropped on stop().
+ *
+ *   const server = await startBenchServer();
+ *   const account = await server.createAccount({ quota: 100_000 });   // key limit raised
+ *   ... fetch(server.httpUrl + '/api/v1/devices', { headers: account.headers }) ...
+ *   await server.stop();
+ */
+export interface BenchAccount {
+  accountId: string;
+  apiKey: string;
+  apiKeyId: string;
+  headers: Record<string, string>;
+}
+
+export interface BenchServer {
+  httpUrl: string;
+  database: 'postgres' | 'embedded';
+  pid: number;
+  createAccount(input?: Partial<{ name: string; quota: number; budget: number; unitPrice: number; rateLimitPerMinute: number }>): Promise<BenchAccount>;
+  /** Runs SQL inside the server process (the only way to reach an embedded database). */
+  sql(sql: string, bindings?: unknown[]): Promise<{ rowCount: number; rows: unknown[] }>;
+  memory(): Promise<NodeJS.MemoryUsage>;
+  /** Forces a GC in the server (it runs with --expose-gc) and returns its memory afterwards. */
+  gc(): Promise<NodeJS.MemoryUsage>;
+  /** Samples the server's RSS every 5 ms between start and stop; stop returns the peak. */
+  startRssSampling(): Promise<{ rss: number }>;
+  stopRssSampling(): Promise<{ peakRss: number }>;
+  stop(): Promise<void>;
+}
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+export async function startBenchServer(options: { env?: Record<string, string> } = {}): Promise<BenchServer> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fleet-bench-'));
+  const adminUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
+  let databaseUrl: string | undefined;
+  let dbName: string | undefined;
+  if (adminUrl) {
+    dbName = `fleet_bench_${randomBytes(6).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: adminUrl });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${dbName}`);
+    await admin.end();
+    const url = new URL(adminUrl);
+    url.pathname = `/${dbName}`;
+    databaseUrl = url.toString();
+  }
+  const env: Record<string, string> = {
+    ...(process.env as Record<string, string>),
+    DATA_DIR: dataDir,
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    ...options.env,
+  };
+  if (!databaseUrl) delete env.DATABASE_URL;
+  const child: ChildProcess = fork(path.join(here, 'server-child.ts'), [], {
+    execArgv: ['--import', 'tsx', '--expose-gc', ...(process.env.BENCH_SERVER_NODE_OPTIONS?.split(' ').filter(Boolean) ?? [])],
+    env,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+
+  let nextId = 1;
+  const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  const ready = new Promise<{ httpUrl: string; database: 'postgres' | 'embedded' }>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`bench server exited with ${code} before it was ready`)));
+    child.on('message', (raw) => {
+      const msg = raw as { ready?: boolean; httpUrl: string; database: 'postgres' | 'embedded'; id?: number; ok?: boolean; result?: unknown; error?: string };
+      if (msg.ready) return resolve(msg);
+      const waiter = msg.id === undefined ? undefined : pending.get(msg.id);
+      if (!waiter) return;
+      pending.delete(msg.id!);
+      if (msg.ok) waiter.resolve(msg.result);
+      else waiter.reject(new Error(msg.error));
+    });
+  });
+  const { httpUrl, database } = await ready;
+  const request = <T>(message: Record<string, unknown>): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      const id = nextId++;
+      pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      child.send({ id, ...message });
+    });
+
+  let stopped = false;
+  return {
+    httpUrl,
+    database,
+    pid: child.pid!,
+    async createAccount(input = {}) {
+      const created = await request<{ accountId: string; apiKey: string; apiKeyId: string }>({
+        cmd: 'createAccount',
+        input: { name: 'Bench', quota: 1_000_000, budget: 1e9, unitPrice: 0.1, rateLimitPerMinute: 100_000_000, ...input },
+      });
+      return { ...created, headers: { authorization: `Bearer ${created.apiKey}` } };
+    },
+    sql: (sql, bindings) => request({ cmd: 'sql', sql, bindings }),
+    memory: () => request({ cmd: 'memory' }),
+    gc: () => request({ cmd: 'gc' }),
+    startRssSampling: () => request({ cmd: 'sampleRss', action: 'start' }),
+    stopRssSampling: () => request({ cmd: 'sampleRss', action: 'stop' }),
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      await request({ cmd: 'stop' }).catch(() => undefined);
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+      if (child.exitCode === null) child.kill('SIGKILL');
+      fs.rmSync(dataDir, { recursive: true, force: true });
+      if (adminUrl && dbName) {
+        const admin = new pg.Client({ connectionString: adminUrl });
+        await admin.connect();
+        await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+        await admin.end();
+      }
+    },
+  };
+}

@@ -1,0 +1,77 @@
+import { loadConfig } from '../../api/src/config';
+import { startFleetService, type FleetService } from '../../api/src/app';
+import { createLogger } from '../../api/src/logger';
+
+/**
+ * The benchmarked server, in its own process so that its memory and CPU are measured apart from
+ * the load generator. Driven over IPC by bench/lib/bench-server.ts. Environment: as `npm start`
+ * (DATABASE_URL or DATA_DIR), with ports 0.
+ */
+type Request =
+  | { id: number; cmd: 'createAccount'; input: { name: string; quota: number; budget: number; unitPrice: number; rateLimitPerMinute: number } }
+  | { id: number; cmd: 'sql'; sql: string; bindings?: unknown[] }
+  | { id: number; cmd: 'memory' }
+  | { id: number; cmd: 'sampleRss'; action: 'start' | 'stop' }
+  | { id: number; cmd: 'gc' }
+  | { id: number; cmd: 'stop' };
+
+let service: FleetService;
+let peakRss = 0;
+let sampler: NodeJS.Timeout | undefined;
+let accounts = 0;
+
+async function handle(req: Request): Promise<unknown> {
+  switch (req.cmd) {
+    case 'createAccount': {
+      accounts += 1;
+      const created = await service.services.accounts.create({
+        name: req.input.name,
+        quota: req.input.quota,
+        budget: req.input.budget,
+        currency: 'EUR',
+        unitPrice: req.input.unitPrice,
+        adminEmail: `bench${accounts}-${Date.now()}@example.test`,
+        adminPassword: 'benchmark password',
+      });
+      await service.services.apiKeys.setRateLimit(created.apiKeyId, req.input.rateLimitPerMinute);
+      return { accountId: created.accountId, apiKey: created.apiKey, apiKeyId: created.apiKeyId };
+    }
+    case 'sql': {
+      // Bindings come from the benchmark script over IPC (trusted, same machine).
+      const result = (await service.database.knex.raw(req.sql, (req.bindings ?? []) as never)) as { rowCount?: number; rows?: unknown[] };
+      return { rowCount: result.rowCount ?? 0, rows: result.rows ?? [] };
+    }
+    case 'memory':
+      return process.memoryUsage();
+    case 'sampleRss':
+      if (req.action === 'start') {
+        peakRss = process.memoryUsage.rss();
+        sampler = setInterval(() => {
+          peakRss = Math.max(peakRss, process.memoryUsage.rss());
+        }, 5);
+        return { rss: peakRss };
+      }
+      if (sampler) clearInterval(sampler);
+      peakRss = Math.max(peakRss, process.memoryUsage.rss());
+      return { peakRss };
+    case 'gc':
+      (globalThis as { gc?: () => void }).gc?.();
+      return process.memoryUsage();
+    case 'stop':
+      await service.stop();
+      setImmediate(() => process.exit(0));
+      return {};
+  }
+}
+
+process.on('message', (raw) => {
+  const req = raw as Request;
+  handle(req).then(
+    (result) => process.send?.({ id: req.id, ok: true, result }),
+    (error: Error) => process.send?.({ id: req.id, ok: false, error: error.message }),
+  );
+});
+
+const config = loadConfig({ ...process.env, PORT: '0', MQTT_PORT: '0', HOST: '127.0.0.1', DEMO_ACCOUNT: 'false' });
+service = await startFleetService({ config, logger: createLogger(config.logLevel) });
+process.send?.({ ready: true, httpUrl: service.httpUrl, database: service.database.kind });
