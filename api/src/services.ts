@@ -61,7 +61,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) 
   const ota = new OtaEngine(deps, { gateway, links: downloadLinks, ...(options.firmware?.engine ? { options: options.firmware.engine } : {}), ...(options.firmware?.metrics ? { metrics: options.firmware.metrics } : {}) });
   const deployments = new DeploymentService(deps, { models, engine: ota });
   // Claims schedule their firmware through the deployment service (a deployment of kind `claim`).
-  const claims = new ClaimService(deps, { models, allocation, firmware: deployments });
+  const claims = new ClaimService(deps, { models, allocation, firmware: deployments, onClaimed: (accountId) => devices.forgetCounts(accountId) });
   // Device gateway (broker): password checks, presence/heartbeat persistence, applied configuration.
   // The OTA engine registers itself with `otaListener.set(...)` to hear about devices.
   const deviceAuth = new DeviceAuthService(deps);
