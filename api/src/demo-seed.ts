@@ -1,4 +1,5 @@
 import type { Services } from './services';
+import { systemActor } from './domain/shared/actor';
 
 export const DEMO_EMAIL = 'demo@fleet.local';
 export const DEMO_PASSWORD = 'demo-password';
@@ -18,5 +19,7 @@ export async function seedDemoAccount(services: Services): Promise<{ email: stri
     adminEmail: DEMO_EMAIL,
     adminPassword: DEMO_PASSWORD,
   });
+  // The simulator's README walk-through claims devices of this model (`--model Luma-100`).
+  await services.models.register(systemActor(created.accountId), { name: 'Luma-100', description: 'Demo LED luminaire module (simulated)' });
   return { email: DEMO_EMAIL, password: DEMO_PASSWORD, apiKey: created.apiKey };
 }

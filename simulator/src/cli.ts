@@ -1,0 +1,164 @@
+import { parseArgs } from 'node:util';
+import { randomBytes } from 'node:crypto';
+import cliProgress from 'cli-progress';
+import { Fleet, claimDevices, loadCredentials, makeSerials, saveCredentials, type FleetStats } from './fleet';
+import { isValidVersion } from '../../api/src/domain/shared/version';
+
+const USAGE = `Usage: npm run simulator -- --count N --broker-url URL --api-url URL --api-key KEY --model M --firmware V
+         [--claim] [--serial-prefix P] [--heartbeat-s S] [--fail-rate R] [--download-kbps K]
+         [--flap-rate R] [--duration S] [--credentials FILE] [--verbose]
+
+  --count N            virtual devices (1..10000 per process)
+  --broker-url URL     mqtt://host:1883 or ws://host:8080/mqtt
+  --api-url URL        the service's HTTP address (used by --claim)
+  --api-key KEY        an admin API key of the account (used by --claim)
+  --model M            model of the devices (must be registered in the account)
+  --firmware V         version the devices run at start (and claim with)
+  --claim              claim the serials first (REST batch claim, 1000 per request)
+  --serial-prefix P    serials are P-000001...; default SIM-<random> with --claim
+  --heartbeat-s S      heartbeat period in seconds (default: the device's configured interval, 60)
+  --fail-rate R        probability 0..1 that an OTA update fails (default 0)
+  --download-kbps K    firmware download speed in kilobits/s (default 0 = unthrottled)
+  --flap-rate R        connection drops per device per minute (default 0)
+  --duration S         stop after S seconds (default: until Ctrl-C)
+  --credentials FILE   with --claim: save credentials there; without: read them from there
+  --verbose            print every MQTT message (meant for --count 1)`;
+
+function fail(message: string): never {
+  console.error(`simulator: ${message}\n\n${USAGE}`);
+  process.exit(2);
+}
+
+function numberOption(value: string | undefined, name: string, min: number, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < min || n > max) fail(`--${name} must be a number from ${min} to ${max} (got "${value}")`);
+  return n;
+}
+
+const { values } = (() => {
+  try {
+    return parseArgs({
+      options: {
+        count: { type: 'string' },
+        'broker-url': { type: 'string' },
+        'api-url': { type: 'string' },
+        'api-key': { type: 'string' },
+        model: { type: 'string' },
+        firmware: { type: 'string' },
+        claim: { type: 'boolean', default: false },
+        'serial-prefix': { type: 'string' },
+        'heartbeat-s': { type: 'string' },
+        'fail-rate': { type: 'string' },
+        'download-kbps': { type: 'string' },
+        'flap-rate': { type: 'string' },
+        duration: { type: 'string' },
+        credentials: { type: 'string' },
+        verbose: { type: 'boolean', default: false },
+        help: { type: 'boolean', default: false },
+      },
+      strict: true,
+    });
+  } catch (err) {
+    fail((err as Error).message);
+  }
+})();
+
+if (values.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+
+const count = numberOption(values.count, 'count', 1, 10_000) ?? fail('--count is required');
+if (!Number.isInteger(count)) fail('--count must be a whole number');
+const brokerUrl = values['broker-url'] ?? fail('--broker-url is required');
+if (!/^(mqtt|ws|wss|mqtts|tcp):\/\//.test(brokerUrl)) fail('--broker-url must start with mqtt:// or ws:// (wss://, mqtts:// also work)');
+const firmware = values.firmware ?? fail('--firmware is required');
+if (!isValidVersion(firmware)) fail(`--firmware "${firmware}" is not a dotted version such as 1.4.2`);
+const heartbeatS = numberOption(values['heartbeat-s'], 'heartbeat-s', 0.05, 3600);
+const failRate = numberOption(values['fail-rate'], 'fail-rate', 0, 1) ?? 0;
+const downloadKbps = numberOption(values['download-kbps'], 'download-kbps', 0, 10_000_000) ?? 0;
+const flapRate = numberOption(values['flap-rate'], 'flap-rate', 0, 60) ?? 0;
+const duration = numberOption(values.duration, 'duration', 1, 365 * 24 * 3600);
+
+async function credentials() {
+  if (values.claim) {
+    const apiUrl = values['api-url'] ?? fail('--api-url is required with --claim');
+    const apiKey = values['api-key'] ?? fail('--api-key is required with --claim');
+    const model = values.model ?? fail('--model is required with --claim');
+    const prefix = values['serial-prefix'] ?? `SIM-${randomBytes(2).toString('hex').toUpperCase()}`;
+    const serials = makeSerials(prefix, count);
+    console.log(`claiming ${count} devices ${serials[0]}..${serials.at(-1)} (model ${model}, firmware ${firmware}) at ${apiUrl}`);
+    const creds = await claimDevices({ apiUrl, apiKey, model, firmware, serials, onBatch: (done) => console.log(`  claimed ${done}/${count}`) });
+    if (values.credentials) {
+      await saveCredentials(values.credentials, creds);
+      console.log(`credentials saved to ${values.credentials} (keep it private: it holds the device passwords)`);
+    }
+    return creds;
+  }
+  if (!values.credentials) fail('without --claim, --credentials FILE must name the credentials saved by an earlier --claim run');
+  const creds = await loadCredentials(values.credentials);
+  if (creds.length < count) fail(`${values.credentials} holds ${creds.length} devices, fewer than --count ${count}`);
+  return creds.slice(0, count);
+}
+
+const line = (s: FleetStats) =>
+  `connected ${s.connected}/${s.total} | online ${s.online} | updating ${s.updating} | succeeded ${s.succeeded} | failed ${s.failed + s.rolledBack} (rolled back ${s.rolledBack}) | heartbeats ${s.heartbeats}`;
+
+async function main(): Promise<void> {
+  const devices = await credentials();
+  const fleet = new Fleet({
+    devices,
+    brokerUrl,
+    firmware,
+    ...(heartbeatS !== undefined ? { heartbeatS } : {}),
+    failRate,
+    downloadKbps,
+    flapRate,
+    ...(values.verbose ? { trace: (l: string) => console.log(l) } : {}),
+  });
+
+  const tty = process.stdout.isTTY && !values.verbose;
+  const bar = tty
+    ? new cliProgress.SingleBar({ format: 'devices [{bar}] {connected}/{total} connected | online {online} | updating {updating} | succeeded {succeeded} | failed {failed}', hideCursor: true, clearOnComplete: false }, cliProgress.Presets.shades_classic)
+    : null;
+  const show = () => {
+    const s = fleet.stats();
+    if (bar) bar.update(s.connected, { ...s, failed: s.failed + s.rolledBack });
+    else console.log(`${new Date().toISOString()} ${line(s)}`);
+  };
+  bar?.start(count, 0, { ...fleet.stats(), failed: 0 });
+  const timer = setInterval(show, tty ? 250 : 10_000);
+
+  let stopping = false;
+  const finish = async (reason: string) => {
+    if (stopping) return;
+    stopping = true;
+    clearInterval(timer);
+    show();
+    bar?.stop();
+    console.log(`stopping (${reason}): disconnecting ${count} devices...`);
+    const final = fleet.stats();
+    await fleet.stop();
+    console.log(`summary: ${line(final)}`);
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void finish('SIGINT'));
+  process.on('SIGTERM', () => void finish('SIGTERM'));
+  if (duration) setTimeout(() => void finish(`--duration ${duration} s`), duration * 1000);
+
+  const ramp = await fleet.start();
+  if (!bar) console.log(`connected ${ramp.connected}/${count} in ${ramp.seconds.toFixed(1)} s${ramp.failed ? ` (${ramp.failed} refused or failed: check credentials and broker URL)` : ''}`);
+  if (ramp.connected === 0) {
+    clearInterval(timer);
+    bar?.stop();
+    console.error('simulator: no device could connect');
+    await fleet.stop();
+    process.exit(1);
+  }
+}
+
+main().catch((err: Error) => {
+  console.error(`simulator: ${err.message}`);
+  process.exit(1);
+});

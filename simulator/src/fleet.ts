@@ -1,0 +1,138 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import { SimulatedDevice, type DeviceCredentials, type SimulatedDeviceOptions } from './simulated-device';
+
+export type { DeviceCredentials } from './simulated-device';
+
+export interface FleetOptions extends Omit<SimulatedDeviceOptions, 'credentials' | 'onChange'> {
+  devices: DeviceCredentials[];
+  /** New connections started per second (a reconnect storm has a shape too). Default 1000. */
+  connectRatePerS?: number;
+  /** Connections in flight at once. Default 500. */
+  maxPendingConnects?: number;
+}
+
+export interface FleetStats {
+  total: number;
+  connected: number;
+  /** Connected and heartbeating. */
+  online: number;
+  updating: number;
+  succeeded: number;
+  failed: number;
+  rolledBack: number;
+  heartbeats: number;
+  connectFailures: number;
+}
+
+/**
+ * A fleet of simulated devices in one process: the engine behind `npm run simulator`, and what
+ * tests and benchmarks import. Connections are staggered (connectRatePerS) so 10,000 devices
+ * ramp up without a thundering herd of half-open sockets.
+ */
+export class Fleet {
+  readonly devices: SimulatedDevice[];
+  private connectFailures = 0;
+  private stopped = false;
+
+  constructor(private readonly options: FleetOptions) {
+    this.devices = options.devices.map((credentials) => new SimulatedDevice({ ...options, credentials }));
+  }
+
+  /** Connects every device (staggered); resolves when each one connected or failed once. */
+  async start(onProgress?: (stats: FleetStats) => void): Promise<{ connected: number; failed: number; seconds: number }> {
+    const started = performance.now();
+    const rate = this.options.connectRatePerS ?? 1000;
+    const maxPending = this.options.maxPendingConnects ?? 500;
+    let pending = 0;
+    const inFlight = new Set<Promise<void>>();
+    for (let i = 0; i < this.devices.length && !this.stopped; i++) {
+      // Pace: device i starts no earlier than i / rate seconds after the start.
+      const due = started + (i / rate) * 1000;
+      const wait = due - performance.now();
+      if (wait > 1) await sleep(wait);
+      while (pending >= maxPending) await Promise.race(inFlight);
+      pending += 1;
+      const attempt = this.devices[i]!.start()
+        .catch(() => {
+          this.connectFailures += 1;
+        })
+        .finally(() => {
+          pending -= 1;
+          inFlight.delete(attempt);
+        });
+      inFlight.add(attempt);
+      if (onProgress && i % 500 === 0) onProgress(this.stats());
+    }
+    await Promise.all(inFlight);
+    return { connected: this.stats().connected, failed: this.connectFailures, seconds: (performance.now() - started) / 1000 };
+  }
+
+  stats(): FleetStats {
+    const s: FleetStats = { total: this.devices.length, connected: 0, online: 0, updating: 0, succeeded: 0, failed: 0, rolledBack: 0, heartbeats: 0, connectFailures: this.connectFailures };
+    for (const d of this.devices) {
+      if (d.connected) s.connected += 1;
+      if (d.connected && d.heartbeats > 0) s.online += 1;
+      if (d.updating) s.updating += 1;
+      s.succeeded += d.outcomes.succeeded;
+      s.failed += d.outcomes.failed;
+      s.rolledBack += d.outcomes.rolled_back;
+      s.heartbeats += d.heartbeats;
+    }
+    return s;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    // In slices: 10,000 simultaneous DISCONNECTs would just queue up anyway.
+    for (let i = 0; i < this.devices.length; i += 1000) await Promise.all(this.devices.slice(i, i + 1000).map((d) => d.stop()));
+  }
+}
+
+/** Serials `PREFIX-000001` ... */
+export function makeSerials(prefix: string, count: number): string[] {
+  return Array.from({ length: count }, (_, i) => `${prefix}-${String(i + 1).padStart(6, '0')}`);
+}
+
+/**
+ * Claims the serials through the REST batch claim (`POST /api/v1/devices/claim`, at most 1000
+ * per request, all or nothing per request) and returns their MQTT credentials.
+ */
+export async function claimDevices(input: { apiUrl: string; apiKey: string; model: string; firmware: string; serials: string[]; onBatch?: (done: number) => void }): Promise<DeviceCredentials[]> {
+  const out: DeviceCredentials[] = [];
+  const base = input.apiUrl.replace(/\/+$/, '');
+  for (let i = 0; i < input.serials.length; i += 1000) {
+    const serials = input.serials.slice(i, i + 1000);
+    const res = await fetch(`${base}/api/v1/devices/claim`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${input.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ serials, model: input.model, firmware: input.firmware }),
+    });
+    const body = (await res.json().catch(() => ({}))) as { devices?: Array<{ serial: string; credentials: { username: string; password: string } }>; detail?: string; code?: string; errors?: Array<{ field: string; message: string }> };
+    if (res.status !== 201 || !body.devices) {
+      const details = (body.errors ?? []).slice(0, 5).map((e) => `${e.field}: ${e.message}`).join('; ');
+      throw new Error(`claim of serials ${serials[0]}..${serials.at(-1)} failed: HTTP ${res.status} ${body.code ?? ''} ${body.detail ?? ''}${details ? ` (${details})` : ''}`.trim());
+    }
+    for (const d of body.devices) out.push({ serial: d.serial, username: d.credentials.username, password: d.credentials.password });
+    input.onBatch?.(out.length);
+  }
+  return out;
+}
+
+/** Credentials file: a JSON array of {serial, username, password}. Written with mode 0600: it holds secrets. */
+export async function saveCredentials(file: string, devices: DeviceCredentials[]): Promise<void> {
+  await writeFile(file, JSON.stringify(devices, null, 1), { mode: 0o600 });
+}
+
+export async function loadCredentials(file: string): Promise<DeviceCredentials[]> {
+  const parsed = JSON.parse(await readFile(file, 'utf8')) as unknown;
+  if (!Array.isArray(parsed)) throw new Error(`${file}: expected a JSON array of {serial, username, password}`);
+  return parsed.map((d, i) => {
+    const item = d as Partial<DeviceCredentials>;
+    if (typeof item.serial !== 'string' || typeof item.username !== 'string' || typeof item.password !== 'string') throw new Error(`${file}: entry ${i} needs serial, username and password`);
+    return { serial: item.serial, username: item.username, password: item.password };
+  });
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,365 @@
+import { createHash } from 'node:crypto';
+import mqtt, { type MqttClient } from 'mqtt';
+import { topics } from '../../broker/src/protocol/topics';
+import { ConfigMessage, OtaCommand, parsePayload } from '../../broker/src/protocol/payloads';
+import type { OtaProgress } from '../../broker/src/protocol/payloads';
+
+/** MQTT credentials of one device, as the claim returns them. */
+export interface DeviceCredentials {
+  serial: string;
+  username: string;
+  password: string;
+}
+
+export interface SimulatedDeviceOptions {
+  credentials: DeviceCredentials;
+  /** mqtt://host:port or ws://host:port/mqtt */
+  brokerUrl: string;
+  /** Version the device runs at start. */
+  firmware: string;
+  /** Heartbeat period in seconds (fractions allowed for load tests). Default: the configured `heartbeat_interval_s`, else 60. */
+  heartbeatS?: number;
+  /** Heartbeat QoS. Default 1. */
+  heartbeatQos?: 0 | 1;
+  /** Probability (0..1) that an OTA update fails. Default 0. */
+  failRate?: number;
+  /** Download speed in kilobits per second; 0 = as fast as possible. Default 0. */
+  downloadKbps?: number;
+  /** Probability per minute that the connection drops abruptly (the Last Will fires). Default 0. */
+  flapRate?: number;
+  /** Reboot duration in ms after an install. Default 1500. */
+  rebootMs?: number;
+  /** Every MQTT message in and out (`--verbose`). */
+  trace?: (line: string) => void;
+  /** State changes for the fleet's counters. */
+  onChange?: (device: SimulatedDevice) => void;
+  /** Random source (tests pass a seeded one). */
+  random?: () => number;
+}
+
+export type OtaOutcome = 'succeeded' | 'failed' | 'rolled_back';
+
+/** Realistic failures of a lighting module's update (what a field engineer would read). */
+const DOWNLOAD_ERRORS = ['download failed: connection reset by peer (ECONNRESET)', 'download failed: timed out waiting for data after 30 s'];
+const INSTALL_ERRORS = ['flash write failed: bank B sector 12 verify error', 'install refused: supply voltage 9.8 V below 10.5 V minimum for flashing'];
+const BOOT_ERRORS = ['new image failed to boot: watchdog reset 3 times; reverted to previous image', 'new image failed self-test: DALI driver init error; reverted'];
+
+/**
+ * One virtual lighting module speaking protocol v1: connects (client id = username = serial,
+ * clean false, keepalive 30 s, Last Will offline), heartbeats, applies and reports configuration,
+ * performs OTA updates for real (download at a given speed, sha256 check, install, reboot,
+ * reconnect on the new version) and flaps its connection on request.
+ */
+export class SimulatedDevice {
+  readonly serial: string;
+  firmware: string;
+  connected = false;
+  /** Heartbeats sent since start. */
+  heartbeats = 0;
+  /** An OTA job is running. */
+  updating = false;
+  readonly outcomes: Record<OtaOutcome, number> = { succeeded: 0, failed: 0, rolled_back: 0 };
+  appliedConfigVersion = 0;
+  config: Record<string, unknown> = {};
+  private client: MqttClient | undefined;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private flapTimer: NodeJS.Timeout | undefined;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private rebooting = false;
+  /** job_id -> last state reported: a redelivered command is not applied twice. */
+  private readonly jobs = new Map<string, OtaProgress['state']>();
+  private readonly random: () => number;
+  private readonly ip: string;
+  private readonly startedAt = Date.now();
+
+  constructor(private readonly options: SimulatedDeviceOptions) {
+    this.serial = options.credentials.serial;
+    this.firmware = options.firmware;
+    this.random = options.random ?? Math.random;
+    this.ip = `10.${Math.floor(this.random() * 256)}.${Math.floor(this.random() * 256)}.${1 + Math.floor(this.random() * 254)}`;
+  }
+
+  /** Connects; resolves on the first CONNACK (rejects when refused). */
+  start(): Promise<void> {
+    this.stopped = false;
+    return this.connect();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.clearTimers();
+    const client = this.client;
+    this.client = undefined;
+    if (client) await client.endAsync().catch(() => undefined);
+    this.setConnected(false);
+  }
+
+  /** Drops the connection without DISCONNECT (power cut, Wi-Fi loss): the broker publishes the Last Will. */
+  dropConnection(): void {
+    this.client?.stream.destroy();
+  }
+
+  private connect(): Promise<void> {
+    const { credentials } = this.options;
+    return new Promise((resolve, reject) => {
+      const client = mqtt.connect(this.options.brokerUrl, {
+        clientId: credentials.serial,
+        username: credentials.username,
+        password: credentials.password,
+        clean: false,
+        keepalive: 30,
+        reconnectPeriod: 0,
+        connectTimeout: 15_000,
+        will: { topic: topics.status(this.serial), payload: Buffer.from('{"state":"offline"}'), qos: 1, retain: false },
+      });
+      this.client = client;
+      let settled = false;
+      client.on('connect', (connack) => {
+        settled = true;
+        this.setConnected(true);
+        this.trace('<-', 'CONNACK', JSON.stringify({ sessionPresent: connack.sessionPresent }));
+        if (!connack.sessionPresent) {
+          client.subscribe([topics.ota(this.serial), topics.config(this.serial)], { qos: 1 }, () => undefined);
+          this.trace('->', 'SUBSCRIBE', `${topics.ota(this.serial)}, ${topics.config(this.serial)}`);
+        }
+        this.sendHeartbeat();
+        this.scheduleHeartbeats();
+        this.scheduleFlap();
+        resolve();
+      });
+      client.on('message', (topic, payload) => this.onMessage(topic, payload));
+      client.on('error', (err) => {
+        this.trace('!!', 'error', err.message);
+        if (!settled) {
+          settled = true;
+          client.end(true);
+          reject(err);
+        }
+      });
+      client.on('close', () => {
+        if (this.client !== client) return;
+        this.setConnected(false);
+        this.clearTimers();
+        if (!settled) {
+          settled = true;
+          reject(new Error(`${this.serial}: connection closed before CONNACK`));
+          return;
+        }
+        if (!this.stopped && !this.rebooting) this.scheduleReconnect(1000 + this.random() * 4000);
+      });
+    });
+  }
+
+  private scheduleReconnect(delayMs: number): void {
+    clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = setTimeout(() => {
+      if (this.stopped) return;
+      this.connect().catch(() => this.scheduleReconnect(2000 + this.random() * 8000));
+    }, delayMs);
+    this.reconnectTimer.unref?.();
+  }
+
+  private heartbeatPeriodMs(): number {
+    const configured = typeof this.config.heartbeat_interval_s === 'number' ? this.config.heartbeat_interval_s : 60;
+    return (this.options.heartbeatS ?? configured) * 1000;
+  }
+
+  private scheduleHeartbeats(): void {
+    clearInterval(this.heartbeatTimer);
+    const period = this.heartbeatPeriodMs();
+    // Jittered start so a fleet does not heartbeat in lockstep.
+    this.heartbeatTimer = setTimeout(() => {
+      this.sendHeartbeat();
+      this.heartbeatTimer = setInterval(() => this.sendHeartbeat(), period);
+    }, this.random() * period);
+  }
+
+  private scheduleFlap(): void {
+    const perMinute = this.options.flapRate ?? 0;
+    if (perMinute <= 0) return;
+    clearInterval(this.flapTimer);
+    this.flapTimer = setInterval(() => {
+      if (!this.updating && this.random() < perMinute / 60) {
+        this.trace('!!', 'flap', 'dropping the connection');
+        this.dropConnection();
+      }
+    }, 1000);
+  }
+
+  private clearTimers(): void {
+    clearInterval(this.heartbeatTimer);
+    clearTimeout(this.heartbeatTimer);
+    clearInterval(this.flapTimer);
+    clearTimeout(this.reconnectTimer);
+  }
+
+  sendHeartbeat(): void {
+    const payload = JSON.stringify({ firmware: this.firmware, ip: this.ip, uptime_s: Math.floor((Date.now() - this.startedAt) / 1000), rssi: -40 - Math.floor(this.random() * 50) });
+    void this.publish(topics.heartbeat(this.serial), payload, this.options.heartbeatQos ?? 1);
+    this.heartbeats += 1;
+  }
+
+  /** Resolves when a QoS 1 message is acknowledged (or at once for QoS 0 / while disconnected). */
+  private publish(topic: string, payload: string, qos: 0 | 1 = 1): Promise<void> {
+    if (!this.client?.connected) return Promise.resolve();
+    this.trace('->', topic, payload);
+    const client = this.client;
+    return new Promise((resolve) => client.publish(topic, payload, { qos }, () => resolve()));
+  }
+
+  private onMessage(topic: string, payload: Buffer): void {
+    this.trace('<-', topic, payload.toString());
+    if (topic === topics.config(this.serial)) {
+      const parsed = parsePayload(ConfigMessage, payload);
+      if (!parsed.ok || parsed.value.version <= this.appliedConfigVersion) return;
+      const before = this.heartbeatPeriodMs();
+      this.config = parsed.value.config;
+      this.appliedConfigVersion = parsed.value.version;
+      void this.publish(topics.configReported(this.serial), JSON.stringify({ version: parsed.value.version }));
+      if (this.heartbeatPeriodMs() !== before) this.scheduleHeartbeats();
+      this.options.onChange?.(this);
+    } else if (topic === topics.ota(this.serial)) {
+      const parsed = parsePayload(OtaCommand, payload);
+      if (!parsed.ok) return;
+      void this.runOta(parsed.value);
+    }
+  }
+
+  private report(job: string, state: OtaProgress['state'], extra: { progress?: number; error?: string } = {}): Promise<void> {
+    this.jobs.set(job, state);
+    return this.publish(topics.otaProgress(this.serial), JSON.stringify({ job_id: job, state, ...extra }));
+  }
+
+  /** Performs one OTA job for real; a redelivered job id is not applied twice. */
+  async runOta(command: OtaCommand): Promise<OtaOutcome | 'duplicate'> {
+    const previous = this.jobs.get(command.job_id);
+    if (previous) {
+      // Already handled (QoS 1 redelivery): repeat the final word, never the work.
+      if (previous === 'succeeded' || previous === 'failed' || previous === 'rolled_back') void this.report(command.job_id, previous);
+      return 'duplicate';
+    }
+    if (this.updating) return 'duplicate';
+    this.updating = true;
+    this.options.onChange?.(this);
+    try {
+      return await this.performOta(command);
+    } finally {
+      this.updating = false;
+      this.options.onChange?.(this);
+    }
+  }
+
+  private async performOta(command: OtaCommand): Promise<OtaOutcome> {
+    const job = command.job_id;
+    const failing = this.random() < (this.options.failRate ?? 0);
+    const failAt = failing ? (['download', 'install', 'boot'] as const)[Math.floor(this.random() * 3)]! : null;
+    const fail = (error: string): OtaOutcome => {
+      void this.report(job, 'failed', { error });
+      this.outcomes.failed += 1;
+      return 'failed';
+    };
+    void this.report(job, 'downloading', { progress: 0 });
+    let digest: string;
+    try {
+      digest = await this.download(command, (progress) => void this.report(job, 'downloading', { progress }), failAt === 'download');
+    } catch (err) {
+      return fail((err as Error).message);
+    }
+    if (digest !== command.sha256) return fail(`sha256 mismatch: expected ${command.sha256.slice(0, 12)}…, got ${digest.slice(0, 12)}…; image discarded`);
+    void this.report(job, 'installing', { progress: 0 });
+    await sleep(100 + this.random() * 200);
+    if (failAt === 'install') return fail(pick(INSTALL_ERRORS, this.random));
+    void this.report(job, 'installing', { progress: 100 });
+    // Acknowledged before the connection goes down for the reboot.
+    await this.report(job, 'rebooting');
+    const from = this.firmware;
+    await this.reboot(failAt === 'boot' ? from : command.version);
+    if (failAt === 'boot') {
+      void this.report(job, 'rolled_back', { error: pick(BOOT_ERRORS, this.random) });
+      this.outcomes.rolled_back += 1;
+      return 'rolled_back';
+    }
+    void this.report(job, 'succeeded');
+    this.outcomes.succeeded += 1;
+    return 'succeeded';
+  }
+
+  /** Streams the image at the configured speed, hashing as it goes; returns the hex sha256. */
+  private async download(command: OtaCommand, onProgress: (percent: number) => void, failMidway: boolean): Promise<string> {
+    const res = await fetch(command.url).catch((err: Error) => {
+      throw new Error(`download failed: ${err.message}`);
+    });
+    if (!res.ok || !res.body) throw new Error(`download failed: HTTP ${res.status}`);
+    const hash = createHash('sha256');
+    const bytesPerS = ((this.options.downloadKbps ?? 0) * 1000) / 8;
+    const started = Date.now();
+    let received = 0;
+    let lastReported = 0;
+    const reader = res.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      hash.update(value);
+      received += value.length;
+      const percent = command.size > 0 ? Math.min(100, Math.floor((received / command.size) * 100)) : 100;
+      if (failMidway && percent >= 40) {
+        await reader.cancel().catch(() => undefined);
+        throw new Error(`${pick(DOWNLOAD_ERRORS, this.random)} at ${percent}%`);
+      }
+      if (percent - lastReported >= 20 && percent < 100) {
+        lastReported = percent;
+        onProgress(percent);
+      }
+      if (bytesPerS > 0) {
+        const due = (received / bytesPerS) * 1000 - (Date.now() - started);
+        if (due > 0) await sleep(due);
+      }
+    }
+    if (failMidway) throw new Error(`${pick(DOWNLOAD_ERRORS, this.random)} at 99%`);
+    if (command.size && received !== command.size) throw new Error(`download failed: got ${received} bytes, expected ${command.size}`);
+    onProgress(100);
+    return hash.digest('hex');
+  }
+
+  /** Disconnects cleanly, "boots" for a moment, and reconnects running `version`. */
+  private async reboot(version: string): Promise<void> {
+    this.rebooting = true;
+    const client = this.client;
+    this.clearTimers();
+    await sleep(50);
+    if (client) await client.endAsync().catch(() => undefined);
+    this.setConnected(false);
+    await sleep(this.options.rebootMs ?? 1500);
+    this.firmware = version;
+    this.rebooting = false;
+    if (this.stopped) return;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.connect();
+        return;
+      } catch {
+        if (this.stopped) return;
+        await sleep(Math.min(1000 * 2 ** attempt, 10_000));
+      }
+    }
+  }
+
+  private setConnected(value: boolean): void {
+    if (this.connected === value) return;
+    this.connected = value;
+    this.options.onChange?.(this);
+  }
+
+  private trace(direction: string, topic: string, payload: string): void {
+    this.options.trace?.(`${new Date().toISOString()} ${this.serial} ${direction} ${topic} ${payload}`);
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function pick<T>(items: readonly T[], random: () => number): T {
+  return items[Math.floor(random() * items.length)]!;
+}

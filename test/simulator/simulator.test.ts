@@ -1,0 +1,130 @@
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import fs from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
+import { buildFirmwareVersion, buildModel } from '../helpers/factories';
+import { Fleet, claimDevices, loadCredentials, saveCredentials, makeSerials } from '../../simulator/src/fleet';
+import type { OtaProgressReport } from '../../api/src/domain/devices/device-gateway';
+
+/** The simulator engine against a real server: claim flow, configuration, OTA for real. */
+describe('simulator engine', () => {
+  let server: TestServer;
+  let account: TestAccount;
+  let files: http.Server;
+  let filesUrl: string;
+  const image = randomBytes(64 * 1024);
+  const sha256 = createHash('sha256').update(image).digest('hex');
+  const progress: Array<{ serial: string; report: OtaProgressReport }> = [];
+  const ready = new Set<string>();
+  const fleets: Fleet[] = [];
+
+  beforeAll(async () => {
+    server = await startTestServer();
+    account = await server.createAccount();
+    await buildModel(account, 'Luma-100');
+    await buildFirmwareVersion(server, { accountId: account.accountId, model: 'Luma-100', version: '1.0.0' });
+    server.service.services.otaListener.set({
+      onDeviceReady: async ({ serial }) => void ready.add(serial),
+      onProgress: async ({ serial, report }) => void progress.push({ serial, report }),
+      onFirmwareReported: async () => undefined,
+    });
+    // A stand-in for the firmware download endpoint (the OTA engine's, in production).
+    files = http.createServer((req, res) => {
+      if (req.url === '/fw.bin') res.writeHead(200, { 'content-length': image.length }).end(image);
+      else res.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => files.listen(0, '127.0.0.1', resolve));
+    filesUrl = `http://127.0.0.1:${(files.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    for (const f of fleets) await f.stop();
+    files?.close();
+    await server?.close();
+  });
+
+  const newFleet = async (prefix: string, count: number, extra: Partial<ConstructorParameters<typeof Fleet>[0]> = {}) => {
+    const devices = await claimDevices({ apiUrl: server.service.httpUrl, apiKey: account.apiKey, model: 'Luma-100', firmware: '1.0.0', serials: makeSerials(prefix, count) });
+    const fleet = new Fleet({ devices, brokerUrl: server.service.mqttUrl!, firmware: '1.0.0', heartbeatS: 0.5, rebootMs: 100, ...extra });
+    fleets.push(fleet);
+    return fleet;
+  };
+  const device = async (serial: string) => (await account.api.get(`/api/v1/devices/${serial}`)).body;
+
+  it('claims through REST, saves and reloads credentials, connects and shows the devices online', async () => {
+    const creds = await claimDevices({ apiUrl: server.service.httpUrl, apiKey: account.apiKey, model: 'Luma-100', firmware: '1.0.0', serials: makeSerials('CLAIM', 5) });
+    expect(creds.map((c) => c.serial)).toEqual(['CLAIM-000001', 'CLAIM-000002', 'CLAIM-000003', 'CLAIM-000004', 'CLAIM-000005']);
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'sim-')), 'creds.json');
+    await saveCredentials(file, creds);
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+    const loaded = await loadCredentials(file);
+    expect(loaded).toEqual(creds);
+    const fleet = new Fleet({ devices: loaded, brokerUrl: `ws://127.0.0.1:${server.service.httpPort}/mqtt`, firmware: '1.0.0', heartbeatS: 0.5 });
+    fleets.push(fleet);
+    const ramp = await fleet.start();
+    expect(ramp).toMatchObject({ connected: 5, failed: 0 });
+    await expect.poll(async () => (await account.api.get('/api/v1/devices?status=online')).body.devices.filter((d: { serial: string }) => d.serial.startsWith('CLAIM-')).length, { timeout: 5000 }).toBe(5);
+    expect(await device('CLAIM-000001')).toMatchObject({ firmware: '1.0.0', status: 'online' });
+    await fleet.stop();
+    await expect.poll(async () => (await device('CLAIM-000001')).status).toBe('offline');
+  });
+
+  it('a second claim of the same serials fails with a readable error', async () => {
+    await expect(claimDevices({ apiUrl: server.service.httpUrl, apiKey: account.apiKey, model: 'Luma-100', firmware: '1.0.0', serials: makeSerials('CLAIM', 2) })).rejects.toThrow(/claim of serials CLAIM-000001\.\.CLAIM-000002 failed: HTTP 4\d\d/);
+  });
+
+  it('applies a configuration and reports it', async () => {
+    const fleet = await newFleet('CONF', 1);
+    await fleet.start();
+    const res = await account.api.patch('/api/v1/devices/CONF-000001', { config: { dim_level: 25 } });
+    await expect.poll(async () => (await device('CONF-000001')).config.in_sync, { timeout: 5000 }).toBe(true);
+    expect(fleet.devices[0]!.config).toMatchObject({ dim_level: 25 });
+    expect(fleet.devices[0]!.appliedConfigVersion).toBe(res.body.config.desired_version);
+  });
+
+  it('performs an OTA command for real: download, sha256, install, reboot, back on the new version; a redelivered job is not applied twice', async () => {
+    const fleet = await newFleet('OTA', 1);
+    await fleet.start();
+    await expect.poll(() => ready.has('OTA-000001')).toBe(true);
+    const jobId = '0b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a01';
+    const command = { job_id: jobId, version: '1.1.0', url: `${filesUrl}/fw.bin`, sha256, size: image.length };
+    await server.service.services.gateway.publishOta('OTA-000001', command);
+    await expect.poll(() => fleet.devices[0]!.outcomes.succeeded, { timeout: 10_000 }).toBe(1);
+    const states = progress.filter((p) => p.serial === 'OTA-000001').map((p) => p.report.state);
+    expect(states[0]).toBe('downloading');
+    expect(states.slice(-3)).toEqual(['installing', 'rebooting', 'succeeded']);
+    await expect.poll(async () => (await device('OTA-000001')).firmware, { timeout: 5000 }).toBe('1.1.0');
+    // QoS 1 redelivery of the same job: repeated final word, no second install.
+    expect(await fleet.devices[0]!.runOta(command)).toBe('duplicate');
+    expect(fleet.devices[0]!.outcomes.succeeded).toBe(1);
+  });
+
+  it('reports a sha256 mismatch as a failure and stays on its version', async () => {
+    const fleet = await newFleet('SHA', 1);
+    await fleet.start();
+    await expect.poll(() => ready.has('SHA-000001')).toBe(true);
+    await server.service.services.gateway.publishOta('SHA-000001', { job_id: '1b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a02', version: '1.1.0', url: `${filesUrl}/fw.bin`, sha256: 'f'.repeat(64), size: image.length });
+    await expect.poll(() => fleet.devices[0]!.outcomes.failed, { timeout: 10_000 }).toBe(1);
+    const last = progress.filter((p) => p.serial === 'SHA-000001').at(-1)!.report;
+    expect(last).toMatchObject({ state: 'failed' });
+    expect(last.error).toMatch(/sha256 mismatch/);
+    expect(fleet.devices[0]!.firmware).toBe('1.0.0');
+  });
+
+  it('fails at the requested rate with realistic errors, rolling back when the new image does not boot', async () => {
+    const fleet = await newFleet('FAIL', 6, { failRate: 1 });
+    await fleet.start();
+    await expect.poll(() => fleet.devices.every((d) => ready.has(d.serial))).toBe(true);
+    for (const [i, d] of fleet.devices.entries()) {
+      await server.service.services.gateway.publishOta(d.serial, { job_id: `2b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a0${i}`, version: '1.1.0', url: `${filesUrl}/fw.bin`, sha256, size: image.length });
+    }
+    await expect.poll(() => fleet.stats().failed + fleet.stats().rolledBack, { timeout: 15_000 }).toBe(6);
+    const finals = progress.filter((p) => p.serial.startsWith('FAIL-') && (p.report.state === 'failed' || p.report.state === 'rolled_back'));
+    expect(finals.map((f) => f.serial).sort(), JSON.stringify(progress.filter((p) => p.serial.startsWith('FAIL-')))).toEqual(fleet.devices.map((d) => d.serial).sort());
+    for (const f of finals) expect(f.report.error).toMatch(/\w+.*: |reverted|refused|failed/);
+    for (const d of fleet.devices) expect(d.firmware).toBe('1.0.0');
+  });
+});
