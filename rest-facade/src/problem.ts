@@ -44,13 +44,15 @@ export function toProblem(error: unknown): Problem {
   if (error instanceof DomainError) {
     const status = ERROR_CODES[error.code];
     return {
+      // Details first: a detail named like a problem member (e.g. a deployment's `status`)
+      // must never replace the HTTP status or the code.
+      ...(error.details ?? {}),
       type: PROBLEM_TYPE_BASE + error.code,
       title: TITLES[status] ?? 'Error',
       status,
       detail: error.message,
       code: error.code,
       ...(error.errors ? { errors: error.errors } : {}),
-      ...(error.details ?? {}),
     };
   }
   // Safety net: input PostgreSQL refuses as data (bad encoding, out of range, too long) is the

@@ -5,6 +5,8 @@ import { eventResolvers } from './events.resolvers';
 import { webhookResolvers } from './webhooks.resolvers';
 import { deviceResolvers } from './devices.resolvers';
 import { fleetResolvers, presentSummary } from './fleet.resolvers';
+import { deploymentResolvers } from './deployments.resolvers';
+import { DomainError } from '../../domain/shared/errors';
 import type { LiveDevice } from '../live/live-views';
 import type { Services } from '../../services';
 
@@ -15,6 +17,14 @@ import type { Services } from '../../services';
 export function createResolvers(live: LiveViews, services: Services): IResolvers[] {
   live.readers.devices = async (actor, ids) => (await services.fleet.devicesByIds(actor, ids)) as unknown as LiveDevice[];
   live.readers.fleetSummary = async (actor) => presentSummary(await services.fleet.summary(actor));
+  live.readers.deployment = async (actor, id) => {
+    try {
+      return await services.deployments.get(actor, { id });
+    } catch (error) {
+      if (error instanceof DomainError && error.code === 'not_found') return null;
+      throw error;
+    }
+  };
   // The resolver maps are plain objects keyed by type name; graphql-tools merges them.
-  return [accountResolvers, eventResolvers, webhookResolvers, deviceResolvers, fleetResolvers] as unknown as IResolvers[];
+  return [accountResolvers, eventResolvers, webhookResolvers, deviceResolvers, fleetResolvers, deploymentResolvers] as unknown as IResolvers[];
 }
