@@ -1,0 +1,79 @@
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { spawn } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
+import fs from 'node:fs';
+import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
+import { buildFirmwareVersion, buildModel } from '../helpers/factories';
+
+/** `npm run simulator -- ...` as a user runs it (a child process, not a TTY). */
+function run(args: string[], signalAfterMs?: number): Promise<{ code: number | null; out: string; err: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'simulator/src/cli.ts', ...args], { cwd: path.resolve(__dirname, '../..'), stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    if (signalAfterMs) {
+      // SIGINT once the fleet is up, like Ctrl-C.
+      const timer = setInterval(() => {
+        if (out.includes('connected ')) {
+          clearInterval(timer);
+          setTimeout(() => child.kill('SIGINT'), signalAfterMs);
+        }
+      }, 50);
+    }
+    child.on('close', (code) => resolve({ code, out, err }));
+  });
+}
+
+describe('simulator command line', () => {
+  let server: TestServer;
+  let account: TestAccount;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sim-cli-'));
+
+  beforeAll(async () => {
+    server = await startTestServer();
+    account = await server.createAccount();
+    await buildModel(account, 'Luma-100');
+    await buildFirmwareVersion(server, { accountId: account.accountId, model: 'Luma-100', version: '1.0.0' });
+  });
+  afterAll(async () => server?.close());
+
+  it('claims, saves credentials, runs for --duration and prints a summary; a second run reuses the credentials; Ctrl-C stops cleanly', async () => {
+    const creds = path.join(dir, 'creds.json');
+    const common = ['--count', '3', '--broker-url', server.service.mqttUrl!, '--api-url', server.service.httpUrl, '--api-key', account.apiKey, '--model', 'Luma-100', '--firmware', '1.0.0', '--heartbeat-s', '0.5'];
+    const first = await run([...common, '--claim', '--serial-prefix', 'CLI', '--credentials', creds, '--duration', '2']);
+    expect(first.code, first.err).toBe(0);
+    expect(first.out).toContain('claimed 3/3');
+    expect(first.out).toMatch(/connected 3\/3/);
+    expect(first.out).toMatch(/summary: connected 3\/3 \| online 3/);
+    expect(JSON.parse(fs.readFileSync(creds, 'utf8'))).toHaveLength(3);
+    const list = (await account.api.get('/api/v1/devices?model=Luma-100')).body.devices.map((d: { serial: string }) => d.serial);
+    expect(list).toEqual(['CLI-000001', 'CLI-000002', 'CLI-000003']);
+
+    const second = await run([...common, '--credentials', creds], 500);
+    expect(second.code, second.err).toBe(0);
+    expect(second.out).toContain('stopping (SIGINT)');
+    expect(second.out).toMatch(/summary: connected 3\/3/);
+  });
+
+  it('--count 1 --verbose prints every MQTT message', async () => {
+    const creds = path.join(dir, 'one.json');
+    const res = await run(['--count', '1', '--claim', '--serial-prefix', 'VERB', '--credentials', creds, '--broker-url', `ws://127.0.0.1:${server.service.httpPort}/mqtt`, '--api-url', server.service.httpUrl, '--api-key', account.apiKey, '--model', 'Luma-100', '--firmware', '1.0.0', '--heartbeat-s', '0.5', '--duration', '2', '--verbose']);
+    expect(res.code, res.err).toBe(0);
+    expect(res.out).toMatch(/VERB-000001 <- CONNACK/);
+    expect(res.out).toMatch(/VERB-000001 -> devices\/VERB-000001\/heartbeat \{"firmware":"1.0.0"/);
+    expect(res.out).toMatch(/VERB-000001 <- devices\/VERB-000001\/config \{"version":/);
+  });
+
+  it('refuses bad arguments with a message and the usage', async () => {
+    const res = await run(['--count', 'many', '--broker-url', 'mqtt://x']);
+    expect(res.code).toBe(2);
+    expect(res.err).toContain('--count must be a number');
+    expect(res.err).toContain('Usage: npm run simulator');
+    const noCreds = await run(['--count', '1', '--broker-url', 'mqtt://127.0.0.1:1', '--firmware', '1.0.0']);
+    expect(noCreds.code).toBe(2);
+    expect(noCreds.err).toContain('--credentials FILE');
+  });
+});
