@@ -1,0 +1,134 @@
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
+import { allRoutes } from '../../rest-facade/src/routes/index';
+import type { RouteDef } from '../../rest-facade/src/route';
+import { buildModel, claimDevices } from '../helpers/factories';
+import { uploadFirmware } from '../ota/ota-helpers';
+
+/**
+ * OWASP API1 (BOLA), generated from the route table: for every route with an id in its path,
+ * account B using account A's real ids gets exactly the 404 of a missing id, and A's data is
+ * unchanged. A new route with a path id fails here until it names the fixture its ids come
+ * from (FIXTURE_BY_PATH) and, for writes, a valid body (BODY_BY_OPERATION).
+ */
+interface Fixtures {
+  serial: string;
+  apiKeyId: string;
+  webhookId: string;
+  deliveryId: string;
+  firmwareVersionId: string;
+  deploymentId: string;
+}
+
+/** Which of A's ids each path parameter takes, by route path. */
+const FIXTURE_BY_PATH: Record<string, (f: Fixtures) => Record<string, string>> = {
+  '/api-keys/:id': (f) => ({ id: f.apiKeyId }),
+  '/devices/:serial': (f) => ({ serial: f.serial }),
+  '/devices/:serial/history': (f) => ({ serial: f.serial }),
+  '/devices/:serial/credentials': (f) => ({ serial: f.serial }),
+  '/firmware/versions/:id': (f) => ({ id: f.firmwareVersionId }),
+  '/firmware/deployments/:id': (f) => ({ id: f.deploymentId }),
+  '/firmware/deployments/:id/devices': (f) => ({ id: f.deploymentId }),
+  '/firmware/deployments/:id/cancel': (f) => ({ id: f.deploymentId }),
+  '/firmware/deployments/:id/pause': (f) => ({ id: f.deploymentId }),
+  '/firmware/deployments/:id/resume': (f) => ({ id: f.deploymentId }),
+  '/firmware/deployments/:id/retry-failed': (f) => ({ id: f.deploymentId }),
+  '/firmware/deployments/:id/rollback': (f) => ({ id: f.deploymentId }),
+  '/webhooks/:id': (f) => ({ id: f.webhookId }),
+  '/webhooks/:id/deliveries': (f) => ({ id: f.webhookId }),
+  '/webhooks/:id/deliveries/:deliveryId/redeliver': (f) => ({ id: f.webhookId, deliveryId: f.deliveryId }),
+};
+
+/** A valid body for each write with a path id, so validation cannot answer before the lookup. */
+const BODY_BY_OPERATION: Record<string, unknown> = {
+  updateDevice: { name: 'stolen', config: { dim_level: 1 } },
+  updateWebhook: { enabled: false },
+};
+
+describe("another account's ids answer 404 on every route (generated from the route table)", () => {
+  let server: TestServer;
+  let a: TestAccount;
+  let b: TestAccount;
+  let fixtures: Fixtures;
+  let routes: RouteDef[];
+
+  beforeAll(async () => {
+    server = await startTestServer();
+    a = await server.createAccount();
+    b = await server.createAccount();
+    await buildModel(a, 'LX-200');
+    await buildModel(b, 'LX-200');
+    const fw1 = await uploadFirmware(a, { model: 'LX-200', version: '1.0.0', expectStatus: 201 });
+    await uploadFirmware(a, { model: 'LX-200', version: '1.1.0', expectStatus: 201 });
+    const claimed = await claimDevices(a, { serials: ['TENANT-A-1', 'TENANT-A-2'], model: 'LX-200' });
+    expect(claimed.devices).toHaveLength(2);
+    const deploy = await a.api.post('/api/v1/firmware/deploy', { firmware_version: '1.1.0', filter: { model: 'LX-200' } });
+    expect(deploy.status, JSON.stringify(deploy.body)).toBe(202);
+    const hook = await a.api.post('/api/v1/webhooks', { url: 'http://127.0.0.1:9/hook', event_types: ['device.online'] });
+    expect(hook.status, JSON.stringify(hook.body)).toBe(201);
+    const webhookId = (hook.body.webhook ?? hook.body).id as string;
+    // A delivery row of A's webhook, to aim at its redelivery route.
+    const delivery = (await server.service.database.knex('webhook_deliveries').where({ webhook_id: webhookId }).first('id')) as { id: string } | undefined;
+    fixtures = {
+      serial: 'TENANT-A-1',
+      apiKeyId: a.apiKeyId,
+      webhookId,
+      deliveryId: delivery?.id ?? '00000000-0000-4000-8000-000000000001',
+      firmwareVersionId: (fw1.body.firmware_version ?? fw1.body).id as string,
+      deploymentId: deploy.body.deployment_id as string,
+    };
+    await server.service.services.apiKeys.setRateLimit(b.apiKeyId, 100_000);
+    routes = allRoutes(server.service.services).filter((r) => r.path.includes(':'));
+  });
+  afterAll(async () => server?.close());
+
+  it('knows a fixture for every route with a path id', () => {
+    const missing = routes.map((r) => r.path).filter((p) => !FIXTURE_BY_PATH[p]);
+    expect(missing, 'add these paths to FIXTURE_BY_PATH').toEqual([]);
+  });
+
+  it("answers 404 to B for each of A's resources, like a missing id, and changes nothing", async () => {
+    const snapshot = async () => ({
+      device: (await a.api.get(`/api/v1/devices/${fixtures.serial}`)).body,
+      keys: (await a.api.get('/api/v1/api-keys')).body,
+      hooks: (await a.api.get('/api/v1/webhooks')).body,
+      deployment: (await a.api.get(`/api/v1/firmware/deployments/${fixtures.deploymentId}`)).body,
+      versions: (await a.api.get('/api/v1/firmware/versions')).body,
+    });
+    const before = await snapshot();
+    const failures: string[] = [];
+    for (const route of routes) {
+      const params = FIXTURE_BY_PATH[route.path]?.(fixtures) ?? {};
+      const path = '/api/v1' + route.path.replace(/:([A-Za-z]+)/g, (_m, name: string) => encodeURIComponent(params[name] ?? 'x'));
+      const body = BODY_BY_OPERATION[route.operationId] ?? (route.body ? {} : undefined);
+      const res = await b.api.request(route.method.toUpperCase(), path, body === undefined ? {} : { body });
+      if (res.status !== 404) failures.push(`${route.method.toUpperCase()} ${route.path}: ${res.status} ${JSON.stringify(res.body).slice(0, 160)}`);
+      else expect(res.body.code).toBe('not_found');
+    }
+    expect(failures).toEqual([]);
+    const after = await snapshot();
+    expect(after.device.name).toBe(before.device.name);
+    expect(after.device.config).toEqual(before.device.config);
+    expect(after.keys.api_keys.map((k: { revoked_at: unknown }) => k.revoked_at)).toEqual(before.keys.api_keys.map((k: { revoked_at: unknown }) => k.revoked_at));
+    expect(after.hooks).toEqual(before.hooks);
+    expect(after.deployment.deployment?.status ?? after.deployment.status).toBe(before.deployment.deployment?.status ?? before.deployment.status);
+    expect(after.versions).toEqual(before.versions);
+  });
+
+  it("gives B the same answer for A's serial as for a serial that does not exist", async () => {
+    const foreign = await b.api.get(`/api/v1/devices/${fixtures.serial}`);
+    const missing = await b.api.get('/api/v1/devices/NO-SUCH-SERIAL');
+    expect(foreign.status).toBe(404);
+    expect({ ...foreign.body, detail: undefined }).toEqual({ ...missing.body, detail: undefined });
+    expect(foreign.body.detail).not.toContain(a.accountId);
+  });
+
+  it("does not list A's data to B", async () => {
+    const devices = await b.api.get('/api/v1/devices?limit=100');
+    expect(devices.body.total).toBe(0);
+    expect(JSON.stringify((await b.api.get('/api/v1/firmware/versions')).body)).not.toContain(fixtures.firmwareVersionId);
+    expect(JSON.stringify((await b.api.get('/api/v1/firmware/deployments')).body)).not.toContain(fixtures.deploymentId);
+    expect(JSON.stringify((await b.api.get('/api/v1/webhooks')).body)).not.toContain(fixtures.webhookId);
+    expect(JSON.stringify((await b.api.get('/api/v1/api-keys')).body)).not.toContain(fixtures.apiKeyId);
+  });
+});
