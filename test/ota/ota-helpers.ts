@@ -22,3 +22,35 @@ export async function uploadFirmware(
 }
 
 export const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
+
+import type { TestServer } from '../helpers/test-server';
+import { SimulatedDevice, type SimulatedDeviceOptions } from '../../simulator/src/simulated-device';
+
+/** Claims devices through the API and returns their MQTT credentials. */
+export async function claimWithCredentials(
+  account: TestAccount,
+  input: { serials: string[]; model: string; firmware?: string },
+): Promise<Array<{ serial: string; username: string; password: string }>> {
+  const res = await account.api.post('/api/v1/devices/claim', input);
+  expect(res.status, JSON.stringify(res.body).slice(0, 300)).toBe(201);
+  return (res.body.devices as Array<{ serial: string; credentials: { username: string; password: string } }>).map((d) => ({ serial: d.serial, ...d.credentials }));
+}
+
+/** Simulated lighting modules (the simulator's engine, in-process), started and connected. */
+export async function startSimulated(
+  server: TestServer,
+  creds: Array<{ serial: string; username: string; password: string }>,
+  options: Partial<Omit<SimulatedDeviceOptions, 'credentials' | 'brokerUrl'>> & { firmware: string },
+): Promise<SimulatedDevice[]> {
+  const devices = creds.map((c) => new SimulatedDevice({ heartbeatS: 2, rebootMs: 100, ...options, credentials: c, brokerUrl: server.service.mqttUrl! }));
+  await Promise.all(devices.map((d) => d.start()));
+  return devices;
+}
+
+// Test bodies are asserted field by field.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function deployment(account: TestAccount, id: string): Promise<any> {
+  const res = await account.api.get(`/api/v1/firmware/deployments/${id}`);
+  expect(res.status).toBe(200);
+  return res.body.deployment;
+}

@@ -232,6 +232,8 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
             already.push(c.id);
             continue;
           }
+          // The API refuses to delete a binary while updates target it; a row without a file
+          // (data written around the API) waits rather than failing, and logs why.
           if (!c.storage_key) {
             noFile.push(c.id);
             continue;
@@ -248,11 +250,10 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
           send.push(c);
         }
         const done = await finishUpdates(trx, clock, { ids: already, state: 'succeeded', detail: { already_installed: true } });
-        const failed = await finishUpdates(trx, clock, { ids: noFile, state: 'failed', error: 'firmware file deleted' });
+        if (noFile.length) this.deps.logger.warn({ deploymentId: dep.id, jobs: noFile.length }, 'queued updates wait: their firmware has no binary');
         await markSent(trx, clock, send, new Date(now.getTime() + this.options.stepTimeoutMs));
         this.area.metrics?.finished('succeeded', done.length);
-        this.area.metrics?.finished('failed', failed.length);
-        if (done.length || failed.length) this.markDirty(dep.id);
+        if (done.length) this.markDirty(dep.id);
         return { sent: send, more: candidates.length === DISPATCH_PAGE, last: candidates[candidates.length - 1]!.id };
       });
       if (!result) return sentTotal;
