@@ -23,6 +23,8 @@ export function machineDescription(): string[] {
     `nproc: ${sh('nproc')} (${os.cpus()[0]?.model ?? 'unknown CPU'})`,
     `free -h: ${sh("free -h | awk '/^Mem:/ {print \"total \" $2 \", used \" $3 \", available \" $7}'")}`,
     `node: ${process.version}`,
+    // The machine is shared: a figure means little without knowing what else was running.
+    `load average while recording (1/5/15 min): ${os.loadavg().map((l) => l.toFixed(2)).join(' / ')}`,
   ];
 }
 

@@ -151,13 +151,20 @@ export class DeviceService {
     const batchSize = Math.min(Math.max(raw.batchSize ?? STREAM_BATCH_SIZE, 1), 10_000);
     const quota = await selectQuota(this.deps.knex, actor.accountId);
     const knex = this.deps.knex;
+    const fetchAfter = (afterSerial: string | null) => selectDevicePage(knex, { accountId: actor.accountId, filter, afterSerial, limit: batchSize });
     async function* batches(): AsyncGenerator<Device[]> {
-      let afterSerial: string | null = null;
-      for (;;) {
-        const rows = await selectDevicePage(knex, { accountId: actor.accountId, filter, afterSerial, limit: batchSize });
-        if (rows.length > 0) yield rows;
-        if (rows.length < batchSize) return;
-        afterSerial = rows[rows.length - 1]!.serial;
+      // One batch ahead: the next query runs while the caller serializes and writes this one
+      // (at most two batches in memory).
+      let next: Promise<Device[]> | null = fetchAfter(null);
+      try {
+        while (next) {
+          const rows: Device[] = await next;
+          next = rows.length === batchSize ? fetchAfter(rows[rows.length - 1]!.serial) : null;
+          if (rows.length > 0) yield rows;
+        }
+      } finally {
+        // Abandoned early (client gone): let a query still in flight finish quietly.
+        next?.catch(() => undefined);
       }
     }
     return { quota, batches: batches() };
