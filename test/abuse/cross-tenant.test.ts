@@ -132,3 +132,96 @@ describe("another account's ids answer 404 on every route (generated from the ro
     expect(JSON.stringify((await b.api.get('/api/v1/api-keys')).body)).not.toContain(fixtures.apiKeyId);
   });
 });
+
+/**
+ * The same for GraphQL, generated from the schema: every query and mutation taking an id-like
+ * argument, called by B with A's ids, answers null or a `not_found` error, never A's data.
+ */
+describe("another account's ids are not found through any GraphQL field (generated from the schema)", async () => {
+  const { buildASTSchema, parse, isObjectType, getNamedType, isNonNullType } = await import('graphql');
+  const { loadTypeDefs } = await import('../../api/src/graphql/schema-files');
+  const { gql } = await import('../graphql/graphql-client');
+  const schema = buildASTSchema(parse(loadTypeDefs().join('\n')));
+
+  /** A's id for each id-like argument, by argument name. */
+  const ARG_FIXTURE: Record<string, (f: Fixtures) => string> = {
+    serial: (f) => f.serial,
+    id: () => '', // resolved per field below
+    webhookId: (f) => f.webhookId,
+    deploymentId: (f) => f.deploymentId,
+  };
+  /** Which kind of resource a field's `id` argument names. */
+  const ID_KIND: Record<string, (f: Fixtures) => string> = {
+    deployment: (f) => f.deploymentId, cancelDeployment: (f) => f.deploymentId, pauseDeployment: (f) => f.deploymentId,
+    resumeDeployment: (f) => f.deploymentId, rollbackDeployment: (f) => f.deploymentId, retryFailedDeployment: (f) => f.deploymentId,
+    revokeApiKey: (f) => f.apiKeyId, updateWebhook: (f) => f.webhookId, deleteWebhook: (f) => f.webhookId,
+    redeliverWebhookDelivery: (f) => f.deliveryId, firmwareVersion: (f) => f.firmwareVersionId, deleteFirmwareVersion: (f) => f.firmwareVersionId,
+  };
+  /** Valid values for the other required arguments. */
+  const OTHER_ARGS: Record<string, Record<string, unknown>> = {
+    updateDevice: { input: { name: 'stolen' } },
+    updateWebhook: { input: { enabled: false } },
+  };
+
+  let server: TestServer;
+  let a: TestAccount;
+  let b: TestAccount;
+  let fixtures: Fixtures;
+
+  beforeAll(async () => {
+    server = await startTestServer();
+    a = await server.createAccount();
+    b = await server.createAccount();
+    await buildModel(a, 'LX-200');
+    const fw1 = await uploadFirmware(a, { model: 'LX-200', version: '1.0.0', expectStatus: 201 });
+    await uploadFirmware(a, { model: 'LX-200', version: '1.1.0', expectStatus: 201 });
+    await claimDevices(a, { serials: ['GQL-A-1'], model: 'LX-200' });
+    const deploy = await a.api.post('/api/v1/firmware/deploy', { firmware_version: '1.1.0', filter: { model: 'LX-200' } });
+    const hook = await a.api.post('/api/v1/webhooks', { url: 'http://127.0.0.1:9/hook', event_types: ['device.online'] });
+    const webhookId = (hook.body.webhook ?? hook.body).id as string;
+    fixtures = {
+      serial: 'GQL-A-1', apiKeyId: a.apiKeyId, webhookId, deliveryId: '00000000-0000-4000-8000-000000000001',
+      firmwareVersionId: (fw1.body.firmware_version ?? fw1.body).id as string, deploymentId: deploy.body.deployment_id as string,
+    };
+    await server.service.services.apiKeys.setRateLimit(b.apiKeyId, 100_000);
+  });
+  afterAll(async () => server?.close());
+
+  it('answers null or not_found for every field taking an id, and changes nothing', async () => {
+    const failures: string[] = [];
+    let checked = 0;
+    for (const [kind, root] of [['query', schema.getQueryType()], ['mutation', schema.getMutationType()]] as const) {
+      if (!root) continue;
+      for (const field of Object.values(root.getFields())) {
+        const idArgs = field.args.filter((arg) => arg.name in ARG_FIXTURE);
+        if (idArgs.length === 0) continue;
+        const variables: Record<string, unknown> = { ...OTHER_ARGS[field.name] };
+        for (const arg of idArgs) {
+          variables[arg.name] = arg.name === 'id' ? ID_KIND[field.name]?.(fixtures) : ARG_FIXTURE[arg.name]!(fixtures);
+          if (variables[arg.name] === undefined) failures.push(`${field.name}: add its id kind to ID_KIND`);
+        }
+        const required = field.args.filter((arg) => isNonNullType(arg.type) && arg.defaultValue === undefined);
+        const missing = required.filter((arg) => !(arg.name in variables));
+        if (missing.length) {
+          failures.push(`${field.name}: add values for ${missing.map((m) => m.name).join(', ')} to OTHER_ARGS`);
+          continue;
+        }
+        const decls = field.args.filter((arg) => arg.name in variables).map((arg) => `$${arg.name}: ${arg.type.toString()}`);
+        const call = field.args.filter((arg) => arg.name in variables).map((arg) => `${arg.name}: $${arg.name}`);
+        const selection = isObjectType(getNamedType(field.type)) ? ' { __typename }' : '';
+        const query = `${kind} Probe(${decls.join(', ')}) { ${field.name}(${call.join(', ')})${selection} }`;
+        const res = await gql(server.service.httpUrl, query, { variables, apiKey: b.apiKey });
+        checked += 1;
+        const value = res.body?.data?.[field.name];
+        const codes = (res.body?.errors ?? []).map((e: { extensions?: { code?: string } }) => e.extensions?.code);
+        const ok = (value === null || value === undefined) && (codes.length === 0 ? !isNonNullType(field.type) : codes.every((c: string) => c === 'not_found'));
+        if (!ok) failures.push(`${field.name}: ${JSON.stringify(res.body).slice(0, 200)}`);
+      }
+    }
+    expect(failures).toEqual([]);
+    expect(checked).toBeGreaterThanOrEqual(10);
+    const device = await a.api.get(`/api/v1/devices/${fixtures.serial}`);
+    expect(device.body.name).not.toBe('stolen');
+    expect((await a.api.get('/api/v1/api-keys')).body.api_keys.every((k: { revoked_at: unknown }) => k.revoked_at === null)).toBe(true);
+  });
+});
