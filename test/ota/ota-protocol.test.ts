@@ -1,0 +1,191 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { MqttClient } from 'mqtt';
+import { randomUUID } from 'node:crypto';
+import { startTestServer, type TestAccount, type TestServer } from '../helpers/test-server';
+import { buildModel } from '../helpers/factories';
+import { collect, connectDevice, heartbeat } from '../helpers/mqtt';
+import { topics } from '../../broker/src/protocol/topics';
+import { ManualClock } from '../../api/src/domain/shared/clock';
+import { claimWithCredentials, deployment, uploadFirmware } from './ota-helpers';
+
+type Creds = { serial: string; username: string; password: string };
+
+/**
+ * The device side of OTA driven by hand with mqtt.js (a device written by someone else), on an
+ * injected clock: the connect/subscribe race, the state machine (out of order, unknown and
+ * finished jobs), boot confirmation, deadlines, maintenance windows across time zones, the
+ * per-tag limit and the health gate.
+ */
+describe('OTA protocol and timing (manual clock)', () => {
+  const clock = new ManualClock('2026-01-15T01:30:00Z');
+  let server: TestServer;
+  let a: TestAccount;
+  const clients: MqttClient[] = [];
+  const poll = { timeout: 10_000, interval: 50 };
+
+  beforeAll(async () => {
+    server = await startTestServer({ clock, env: { OTA_SWEEP_INTERVAL_MS: '0', OTA_STEP_TIMEOUT_S: '60', OTA_BOOT_TIMEOUT_S: '30', OTA_RESEND_AFTER_S: '3600' } });
+    a = await server.createAccount({ quota: 1000, budget: 10_000 });
+    await server.service.database.knex('api_keys').where({ id: a.apiKeyId }).update({ rate_limit_per_minute: 1_000_000 });
+    await buildModel(a, 'LX-200');
+    for (const v of ['1.0.0', '2.0.0']) await uploadFirmware(a, { model: 'LX-200', version: v, bytes: Buffer.alloc(2000, v), expectStatus: 201 });
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all(clients.map((c) => c.endAsync(true).catch(() => undefined)));
+    await server?.close();
+  });
+
+  const ota = () => server.service.services.ota;
+  const connect = async (c: Creds, firmware = '1.0.0', subscribe = true) => {
+    const client = await connectDevice(server.service.mqttUrl!, c);
+    clients.push(client);
+    const seen = collect(client);
+    if (subscribe) await client.subscribeAsync(topics.ota(c.serial), { qos: 1 });
+    await client.publishAsync(topics.heartbeat(c.serial), heartbeat({ firmware }), { qos: 1 });
+    await expect.poll(async () => (await a.api.get(`/api/v1/devices/${c.serial}`)).body.firmware, poll).toBe(firmware);
+    const commands = () => seen.filter((m) => m.topic === topics.ota(c.serial)).map((m) => JSON.parse(m.payload) as { job_id: string; version: string; url: string });
+    return { client, commands };
+  };
+  const report = (client: MqttClient, serial: string, body: Record<string, unknown>) => client.publishAsync(topics.otaProgress(serial), JSON.stringify(body), { qos: 1 });
+  const updateOf = async (deploymentId: string, serial: string) =>
+    (await a.api.get(`/api/v1/firmware/deployments/${deploymentId}/devices?limit=1000`)).body.devices.find((d: { serial: string }) => d.serial === serial);
+  const deploy = async (body: Record<string, unknown>) => {
+    const res = await a.api.post('/api/v1/firmware/deploy', { firmware_version: '2.0.0', ...body, filter: { model: 'LX-200', ...(body.filter as object) } });
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    await ota().idle();
+    return res.body.deployment_id as string;
+  };
+
+  it('re-sends the same job when the device subscribes after the command went out (connect/subscribe race)', async () => {
+    const [c] = (await claimWithCredentials(a, { serials: ['RACE-1'], model: 'LX-200' })) as [Creds];
+    const dev = await connect(c, '1.0.0', false);
+    const id = await deploy({ serials: ['RACE-1'] });
+    await expect.poll(async () => (await updateOf(id, 'RACE-1')).state, poll).toBe('sent');
+    expect(dev.commands()).toHaveLength(0);
+    await dev.client.subscribeAsync(topics.ota('RACE-1'), { qos: 1 });
+    await expect.poll(() => dev.commands().length, poll).toBe(1);
+    const update = await updateOf(id, 'RACE-1');
+    expect(dev.commands()[0]).toMatchObject({ job_id: update.job_id, version: '2.0.0' });
+    expect(update.attempts).toBe(2);
+    const device = await a.api.get('/api/v1/devices/RACE-1');
+    expect(device.body.status).toBe('updating');
+  });
+
+  it('applies steps in order, ignores out-of-order, unknown and finished reports, and completes on the heartbeat when `succeeded` was lost', async () => {
+    const [c] = (await claimWithCredentials(a, { serials: ['SM-1'], model: 'LX-200' })) as [Creds];
+    const dev = await connect(c);
+    const id = await deploy({ serials: ['SM-1'] });
+    await expect.poll(() => dev.commands().length, poll).toBe(1);
+    const job = dev.commands()[0]!.job_id;
+    await report(dev.client, 'SM-1', { job_id: job, state: 'downloading', progress: 30 });
+    await report(dev.client, 'SM-1', { job_id: job, state: 'installing', progress: 10 });
+    await expect.poll(async () => (await updateOf(id, 'SM-1')).state, poll).toBe('installing');
+    await report(dev.client, 'SM-1', { job_id: job, state: 'downloading', progress: 90 });
+    await report(dev.client, 'SM-1', { job_id: randomUUID(), state: 'failed', error: 'not mine' });
+    await report(dev.client, 'SM-1', { job_id: job, state: 'rebooting' });
+    await expect.poll(async () => (await updateOf(id, 'SM-1')).state, poll).toBe('rebooting');
+    // Back on the new version; the `succeeded` message never arrives.
+    await dev.client.publishAsync(topics.heartbeat('SM-1'), heartbeat({ firmware: '2.0.0' }), { qos: 1 });
+    await expect.poll(async () => (await updateOf(id, 'SM-1')).state, poll).toBe('succeeded');
+    await report(dev.client, 'SM-1', { job_id: job, state: 'failed', error: 'late' });
+    await ota().idle();
+    expect(await updateOf(id, 'SM-1')).toMatchObject({ state: 'succeeded', error: null, progress: 100 });
+    expect((await deployment(a, id)).status).toBe('completed');
+    const device = await a.api.get('/api/v1/devices/SM-1');
+    expect(device.body.status).toBe('online');
+    const metrics = await (await fetch(`${server.service.httpUrl}/metrics`)).text();
+    expect(metrics).toMatch(/fleet_ota_reports_ignored_total\{reason="out_of_order"\} [1-9]/);
+    expect(metrics).toMatch(/fleet_ota_reports_ignored_total\{reason="finished"\} [1-9]/);
+  });
+
+  it('no progress before the deadline ends timed_out; `succeeded` without coming back on the version also times out', async () => {
+    const creds = (await claimWithCredentials(a, { serials: ['TO-1', 'TO-2'], model: 'LX-200' })) as Creds[];
+    const d1 = await connect(creds[0]!);
+    const d2 = await connect(creds[1]!);
+    const id = await deploy({ serials: ['TO-1', 'TO-2'] });
+    await expect.poll(() => d1.commands().length + d2.commands().length, poll).toBe(2);
+    await report(d1.client, 'TO-1', { job_id: d1.commands()[0]!.job_id, state: 'downloading', progress: 5 });
+    await report(d2.client, 'TO-2', { job_id: d2.commands()[0]!.job_id, state: 'succeeded' });
+    await expect.poll(async () => (await updateOf(id, 'TO-2')).state, poll).toBe('rebooting');
+    clock.advance(31_000);
+    await ota().sweep();
+    expect((await updateOf(id, 'TO-2')).state).toBe('timed_out');
+    expect((await updateOf(id, 'TO-1')).state).toBe('downloading');
+    clock.advance(30_000);
+    await ota().sweep();
+    await ota().idle();
+    expect(await updateOf(id, 'TO-1')).toMatchObject({ state: 'timed_out', error: 'no progress before the deadline' });
+    // A late report after the deadline changes nothing.
+    await report(d1.client, 'TO-1', { job_id: d1.commands()[0]!.job_id, state: 'installing' });
+    await ota().idle();
+    expect((await updateOf(id, 'TO-1')).state).toBe('timed_out');
+    expect((await deployment(a, id)).status).toBe('completed_with_failures');
+    const failed = await server.service.database.knex('events').where({ account_id: a.accountId, type: 'firmware.update.failed' }).whereRaw("data->>'deployment_id' = ?", [id]);
+    expect(failed).toHaveLength(2);
+  });
+
+  it('a queued update whose target the device already runs (installed over USB) completes as already installed', async () => {
+    const [c] = (await claimWithCredentials(a, { serials: ['USB-1'], model: 'LX-200' })) as [Creds];
+    const id = await deploy({ serials: ['USB-1'] });
+    await a.api.post(`/api/v1/firmware/deployments/${id}/pause`);
+    const dev = await connect(c, '2.0.0');
+    await ota().idle();
+    expect(await updateOf(id, 'USB-1')).toMatchObject({ state: 'succeeded' });
+    expect(dev.commands()).toHaveLength(0);
+  });
+
+  it('respects each device\'s maintenance window in its own time zone', async () => {
+    const creds = (await claimWithCredentials(a, { serials: ['WIN-BER', 'WIN-NYC'], model: 'LX-200' })) as Creds[];
+    for (const [serial, timezone] of [['WIN-BER', 'Europe/Berlin'], ['WIN-NYC', 'America/New_York']] as const) {
+      const res = await a.api.patch(`/api/v1/devices/${serial}`, { config: { timezone, maintenance_window: { start: '02:00', end: '04:00' } } });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+    }
+    clock.set('2026-01-15T01:30:00Z'); // Berlin 02:30 (inside), New York 20:30 (outside)
+    const ber = await connect(creds[0]!);
+    const nyc = await connect(creds[1]!);
+    const id = await deploy({ serials: ['WIN-BER', 'WIN-NYC'], respect_maintenance_window: true });
+    await expect.poll(() => ber.commands().length, poll).toBe(1);
+    await ota().sweep();
+    expect(nyc.commands()).toHaveLength(0);
+    expect((await updateOf(id, 'WIN-NYC')).state).toBe('queued');
+    clock.set('2026-01-15T07:30:00Z'); // New York 02:30
+    await nyc.client.publishAsync(topics.heartbeat('WIN-NYC'), heartbeat({ firmware: '1.0.0' }), { qos: 1 });
+    await expect.poll(async () => (await a.api.get('/api/v1/devices/WIN-NYC')).body.connectivity, poll).toBe('online');
+    await ota().sweep();
+    await expect.poll(() => nyc.commands().length, poll).toBe(1);
+  });
+
+  it('max_concurrent_per_tag keeps at most N devices of one zone updating at once', async () => {
+    const serials = ['Z-1', 'Z-2', 'Z-3'];
+    const creds = (await claimWithCredentials(a, { serials, model: 'LX-200' })) as Creds[];
+    for (const s of serials) expect((await a.api.patch(`/api/v1/devices/${s}`, { tags: { zone: 'hall' } })).status).toBe(200);
+    const devs = await Promise.all(creds.map((c) => connect(c)));
+    const id = await deploy({ serials, rollout: { max_concurrent_per_tag: { tag: 'zone', max: 1 } } });
+    const sentCount = () => devs.reduce((n, d) => n + d.commands().length, 0);
+    await expect.poll(sentCount, poll).toBe(1);
+    await ota().sweep();
+    expect(sentCount()).toBe(1);
+    const first = devs.find((d) => d.commands().length === 1)!;
+    const serial = creds[devs.indexOf(first)]!.serial;
+    await first.client.publishAsync(topics.heartbeat(serial), heartbeat({ firmware: '2.0.0' }), { qos: 1 });
+    await expect.poll(async () => (await updateOf(id, serial)).state, poll).toBe('succeeded');
+    await ota().sweep();
+    await expect.poll(sentCount, poll).toBe(2);
+  });
+
+  it('health gate: a device that keeps reconnecting after its update counts as a failure', async () => {
+    const [c] = (await claimWithCredentials(a, { serials: ['HG-1'], model: 'LX-200' })) as [Creds];
+    let dev = await connect(c);
+    const id = await deploy({ serials: ['HG-1'], rollout: { health_window_minutes: 10, health_max_reconnects: 2 } });
+    await expect.poll(() => dev.commands().length, poll).toBe(1);
+    await dev.client.publishAsync(topics.heartbeat('HG-1'), heartbeat({ firmware: '2.0.0' }), { qos: 1 });
+    await expect.poll(async () => (await updateOf(id, 'HG-1')).state, poll).toBe('succeeded');
+    for (let i = 0; i < 3; i++) {
+      await dev.client.endAsync(true);
+      dev = await connect(c, '2.0.0');
+      await ota().idle();
+    }
+    await expect.poll(async () => (await updateOf(id, 'HG-1')).health_failed, poll).toBe(true);
+    expect((await deployment(a, id)).counts.health_failed).toBe(1);
+  });
+});
