@@ -25,6 +25,8 @@ export interface BenchAccount {
 
 export interface BenchServer {
   httpUrl: string;
+  /** mqtt://host:port of the server's device broker. */
+  mqttUrl: string;
   database: 'postgres' | 'embedded';
   pid: number;
   createAccount(input?: Partial<{ name: string; quota: number; budget: number; unitPrice: number; rateLimitPerMinute: number }>): Promise<BenchAccount>;
@@ -72,10 +74,10 @@ export async function startBenchServer(options: { env?: Record<string, string> }
 
   let nextId = 1;
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
-  const ready = new Promise<{ httpUrl: string; database: 'postgres' | 'embedded' }>((resolve, reject) => {
+  const ready = new Promise<{ httpUrl: string; mqttUrl: string; database: 'postgres' | 'embedded' }>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`bench server exited with ${code} before it was ready`)));
     child.on('message', (raw) => {
-      const msg = raw as { ready?: boolean; httpUrl: string; database: 'postgres' | 'embedded'; id?: number; ok?: boolean; result?: unknown; error?: string };
+      const msg = raw as { ready?: boolean; httpUrl: string; mqttUrl: string; database: 'postgres' | 'embedded'; id?: number; ok?: boolean; result?: unknown; error?: string };
       if (msg.ready) return resolve(msg);
       const waiter = msg.id === undefined ? undefined : pending.get(msg.id);
       if (!waiter) return;
@@ -84,7 +86,7 @@ export async function startBenchServer(options: { env?: Record<string, string> }
       else waiter.reject(new Error(msg.error));
     });
   });
-  const { httpUrl, database } = await ready;
+  const { httpUrl, mqttUrl, database } = await ready;
   const request = <T>(message: Record<string, unknown>): Promise<T> =>
     new Promise<T>((resolve, reject) => {
       const id = nextId++;
@@ -95,6 +97,7 @@ export async function startBenchServer(options: { env?: Record<string, string> }
   let stopped = false;
   return {
     httpUrl,
+    mqttUrl,
     database,
     pid: child.pid!,
     async createAccount(input = {}) {

@@ -89,7 +89,7 @@ async function credentials() {
     const prefix = values['serial-prefix'] ?? `SIM-${randomBytes(2).toString('hex').toUpperCase()}`;
     const serials = makeSerials(prefix, count);
     console.log(`claiming ${count} devices ${serials[0]}..${serials.at(-1)} (model ${model}, firmware ${firmware}) at ${apiUrl}`);
-    const creds = await claimDevices({ apiUrl, apiKey, model, firmware, serials, onBatch: (done) => console.log(`  claimed ${done}/${count}`) });
+    const creds = await claimDevices({ apiUrl, apiKey, model, firmware, serials, onBatch: (done) => console.log(`  claimed ${done}/${count}`), onNote: (m) => console.log(`  note: ${m}`) });
     if (values.credentials) {
       await saveCredentials(values.credentials, creds);
       console.log(`credentials saved to ${values.credentials} (keep it private: it holds the device passwords)`);

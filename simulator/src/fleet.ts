@@ -21,6 +21,7 @@ export interface FleetStats {
   failed: number;
   rolledBack: number;
   heartbeats: number;
+  heartbeatsAcked: number;
   connectFailures: number;
 }
 
@@ -68,7 +69,7 @@ export class Fleet {
   }
 
   stats(): FleetStats {
-    const s: FleetStats = { total: this.devices.length, connected: 0, online: 0, updating: 0, succeeded: 0, failed: 0, rolledBack: 0, heartbeats: 0, connectFailures: this.connectFailures };
+    const s: FleetStats = { total: this.devices.length, connected: 0, online: 0, updating: 0, succeeded: 0, failed: 0, rolledBack: 0, heartbeats: 0, heartbeatsAcked: 0, connectFailures: this.connectFailures };
     for (const d of this.devices) {
       if (d.connected) s.connected += 1;
       if (d.connected && d.heartbeats > 0) s.online += 1;
@@ -77,6 +78,7 @@ export class Fleet {
       s.failed += d.outcomes.failed;
       s.rolledBack += d.outcomes.rolled_back;
       s.heartbeats += d.heartbeats;
+      s.heartbeatsAcked += d.heartbeatsAcked;
     }
     return s;
   }
@@ -97,17 +99,28 @@ export function makeSerials(prefix: string, count: number): string[] {
  * Claims the serials through the REST batch claim (`POST /api/v1/devices/claim`, at most 1000
  * per request, all or nothing per request) and returns their MQTT credentials.
  */
-export async function claimDevices(input: { apiUrl: string; apiKey: string; model: string; firmware: string; serials: string[]; onBatch?: (done: number) => void }): Promise<DeviceCredentials[]> {
+export async function claimDevices(input: { apiUrl: string; apiKey: string; model: string; firmware: string; serials: string[]; onBatch?: (done: number) => void; onNote?: (message: string) => void }): Promise<DeviceCredentials[]> {
   const out: DeviceCredentials[] = [];
   const base = input.apiUrl.replace(/\/+$/, '');
+  let withFirmware = true;
   for (let i = 0; i < input.serials.length; i += 1000) {
     const serials = input.serials.slice(i, i + 1000);
-    const res = await fetch(`${base}/api/v1/devices/claim`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${input.apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ serials, model: input.model, firmware: input.firmware }),
-    });
-    const body = (await res.json().catch(() => ({}))) as { devices?: Array<{ serial: string; credentials: { username: string; password: string } }>; detail?: string; code?: string; errors?: Array<{ field: string; message: string }> };
+    const post = (firmware: boolean) =>
+      fetch(`${base}/api/v1/devices/claim`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${input.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ serials, model: input.model, ...(firmware ? { firmware: input.firmware } : {}) }),
+      });
+    type ClaimBody = { devices?: Array<{ serial: string; credentials: { username: string; password: string } }>; detail?: string; code?: string; errors?: Array<{ field: string; message: string }> };
+    let res = await post(withFirmware);
+    let body = (await res.json().catch(() => ({}))) as ClaimBody;
+    if (res.status === 422 && body.code === 'version_not_found' && withFirmware) {
+      // The devices already run --firmware; without that binary uploaded there is nothing to schedule.
+      input.onNote?.(`firmware ${input.firmware} is not uploaded for model ${input.model}: claiming without scheduling an update`);
+      withFirmware = false;
+      res = await post(false);
+      body = (await res.json().catch(() => ({}))) as ClaimBody;
+    }
     if (res.status !== 201 || !body.devices) {
       const details = (body.errors ?? []).slice(0, 5).map((e) => `${e.field}: ${e.message}`).join('; ');
       throw new Error(`claim of serials ${serials[0]}..${serials.at(-1)} failed: HTTP ${res.status} ${body.code ?? ''} ${body.detail ?? ''}${details ? ` (${details})` : ''}`.trim());

@@ -27,6 +27,8 @@ export interface SimulatedDeviceOptions {
   downloadKbps?: number;
   /** Probability per minute that the connection drops abruptly (the Last Will fires). Default 0. */
   flapRate?: number;
+  /** MQTT clean session. Default false (protocol v1); benchmarks against a shared Mosquitto use true. */
+  clean?: boolean;
   /** Reboot duration in ms after an install. Default 1500. */
   rebootMs?: number;
   /** Every MQTT message in and out (`--verbose`). */
@@ -56,6 +58,10 @@ export class SimulatedDevice {
   connected = false;
   /** Heartbeats sent since start. */
   heartbeats = 0;
+  /** Heartbeats the broker acknowledged (QoS 1 PUBACK; QoS 0 counts when written). */
+  heartbeatsAcked = 0;
+  /** When the last heartbeat was published (ms, performance.now()) and its uptime value: lag probes read them. */
+  lastHeartbeat: { at: number; uptimeS: number } | null = null;
   /** An OTA job is running. */
   updating = false;
   readonly outcomes: Record<OtaOutcome, number> = { succeeded: 0, failed: 0, rolled_back: 0 };
@@ -107,7 +113,7 @@ export class SimulatedDevice {
         clientId: credentials.serial,
         username: credentials.username,
         password: credentials.password,
-        clean: false,
+        clean: this.options.clean ?? false,
         keepalive: 30,
         reconnectPeriod: 0,
         connectTimeout: 15_000,
@@ -195,9 +201,15 @@ export class SimulatedDevice {
   }
 
   sendHeartbeat(): void {
-    const payload = JSON.stringify({ firmware: this.firmware, ip: this.ip, uptime_s: Math.floor((Date.now() - this.startedAt) / 1000), rssi: -40 - Math.floor(this.random() * 50) });
-    void this.publish(topics.heartbeat(this.serial), payload, this.options.heartbeatQos ?? 1);
+    if (!this.client?.connected) return;
+    // uptime_s only grows, and by at least 1 per heartbeat, so each heartbeat is recognisable in the database.
+    const uptimeS = Math.max(Math.floor((Date.now() - this.startedAt) / 1000), (this.lastHeartbeat?.uptimeS ?? -1) + 1);
+    const payload = JSON.stringify({ firmware: this.firmware, ip: this.ip, uptime_s: uptimeS, rssi: -40 - Math.floor(this.random() * 50) });
+    this.lastHeartbeat = { at: performance.now(), uptimeS };
     this.heartbeats += 1;
+    void this.publish(topics.heartbeat(this.serial), payload, this.options.heartbeatQos ?? 1).then(() => {
+      this.heartbeatsAcked += 1;
+    });
   }
 
   /** Resolves when a QoS 1 message is acknowledged (or at once for QoS 0 / while disconnected). */

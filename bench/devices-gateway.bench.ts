@@ -1,0 +1,228 @@
+import { fork } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { execSync } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startBenchServer, type BenchServer } from './lib/bench-server';
+import { isSmoke, recordResults } from './lib/results';
+import { Fleet, claimDevices, makeSerials, type DeviceCredentials } from '../simulator/src/fleet';
+
+/**
+ * Device gateway benchmarks (issue 3), with the simulator engine as the load, in this process;
+ * each broker runs in a process of its own:
+ *  1. connection ramp to N devices (devices connected per second, with authentication);
+ *  2. broker memory per connected device (RSS after GC, before and after the ramp);
+ *  3. sustained heartbeat ingestion: heartbeats/s acknowledged, and for our service persisted
+ *     (rows written by the batched flush), plus publish-to-visible `last_seen` lag p50/p99
+ *     measured on probe devices by polling the database.
+ * The same load runs against a bare Aedes (no hooks, no database) and against the Mosquitto on
+ * 127.0.0.1:1883 (anonymous allowed there; the devices connect with `clean: true` to leave no
+ * persistent sessions in that shared broker), and the ratios are recorded.
+ *
+ *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/devices-gateway.bench.ts
+ *   options: --devices N (default 10000) --seconds S (sustained phase, default 20) --rate R (offered heartbeats/s, default 20000)
+ */
+const smoke = isSmoke();
+const arg = (name: string, fallback: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : fallback;
+};
+const DEVICES = smoke ? 50 : arg('devices', 10_000);
+const SECONDS = smoke ? 3 : arg('seconds', 20);
+const OFFERED_RATE = smoke ? 100 : arg('rate', 20_000);
+const RAMP_RATE = smoke ? 500 : 20_000;
+const here = path.dirname(fileURLToPath(import.meta.url));
+const kb = (bytes: number) => (bytes / 1024).toFixed(1);
+
+interface TargetResult {
+  name: string;
+  ramp: { connected: number; failed: number; seconds: number; perSecond: number };
+  memoryPerDeviceBytes: number;
+  ackedPerSecond: number;
+  persistedPerSecond?: number;
+  lag?: { p50: number; p99: number; samples: number };
+}
+
+interface Target {
+  name: string;
+  url: string;
+  clean: boolean;
+  memory(): Promise<number>;
+  /** Rows persisted so far (ours only). */
+  persisted?(): Promise<number>;
+  /** Current uptime_s per serial (ours only: the database). */
+  visible?(serials: string[]): Promise<Map<string, number>>;
+  stop(): Promise<void>;
+}
+
+function percentile(values: number[], p: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+async function runAgainst(target: Target, devices: DeviceCredentials[]): Promise<TargetResult> {
+  const rssBefore = await target.memory();
+  // Heartbeats during the ramp would be the first load; the sustained phase sets the period.
+  const period = devices.length / OFFERED_RATE;
+  const fleet = new Fleet({ devices, brokerUrl: target.url, firmware: '1.0.0', heartbeatS: period, heartbeatQos: 1, clean: target.clean, connectRatePerS: RAMP_RATE, maxPendingConnects: 1000 });
+  const ramp = await fleet.start();
+  const perSecond = ramp.connected / ramp.seconds;
+  console.log(`${target.name}: ${ramp.connected}/${devices.length} connected in ${ramp.seconds.toFixed(2)} s (${perSecond.toFixed(0)}/s), ${ramp.failed} failed`);
+  await new Promise((r) => setTimeout(r, 2000));
+  const rssAfter = await target.memory();
+  const memoryPerDeviceBytes = (rssAfter - rssBefore) / Math.max(1, ramp.connected);
+  console.log(`${target.name}: memory per connected device ${kb(memoryPerDeviceBytes)} KB (RSS ${kb(rssBefore)} -> ${kb(rssAfter)} KB)`);
+
+  // Sustained phase (heartbeats already flowing at the offered rate).
+  const ackedStart = fleet.stats().heartbeatsAcked;
+  const persistedStart = (await target.persisted?.()) ?? 0;
+  const lags: number[] = [];
+  const probes = fleet.devices.slice(0, Math.min(50, fleet.devices.length));
+  const pending = new Map<string, Array<{ uptimeS: number; at: number }>>(probes.map((d) => [d.serial, []]));
+  const lastSeenUptime = new Map<string, number>();
+  const started = performance.now();
+  const watch = setInterval(() => {
+    for (const d of probes) {
+      const hb = d.lastHeartbeat;
+      if (!hb || lastSeenUptime.get(d.serial) === hb.uptimeS) continue;
+      lastSeenUptime.set(d.serial, hb.uptimeS);
+      pending.get(d.serial)!.push({ uptimeS: hb.uptimeS, at: hb.at });
+    }
+  }, 5);
+  while (performance.now() - started < SECONDS * 1000) {
+    if (target.visible) {
+      const rows = await target.visible(probes.map((d) => d.serial));
+      const now = performance.now();
+      for (const [serial, uptime] of rows) {
+        const queue = pending.get(serial)!;
+        while (queue.length && queue[0]!.uptimeS <= uptime) lags.push(now - queue.shift()!.at);
+      }
+      await new Promise((r) => setTimeout(r, 25));
+    } else await new Promise((r) => setTimeout(r, 250));
+  }
+  clearInterval(watch);
+  const elapsed = (performance.now() - started) / 1000;
+  const ackedPerSecond = (fleet.stats().heartbeatsAcked - ackedStart) / elapsed;
+  const persistedPerSecond = target.persisted ? ((await target.persisted()) - persistedStart) / elapsed : undefined;
+  await fleet.stop();
+  const result: TargetResult = { name: target.name, ramp: { ...ramp, perSecond }, memoryPerDeviceBytes, ackedPerSecond };
+  if (persistedPerSecond !== undefined) result.persistedPerSecond = persistedPerSecond;
+  if (target.visible) result.lag = { p50: percentile(lags, 50), p99: percentile(lags, 99), samples: lags.length };
+  console.log(`${target.name}: ${ackedPerSecond.toFixed(0)} heartbeats/s acknowledged${persistedPerSecond !== undefined ? `, ${persistedPerSecond.toFixed(0)} rows/s persisted` : ''}${result.lag ? `, lag p50 ${result.lag.p50.toFixed(0)} ms p99 ${result.lag.p99.toFixed(0)} ms (${result.lag.samples} samples)` : ''}`);
+  return result;
+}
+
+async function ourService(): Promise<{ target: Target; devices: DeviceCredentials[]; server: BenchServer }> {
+  const server = await startBenchServer({ env: { LOG_LEVEL: 'error' } });
+  const account = await server.createAccount({ quota: DEVICES + 10 });
+  const res = await fetch(`${server.httpUrl}/api/v1/models`, { method: 'POST', headers: { ...account.headers, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Luma-100' }) });
+  if (res.status !== 201) throw new Error(`model: ${res.status}`);
+  const claimStarted = performance.now();
+  const devices = await claimDevices({ apiUrl: server.httpUrl, apiKey: account.apiKey, model: 'Luma-100', firmware: '1.0.0', serials: makeSerials('BENCH', DEVICES) });
+  console.log(`claimed ${devices.length} devices through REST in ${((performance.now() - claimStarted) / 1000).toFixed(1)} s`);
+  const metric = async (name: string) => {
+    const text = await (await fetch(`${server.httpUrl}/metrics`)).text();
+    const line = text.split('\n').find((l) => l.startsWith(name));
+    return line ? Number(line.split(' ').at(-1)) : 0;
+  };
+  return {
+    server,
+    devices,
+    target: {
+      name: 'fleet service',
+      url: server.mqttUrl,
+      clean: false,
+      memory: async () => (await server.gc()).rss,
+      persisted: () => metric('fleet_heartbeat_flush_rows_total'),
+      visible: async (serials) => {
+        const { rows } = await server.sql('SELECT serial, uptime_s FROM devices WHERE serial = ANY(?)', [serials]);
+        return new Map((rows as Array<{ serial: string; uptime_s: number | null }>).filter((r) => r.uptime_s !== null).map((r) => [r.serial, r.uptime_s!]));
+      },
+      stop: () => server.stop(),
+    },
+  };
+}
+
+async function bareAedes(): Promise<Target> {
+  const child = fork(path.join(here, 'devices-bare-aedes.server.ts'), [], { execArgv: ['--import', 'tsx', '--expose-gc'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  let nextId = 1;
+  const waiting = new Map<number, (v: { memory: NodeJS.MemoryUsage }) => void>();
+  const port = await new Promise<number>((resolve) =>
+    child.on('message', (raw) => {
+      const msg = raw as { ready?: boolean; port: number; id?: number; memory: NodeJS.MemoryUsage };
+      if (msg.ready) resolve(msg.port);
+      else if (msg.id !== undefined) waiting.get(msg.id)?.(msg);
+    }),
+  );
+  const ask = (cmd: string) =>
+    new Promise<{ memory: NodeJS.MemoryUsage }>((resolve) => {
+      const id = nextId++;
+      waiting.set(id, resolve);
+      child.send({ id, cmd });
+    });
+  return {
+    name: 'bare Aedes',
+    url: `mqtt://127.0.0.1:${port}`,
+    clean: false,
+    memory: async () => (await ask('gc')).memory.rss,
+    stop: async () => {
+      await ask('stop');
+    },
+  };
+}
+
+function mosquitto(): Target | null {
+  let pid: string;
+  try {
+    pid = execSync('pgrep -x mosquitto', { encoding: 'utf8' }).trim().split('\n')[0]!;
+  } catch {
+    return null;
+  }
+  const rss = () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
+  return { name: 'Mosquitto', url: 'mqtt://127.0.0.1:1883', clean: true, memory: async () => rss(), stop: async () => undefined };
+}
+
+const results: TargetResult[] = [];
+const ours = await ourService();
+try {
+  results.push(await runAgainst(ours.target, ours.devices));
+} finally {
+  await ours.server.stop();
+}
+const bare = await bareAedes();
+try {
+  results.push(await runAgainst(bare, makeSerials('BARE', DEVICES).map((serial) => ({ serial, username: serial, password: 'x' }))));
+} finally {
+  await bare.stop();
+}
+const mosq = mosquitto();
+if (mosq) results.push(await runAgainst(mosq, makeSerials(`BENCHMOSQ${process.pid}`, DEVICES).map((serial) => ({ serial, username: serial, password: 'x' }))));
+else console.log('Mosquitto is not running on this machine: skipped');
+
+const [svc, base, mq] = [results[0]!, results[1], results[2]];
+const ratio = (a: number, b: number | undefined) => (b ? `${(a / b).toFixed(2)}x` : 'n/a');
+const figures = results.flatMap((r) => [
+  `${r.name}: ramp ${r.ramp.connected}/${DEVICES} devices in ${r.ramp.seconds.toFixed(2)} s = **${r.ramp.perSecond.toFixed(0)} devices/s**${r.ramp.failed ? ` (${r.ramp.failed} failed)` : ''}; memory **${kb(r.memoryPerDeviceBytes)} KB per connected device** (RSS delta after GC)`,
+  `${r.name}: **${r.ackedPerSecond.toFixed(0)} heartbeats/s acknowledged** (QoS 1, ${OFFERED_RATE}/s offered by ${DEVICES} devices for ${SECONDS} s)` +
+    (r.persistedPerSecond !== undefined ? `, **${r.persistedPerSecond.toFixed(0)} rows/s persisted**` : '') +
+    (r.lag ? `, publish-to-visible last_seen lag p50 ${r.lag.p50.toFixed(0)} ms, **p99 ${r.lag.p99.toFixed(0)} ms** (${r.lag.samples} samples on 50 probe devices)` : ''),
+]);
+figures.push(
+  `ratios fleet service / bare Aedes: ramp ${ratio(svc.ramp.perSecond, base?.ramp.perSecond)}, heartbeats ${ratio(svc.ackedPerSecond, base?.ackedPerSecond)}, memory per device ${ratio(svc.memoryPerDeviceBytes, base?.memoryPerDeviceBytes)}`,
+  `ratios fleet service / Mosquitto: ramp ${ratio(svc.ramp.perSecond, mq?.ramp.perSecond)}, heartbeats ${ratio(svc.ackedPerSecond, mq?.ackedPerSecond)}, memory per device ${ratio(svc.memoryPerDeviceBytes, mq?.memoryPerDeviceBytes)}`,
+  `targets (issue 3): ${DEVICES} devices < 20 KB each: ${svc.memoryPerDeviceBytes < 20 * 1024 ? 'met' : 'NOT met'}; ramp >= 2,000/s: ${svc.ramp.perSecond >= 2000 ? 'met' : 'NOT met'}; >= 15,000 heartbeats/s persisted: ${(svc.persistedPerSecond ?? 0) >= 15_000 ? 'met' : 'NOT met'}; p99 lag < 2 s: ${(svc.lag?.p99 ?? Infinity) < 2000 ? 'met' : 'NOT met'}`,
+);
+for (const f of figures) console.log(f);
+if (!smoke) {
+  recordResults({
+    title: `Device gateway: ${DEVICES} devices, ramp, heartbeat ingestion, memory (vs bare Aedes and Mosquitto)`,
+    command: `BENCH_DATABASE_URL=${process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ? '<postgres>' : '(embedded)'} node --import tsx bench/devices-gateway.bench.ts ${process.argv.slice(2).join(' ')}`.trim(),
+    figures,
+    notes: [
+      'The load generator (simulator engine, mqtt.js clients) runs in the benchmark process and shares the 2 cores with the broker under test; every broker runs in a process of its own.',
+      'Mosquitto devices connect with clean sessions (a shared system broker must not keep 10,000 persistent sessions); ours and bare Aedes use clean: false as protocol v1 says.',
+    ],
+  });
+}
+process.exit(0);
