@@ -54,3 +54,12 @@ export async function deployment(account: TestAccount, id: string): Promise<any>
   expect(res.status).toBe(200);
   return res.body.deployment;
 }
+
+/** Polls outside a test body (beforeAll), where expect.poll is not available. */
+export async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs = 10_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error('condition not reached in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
