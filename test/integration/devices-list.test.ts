@@ -146,6 +146,20 @@ describe('GET /api/v1/devices', () => {
     expect(after.status).toBe(200);
   });
 
+  it('shows claims, renames and unclaims in the next answer (totals are not served stale after own changes)', async () => {
+    const c = await server.createAccount({ quota: 100 });
+    await buildModel(c, 'LX-200');
+    await claimDevices(c, { serials: ['C-0001', 'C-0002'], model: 'LX-200' });
+    expect((await page(c, 'limit=1')).body.total).toBe(2);
+    expect((await page(c, 'limit=1&q=kitchen')).body.total).toBe(0);
+    await claimDevices(c, { serials: ['C-0003'], model: 'LX-200' });
+    expect((await page(c, 'limit=1')).body.total).toBe(3);
+    expect((await c.api.patch('/api/v1/devices/C-0002', { name: 'Kitchen' })).status).toBe(200);
+    expect((await page(c, 'limit=1&q=kitchen')).body.total).toBe(1);
+    expect((await c.api.delete('/api/v1/devices/C-0001')).status).toBe(204);
+    expect((await page(c, 'limit=1')).body.total).toBe(2);
+  });
+
   it("never lists or counts another account's devices", async () => {
     const res = await b.api.get('/api/v1/devices');
     expect(serialsOf(res.body)).toEqual(['B-0001', 'B-0002']);
