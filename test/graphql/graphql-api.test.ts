@@ -72,6 +72,32 @@ describe('GraphQL over HTTP', () => {
     expect(summary.body.data.allocation).toMatchObject({ quota: 50, provisioned: 3, remaining: 47, spent: { amount: 6 }, remainingBudget: { amount: 994 }, unitPrice: { amount: 2 }, thresholds: [80, 90, 100] });
   });
 
+  it('batches per-row fields: the statements of a page do not grow with its rows (DataLoader)', async () => {
+    const knex = server.service.database.knex;
+    const count = async (first: number) => {
+      // History statements only (the page's total may come from a 1 s cache, or not).
+      let statements = 0;
+      const onQuery = (q: { sql: string }) => void (/device_events/.test(q.sql) && (statements += 1));
+      knex.on('query', onQuery);
+      const res = await gql(url, `{ devices(first: ${first}) { edges { node { serial model update { state } history(first: 2) { edges { node { type } } pageInfo { hasNextPage endCursor } } } } } }`, { apiKey: account.apiKey });
+      knex.off('query', onQuery);
+      expect(res.body.errors).toBeUndefined();
+      return { statements, devices: res.body.data.devices.edges };
+    };
+    const one = await count(1);
+    const three = await count(3);
+    expect(three.devices).toHaveLength(3);
+    expect(one.statements).toBe(1);
+    expect(three.statements).toBe(1);
+    // The batched first page is the same as the service's own paging (REST history).
+    const viaRest = await account.api.get('/api/v1/devices/GQ-2/history?limit=2');
+    const batched = three.devices.find((e: { node: { serial: string } }) => e.node.serial === 'GQ-2').node.history;
+    expect(batched.edges.map((e: { node: { type: string } }) => e.node.type)).toEqual(viaRest.body.events.map((e: { type: string }) => e.type));
+    expect(batched.pageInfo.hasNextPage).toBe(viaRest.body.next_cursor !== null);
+    const next = await gql(url, `query($after: String) { device(serial: "GQ-2") { history(first: 2, after: $after) { edges { node { type } } } } }`, { apiKey: account.apiKey, variables: { after: batched.pageInfo.endCursor } });
+    expect(next.body.errors).toBeUndefined();
+  });
+
   it('rejects a claim all-or-nothing with the offending serials in extensions', async () => {
     const res = await gql(url, 'mutation($input: ClaimDevicesInput!) { claimDevices(input: $input) { count } }', {
       apiKey: account.apiKey,

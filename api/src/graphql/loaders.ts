@@ -2,6 +2,7 @@ import DataLoader from 'dataloader';
 import type { Actor } from '../domain/shared/actor';
 import type { Services } from '../services';
 import type { AccountRow } from '../domain/accounts/account.service';
+import type { DeviceHistoryEntry } from '../domain/devices/device-types';
 
 /**
  * Per-request batching (one query per list, never one per row). Built for each operation with
@@ -9,11 +10,26 @@ import type { AccountRow } from '../domain/accounts/account.service';
  */
 export interface Loaders {
   account: DataLoader<string, AccountRow>;
+  /** `${deviceId}|${limit}` -> that device's first history page (batched per limit). */
+  historyHead: DataLoader<string, { events: DeviceHistoryEntry[]; nextCursor: string | null }>;
 }
 
 export function createLoaders(actor: Actor, services: Services): Loaders {
   return {
     // Only the caller's own account is ever asked for; the loader dedupes viewer.account lookups.
     account: new DataLoader(async (ids) => Promise.all(ids.map(() => services.accounts.get(actor.accountId)))),
+    historyHead: new DataLoader(async (keys) => {
+      const byLimit = new Map<number, string[]>();
+      for (const key of keys) {
+        const [id, limit] = key.split('|') as [string, string];
+        byLimit.set(Number(limit), [...(byLimit.get(Number(limit)) ?? []), id]);
+      }
+      const results = new Map<string, { events: DeviceHistoryEntry[]; nextCursor: string | null }>();
+      for (const [limit, deviceIds] of byLimit) {
+        const heads = await services.fleet.historyHeads(actor, { deviceIds, limit });
+        for (const [id, head] of heads) results.set(`${id}|${limit}`, head);
+      }
+      return keys.map((k) => results.get(k) ?? { events: [], nextCursor: null });
+    }),
   };
 }

@@ -2,7 +2,7 @@ import type { ServiceDeps } from '../service-deps';
 import type { Actor } from '../shared/actor';
 import { isUuid } from '../shared/ids';
 import type { AllocationService } from '../accounts/allocation.service';
-import type { Device } from '../devices/device-types';
+import type { Device, DeviceHistoryEntry } from '../devices/device-types';
 import { selectDevicesByIds } from '../devices/device.repository';
 
 export interface FleetSummary {
@@ -64,6 +64,35 @@ export class FleetReadService {
       provisioned: allocation.provisioned,
       budget: { amountMinor: allocation.budget.amountMinor, spentMinor: allocation.budget.spentMinor, currency: allocation.budget.currency },
     };
+  }
+
+  /**
+   * The newest `limit` history entries of each of these devices in ONE statement (a list page
+   * asking for every device's recent history must not run a query per device). Same entries,
+   * order and cursor format as DeviceService.history's first page.
+   */
+  async historyHeads(actor: Actor, input: { deviceIds: string[]; limit: number }): Promise<Map<string, { events: DeviceHistoryEntry[]; nextCursor: string | null }>> {
+    const ids = [...new Set(input.deviceIds.filter(isUuid))];
+    const out = new Map<string, { events: DeviceHistoryEntry[]; nextCursor: string | null }>();
+    if (ids.length === 0) return out;
+    const rows = (await this.deps.knex.raw(
+      `SELECT id, device_id, type, data, occurred_at FROM (
+         SELECT e.*, row_number() OVER (PARTITION BY e.device_id ORDER BY e.id DESC) AS rn
+           FROM device_events e WHERE e.account_id = ? AND e.device_id = ANY(?::uuid[])) ranked
+        WHERE rn <= ? ORDER BY device_id, id DESC`,
+      [actor.accountId, ids, input.limit + 1] as unknown as readonly string[],
+    )) as { rows: Array<{ id: number; device_id: string; type: string; data: Record<string, unknown>; occurred_at: Date }> };
+    for (const id of ids) out.set(id, { events: [], nextCursor: null });
+    for (const r of rows.rows) {
+      const entry = out.get(r.device_id)!;
+      if (entry.events.length === input.limit) {
+        const last = entry.events[entry.events.length - 1]!;
+        entry.nextCursor = Buffer.from(`h:${last.id}`, 'utf8').toString('base64url');
+        continue;
+      }
+      entry.events.push({ id: Number(r.id), type: r.type, occurredAt: new Date(r.occurred_at).toISOString(), data: r.data });
+    }
+    return out;
   }
 
   /** Devices of the actor's account among these ids (others' ids and unknown ids are simply absent). */

@@ -122,7 +122,12 @@ export const deviceResolvers = {
   Device: {
     update: (device: Device) => (device.update ? { ...device.update, serial: device.serial } : null),
     history: async (device: Device, args: { first?: number | null; after?: string | null }, ctx: GraphQLContext) => {
-      const page = await ctx.services.devices.history(ctx.actor, { serial: device.serial, limit: args.first ?? 20, ...(args.after ? { cursor: args.after } : {}) });
+      const limit = args.first ?? 20;
+      // First pages are batched across the devices of a list (DataLoader); later pages are per device.
+      const page =
+        !args.after && Number.isInteger(limit) && limit >= 1 && limit <= 100
+          ? await ctx.loaders.historyHead.load(`${device.id}|${limit}`)
+          : await ctx.services.devices.history(ctx.actor, { serial: device.serial, limit, ...(args.after ? { cursor: args.after } : {}) });
       return connection(page.events, (e) => Buffer.from(`h:${e.id}`).toString('base64url'), page.nextCursor);
     },
   },
