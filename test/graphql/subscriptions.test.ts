@@ -129,6 +129,31 @@ describe('GraphQL subscriptions over graphql-ws', () => {
     expect(JSON.stringify(sub.errors)).toMatch(/4403|revoked/);
   });
 
+  it('pushes deploymentProgress to the owner; another account is told not_found', async () => {
+    const form = new FormData();
+    form.set('model', 'LX-200');
+    form.set('version', '1.1.0');
+    form.set('file', new Blob([Buffer.from('firmware 1.1.0')]), 'fw.bin');
+    const upload = await fetch(`${server.service.httpUrl}/api/v1/firmware/versions`, { method: 'POST', headers: { authorization: `Bearer ${account.apiKey}` }, body: form });
+    expect(upload.status).toBe(201);
+    const deployed = await gql(server.service.httpUrl, 'mutation { deployFirmware(input: { firmwareVersion: "1.1.0", filter: { model: "LX-200" } }) { id status targetCount } }', { apiKey: account.apiKey });
+    expect(deployed.body.errors).toBeUndefined();
+    const id = deployed.body.data.deployFirmware.id;
+    const progress = collect<{ data: { deploymentProgress: { id: string; status: string; counts: { cancelled: number } } } }>(
+      open({ apiKey: account.apiKey }),
+      'subscription($id: ID!) { deploymentProgress(id: $id) { id status progress counts { queued cancelled } } }',
+      { id },
+    );
+    const foreign = collect(open({ apiKey: other.apiKey }), 'subscription($id: ID!) { deploymentProgress(id: $id) { id } }', { id });
+    await new Promise((r) => setTimeout(r, 200));
+    const cancelled = await gql(server.service.httpUrl, 'mutation($id: ID!) { cancelDeployment(id: $id) { status } }', { apiKey: account.apiKey, variables: { id } });
+    expect(cancelled.body.data.cancelDeployment.status).toBe('cancelled');
+    await progress.until(() => progress.items.some((i) => i.data.deploymentProgress.status === 'cancelled'), 3000);
+    expect(progress.items.at(-1)!.data.deploymentProgress).toMatchObject({ id, status: 'cancelled' });
+    await expect(foreign.until(() => false, 1500)).rejects.toThrow(/ended/);
+    expect(JSON.stringify([...foreign.items, ...foreign.errors])).toContain('not_found');
+  });
+
   it('refuses subscription documents over the limits', async () => {
     const aliases = Array.from({ length: 30 }, (_, i) => `a${i}: events { id }`).join(' ');
     const sub = collect(open({ apiKey: account.apiKey }), `subscription { ${aliases} }`);
