@@ -1,6 +1,7 @@
 import { startBenchServer } from './lib/bench-server';
 import { runLoad } from './lib/load';
 import { isSmoke, recordResults } from './lib/results';
+import { devicePageQuery } from '../api/src/domain/devices/device.repository';
 
 /**
  * GET /api/v1/devices with 100,000 devices in one account (issue 2 targets):
@@ -49,6 +50,13 @@ try {
     WHERE devices.id = b.id`);
   if (server.database === 'postgres') await server.sql('VACUUM ANALYZE devices');
 
+  // The plan of the exact page statement: which index serves it.
+  const pageQuery = devicePageQuery({ accountId: account.accountId, filter: { model: 'LX-200', firmwareLt: '2.0.0' }, afterSerial: null, limit: 101 });
+  const plan = (await server.sql(`EXPLAIN (ANALYZE, FORMAT JSON) ${pageQuery.sql}`, pageQuery.bindings)).rows as Array<Record<string, unknown>>;
+  const planText = JSON.stringify(plan);
+  const indexes = [...new Set([...planText.matchAll(/"Index Name":"([a-z_]+)"/g)].map((m) => m[1]))];
+  const planMs = (plan[0]?.['QUERY PLAN'] as Array<{ 'Execution Time': number; 'Planning Time': number }> | undefined)?.[0];
+
   // Filtered page of 100.
   const pageUrl = `${server.httpUrl}/api/v1/devices?model=LX-200&firmware_lt=2.0.0&limit=100`;
   const check = await fetch(pageUrl, { headers: account.headers });
@@ -80,6 +88,7 @@ try {
     `database: ${server.database}; devices: ${total.toLocaleString('en')} in one account, seeded by ${CLAIMS} claims of ${PER_CLAIM} through POST /api/v1/devices/claim in ${seedSeconds.toFixed(1)} s, firmware set by one bulk UPDATE`,
     `filtered page (model=LX-200&firmware_lt=2.0.0&limit=100, ${checkBody.total.toLocaleString('en')} matches), autocannon ${CONNECTIONS} connections, ${LOAD_SECONDS} s: ` +
       `**${Math.round(load.requestsPerSecond)} req/s**, p50 ${load.p50Ms} ms, **p99 ${load.p99Ms} ms** (${load.requests} requests; target >= 2,500 req/s, p99 < 25 ms)`,
+    `page statement: indexes ${indexes.join(', ') || '(none)'}; planning ${planMs?.['Planning Time'].toFixed(2)} ms, execution ${planMs?.['Execution Time'].toFixed(2)} ms (EXPLAIN ANALYZE)`,
     `full streamed listing (${(bytes / 1024 / 1024).toFixed(1)} MB JSON): **${streamSeconds.toFixed(2)} s**, server RSS ${mb(before.rss)} MB -> peak ${mb(peakRss)} MB, **growth ${mb(growth)} MB** (target < 2 s, < 50 MB)`,
   ];
   for (const f of figures) console.log(f);

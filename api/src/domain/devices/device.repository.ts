@@ -151,11 +151,19 @@ export async function selectDevicePage(
   db: Db,
   input: { accountId: string; filter: DeviceFilter; afterSerial: string | null; limit: number },
 ): Promise<Device[]> {
+  const query = devicePageQuery(input);
+  const result = (await db.raw(query.sql, query.bindings)) as { rows: DeviceRow[] };
+  return result.rows.map(toDevice);
+}
+
+/** The statement behind a page (exported so benchmarks can EXPLAIN exactly what runs). */
+export function devicePageQuery(input: { accountId: string; filter: DeviceFilter; afterSerial: string | null; limit: number }): { sql: string; bindings: Knex.Value[] } {
   const where = whereClause(input.accountId, input.filter);
   const keyset = input.afterSerial === null ? '' : ' AND d.serial > ?';
-  const bindings = [...where.bindings, ...(input.afterSerial === null ? [] : [input.afterSerial]), input.limit];
-  const result = (await db.raw(`${SELECT_DEVICE} WHERE ${where.sql}${keyset} ORDER BY d.serial LIMIT ?`, bindings)) as { rows: DeviceRow[] };
-  return result.rows.map(toDevice);
+  return {
+    sql: `${SELECT_DEVICE} WHERE ${where.sql}${keyset} ORDER BY d.serial LIMIT ?`,
+    bindings: [...where.bindings, ...(input.afterSerial === null ? [] : [input.afterSerial]), input.limit],
+  };
 }
 
 /** Matches of the filter in the account, and the account's quota, in one round trip. */
