@@ -9,4 +9,10 @@ app.use(router);
 app.config.errorHandler = (error, _instance, info) => {
   window.dispatchEvent(new CustomEvent('portal-error', { detail: { error, info } }));
 };
+// graphql-ws can leave its internal connect promise unobserved when a socket closes (logout,
+// expired session, server restart); every subscription already got that close through its own
+// error callback, so the duplicate rejection is not an error of the page.
+window.addEventListener('unhandledrejection', (event) => {
+  if (typeof CloseEvent !== 'undefined' && event.reason instanceof CloseEvent) event.preventDefault();
+});
 app.mount('#app');

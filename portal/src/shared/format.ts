@@ -12,7 +12,8 @@ export function relativeTime(iso: string | null | undefined, reference: Date = n
   if (!iso) return 'never';
   const seconds = Math.round((new Date(iso).getTime() - reference.getTime()) / 1000);
   const abs = Math.abs(seconds);
-  if (abs < 45) return seconds <= 0 ? 'just now' : 'in a few seconds';
+  // Clocks of browser and server differ by a few seconds: both directions read "just now".
+  if (abs < 45) return 'just now';
   if (abs < 2700) return relative.format(Math.round(seconds / 60), 'minute');
   if (abs < 79_200) return relative.format(Math.round(seconds / 3600), 'hour');
   if (abs < 2_592_000) return relative.format(Math.round(seconds / 86_400), 'day');

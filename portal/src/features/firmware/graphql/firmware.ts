@@ -32,7 +32,7 @@ export const REGISTER_MODEL = gql`
 `;
 
 export interface DeploymentsData {
-  deployments: { totalCount: number; edges: { node: DeploymentSummary }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } };
+  deployments: { totalCount: number | null; edges: { node: DeploymentSummary }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } };
 }
 
 export const DEPLOYMENTS = gql`
@@ -48,7 +48,7 @@ export const DEPLOYMENTS = gql`
 
 export interface DeploymentDetail extends DeploymentSummary {
   filter: { model: string | null; firmwareLt: string | null; status: string | null; serials: string[] | null };
-  rollout: { steps: number[]; failureThresholdPercent: number | null } | null;
+  rollout: { batches: number[]; failureThresholdPercent: number | null; minBatchSuccessPercent: number } | null;
   respectMaintenanceWindow: boolean;
   parentDeploymentId: string | null;
   createdBy: string | null;
@@ -59,7 +59,7 @@ export interface DeploymentDetail extends DeploymentSummary {
 const DEPLOYMENT_DETAIL_FIELDS = `
   ...DeploymentSummary
   filter { model firmwareLt status serials }
-  rollout { steps failureThresholdPercent }
+  rollout { batches failureThresholdPercent minBatchSuccessPercent }
   respectMaintenanceWindow
   parentDeploymentId
   createdBy
@@ -127,7 +127,7 @@ export const DEPLOYMENT_ACTIONS = {
 export interface DeployInput {
   firmwareVersion: string;
   filter: { model?: string; firmwareLt?: string; status?: string; serials?: string[] };
-  rollout?: { steps: number[]; failureThresholdPercent?: number };
+  rollout?: { batches: number[]; failureThresholdPercent?: number };
   respectMaintenanceWindow: boolean;
 }
 

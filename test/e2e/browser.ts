@@ -1,0 +1,81 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium, type BrowserContext, type Page, type ConsoleMessage } from 'playwright-core';
+
+/** Debian's Chromium (never a downloaded browser): `apt-get install -y chromium`. */
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+export const hasChromium = fs.existsSync(CHROMIUM);
+export const skipReason = `Chromium not found at ${CHROMIUM}: install it with \`apt-get install -y chromium\` (or set CHROMIUM_PATH) to run the portal browser tests.`;
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
+
+/** Builds portal/dist when missing or stale, so `npm test` does not depend on a prior build. */
+export function ensurePortalBuilt(): void {
+  const result = spawnSync(process.execPath, [path.join(root, 'portal/scripts/ensure-built.mjs')], { stdio: 'pipe', encoding: 'utf8' });
+  if (result.status !== 0 || !fs.existsSync(path.join(root, 'portal/dist/index.html'))) {
+    throw new Error(`The portal build failed:\n${result.stdout}\n${result.stderr}`);
+  }
+}
+
+export interface Browser {
+  context: BrowserContext;
+  /** Console errors and uncaught page errors seen so far (expected 401s excluded). */
+  errors: string[];
+  newPage(): Promise<Page>;
+  close(): Promise<void>;
+}
+
+/** A fresh headless Chromium profile (its own temp user data dir). */
+export async function launchBrowser(options: { viewport?: { width: number; height: number } } = {}): Promise<Browser> {
+  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fleet-e2e-chromium-'));
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    viewport: options.viewport ?? { width: 1366, height: 860 },
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+  });
+  const errors: string[] = [];
+  const watch = (page: Page) => {
+    page.on('console', (message: ConsoleMessage) => {
+      if (message.type() !== 'error') return;
+      const url = message.location().url;
+      // Chromium logs every 401 response as a console error: the session probe before login,
+      // a refused login and an expired session are expected answers, not portal errors.
+      if (/status of 401/.test(message.text()) && /\/api\/v1\/session|\/graphql/.test(url)) return;
+      errors.push(`${message.text()} (${url})`);
+    });
+    page.on('pageerror', (error) => errors.push(`pageerror: ${error.message}`));
+  };
+  context.on('page', watch);
+  for (const page of context.pages()) watch(page);
+  return {
+    context,
+    errors,
+    async newPage() {
+      const existing = context.pages().find((p) => p.url() === 'about:blank');
+      return existing ?? (await context.newPage());
+    },
+    async close() {
+      await context.close().catch(() => undefined);
+      fs.rmSync(userDataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Logs in through the form (the real flow: REST session cookie + CSRF token). */
+export async function logIn(page: Page, email: string, password: string): Promise<void> {
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Log in' }).click();
+}
+
+/** Saves a screenshot for the README when PORTAL_SCREENSHOTS=1 (kept out of normal test runs). */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  if (process.env.PORTAL_SCREENSHOTS !== '1') return;
+  const dir = path.join(root, 'docs/screenshots');
+  fs.mkdirSync(dir, { recursive: true });
+  await page.waitForTimeout(400); // let charts finish their entry animation
+  await page.screenshot({ path: path.join(dir, `${name}.png`) });
+}

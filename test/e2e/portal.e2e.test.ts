@@ -1,0 +1,254 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomBytes } from 'node:crypto';
+import type { Page } from 'playwright-core';
+import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
+import { buildModel, serials } from '../helpers/factories';
+import { claimForMqtt, type DeviceCreds } from '../helpers/mqtt';
+import { gql, login } from '../graphql/graphql-client';
+import { uploadFirmware } from '../ota/ota-helpers';
+import { SimulatedDevice } from '../../simulator/src/simulated-device';
+import { ensurePortalBuilt, hasChromium, launchBrowser, logIn, screenshot, skipReason, type Browser } from './browser';
+
+if (!hasChromium) console.warn(`[portal e2e] skipped: ${skipReason}`);
+
+/**
+ * The portal in Debian's Chromium against a real server with simulated MQTT devices.
+ * One server, one browser and one story (admin, then viewer), to stay fast.
+ */
+describe.skipIf(!hasChromium)('portal in Chromium', () => {
+  let server: TestServer;
+  let account: TestAccount;
+  let browser: Browser;
+  let page: Page;
+  let base: string;
+  const simulated: SimulatedDevice[] = [];
+  let lx200: DeviceCreds[];
+  let lx300: DeviceCreds[];
+  /** Reads go through a portal session: sessions are not rate limited like API keys. */
+  let adminCookie = '';
+
+  const simulate = async (creds: DeviceCreds, firmware = '1.0.0') => {
+    const device = new SimulatedDevice({ credentials: creds, brokerUrl: server.service.mqttUrl!, firmware, heartbeatS: 2, rebootMs: 200 });
+    simulated.push(device);
+    await device.start();
+    return device;
+  };
+  const summary = async () =>
+    (await gql(base, '{ fleetSummary { total online offline updating provisioned quota } }', { cookie: adminCookie }).then((r) => r.body.data?.fleetSummary ?? Promise.reject(new Error(JSON.stringify(r.body))))) as {
+      total: number;
+      online: number;
+      offline: number;
+      provisioned: number;
+      quota: number;
+    };
+
+  beforeAll(async () => {
+    ensurePortalBuilt();
+    server = await startTestServer();
+    base = server.service.httpUrl;
+    account = await server.createAccount({ quota: 40, budget: 1000, unitPrice: 10 });
+    adminCookie = (await login(base, account.adminEmail, account.adminPassword)).cookie;
+    // Real binaries for both models' 1.0.0, so a rollback can download them again.
+    await buildModel(account, 'LX-200', 'Linear fixture');
+    await buildModel(account, 'LX-300', 'Spot');
+    await uploadFirmware(account, { model: 'LX-200', version: '1.0.0', bytes: randomBytes(2048), expectStatus: 201 });
+    await uploadFirmware(account, { model: 'LX-300', version: '1.0.0', bytes: randomBytes(2048), expectStatus: 201 });
+    lx200 = await claimForMqtt(server, account, serials('LUM', 8), { model: 'LX-200', firmware: '1.0.0' });
+    lx300 = await claimForMqtt(server, account, serials('SPOT', 3), { model: 'LX-300', firmware: '1.0.0' });
+    // Six LX-200 online; the other devices stay offline until a test brings one up.
+    for (const creds of lx200.slice(0, 6)) await simulate(creds);
+    for (let i = 0; i < 50 && (await summary()).online < 6; i++) await new Promise((r) => setTimeout(r, 200));
+    browser = await launchBrowser();
+    page = await browser.newPage();
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await Promise.all(simulated.map((d) => d.stop()));
+    await server?.close();
+  });
+
+  it('refuses a wrong password with a clear message, then logs in and returns to the deep link asked for', async () => {
+    await page.goto(`${base}/devices?status=online`);
+    await page.waitForURL(/\/login\?next=/);
+    await screenshot(page, 'login');
+    await logIn(page, account.adminEmail, 'wrong password');
+    await expect.poll(() => page.getByTestId('login-error').textContent()).toContain('not correct');
+    await logIn(page, account.adminEmail, account.adminPassword);
+    await page.waitForURL((url) => url.pathname === '/devices' && url.searchParams.get('status') === 'online');
+    await page.locator('[data-serial="LUM-0001"]').waitFor();
+    expect(await page.getByTestId('current-role').textContent()).toBe('admin');
+  });
+
+  it('dashboard figures equal the API, and a device coming online changes the dashboard and the list without a reload', async () => {
+    await page.goto(`${base}/`);
+    await page.getByTestId('stat-total').waitFor();
+    const before = await summary();
+    expect(Number(await page.getByTestId('stat-total').textContent())).toBe(before.total);
+    expect(Number(await page.getByTestId('stat-online').textContent())).toBe(before.online);
+    expect(Number(await page.getByTestId('stat-offline').textContent())).toBe(before.offline);
+    expect(await page.getByTestId('gauge-allowance').getByTestId('gauge-used').textContent()).toContain(String(before.provisioned));
+    await screenshot(page, 'dashboard');
+
+    // A second tab shows the device list; both must change live when LUM-0007 connects.
+    const list = await browser.context.newPage();
+    await list.goto(`${base}/devices?q=LUM-0007`);
+    const cell = list.locator('[data-serial="LUM-0007"] [data-col="status"] [data-status]');
+    await expect.poll(() => cell.getAttribute('data-status')).toBe('offline');
+
+    await simulate(lx200[6]!);
+    await expect.poll(() => page.getByTestId('stat-online').textContent(), { timeout: 10_000 }).toBe(String(before.online + 1));
+    await expect.poll(() => cell.getAttribute('data-status'), { timeout: 10_000 }).toBe('online');
+    await expect.poll(async () => (await summary()).online).toBe(before.online + 1);
+    await list.close();
+  });
+
+  it('filters live in the URL: deep links and reloads show the same list, and typing a search updates the URL', async () => {
+    await page.goto(`${base}/devices?model=LX-300`);
+    await page.locator('[data-serial="SPOT-0001"]').waitFor();
+    const rows = () => page.locator('[data-serial]').evaluateAll((els) => els.map((e) => e.getAttribute('data-serial')));
+    expect((await rows()).sort()).toEqual(lx300.map((c) => c.serial).sort());
+    await page.reload();
+    await page.locator('[data-serial="SPOT-0001"]').waitFor();
+    expect((await rows()).sort()).toEqual(lx300.map((c) => c.serial).sort());
+
+    await page.goto(`${base}/devices?model=LX-200&status=offline`);
+    await page.locator('[data-serial="LUM-0008"]').waitFor();
+    expect(await rows()).toEqual(['LUM-0008']);
+
+    await page.goto(`${base}/devices`);
+    await page.getByLabel('Search serial or name').fill('SPOT-0002');
+    await page.waitForURL(/q=SPOT-0002/);
+    await expect.poll(rows).toEqual(['SPOT-0002']);
+    await page.goto(`${base}/devices`);
+    await page.locator('[data-serial="LUM-0001"]').waitFor();
+    await screenshot(page, 'devices');
+  });
+
+  it('a configuration edit reaches the simulated device and shows as applied', async () => {
+    await page.goto(`${base}/devices/LUM-0001`);
+    await page.getByRole('button', { name: 'Edit configuration' }).click();
+    const dim = page.getByLabel('Dim level (%)');
+    await dim.fill('40');
+    await page.getByLabel('Maintenance window start').fill('25:00');
+    await page.getByRole('button', { name: 'Save configuration' }).click();
+    // Validated like the API before anything is sent.
+    await page.getByText('HH:MM, e.g. 02:00').waitFor();
+    await page.getByLabel('Maintenance window start').fill('02:00');
+    await page.getByLabel('Maintenance window end').fill('05:00');
+    await page.getByRole('button', { name: 'Save configuration' }).click();
+    await expect.poll(() => page.getByTestId('config-sync').textContent(), { timeout: 10_000 }).toContain('in sync');
+    await expect.poll(() => page.locator('[data-config="dimLevel"] [data-col="reported"]').textContent()).toBe('40');
+    const device = simulated.find((d) => d.serial === 'LUM-0001')!;
+    expect(device.config.dim_level).toBe(40);
+    await page.getByTestId('device-history').getByText(/config/i).first().waitFor();
+    await screenshot(page, 'device');
+  });
+
+  it('uploads a version with progress, deploys it from the device list to a filter with a live count, runs it to completion, then rolls it back', async () => {
+    await page.goto(`${base}/firmware?model=LX-200`);
+    await page.getByRole('button', { name: 'Upload a version' }).click();
+    await page.getByLabel('Version').fill('1.1.0');
+    await page.getByLabel('Release notes (Markdown)').fill('**Smoother dimming** <img src=x onerror="window.__xss=1">');
+    await page.getByLabel('Changelog (Markdown)').fill('- fixed flicker at 1 %');
+    await page.getByTestId('upload-file').setInputFiles({ name: 'lx200-1.1.0.bin', mimeType: 'application/octet-stream', buffer: randomBytes(64 * 1024) });
+    await page.getByRole('button', { name: 'Upload', exact: true }).click();
+    const notes = page.getByTestId('firmware-versions').locator('strong', { hasText: 'Smoother dimming' });
+    await notes.waitFor({ timeout: 15_000 });
+    expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
+    await screenshot(page, 'firmware');
+
+    const online = (await summary()).online;
+    await page.goto(`${base}/devices?model=LX-200&status=online`);
+    await page.locator('[data-serial="LUM-0001"]').waitFor();
+    await page.getByTestId('deploy-filter').click();
+    await page.waitForURL(/\/deployments\/new\?/);
+    await page.getByLabel('Installed firmware older than').fill('1.1.0');
+    await expect.poll(() => page.getByTestId('deploy-preview-count').textContent(), { timeout: 10_000 }).toBe(String(online - 0));
+    await screenshot(page, 'deploy');
+    await page.getByTestId('deploy-submit').click();
+    await page.getByRole('button', { name: 'Schedule update', exact: true }).click();
+    await page.waitForURL(/\/deployments\/[0-9a-f-]{36}$/);
+    const status = page.getByTestId('deployment-status');
+    await expect.poll(() => status.getAttribute('data-status'), { timeout: 60_000, interval: 500 }).toBe('completed');
+    expect(await page.getByTestId('deployment-percent').textContent()).toBe('100');
+    expect(await page.locator('td[data-state="succeeded"]').textContent()).toBe(String(online));
+    await screenshot(page, 'deployment');
+    expect(simulated.filter((d) => d.connected && d.serial.startsWith('LUM-')).every((d) => d.firmware === '1.1.0')).toBe(true);
+
+    const deploymentUrl = page.url();
+    await page.getByTestId('rollback').click();
+    await page.getByRole('button', { name: 'Roll back', exact: true }).click();
+    await page.waitForURL((url) => url.href !== deploymentUrl && /\/deployments\/[0-9a-f-]{36}$/.test(url.pathname));
+    await expect.poll(() => status.getAttribute('data-status'), { timeout: 60_000, interval: 500 }).toBe('completed');
+    await expect.poll(() => simulated.filter((d) => d.serial.startsWith('LUM-')).every((d) => d.firmware === '1.0.0'), { timeout: 10_000 }).toBe(true);
+  }, 150_000);
+
+  it('creates an API key that is shown once and works against the REST API', async () => {
+    await page.goto(`${base}/settings/api-keys`);
+    await page.getByLabel('Name').fill('production line 2');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const secret = await page.getByTestId('shown-secret').locator('input').inputValue();
+    expect(secret).toMatch(/^flk_/);
+    const res = await fetch(`${base}/api/v1/devices?limit=1`, { headers: { authorization: `Bearer ${secret}` } });
+    expect(res.status).toBe(200);
+    await page.getByRole('button', { name: 'I have stored it' }).click();
+    await page.locator('[data-key="production line 2"]').waitFor();
+    expect(await page.locator('[data-key="production line 2"]').textContent()).not.toContain(secret.slice(12));
+    await screenshot(page, 'api-keys');
+    await page.goto(`${base}/settings/webhooks`);
+    await page.getByText('Add an endpoint').waitFor();
+    await screenshot(page, 'webhooks');
+  });
+
+  it('a viewer sees everything but cannot change anything, and the API refuses anyway', async () => {
+    const created = await gql(base, 'mutation { createUser(input: { email: "viewer@example.test", password: "viewer-password", role: viewer }) { id } }', { apiKey: account.apiKey });
+    expect(created.body.errors).toBeUndefined();
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await page.waitForURL(/\/login/);
+    await logIn(page, 'viewer@example.test', 'viewer-password');
+    await page.getByTestId('stat-total').waitFor();
+    expect(await page.getByTestId('current-role').textContent()).toBe('viewer');
+
+    await page.goto(`${base}/devices`);
+    await page.locator('[data-serial="LUM-0001"]').waitFor();
+    expect(await page.getByTestId('deploy-filter').count()).toBe(0);
+    expect(await page.getByRole('checkbox').count()).toBe(0);
+    await page.goto(`${base}/devices/LUM-0001`);
+    await page.getByTestId('device-config').waitFor();
+    expect(await page.getByRole('button', { name: 'Edit configuration' }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: 'Rotate credentials' }).count()).toBe(0);
+    await page.goto(`${base}/settings/api-keys`);
+    await page.getByTestId('api-keys-table').waitFor();
+    expect(await page.getByRole('button', { name: 'Create key' }).count()).toBe(0);
+
+    // The server refuses too, even with the viewer's valid CSRF token.
+    const refused = await page.evaluate(async () => {
+      const session = (await (await fetch('/api/v1/session')).json()) as { csrf_token: string };
+      const res = await fetch('/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-csrf-token': session.csrf_token },
+        body: JSON.stringify({ query: 'mutation { updateDevice(serial: "LUM-0001", input: { name: "hacked" }) { name } }' }),
+      });
+      return (await res.json()) as { errors?: { extensions?: { code?: string } }[] };
+    });
+    expect(refused.errors?.[0]?.extensions?.code).toBe('forbidden');
+  });
+
+  it('an expired session goes back to the login page, then back to where the user was', async () => {
+    await page.goto(`${base}/firmware`);
+    await page.getByTestId('firmware-versions').waitFor();
+    await browser.context.clearCookies();
+    // Client-side navigation: the next GraphQL request meets the expired session.
+    await page.getByRole('link', { name: 'Deployments' }).click();
+    await page.waitForURL((url) => url.pathname === '/login' && url.searchParams.get('next') === '/deployments' && url.searchParams.get('expired') === '1');
+    await page.getByText('Your session has ended').waitFor();
+    await logIn(page, 'viewer@example.test', 'viewer-password');
+    await page.waitForURL((url) => url.pathname === '/deployments');
+    await page.getByTestId('deployments-table').waitFor();
+  });
+
+  it('showed no console errors in any page', () => {
+    expect(browser.errors).toEqual([]);
+  });
+});
