@@ -20,7 +20,7 @@ import { Fleet, claimDevices, makeSerials, type DeviceCredentials } from '../sim
  * persistent sessions in that shared broker), and the ratios are recorded.
  *
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/devices-gateway.bench.ts
- *   options: --devices N (default 10000) --seconds S (sustained phase, default 20) --rate R (offered heartbeats/s, default 20000)
+ *   options: --dry (print, record nothing) --devices N (default 10000) --seconds S (sustained phase, default 20) --rate R (offered heartbeats/s, default 20000)
  */
 const smoke = isSmoke();
 const arg = (name: string, fallback: number) => {
@@ -214,7 +214,7 @@ figures.push(
   `targets (issue 3): ${DEVICES} devices < 20 KB each: ${svc.memoryPerDeviceBytes < 20 * 1024 ? 'met' : 'NOT met'}; ramp >= 2,000/s: ${svc.ramp.perSecond >= 2000 ? 'met' : 'NOT met'}; >= 15,000 heartbeats/s persisted: ${(svc.persistedPerSecond ?? 0) >= 15_000 ? 'met' : 'NOT met'}; p99 lag < 2 s: ${(svc.lag?.p99 ?? Infinity) < 2000 ? 'met' : 'NOT met'}`,
 );
 for (const f of figures) console.log(f);
-if (!smoke) {
+if (!smoke && !process.argv.includes('--dry')) {
   recordResults({
     title: `Device gateway: ${DEVICES} devices, ramp, heartbeat ingestion, memory (vs bare Aedes and Mosquitto)`,
     command: `BENCH_DATABASE_URL=${process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ? '<postgres>' : '(embedded)'} node --import tsx bench/devices-gateway.bench.ts ${process.argv.slice(2).join(' ')}`.trim(),

@@ -202,7 +202,6 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   const broker = await DeviceBroker.create({
     auth: services.deviceAuth,
     presence: services.presence,
-    configReports: services.configReports,
     otaListener: () => services.otaListener.get(),
     metrics,
     logger,

@@ -14,7 +14,6 @@ import { ClaimService } from './domain/devices/claim.service';
 import { AllocationService } from './domain/accounts/allocation.service';
 import { DeviceAuthService } from './domain/devices/device-auth.service';
 import { PresenceService } from './domain/devices/presence.service';
-import { DeviceConfigReportService } from './domain/devices/device-config-report';
 import { OtaListenerRef } from './domain/devices/presence-listeners';
 import { newId } from './domain/shared/ids';
 import { FirmwareStorage } from './domain/firmware/firmware-storage';
@@ -62,14 +61,13 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) 
   const deployments = new DeploymentService(deps, { models, engine: ota });
   // Claims schedule their firmware through the deployment service (a deployment of kind `claim`).
   const claims = new ClaimService(deps, { models, allocation, firmware: deployments, onClaimed: (accountId) => devices.forgetCounts(accountId) });
-  // Device gateway (broker): password checks, presence/heartbeat persistence, applied configuration.
+  // Device gateway (broker): password checks, presence, heartbeats and applied configuration (batched).
   // The OTA engine registers itself with `otaListener.set(...)` to hear about devices.
   const deviceAuth = new DeviceAuthService(deps);
   const presence = new PresenceService(deps, options.brokerNodeId ?? newId());
-  const configReports = new DeviceConfigReportService(deps);
   const otaListener = new OtaListenerRef();
   otaListener.set(ota);
-  return { apiKeys, users, accounts, idempotency, models, events, webhooks, fleet, gateway, allocation, devices, claims, deviceAuth, presence, configReports, otaListener, firmware, firmwareStorage, downloadLinks, deployments, ota };
+  return { apiKeys, users, accounts, idempotency, models, events, webhooks, fleet, gateway, allocation, devices, claims, deviceAuth, presence, otaListener, firmware, firmwareStorage, downloadLinks, deployments, ota };
 }
 
 export type Services = ReturnType<typeof createServices>;

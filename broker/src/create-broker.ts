@@ -9,7 +9,6 @@ import type { Metrics } from '../../api/src/metrics';
 import type { DeviceGateway, OtaCommand, OtaDeviceListener } from '../../api/src/domain/devices/device-gateway';
 import type { DeviceAuthService, DeviceSession } from '../../api/src/domain/devices/device-auth.service';
 import type { PresenceService } from '../../api/src/domain/devices/presence.service';
-import type { DeviceConfigReportService } from '../../api/src/domain/devices/device-config-report';
 import { HeartbeatIngest } from '../../api/src/domain/devices/heartbeat-ingest';
 import type { Clock } from '../../api/src/domain/shared/clock';
 import { topics } from './protocol/topics';
@@ -24,7 +23,6 @@ import { guardPacketSize, MAX_MQTT_PACKET_BYTES } from './packet-size-guard';
 export interface DeviceBrokerOptions {
   auth: DeviceAuthService;
   presence: PresenceService;
-  configReports: DeviceConfigReportService;
   otaListener: () => OtaDeviceListener | undefined;
   metrics: Metrics;
   logger: Logger;
@@ -343,7 +341,6 @@ export class DeviceBroker implements DeviceGateway {
     }
     const ctx: HandlerContext = {
       ingest: this.ingest,
-      configReports: this.options.configReports,
       otaListener: this.options.otaListener,
       logger: this.options.logger,
       isWill,

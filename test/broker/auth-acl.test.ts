@@ -16,7 +16,7 @@ describe('MQTT authentication and ACL', () => {
     server = await startTestServer();
     account = await server.createAccount();
     url = server.service.mqttUrl!;
-    creds = await claimForMqtt(server, account, ['ACL-A', 'ACL-B', 'ACL-ROT', 'ACL-GONE', 'ACL-TAKE']);
+    creds = await claimForMqtt(server, account, ['ACL-A', 'ACL-B', 'ACL-ROT', 'ACL-GONE', 'ACL-TAKE'], { firmware: null });
     [a, b] = creds as [DeviceCreds, DeviceCreds];
   });
   afterAll(async () => server?.close());

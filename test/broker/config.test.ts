@@ -12,7 +12,7 @@ describe('device configuration over MQTT', () => {
   beforeAll(async () => {
     server = await startTestServer();
     account = await server.createAccount();
-    [creds] = (await claimForMqtt(server, account, ['CFG-1'])) as [DeviceCreds];
+    [creds] = (await claimForMqtt(server, account, ['CFG-1'], { firmware: null })) as [DeviceCreds];
   });
   afterAll(async () => server?.close());
 

@@ -21,7 +21,7 @@ describe('heartbeats and presence', () => {
     server = await startTestServer({ clock });
     account = await server.createAccount();
     url = server.service.mqttUrl!;
-    const list = await claimForMqtt(server, account, ['P-HB', 'P-WILL', 'P-KA', 'P-TIMEOUT', 'P-BYE', 'P-RESTART', 'P-USB', 'P-CFG', 'P-BAD', 'P-FLOOD']);
+    const list = await claimForMqtt(server, account, ['P-HB', 'P-WILL', 'P-KA', 'P-TIMEOUT', 'P-BYE', 'P-RESTART', 'P-USB', 'P-CFG', 'P-BAD', 'P-FLOOD'], { firmware: null });
     creds = new Map(list.map((c) => [c.serial, c]));
   });
   afterAll(async () => server?.close());

@@ -11,17 +11,21 @@ export interface DeviceCreds {
   password: string;
 }
 
-/** Registers a model and a firmware version (once per account) and claims the serials through REST. */
-export async function claimForMqtt(server: TestServer, account: TestAccount, serials: string[], options: { model?: string; firmware?: string } = {}): Promise<DeviceCreds[]> {
+/**
+ * Registers a model and a firmware version (once per account) and claims the serials through
+ * REST. `firmware: null` claims without a firmware to install, so no OTA update is scheduled
+ * (broker tests that are not about OTA stay independent of the OTA engine).
+ */
+export async function claimForMqtt(server: TestServer, account: TestAccount, serials: string[], options: { model?: string; firmware?: string | null } = {}): Promise<DeviceCreds[]> {
   const model = options.model ?? 'LX-200';
-  const firmware = options.firmware ?? '1.0.0';
+  const firmware = options.firmware === undefined ? '1.0.0' : options.firmware;
   const knex = server.service.database.knex;
   const hasModel = await knex('models').where({ account_id: account.accountId, name: model }).first('id');
   if (!hasModel) {
     await buildModel(account, model);
-    await buildFirmwareVersion(server, { accountId: account.accountId, model, version: firmware });
+    await buildFirmwareVersion(server, { accountId: account.accountId, model, version: firmware ?? '1.0.0' });
   }
-  const res = await account.api.post('/api/v1/devices/claim', { serials, model, firmware });
+  const res = await account.api.post('/api/v1/devices/claim', { serials, model, ...(firmware ? { firmware } : {}) });
   expect(res.status, JSON.stringify(res.body).slice(0, 300)).toBe(201);
   return (res.body.devices as Array<{ serial: string; credentials: { username: string; password: string } }>).map((d) => ({
     serial: d.serial,

@@ -1,13 +1,11 @@
 import type { Logger } from '../../../api/src/logger';
 import type { HeartbeatIngest } from '../../../api/src/domain/devices/heartbeat-ingest';
-import type { DeviceConfigReportService } from '../../../api/src/domain/devices/device-config-report';
 import type { OtaDeviceListener } from '../../../api/src/domain/devices/device-gateway';
 import type { DeviceSession } from '../../../api/src/domain/devices/device-auth.service';
 
 /** What a topic handler may use. Handlers stay thin: validate, call one service, return. */
 export interface HandlerContext {
   ingest: HeartbeatIngest;
-  configReports: DeviceConfigReportService;
   otaListener: () => OtaDeviceListener | undefined;
   logger: Logger;
   /** A message from the connection that is no longer the device's current one (taken over). */

@@ -68,6 +68,11 @@ export class HeartbeatIngest {
     row.offlineReason = null;
   }
 
+  /** The device applied configuration `version` (`config/reported`). */
+  configReported(deviceId: string, version: number): void {
+    this.row(deviceId).reportedConfigVersion = version;
+  }
+
   offline(deviceId: string, reason: OfflineReason): void {
     const row = this.row(deviceId);
     // The first reason wins: a Last Will is followed by the disconnect that caused it.
@@ -113,7 +118,7 @@ export class HeartbeatIngest {
   private row(deviceId: string): PresenceRow {
     let row = this.pending.get(deviceId);
     if (!row) {
-      row = { deviceId, seenAt: null, firmware: null, firmwareKey: null, ip: null, uptimeS: null, rssi: null, connectivity: null, offlineReason: null };
+      row = { deviceId, seenAt: null, firmware: null, firmwareKey: null, ip: null, uptimeS: null, rssi: null, connectivity: null, offlineReason: null, reportedConfigVersion: null };
       this.pending.set(deviceId, row);
     }
     return row;
@@ -131,5 +136,6 @@ function mergeRows(older: PresenceRow, newer: PresenceRow): PresenceRow {
     rssi: newer.rssi ?? older.rssi,
     connectivity: newer.connectivity ?? older.connectivity,
     offlineReason: newer.connectivity ? newer.offlineReason : older.offlineReason,
+    reportedConfigVersion: newer.reportedConfigVersion ?? older.reportedConfigVersion,
   };
 }

@@ -20,6 +20,8 @@ export interface PresenceRow {
   rssi: number | null;
   /** Connectivity to set; null = unchanged. */
   connectivity: Connectivity | null;
+  /** Configuration version the device reported applied (`config/reported`); null = none. */
+  reportedConfigVersion: number | null;
   offlineReason: OfflineReason | null;
 }
 
@@ -46,6 +48,8 @@ interface ChangedRow {
   last_seen: Date | null;
   current_update_id: string | null;
   firmware_reported: boolean;
+  prev_reported_config_version: number | null;
+  reported_config_version: number | null;
 }
 
 /**
@@ -53,7 +57,8 @@ interface ChangedRow {
  * and it writes each batch with ONE `UPDATE devices ... FROM unnest(...)` statement, then the
  * history rows and outbox events of every status or firmware change in the same transaction.
  * Status: `offline` when disconnected; while connected `updating` if an update is in progress
- * (`current_update_id`, set by the OTA engine), else `online`.
+ * (`current_update_id`, set by the OTA engine), else `online`. Applied configuration reports
+ * ride in the same statement (a reconnect storm of 10,000 devices also reports 10,000 configs).
  */
 export class PresenceService {
   constructor(
@@ -82,16 +87,20 @@ export class PresenceService {
            uptime_s = COALESCE(u.uptime_s, d.uptime_s),
            rssi = COALESCE(u.rssi, d.rssi),
            broker_node = CASE WHEN u.connectivity = 'online' THEN ?::text ELSE d.broker_node END,
+           -- Only the current desired version counts as applied: its content is the desired configuration.
+           reported_config_version = CASE WHEN u.reported_version = d.desired_config_version THEN u.reported_version ELSE d.reported_config_version END,
+           reported_config = CASE WHEN u.reported_version = d.desired_config_version THEN d.desired_config ELSE d.reported_config END,
            updated_at = CASE WHEN COALESCE(u.connectivity, d.connectivity) <> d.connectivity
                               OR u.firmware IS DISTINCT FROM d.firmware AND u.firmware IS NOT NULL THEN ?::timestamptz
                              ELSE d.updated_at END
-         FROM unnest(?::uuid[], ?::timestamptz[], ?::text[], ?::text[], ?::text[], ?::int[], ?::int[], ?::text[])
-                AS u(id, seen_at, firmware, firmware_key, ip, uptime_s, rssi, connectivity),
+         FROM unnest(?::uuid[], ?::timestamptz[], ?::text[], ?::text[], ?::text[], ?::int[], ?::int[], ?::text[], ?::int[])
+                AS u(id, seen_at, firmware, firmware_key, ip, uptime_s, rssi, connectivity, reported_version),
               devices old
          WHERE d.id = u.id AND old.id = u.id
          RETURNING d.id, d.account_id, d.serial, old.connectivity AS prev_connectivity, old.status AS prev_status,
                    old.firmware AS prev_firmware, d.connectivity, d.status, d.firmware, d.ip, d.last_seen,
-                   d.current_update_id, (u.firmware IS NOT NULL) AS firmware_reported`,
+                   d.current_update_id, (u.firmware IS NOT NULL) AS firmware_reported,
+                   old.reported_config_version AS prev_reported_config_version, d.reported_config_version`,
         // knex's RawBinding typing does not admit arrays of nullable values; pg serializes them.
         [
           this.nodeId,
@@ -104,6 +113,7 @@ export class PresenceService {
           rows.map((r) => r.uptimeS),
           rows.map((r) => r.rssi),
           rows.map((r) => r.connectivity),
+          rows.map((r) => r.reportedConfigVersion),
         ] as unknown as readonly string[],
       );
       const reasons = new Map(rows.map((r) => [r.deviceId, r.offlineReason]));
@@ -129,7 +139,8 @@ export class PresenceService {
          WHERE d.id = old.id
          RETURNING d.id, d.account_id, d.serial, old.connectivity AS prev_connectivity, old.status AS prev_status,
                    old.firmware AS prev_firmware, d.connectivity, d.status, d.firmware, d.ip, d.last_seen,
-                   d.current_update_id, false AS firmware_reported`,
+                   d.current_update_id, false AS firmware_reported,
+                   d.reported_config_version AS prev_reported_config_version, d.reported_config_version`,
         [now, now, limit],
       );
       await this.recordChanges(trx, result.rows, () => 'heartbeat_timeout');
@@ -155,7 +166,8 @@ export class PresenceService {
            WHERE d.id = old.id
            RETURNING d.id, d.account_id, d.serial, old.connectivity AS prev_connectivity, old.status AS prev_status,
                      old.firmware AS prev_firmware, d.connectivity, d.status, d.firmware, d.ip, d.last_seen,
-                     d.current_update_id, false AS firmware_reported`,
+                     d.current_update_id, false AS firmware_reported,
+                     d.reported_config_version AS prev_reported_config_version, d.reported_config_version`,
           input.onlyNodes ? [now, input.onlyNodes] : [now],
         );
         await this.recordChanges(trx, result.rows, () => 'service_restart');
@@ -202,6 +214,10 @@ export class PresenceService {
           type: outside ? 'firmware_changed_outside_ota' : 'firmware_changed',
           data: { from: r.prev_firmware, to: r.firmware },
         });
+      }
+      if (r.reported_config_version !== null && r.reported_config_version !== r.prev_reported_config_version) {
+        history.push({ accountId: r.account_id, deviceId: r.id, type: 'config_applied', data: { version: r.reported_config_version } });
+        events.push({ accountId: r.account_id, type: 'device.config_applied', subject: r.serial, data: { device_id: r.id, serial: r.serial, version: r.reported_config_version } });
       }
     }
     await appendDeviceEvents(trx, this.deps.clock, history);
