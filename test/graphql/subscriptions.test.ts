@@ -23,7 +23,7 @@ describe('GraphQL subscriptions over graphql-ws', () => {
   /** What the broker does when a device connects or drops: the same domain call. */
   const presence = async (deviceId: string, connectivity: 'online' | 'offline') => {
     await server.service.services.presence.applyBatch([
-      { deviceId, seenAt: connectivity === 'online' ? new Date() : null, firmware: null, firmwareKey: null, ip: connectivity === 'online' ? '10.0.0.7' : null, uptimeS: null, rssi: null, connectivity, offlineReason: connectivity === 'offline' ? 'disconnected' : null },
+      { deviceId, seenAt: connectivity === 'online' ? new Date() : null, firmware: null, firmwareKey: null, ip: connectivity === 'online' ? '10.0.0.7' : null, uptimeS: null, rssi: null, reportedConfigVersion: null, connectivity, offlineReason: connectivity === 'offline' ? 'disconnected' : null },
     ]);
   };
 

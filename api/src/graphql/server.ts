@@ -4,7 +4,12 @@ import express, { type Request, type Response, type NextFunction, type Router } 
 import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
 import { expressMiddleware } from '@as-integrations/express5';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
-import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import {
+  ApolloServerPluginCacheControlDisabled,
+  ApolloServerPluginInlineTraceDisabled,
+  ApolloServerPluginLandingPageDisabled,
+  ApolloServerPluginUsageReportingDisabled,
+} from '@apollo/server/plugin/disabled';
 import { makeExecutableSchema } from '@graphql-tools/schema';
 import type { GraphQLSchema } from 'graphql';
 import { WebSocketServer } from 'ws';
@@ -90,10 +95,16 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLMount> {
     allowBatchedHttpRequests: false,
     includeStacktraceInErrorResponses: false,
     introspection: true,
-    // Parsed and validated documents are cached by query text (default LRU, ~30 MiB).
+    // Where the time went (bench/RESULTS.md): Apollo's default cache-control plugin wraps every
+    // field resolver (willResolveField) and results were pretty-printed; neither is used here.
+    // Parsed and validated documents are cached by query text (Apollo's document store).
+    stringifyResult: (result) => JSON.stringify(result),
     plugins: [
       ApolloServerPluginDrainHttpServer({ httpServer: deps.httpServer, stopGracePeriodMillis: 2000 }),
       ApolloServerPluginLandingPageDisabled(),
+      ApolloServerPluginCacheControlDisabled(),
+      ApolloServerPluginInlineTraceDisabled(),
+      ApolloServerPluginUsageReportingDisabled(),
       { async serverWillStart() { return { async drainServer() { await ws.dispose(); } }; } },
       requirements,
     ],
