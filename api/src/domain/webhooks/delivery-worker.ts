@@ -26,6 +26,8 @@ export interface DeliveryWorkerOptions {
   onAttempt?: (outcome: 'delivered' | 'failed' | 'gave_up') => void;
 }
 
+/** Attempts in flight per endpoint. */
+const MAX_PER_ENDPOINT = 4;
 /** A claimed delivery's lease: longer than one attempt, so a crash mid-send only delays it. */
 const LEASE_MARGIN_MS = 30_000;
 
@@ -121,15 +123,24 @@ export class WebhookDeliveryWorker {
             .whereRaw('e.event_seq < d.event_seq');
         })
         .orderBy([{ column: 'd.next_attempt_at' }, { column: 'd.event_seq' }])
-        .limit(this.concurrency)
+        .limit(this.concurrency * 4)
         .forUpdate('d')
         .skipLocked()
         .select('d.*')) as DeliveryRow[];
-      if (rows.length === 0) return [];
+      // At most MAX_PER_ENDPOINT attempts per endpoint at once: a receiver that hangs until the
+      // timeout cannot take every slot from the other endpoints.
+      const perEndpoint = new Map<string, number>();
+      const picked = rows.filter((r) => {
+        const n = perEndpoint.get(r.webhook_id) ?? 0;
+        if (n >= MAX_PER_ENDPOINT) return false;
+        perEndpoint.set(r.webhook_id, n + 1);
+        return true;
+      }).slice(0, this.concurrency);
+      if (picked.length === 0) return [];
       await trx('webhook_deliveries')
-        .whereIn('id', rows.map((r) => r.id))
+        .whereIn('id', picked.map((r) => r.id))
         .update({ locked_until: new Date(now.getTime() + this.timeoutMs + LEASE_MARGIN_MS) });
-      return rows;
+      return picked;
     });
   }
 
