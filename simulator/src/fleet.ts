@@ -53,9 +53,11 @@ export class Fleet {
       if (wait > 1) await sleep(wait);
       while (pending >= maxPending) await Promise.race(inFlight);
       pending += 1;
-      const attempt = this.devices[i]!.start()
+      const device = this.devices[i]!;
+      const attempt = device.start()
         .catch(() => {
           this.connectFailures += 1;
+          device.retryLater();
         })
         .finally(() => {
           pending -= 1;

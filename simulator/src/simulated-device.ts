@@ -101,6 +101,11 @@ export class SimulatedDevice {
     this.setConnected(false);
   }
 
+  /** After a refused or timed-out first connection: keep trying in the background, as a real device would. */
+  retryLater(): void {
+    if (!this.stopped) this.scheduleReconnect(2000 + this.random() * 8000);
+  }
+
   /** Drops the connection without DISCONNECT (power cut, Wi-Fi loss): the broker publishes the Last Will. */
   dropConnection(): void {
     this.client?.stream.destroy();

@@ -23,7 +23,8 @@ const Firmware = z
   .string()
   .min(1)
   .max(64)
-  .refine(isValidVersion, 'must be a dotted version of 1 to 4 numeric parts (1.4.2, 1.4.2.7, 2.0.0-rc.1)');
+  .refine(isValidVersion, 'must be a dotted version of 1 to 4 numeric parts (1.4.2, 1.4.2.7, 2.0.0-rc.1)')
+  .meta({ description: 'Dotted version: 1 to 4 numeric parts, optional pre-release and build (1.4, 1.4.2, 1.4.2.7, 2.0.0-rc.1).' });
 
 export const Heartbeat = z
   .object({
