@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
-import { buildModel, claimDevices, serials, setReported } from '../helpers/factories';
+import { buildModel, buildFirmwareVersion, claimDevices, serials, setReported } from '../helpers/factories';
 
 describe('GET /api/v1/devices', () => {
   let server: TestServer;
@@ -158,6 +158,29 @@ describe('GET /api/v1/devices', () => {
     expect((await page(c, 'limit=1&q=kitchen')).body.total).toBe(1);
     expect((await c.api.delete('/api/v1/devices/C-0001')).status).toBe(204);
     expect((await page(c, 'limit=1')).body.total).toBe(2);
+  });
+
+  it('lists each device exactly as GET /devices/:serial presents it (update, reported config, tags, window)', async () => {
+    const x = await server.createAccount({ quota: 100 });
+    await buildModel(x, 'LX-200');
+    await buildFirmwareVersion(server, { accountId: x.accountId, model: 'LX-200', version: '2.1.0' });
+    const claimed = await claimDevices(x, { serials: ['X-0001', 'X-0002'], model: 'LX-200', firmware: '2.1.0' });
+    await claimDevices(x, { serials: ['X-0003', 'X-0004'], model: 'LX-200' });
+    await x.api.patch('/api/v1/devices/X-0003', { tags: { site: 'Berlin "Mitte"', 'ключ': 'значение' }, config: { maintenance_window: { start: '22:00', end: '04:00' }, timezone: 'Europe/Berlin' } });
+    const knex = server.service.database.knex;
+    await setReported(knex, { accountId: x.accountId, serials: ['X-0002', 'X-0003'], state: { firmware: '2.0.0-rc.1', status: 'online', ip: '10.1.2.3', lastSeen: new Date('2026-11-22T05:00:00.123Z') } });
+    await knex('devices').where({ serial: 'X-0003' }).update({ reported_config: JSON.stringify({ dim_level: 100, timezone: 'UTC' }), reported_config_version: 1, uptime_s: 3600, rssi: -61 });
+    if (claimed.deployment_id !== null) expect(claimed.devices[0].update).toMatchObject({ state: 'queued', deployment_id: claimed.deployment_id });
+    const streamed = (await x.api.get('/api/v1/devices')).body.devices;
+    const paged = [...(await page(x, 'limit=2')).body.devices, ...(await page(x, `limit=2&cursor=${(await page(x, 'limit=2')).body.next_cursor}`)).body.devices];
+    expect(streamed).toHaveLength(4);
+    // The claimed firmware was scheduled, so the update projection is exercised too.
+    expect(streamed.filter((d: { update: unknown }) => d.update !== null).map((d: { serial: string }) => d.serial)).toEqual(['X-0001', 'X-0002']);
+    for (const [i, listed] of streamed.entries()) {
+      const detail = (await x.api.get(`/api/v1/devices/${listed.serial}`)).body;
+      expect(listed).toEqual(detail);
+      expect(paged[i]).toEqual(detail);
+    }
   });
 
   it("never lists or counts another account's devices", async () => {

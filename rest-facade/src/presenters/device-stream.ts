@@ -1,7 +1,6 @@
 import { once } from 'node:events';
 import type { Response } from 'express';
-import type { Device } from '../../../api/src/domain/devices/device-types';
-import { presentDevice } from './device.presenter';
+import type { DeviceJsonPage } from '../../../api/src/domain/devices/device.service';
 
 /**
  * The unpaged device list as one JSON document written batch by batch:
@@ -11,7 +10,7 @@ import { presentDevice } from './device.presenter';
  * error still becomes a proper problem response; a later one cuts the connection (the document
  * is then visibly incomplete, never silently short).
  */
-export async function streamDeviceList(res: Response, input: { quota: number; batches: AsyncGenerator<Device[]> }): Promise<void> {
+export async function streamDeviceList(res: Response, input: { quota: number; batches: AsyncGenerator<string[]> }): Promise<void> {
   const { batches } = input;
   let next = await batches.next();
   res.status(200);
@@ -22,7 +21,8 @@ export async function streamDeviceList(res: Response, input: { quota: number; ba
   try {
     while (!next.done) {
       const batch = next.value;
-      const chunk = batch.map((d) => JSON.stringify(presentDevice(d))).join(',');
+      // Each device is already its wire-format JSON document (rendered by the database).
+      const chunk = batch.join(',');
       pending += (total > 0 ? ',' : '') + chunk;
       total += batch.length;
       if (!res.write(pending)) await drained(res);
@@ -44,4 +44,12 @@ async function drained(res: Response): Promise<void> {
   } finally {
     ac.abort();
   }
+}
+
+/** A page of the list, its devices already JSON documents: written as text, never re-parsed. */
+export function sendDevicePage(res: Response, page: DeviceJsonPage): void {
+  res
+    .status(200)
+    .type('application/json')
+    .send(`{"devices":[${page.devices.join(',')}],"total":${page.total},"quota":${page.quota},"next_cursor":${JSON.stringify(page.nextCursor)}}`);
 }

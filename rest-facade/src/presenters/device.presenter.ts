@@ -1,10 +1,13 @@
 import type { Device, DeviceHistoryEntry } from '../../../api/src/domain/devices/device-types';
-import type { DevicePage } from '../../../api/src/domain/devices/device.service';
 import type { ClaimResult } from '../../../api/src/domain/devices/claim.service';
 import type { Allocation } from '../../../api/src/domain/accounts/allocation.service';
 import { fromMinor } from '../../../api/src/domain/accounts/money';
 
-/** Domain device -> wire format (snake_case, fields in the spec's order first). */
+/**
+ * Domain device -> wire format (snake_case, fields in the spec's order first). Lists render the
+ * same document in SQL (device.repository.ts selectDeviceJsonPage); devices-list.test.ts keeps
+ * the two equal.
+ */
 export function presentDevice(d: Device) {
   return {
     serial: d.serial,
@@ -40,10 +43,6 @@ export function presentDevice(d: Device) {
     rssi: d.rssi,
     claimed_at: d.claimedAt,
   };
-}
-
-export function presentDevicePage(page: DevicePage) {
-  return { devices: page.devices.map(presentDevice), total: page.total, quota: page.quota, next_cursor: page.nextCursor };
 }
 
 export function presentAllocation(a: Allocation) {

@@ -7,8 +7,8 @@ import { UpdateDeviceInput } from '../../../api/src/domain/devices/device.servic
 import {
   SerialParams, ListDevicesQuery, HistoryQuery, DeviceSchema, DeviceListSchema, CredentialsSchema, ClaimResponseSchema, HistorySchema,
 } from '../schemas/device.schemas';
-import { presentDevice, presentDevicePage, presentClaim, presentHistory } from '../presenters/device.presenter';
-import { streamDeviceList } from '../presenters/device-stream';
+import { presentDevice, presentClaim, presentHistory } from '../presenters/device.presenter';
+import { streamDeviceList, sendDevicePage } from '../presenters/device-stream';
 
 const filterOf = (q: ListDevicesQuery) => ({ model: q.model, status: q.status, firmware: q.firmware, firmwareLt: q.firmware_lt, q: q.q });
 
@@ -27,13 +27,13 @@ export function deviceRoutes(services: Services): RouteDef[] {
       handler: async ({ actor, query, res }) => {
         const q = query as ListDevicesQuery;
         if (q.limit !== undefined) {
-          const page = await services.devices.list(actor, { filter: filterOf(q), limit: q.limit, ...(q.cursor !== undefined ? { cursor: q.cursor } : {}) });
-          return { status: 200, body: presentDevicePage(page) };
+          sendDevicePage(res, await services.devices.listJson(actor, { filter: filterOf(q), limit: q.limit, ...(q.cursor !== undefined ? { cursor: q.cursor } : {}) }));
+          return;
         }
         if (q.cursor !== undefined) {
           throw new DomainError('validation_failed', 'A cursor needs a limit.', { errors: [{ field: 'query.cursor', message: 'only together with limit' }] });
         }
-        await streamDeviceList(res, await services.devices.listAll(actor, { filter: filterOf(q) }));
+        await streamDeviceList(res, await services.devices.listAllJson(actor, { filter: filterOf(q) }));
       },
     },
     {

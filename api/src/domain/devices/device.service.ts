@@ -8,7 +8,7 @@ import { appendEvents } from '../../events/outbox';
 import { appendDeviceEvents, type NewDeviceEvent } from './device-history';
 import { DeviceConfigPatch, TagsPatch, TAG_LIMITS, mergeConfig, mergeTags, type DeviceConfig } from './device-config';
 import { DEVICE_STATUSES, isValidSerial, type Device, type DeviceCredentials, type DeviceHistoryEntry } from './device-types';
-import { countDevicesAndQuota, lockDevice, selectDeviceBySerial, selectDevicePage, selectQuota, type DeviceFilter } from './device.repository';
+import { countDevicesAndQuota, lockDevice, selectDeviceBySerial, selectDeviceJsonPage, selectDevicePage, selectQuota, type DeviceFilter } from './device.repository';
 import type { DeviceGateway } from './device-gateway';
 import { DeviceCountCache } from './device-count-cache';
 
@@ -31,6 +31,15 @@ export const ListDevicesInput = z.strictObject({
   cursor: z.string().max(200).optional(),
 });
 export type ListDevicesInput = z.input<typeof ListDevicesInput>;
+
+/** A page whose devices are JSON documents in the API's snake_case wire format (REST lists). */
+export interface DeviceJsonPage {
+  /** One JSON object per device, in serial order. */
+  devices: string[];
+  total: number;
+  quota: number;
+  nextCursor: string | null;
+}
 
 export interface DevicePage {
   devices: Device[];
@@ -125,6 +134,21 @@ export class DeviceService {
 
   /** One page ordered by serial; `total` counts every match of the filter. */
   async list(actor: Actor, raw: ListDevicesInput): Promise<DevicePage> {
+    const page = await this.page(actor, raw, (query) => selectDevicePage(this.deps.knex, query));
+    return { devices: page.rows, total: page.total, quota: page.quota, nextCursor: page.nextCursor };
+  }
+
+  /** `list` with each device as its wire-format JSON document, rendered by the database. */
+  async listJson(actor: Actor, raw: ListDevicesInput): Promise<DeviceJsonPage> {
+    const page = await this.page(actor, raw, (query) => selectDeviceJsonPage(this.deps.knex, query));
+    return { devices: page.rows.map((r) => r.json), total: page.total, quota: page.quota, nextCursor: page.nextCursor };
+  }
+
+  private async page<T extends { serial: string }>(
+    actor: Actor,
+    raw: ListDevicesInput,
+    fetch: (query: { accountId: string; filter: DeviceFilter; afterSerial: string | null; limit: number }) => Promise<T[]>,
+  ): Promise<{ rows: T[]; total: number; quota: number; nextCursor: string | null }> {
     const input = ListDevicesInput.parse(raw);
     const filter = toRepositoryFilter(input.filter);
     const afterSerial = input.cursor === undefined ? null : deviceCursor.decode(input.cursor);
@@ -132,13 +156,13 @@ export class DeviceService {
     const cached = this.counts.get(actor.accountId, filterKey);
     // Page and count run side by side (two pool connections on PostgreSQL).
     const [rows, counts] = await Promise.all([
-      selectDevicePage(this.deps.knex, { accountId: actor.accountId, filter, afterSerial, limit: input.limit + 1 }),
+      fetch({ accountId: actor.accountId, filter, afterSerial, limit: input.limit + 1 }),
       cached ?? countDevicesAndQuota(this.deps.knex, { accountId: actor.accountId, filter }),
     ]);
     if (!cached) this.counts.set(actor.accountId, filterKey, counts);
     const more = rows.length > input.limit;
-    const devices = more ? rows.slice(0, input.limit) : rows;
-    return { devices, total: counts.total, quota: counts.quota, nextCursor: more ? deviceCursor.encode(devices[devices.length - 1]!.serial) : null };
+    const page = more ? rows.slice(0, input.limit) : rows;
+    return { rows: page, total: counts.total, quota: counts.quota, nextCursor: more ? deviceCursor.encode(page[page.length - 1]!.serial) : null };
   }
 
   /**
@@ -147,18 +171,34 @@ export class DeviceService {
    * unclaimed meanwhile may or may not appear; each device appears at most once.
    */
   async listAll(actor: Actor, raw: { filter?: DeviceFilterInput; batchSize?: number }): Promise<{ quota: number; batches: AsyncGenerator<Device[]> }> {
+    return this.batches(actor, raw, (query) => selectDevicePage(this.deps.knex, query));
+  }
+
+  /** `listAll` with each device as its wire-format JSON document (the streamed REST list). */
+  async listAllJson(actor: Actor, raw: { filter?: DeviceFilterInput; batchSize?: number }): Promise<{ quota: number; batches: AsyncGenerator<string[]> }> {
+    const { quota, batches } = await this.batches(actor, raw, (query) => selectDeviceJsonPage(this.deps.knex, query));
+    async function* json(): AsyncGenerator<string[]> {
+      for await (const rows of batches) yield rows.map((r) => r.json);
+    }
+    return { quota, batches: json() };
+  }
+
+  private async batches<T extends { serial: string }>(
+    actor: Actor,
+    raw: { filter?: DeviceFilterInput; batchSize?: number },
+    fetch: (query: { accountId: string; filter: DeviceFilter; afterSerial: string | null; limit: number }) => Promise<T[]>,
+  ): Promise<{ quota: number; batches: AsyncGenerator<T[]> }> {
     const filter = toRepositoryFilter(DeviceFilterInput.parse(raw.filter ?? {}));
     const batchSize = Math.min(Math.max(raw.batchSize ?? STREAM_BATCH_SIZE, 1), 10_000);
     const quota = await selectQuota(this.deps.knex, actor.accountId);
-    const knex = this.deps.knex;
-    const fetchAfter = (afterSerial: string | null) => selectDevicePage(knex, { accountId: actor.accountId, filter, afterSerial, limit: batchSize });
-    async function* batches(): AsyncGenerator<Device[]> {
-      // One batch ahead: the next query runs while the caller serializes and writes this one
-      // (at most two batches in memory).
-      let next: Promise<Device[]> | null = fetchAfter(null);
+    const fetchAfter = (afterSerial: string | null) => fetch({ accountId: actor.accountId, filter, afterSerial, limit: batchSize });
+    async function* batches(): AsyncGenerator<T[]> {
+      // One batch ahead: the next query runs while the caller writes this one (at most two
+      // batches in memory).
+      let next: Promise<T[]> | null = fetchAfter(null);
       try {
         while (next) {
-          const rows: Device[] = await next;
+          const rows: T[] = await next;
           next = rows.length === batchSize ? fetchAfter(rows[rows.length - 1]!.serial) : null;
           if (rows.length > 0) yield rows;
         }
