@@ -55,8 +55,14 @@ async function waitUntil(check: () => Promise<boolean>, timeoutMs: number, what:
   }
 }
 
-async function counts(server: BenchServer, account: BenchAccount, id: string): Promise<Record<string, number>> {
-  return (await api<{ deployment: { counts: Record<string, number> } }>(server, account, 'GET', `/api/v1/firmware/deployments/${id}`)).body.deployment.counts;
+interface Counts {
+  succeeded: number;
+  failed: number;
+  timed_out: number;
+}
+
+async function counts(server: BenchServer, account: BenchAccount, id: string): Promise<Counts> {
+  return (await api<{ deployment: { counts: Counts } }>(server, account, 'GET', `/api/v1/firmware/deployments/${id}`)).body.deployment.counts;
 }
 
 const figures: string[] = [];

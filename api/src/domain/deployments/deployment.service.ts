@@ -139,7 +139,9 @@ export class DeploymentService implements ClaimFirmwareScheduler {
       await appendEvents(trx, this.deps.clock, [
         { accountId: actor.accountId, type: 'deployment.created', subject: id, data: { deployment_id: id, kind: 'deploy', model: firmware.model, target_version: firmware.version, target_count: count } },
       ]);
-      for (const other of older) await evaluateDeployment(trx, this.deps.clock, other);
+      // Older deployments whose updates were superseded are re-evaluated after the commit (by the
+      // engine): locking their rows here, while holding their update rows, could deadlock with a
+      // concurrent cancel that takes the same locks the other way round.
       await evaluateDeployment(trx, this.deps.clock, id);
       return older;
     });
@@ -278,7 +280,7 @@ export class DeploymentService implements ClaimFirmwareScheduler {
   async retryFailed(actor: Actor, input: { id: string }): Promise<Deployment> {
     requireAdmin(actor);
     const id = newId();
-    await this.deps.transaction(async (trx) => {
+    const older = await this.deps.transaction(async (trx) => {
       await trx('accounts').where({ id: actor.accountId }).forUpdate().first('id');
       const parent = await this.findRow(trx, actor, input.id);
       const failed = (await trx('device_updates as u')
@@ -289,7 +291,7 @@ export class DeploymentService implements ClaimFirmwareScheduler {
       if (failed.length === 0) throw new DomainError('invalid_state', 'No device of this deployment failed or timed out.');
       const file = await trx('firmware_versions').where({ id: parent.firmware_version_id }).first('storage_key');
       if (!file?.storage_key) throw fileMissing([parent.target_version]);
-      await this.insertChild(trx, actor, {
+      return this.insertChild(trx, actor, {
         id,
         parent,
         kind: 'retry',
@@ -298,6 +300,7 @@ export class DeploymentService implements ClaimFirmwareScheduler {
         targets: failed.map((f) => ({ deviceId: f.device_id, firmwareVersionId: f.firmware_version_id, targetVersion: f.target_version, fromVersion: f.firmware })),
       });
     });
+    for (const other of older) this.area.engine.deploymentChanged(other);
     this.area.engine.deploymentChanged(id);
     return this.get(actor, { id });
   }
@@ -310,7 +313,7 @@ export class DeploymentService implements ClaimFirmwareScheduler {
   async rollback(actor: Actor, input: { id: string }): Promise<Deployment> {
     requireAdmin(actor);
     const id = newId();
-    await this.deps.transaction(async (trx) => {
+    const older = await this.deps.transaction(async (trx) => {
       await trx('accounts').where({ id: actor.accountId }).forUpdate().first('id');
       const parent = await this.findRow(trx, actor, input.id);
       const changed = (await trx('device_updates as u')
@@ -333,7 +336,7 @@ export class DeploymentService implements ClaimFirmwareScheduler {
         return { deviceId: c.device_id, firmwareVersionId: v.id, targetVersion: v.version, fromVersion: c.firmware };
       });
       const distinct = [...new Set(targets.map((t) => t.targetVersion))];
-      await this.insertChild(trx, actor, {
+      return this.insertChild(trx, actor, {
         id,
         parent,
         kind: 'rollback',
@@ -343,6 +346,7 @@ export class DeploymentService implements ClaimFirmwareScheduler {
         targets,
       });
     });
+    for (const other of older) this.area.engine.deploymentChanged(other);
     this.area.engine.deploymentChanged(id);
     return this.get(actor, { id });
   }
@@ -397,11 +401,12 @@ export class DeploymentService implements ClaimFirmwareScheduler {
 
   // ---- internals
 
+
   private async insertChild(
     trx: Knex.Transaction,
     actor: Actor,
     input: { id: string; parent: DeploymentRow; kind: 'retry' | 'rollback'; firmwareVersionId: string; targetVersion: string; targets: Parameters<typeof insertExplicitTargets>[1]['targets'] },
-  ): Promise<void> {
+  ): Promise<string[]> {
     const now = this.deps.clock.now();
     await trx('deployments').insert({
       id: input.id,
@@ -426,8 +431,9 @@ export class DeploymentService implements ClaimFirmwareScheduler {
     await appendEvents(trx, this.deps.clock, [
       { accountId: actor.accountId, type: 'deployment.created', subject: input.id, data: { deployment_id: input.id, kind: input.kind, parent_deployment_id: input.parent.id, target_version: input.targetVersion, target_count: count } },
     ]);
-    for (const other of older) await evaluateDeployment(trx, this.deps.clock, other);
     await evaluateDeployment(trx, this.deps.clock, input.id);
+    // Older deployments are re-evaluated after the commit (see deploy).
+    return older;
   }
 
   private async resolve(db: Knex | Knex.Transaction, actor: Actor, input: z.output<typeof DeployInput>): Promise<{ query: TargetQuery; firmware: FirmwareRef; filter: DeploymentFilter }> {

@@ -10,7 +10,8 @@ import { decideReport, DEFAULT_ROLLOUT, type UpdateState } from './deployment-ty
 import { evaluateDeployment } from './deployment-progress';
 import { parseRollout, type DeploymentRow } from './deployment.repository';
 import { insideMaintenanceWindow } from './maintenance-window';
-import { applyStep, finishUpdates, markSent, type UpdateRef } from './update-transitions';
+import { applySteps, finishUpdates, markSent, type StepWrite, type UpdateRef } from './update-transitions';
+import { BatchQueue } from './batch-queue';
 import type { DeploymentChangeListener } from './deployment.service';
 
 /** Engine timing; every value configurable (config.ts OTA_* variables, tests pass small ones). */
@@ -62,6 +63,9 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
   private readonly pending = new Set<Promise<unknown>>();
   private stopped = false;
   private sweeping: Promise<void> | null = null;
+  /** A connect storm or a burst of reports becomes a few batched transactions, not one each. */
+  private readonly readyQueue = new BatchQueue<{ accountId: string; deviceId: string }>((items) => this.devicesReady(items), { delayMs: 20, maxBatch: 1000 });
+  private readonly progressQueue = new BatchQueue<{ accountId: string; deviceId: string; report: OtaProgressReport }>((items) => this.progressBatch(items), { delayMs: 10, maxBatch: 1000 });
 
   constructor(
     private readonly deps: ServiceDeps,
@@ -117,12 +121,16 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
 
   async onDeviceReady(input: { accountId: string; deviceId: string; serial: string }): Promise<void> {
     if (this.stopped) return;
-    await this.track(this.deviceReady(input));
+    await this.track(this.readyQueue.add({ accountId: input.accountId, deviceId: input.deviceId }));
   }
 
   async onProgress(input: { accountId: string; deviceId: string; serial: string; report: OtaProgressReport }): Promise<void> {
     if (this.stopped) return;
-    await this.track(this.progress(input));
+    if (!isUuid(input.report.job_id)) {
+      this.area.metrics?.ignored('unknown_job');
+      return;
+    }
+    await this.track(this.progressQueue.add({ accountId: input.accountId, deviceId: input.deviceId, report: input.report }));
   }
 
   async onFirmwareReported(reports: Array<{ accountId: string; deviceId: string; serial: string; firmware: string; previous: string | null }>): Promise<void> {
@@ -189,7 +197,7 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
    * just became ready), batch opened, inside its window when asked, under the tag limit. Pages by
    * job id so skipped rows are not read twice.
    */
-  private async dispatch(input: { deploymentId: string; readyDeviceId?: string }): Promise<number> {
+  private async dispatch(input: { deploymentId: string; readyDeviceIds?: string[] }): Promise<number> {
     const { clock } = this.deps;
     let after = '00000000-0000-0000-0000-000000000000';
     let sentTotal = 0;
@@ -208,10 +216,10 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
              JOIN devices d ON d.id = u.device_id
              JOIN firmware_versions f ON f.id = u.firmware_version_id
             WHERE u.deployment_id = ? AND u.state = 'queued' AND u.batch <= ? AND u.id > ?
-              AND ${input.readyDeviceId ? 'u.device_id = ?' : "d.connectivity = 'online'"}
+              AND ${input.readyDeviceIds ? 'u.device_id = ANY(?::uuid[])' : "d.connectivity = 'online'"}
             ORDER BY u.id LIMIT ${DISPATCH_PAGE}
             FOR UPDATE OF u SKIP LOCKED`,
-          [dep.id, dep.current_batch, after, ...(input.readyDeviceId ? [input.readyDeviceId] : [])],
+          [dep.id, dep.current_batch, after, ...(input.readyDeviceIds ? [input.readyDeviceIds] : [])],
         )).rows as Candidate[];
         if (candidates.length === 0) return { sent: [] as Candidate[], more: false, last: after };
         const now = clock.now();
@@ -288,104 +296,147 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
 
   // ---- device events
 
-  private async deviceReady(input: { accountId: string; deviceId: string; serial: string }): Promise<void> {
+  /** Devices that connected and subscribed: re-send `sent` commands, dispatch queued ones, health gate. */
+  private async devicesReady(items: Array<{ accountId: string; deviceId: string }>): Promise<void> {
     const { knex, clock } = this.deps;
-    const active = (await knex.raw(
+    const ids = [...new Set(items.map((i) => i.deviceId))];
+    const accountOf = new Map(items.map((i) => [i.deviceId, i.accountId]));
+    const active = ((await knex.raw(
       `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.firmware_version_id, u.state,
               f.sha256, f.size, f.storage_key
          FROM device_updates u JOIN devices d ON d.id = u.device_id JOIN firmware_versions f ON f.id = u.firmware_version_id
-        WHERE u.device_id = ? AND u.account_id = ? AND u.state IN (${ACTIVE_SQL})`,
-      [input.deviceId, input.accountId],
-    )).rows as Array<Candidate & { state: UpdateState }>;
-    const current = active[0];
-    if (current?.state === 'sent') {
-      // The connect/subscribe race: the first publish may have found no subscription. Same job id.
-      await knex.raw(`UPDATE device_updates SET attempts = attempts + 1, sent_at = ? WHERE id = ? AND state = 'sent'`, [clock.now(), current.id]);
-      await this.publish([current]);
-    } else if (current?.state === 'queued') {
-      await this.dispatch({ deploymentId: current.deployment_id, readyDeviceId: input.deviceId });
+        WHERE u.device_id = ANY(?::uuid[]) AND u.state IN (${ACTIVE_SQL})`,
+      [ids],
+    )).rows as Array<Candidate & { state: UpdateState }>).filter((r) => accountOf.get(r.device_id) === r.account_id);
+    // The connect/subscribe race: the first publish may have found no subscription. Same job id.
+    const resend = active.filter((r) => r.state === 'sent');
+    if (resend.length > 0) {
+      await knex.raw(`UPDATE device_updates SET attempts = attempts + 1, sent_at = ? WHERE id = ANY(?::uuid[]) AND state = 'sent'`, [clock.now(), resend.map((r) => r.id)]);
+      await this.publish(resend);
     }
-    await this.healthGate(input);
+    const queuedByDeployment = new Map<string, string[]>();
+    for (const r of active) if (r.state === 'queued') queuedByDeployment.set(r.deployment_id, [...(queuedByDeployment.get(r.deployment_id) ?? []), r.device_id]);
+    for (const [deploymentId, deviceIds] of queuedByDeployment) await this.dispatch({ deploymentId, readyDeviceIds: deviceIds });
+    await this.healthGate(ids);
   }
 
-  /** Reconnects shortly after a successful update: too many make it a failure (rollout health gate). */
-  private async healthGate(input: { accountId: string; deviceId: string }): Promise<void> {
-    const { clock } = this.deps;
-    const now = clock.now();
+  /**
+   * Rollout health gate: each reconnect within the window after a device's last successful
+   * update is counted; more than the deployment's limit marks that update unhealthy (a failure).
+   * One statement for the whole batch.
+   */
+  private async healthGate(deviceIds: string[]): Promise<void> {
+    const now = this.deps.clock.now();
     const flagged = await this.deps.transaction(async (trx) => {
-      const row = (await trx.raw(
-        `SELECT u.id, u.deployment_id, u.finished_at, u.reconnects_after, u.health_failed_at, p.rollout
-           FROM device_updates u JOIN deployments p ON p.id = u.deployment_id
-          WHERE u.device_id = ? AND u.account_id = ? AND u.state = 'succeeded' AND u.finished_at IS NOT NULL
-          ORDER BY u.finished_at DESC LIMIT 1 FOR UPDATE OF u`,
-        [input.deviceId, input.accountId],
-      )).rows[0] as { id: string; deployment_id: string; finished_at: Date; reconnects_after: number; health_failed_at: Date | null; rollout: unknown } | undefined;
-      if (!row || row.health_failed_at) return null;
-      const rollout = parseRollout(row.rollout) ?? DEFAULT_ROLLOUT;
-      if (now.getTime() - new Date(row.finished_at).getTime() > rollout.health_window_minutes * 60_000) return null;
-      const reconnects = row.reconnects_after + 1;
-      const failed = reconnects > rollout.health_max_reconnects;
-      await trx('device_updates').where({ id: row.id }).update({ reconnects_after: reconnects, ...(failed ? { health_failed_at: now } : {}) });
-      if (failed) {
-        await trx('device_events').insert({
-          account_id: input.accountId,
-          device_id: input.deviceId,
-          type: 'update_step',
-          data: JSON.stringify({ job_id: row.id, deployment_id: row.deployment_id, state: 'succeeded', health: 'failed', reconnects, window_minutes: rollout.health_window_minutes }),
-          occurred_at: now,
-        });
+      const rows = (await trx.raw(
+        `WITH last AS (
+           SELECT DISTINCT ON (u.device_id) u.id, u.device_id, u.account_id, u.deployment_id, u.finished_at,
+                  COALESCE((p.rollout ->> 'health_window_minutes')::float8, ?) AS window_minutes,
+                  COALESCE((p.rollout ->> 'health_max_reconnects')::int, ?) AS max_reconnects
+             FROM device_updates u JOIN deployments p ON p.id = u.deployment_id
+            WHERE u.device_id = ANY(?::uuid[]) AND u.state = 'succeeded' AND u.finished_at IS NOT NULL AND u.health_failed_at IS NULL
+            ORDER BY u.device_id, u.finished_at DESC)
+         UPDATE device_updates u
+            SET reconnects_after = u.reconnects_after + 1,
+                health_failed_at = CASE WHEN u.reconnects_after + 1 > last.max_reconnects THEN ?::timestamptz ELSE NULL END
+           FROM last
+          WHERE u.id = last.id AND last.finished_at > ?::timestamptz - make_interval(secs => last.window_minutes * 60)
+          RETURNING u.id, u.device_id, u.account_id, u.deployment_id, u.reconnects_after, u.health_failed_at, last.window_minutes`,
+        [DEFAULT_ROLLOUT.health_window_minutes, DEFAULT_ROLLOUT.health_max_reconnects, deviceIds, now, now],
+      )).rows as Array<{ id: string; device_id: string; account_id: string; deployment_id: string; reconnects_after: number; health_failed_at: Date | null; window_minutes: number }>;
+      const failed = rows.filter((r) => r.health_failed_at !== null);
+      if (failed.length > 0) {
+        await trx('device_events').insert(
+          failed.map((r) => ({
+            account_id: r.account_id,
+            device_id: r.device_id,
+            type: 'update_step',
+            data: JSON.stringify({ job_id: r.id, deployment_id: r.deployment_id, state: 'succeeded', health: 'failed', reconnects: r.reconnects_after, window_minutes: r.window_minutes }),
+            occurred_at: now,
+          })),
+        );
       }
-      return failed ? row.deployment_id : null;
+      return failed.map((r) => r.deployment_id);
     });
-    if (flagged) this.markDirty(flagged);
+    for (const id of new Set(flagged)) this.markDirty(id);
   }
 
-  private async progress(input: { accountId: string; deviceId: string; serial: string; report: OtaProgressReport }): Promise<void> {
+  /** Progress reports, in arrival order, applied to the state machine in one transaction. */
+  private async progressBatch(items: Array<{ accountId: string; deviceId: string; report: OtaProgressReport }>): Promise<void> {
     const { clock } = this.deps;
-    const { report } = input;
-    if (!isUuid(report.job_id)) {
-      this.area.metrics?.ignored('unknown_job');
-      return;
-    }
-    const outcome = await this.deps.transaction(async (trx) => {
-      const row = (await trx.raw(
+    const ignored: string[] = [];
+    const finished = await this.deps.transaction(async (trx) => {
+      const rows = (await trx.raw(
         `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.state, d.firmware_key
            FROM device_updates u JOIN devices d ON d.id = u.device_id
-          WHERE u.id = ? AND u.device_id = ? AND u.account_id = ? FOR UPDATE OF u`,
-        [report.job_id, input.deviceId, input.accountId],
-      )).rows[0] as (UpdateRef & { state: UpdateState; firmware_key: string | null }) | undefined;
-      if (!row) return { ignored: 'unknown_job' as const };
-      const decision = decideReport(row.state, report.state);
+          WHERE u.id = ANY(?::uuid[]) ORDER BY u.id FOR UPDATE OF u`,
+        [[...new Set(items.map((i) => i.report.job_id))]],
+      )).rows as Array<UpdateRef & { state: UpdateState; firmware_key: string | null }>;
+      const byId = new Map(rows.map((r) => [r.id, { row: r, state: r.state }]));
       const now = clock.now();
-      switch (decision.kind) {
-        case 'ignore':
-          return { ignored: decision.reason };
-        case 'step':
-          await applyStep(trx, clock, { row, state: decision.state, progress: report.progress, deadline: new Date(now.getTime() + this.options.stepTimeoutMs) });
-          return { step: true };
-        case 'reported_success':
-          if (row.firmware_key !== null && row.firmware_key === versionKey(row.target_version)) {
-            const done = await finishUpdates(trx, clock, { ids: [row.id], state: 'succeeded' });
-            return { finished: done, state: 'succeeded' };
-          }
-          // Boot-confirmed success: wait for the heartbeat on the target version.
-          await applyStep(trx, clock, { row, state: 'rebooting', progress: 100, deadline: new Date(now.getTime() + this.options.bootTimeoutMs), reportedSuccess: true });
-          return { step: true };
-        case 'final': {
-          const done = await finishUpdates(trx, clock, { ids: [row.id], state: decision.state, error: report.error ?? (decision.state === 'failed' ? 'failed' : 'rolled back by the device') });
-          return { finished: done, state: decision.state };
+      const steps = new Map<string, StepWrite>();
+      const finals = new Map<string, { state: 'succeeded' | 'failed' | 'rolled_back'; error: string | null }>();
+      for (const { accountId, deviceId, report } of items) {
+        const entry = byId.get(report.job_id);
+        // A job of another device (or account) is as unknown as a made-up one.
+        if (!entry || entry.row.device_id !== deviceId || entry.row.account_id !== accountId) {
+          ignored.push('unknown_job');
+          continue;
         }
-        default:
-          return decision satisfies never;
+        const decision = decideReport(entry.state, report.state);
+        switch (decision.kind) {
+          case 'ignore':
+            ignored.push(decision.reason);
+            break;
+          case 'step':
+          case 'reported_success': {
+            const confirmed = decision.kind === 'reported_success' && entry.row.firmware_key !== null && entry.row.firmware_key === versionKey(entry.row.target_version);
+            if (confirmed) {
+              finals.set(entry.row.id, { state: 'succeeded', error: null });
+              steps.delete(entry.row.id);
+              entry.state = 'succeeded';
+              break;
+            }
+            const state = decision.kind === 'step' ? decision.state : 'rebooting';
+            const write = steps.get(entry.row.id) ?? { row: entry.row, state, progress: null, transitions: [], reportedSuccess: false, deadline: now };
+            if (state !== entry.state || decision.kind === 'reported_success') write.transitions.push(state);
+            write.state = state;
+            write.progress = decision.kind === 'reported_success' ? 100 : (report.progress ?? write.progress);
+            write.reportedSuccess ||= decision.kind === 'reported_success';
+            // Boot-confirmed success: after `succeeded` the device has the boot timeout to come back on the version.
+            write.deadline = new Date(now.getTime() + (write.reportedSuccess ? this.options.bootTimeoutMs : this.options.stepTimeoutMs));
+            steps.set(entry.row.id, write);
+            entry.state = state;
+            break;
+          }
+          case 'final':
+            finals.set(entry.row.id, { state: decision.state, error: report.error ?? (decision.state === 'failed' ? 'failed' : 'rolled back by the device') });
+            steps.delete(entry.row.id);
+            entry.state = decision.state;
+            break;
+          default:
+            return decision satisfies never;
+        }
       }
+      await applySteps(trx, clock, [...steps.values()]);
+      const done: Array<UpdateRef & { final: string }> = [];
+      // Grouped by outcome and message: one statement per distinct (state, error).
+      const groups = new Map<string, { state: 'succeeded' | 'failed' | 'rolled_back'; error: string | null; ids: string[] }>();
+      for (const [id, f] of finals) {
+        const key = `${f.state}\u0000${f.error ?? ''}`;
+        const g = groups.get(key) ?? { ...f, ids: [] };
+        g.ids.push(id);
+        groups.set(key, g);
+      }
+      for (const g of groups.values()) {
+        for (const r of await finishUpdates(trx, clock, { ids: g.ids, state: g.state, error: g.error })) done.push({ ...r, final: g.state });
+      }
+      return done;
     });
-    if ('ignored' in outcome) {
-      this.area.metrics?.ignored(outcome.ignored ?? "unknown");
-      return;
-    }
-    if ('finished' in outcome && outcome.finished) {
-      this.area.metrics?.finished(outcome.state, outcome.finished.length);
-      for (const r of outcome.finished) this.markDirty(r.deployment_id);
+    for (const reason of ignored) this.area.metrics?.ignored(reason);
+    for (const r of finished) {
+      this.area.metrics?.finished(r.final, 1);
+      this.markDirty(r.deployment_id);
     }
   }
 
@@ -401,7 +452,7 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     const finished = await this.deps.transaction(async (trx: Knex.Transaction) => {
       const rows = (await trx.raw(
         `SELECT u.id, u.device_id, u.account_id, u.state, u.target_version FROM device_updates u
-          WHERE u.device_id = ANY(?::uuid[]) AND u.state IN (${ACTIVE_SQL}) FOR UPDATE OF u`,
+          WHERE u.device_id = ANY(?::uuid[]) AND u.state IN (${ACTIVE_SQL}) ORDER BY u.id FOR UPDATE OF u`,
         [[...reported.keys()]],
       )).rows as Array<{ id: string; device_id: string; account_id: string; state: UpdateState; target_version: string }>;
       const accountOf = new Map(valid.map((r) => [r.deviceId, r.accountId]));

@@ -78,29 +78,6 @@ export async function finishUpdates(
   return rows;
 }
 
-/** One reported step (downloading, installing, rebooting) or a progress change within it. */
-export async function applyStep(
-  trx: Knex.Transaction,
-  clock: Clock,
-  input: { row: UpdateRef & { state: UpdateState }; state: 'downloading' | 'installing' | 'rebooting'; progress: number | undefined; deadline: Date; reportedSuccess?: boolean },
-): Promise<void> {
-  const now = clock.now();
-  const changed = input.row.state !== input.state;
-  await trx('device_updates')
-    .where({ id: input.row.id })
-    .update({
-      state: input.state,
-      ...(input.progress !== undefined ? { progress: input.progress } : {}),
-      ...(changed ? { state_changed_at: now } : {}),
-      ...(input.reportedSuccess ? { reported_success_at: now, progress: 100 } : {}),
-      deadline_at: input.deadline,
-    });
-  if (changed || input.reportedSuccess) {
-    await history(trx, now, [input.row.id], { state: input.state, ...(input.reportedSuccess ? { reported: 'succeeded', awaiting: 'boot confirmation (heartbeat with the target version)' } : {}) });
-    await appendEvents(trx, clock, [progressEvent(input.row, input.state, input.progress ?? null)]);
-  }
-}
-
 function progressEvent(r: UpdateRef, state: string, progress: number | null): NewEvent {
   return {
     accountId: r.account_id,
@@ -118,4 +95,53 @@ async function history(trx: Knex.Transaction, now: Date, ids: string[], data: Re
        FROM device_updates WHERE id = ANY(?::uuid[])`,
     [JSON.stringify(data), now, ids],
   );
+}
+
+export interface StepWrite {
+  row: UpdateRef;
+  state: 'downloading' | 'installing' | 'rebooting';
+  progress: number | null;
+  /** The states the update passed through in this batch (each gets a history row and event). */
+  transitions: string[];
+  reportedSuccess: boolean;
+  deadline: Date;
+}
+
+/** Several reported steps at once (one statement per table). */
+export async function applySteps(trx: Knex.Transaction, clock: Clock, writes: StepWrite[]): Promise<void> {
+  if (writes.length === 0) return;
+  const now = clock.now();
+  await trx.raw(
+    `UPDATE device_updates u
+        SET state = v.state,
+            progress = COALESCE(v.progress, u.progress),
+            state_changed_at = CASE WHEN v.changed THEN ?::timestamptz ELSE u.state_changed_at END,
+            reported_success_at = CASE WHEN v.rs THEN ?::timestamptz ELSE u.reported_success_at END,
+            deadline_at = v.deadline
+       FROM unnest(?::uuid[], ?::text[], ?::int[], ?::boolean[], ?::boolean[], ?::timestamptz[]) AS v(id, state, progress, changed, rs, deadline)
+      WHERE u.id = v.id`,
+    [
+      now,
+      now,
+      writes.map((w) => w.row.id),
+      writes.map((w) => w.state),
+      // Knex's binding types have no nullable int[]; PostgreSQL takes the array as is.
+      writes.map((w) => w.progress) as unknown as number[],
+      writes.map((w) => w.transitions.length > 0),
+      writes.map((w) => w.reportedSuccess),
+      writes.map((w) => w.deadline),
+    ],
+  );
+  const steps = writes.flatMap((w) => w.transitions.map((state) => ({ w, state })));
+  if (steps.length === 0) return;
+  await trx.raw(
+    `INSERT INTO device_events (account_id, device_id, type, data, occurred_at)
+     SELECT u.account_id, u.device_id, 'update_step',
+            jsonb_build_object('job_id', u.id, 'deployment_id', u.deployment_id, 'target_version', u.target_version, 'state', s.state)
+              || CASE WHEN s.rs THEN '{"reported":"succeeded","awaiting":"boot confirmation (heartbeat with the target version)"}'::jsonb ELSE '{}'::jsonb END, ?
+       FROM unnest(?::uuid[], ?::text[], ?::boolean[]) WITH ORDINALITY AS s(id, state, rs, ord)
+       JOIN device_updates u ON u.id = s.id ORDER BY s.ord`,
+    [now, steps.map((s) => s.w.row.id), steps.map((s) => s.state), steps.map((s) => s.w.reportedSuccess && s.state === 'rebooting')],
+  );
+  await appendEvents(trx, clock, steps.map((s) => progressEvent(s.w.row, s.state, s.w.progress)));
 }
