@@ -168,20 +168,19 @@ export async function selectDeviceJsonPage(
 ): Promise<Array<{ serial: string; json: string }>> {
   const page = devicePageQuery(input);
   const result = (await db.raw(
-    `SELECT s.serial, json_build_object(
-       'serial', s.serial, 'name', s.name, 'model', s.model, 'firmware', s.firmware, 'status', s.status,
-       'last_seen', s.last_seen, 'ip', s.ip, 'connectivity', s.connectivity,
-       'update', CASE WHEN s.u_id IS NULL THEN NULL ELSE json_build_object(
-         'job_id', s.u_id, 'deployment_id', s.u_deployment_id, 'state', s.u_state, 'progress', COALESCE(s.u_progress, 0),
-         'from_version', s.u_from_version, 'target_version', s.u_target_version, 'error', s.u_error,
-         'state_changed_at', s.u_state_changed_at) END,
-       'tags', COALESCE(s.tags, '{}'::jsonb),
-       'config', json_build_object(
-         'desired', COALESCE(s.desired_config, '{}'::jsonb), 'desired_version', s.desired_config_version,
-         'reported', s.reported_config, 'reported_version', s.reported_config_version,
-         'in_sync', COALESCE(s.reported_config_version = s.desired_config_version, false)),
-       'uptime_s', s.uptime_s, 'rssi', s.rssi, 'claimed_at', s.claimed_at)::text AS json
-     FROM (${page.sql}) s ORDER BY s.serial`,
+    // row_to_json writes compact JSON (json_build_object pads every key with spaces).
+    `SELECT s.serial, row_to_json(r)::text AS json
+     FROM (${page.sql}) s
+     CROSS JOIN LATERAL (SELECT s.serial, s.name, s.model, s.firmware, s.status, s.last_seen, s.ip, s.connectivity,
+       CASE WHEN s.u_id IS NULL THEN NULL ELSE (SELECT row_to_json(u) FROM (SELECT s.u_id AS job_id, s.u_deployment_id AS deployment_id,
+         s.u_state AS state, COALESCE(s.u_progress, 0) AS progress, s.u_from_version AS from_version, s.u_target_version AS target_version,
+         s.u_error AS error, s.u_state_changed_at AS state_changed_at) u) END AS "update",
+       COALESCE(s.tags, '{}'::jsonb) AS tags,
+       (SELECT row_to_json(c) FROM (SELECT COALESCE(s.desired_config, '{}'::jsonb) AS desired, s.desired_config_version AS desired_version,
+         s.reported_config AS reported, s.reported_config_version AS reported_version,
+         COALESCE(s.reported_config_version = s.desired_config_version, false) AS in_sync) c) AS config,
+       s.uptime_s, s.rssi, s.claimed_at) r
+     ORDER BY s.serial`,
     page.bindings,
   )) as { rows: Array<{ serial: string; json: string }> };
   return result.rows;
