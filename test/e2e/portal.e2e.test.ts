@@ -123,6 +123,22 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
     await page.goto(`${base}/devices`);
     await page.locator('[data-serial="LUM-0001"]').waitFor();
     await screenshot(page, 'devices');
+
+    // Keyboard: the column headers are buttons; Enter on "Device name" sorts by name, again reverses.
+    await page.locator('button[data-sort="name"]').focus();
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/sort=name/);
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/sort=-name/);
+    await expect.poll(async () => (await rows())[0]).toBe('SPOT-0003');
+
+    // Tablet (portrait): the list and its filters fit the width, no sideways scrolling of the page.
+    await page.setViewportSize({ width: 820, height: 1180 });
+    await page.goto(`${base}/devices?model=LX-200`);
+    await page.locator('[data-serial="LUM-0001"]').waitFor();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+    await screenshot(page, 'devices-tablet');
+    await page.setViewportSize({ width: 1366, height: 860 });
   });
 
   it('a configuration edit reaches the simulated device and shows as applied', async () => {

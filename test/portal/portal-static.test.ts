@@ -1,0 +1,62 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../helpers/test-server';
+import { ensurePortalBuilt } from '../e2e/browser';
+import { PORTAL_DIST } from '../../api/src/http/portal-static';
+import { relativeTime } from '../../portal/src/shared/format';
+
+describe('the service serves the portal', () => {
+  let server: TestServer;
+  let base: string;
+  beforeAll(async () => {
+    ensurePortalBuilt();
+    server = await startTestServer();
+    base = server.service.httpUrl;
+  }, 120_000);
+  afterAll(async () => server?.close());
+
+  it('answers deep links with the app so a reload keeps the page, and revalidates index.html', async () => {
+    for (const p of ['/', '/devices/SN-000001', '/deployments/0b6c2f0e-1111-4222-8333-944445555666', '/settings/api-keys?x=1']) {
+      const res = await fetch(base + p, { headers: { accept: 'text/html' } });
+      expect(res.status, p).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/text\/html/);
+      expect(res.headers.get('cache-control')).toBe('no-cache');
+      expect(await res.text()).toContain('<div id="app"></div>');
+    }
+  });
+
+  it('serves hashed assets as immutable', async () => {
+    const asset = fs.readdirSync(path.join(PORTAL_DIST, 'assets')).find((f) => f.endsWith('.js'))!;
+    const res = await fetch(`${base}/assets/${asset}`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/javascript/);
+    expect(res.headers.get('cache-control')).toMatch(/immutable/);
+    expect(res.headers.get('cache-control')).toMatch(/max-age=31536000/);
+  });
+
+  it('leaves the API, GraphQL, missing files and writes to their own answers', async () => {
+    const api = await fetch(`${base}/api/v1/no-such-route`, { headers: { accept: 'text/html' } });
+    expect(api.status).toBe(404);
+    expect(api.headers.get('content-type')).toMatch(/problem\+json/);
+    const missingAsset = await fetch(`${base}/assets/missing-abc123.js`);
+    expect(missingAsset.status).toBe(404);
+    const missingFile = await fetch(`${base}/favicon.png`, { headers: { accept: 'text/html' } });
+    expect(missingFile.status).toBe(404);
+    const post = await fetch(`${base}/devices`, { method: 'POST', headers: { accept: 'text/html' } });
+    expect(post.status).toBe(404);
+    const health = await fetch(`${base}/healthz`);
+    expect(await health.json()).toEqual({ status: 'ok' });
+  });
+});
+
+describe('portal formatting', () => {
+  it('says "just now" for small clock differences both ways, and rounds larger ones', () => {
+    const ref = new Date('2026-11-22T10:00:00Z');
+    expect(relativeTime('2026-11-22T10:00:20Z', ref)).toBe('just now');
+    expect(relativeTime('2026-11-22T09:59:30Z', ref)).toBe('just now');
+    expect(relativeTime('2026-11-22T09:55:00Z', ref)).toBe('5 minutes ago');
+    expect(relativeTime('2026-11-22T07:00:00Z', ref)).toBe('3 hours ago');
+    expect(relativeTime(null, ref)).toBe('never');
+  });
+});
