@@ -1,6 +1,6 @@
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
-import { GraphQLError, parse, validate, execute, subscribe, specifiedRules, getOperationAST, type GraphQLSchema, type GraphQLFormattedError, type DocumentNode } from 'graphql';
+import { GraphQLError, parse, validate, execute, specifiedRules, getOperationAST, type GraphQLSchema, type GraphQLFormattedError, type DocumentNode } from 'graphql';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { useServer } from 'graphql-ws/use/ws';
 import { CloseCode } from 'graphql-ws';
@@ -13,6 +13,7 @@ import { authenticateCaller, headerValue, type Caller, type GraphQLContext } fro
 import { createLoaders } from './loaders';
 import { QUERY_LIMITS, limitValidationRules } from './limits';
 import type { LiveViews } from './live/live-views';
+import { sharedSubscribe } from './live/shared-execution';
 
 /** Open sockets re-check their credentials this often (ms): logout, expiry, revocation elsewhere. */
 const RECHECK_MS = 30_000;
@@ -48,6 +49,13 @@ export function attachGraphQLWebSocket(deps: {
   const rules = [...specifiedRules, ...limitValidationRules()];
 
   const format = (errors: readonly GraphQLError[]) => errors.map((e) => deps.formatError(e.toJSON(), e));
+  /**
+   * Parsed and validated documents by query text: 200 portals sending the same subscription
+   * share one DocumentNode (parse and validate once), which also lets their event results be
+   * shared (live/shared-execution.ts).
+   */
+  const documents = new Map<string, { document: DocumentNode; errors: readonly GraphQLError[] }>();
+  const MAX_DOCUMENTS = 1000;
 
   const cleanup = useServer<Record<string, unknown>, { connection?: Connection }>(
     {
@@ -55,7 +63,7 @@ export function attachGraphQLWebSocket(deps: {
       // The same graphql module instance that built the schema (graphql-ws could load another
       // copy, CJS vs ESM, and refuse the schema as coming "from another realm").
       execute,
-      subscribe,
+      subscribe: sharedSubscribe((contextValue) => (contextValue as GraphQLContext).actor.accountId),
       validate,
       onConnect: async (ctx) => {
         const params = ctx.connectionParams ?? {};
@@ -88,13 +96,21 @@ export function attachGraphQLWebSocket(deps: {
             return [new GraphQLError(`Rate limit of ${decision.limit} requests per minute exceeded.`, { extensions: { code: 'rate_limited', status: 429, retryAfter: decision.resetSeconds } })];
           }
         }
-        let document: DocumentNode;
-        try {
-          document = parse(payload.query, { maxTokens: QUERY_LIMITS.maxTokens });
-        } catch (error) {
-          return [new GraphQLError((error as Error).message, { extensions: { code: 'GRAPHQL_PARSE_FAILED' } })];
+        let cached = documents.get(payload.query);
+        if (!cached) {
+          let parsed: DocumentNode;
+          try {
+            parsed = parse(payload.query, { maxTokens: QUERY_LIMITS.maxTokens });
+          } catch (error) {
+            const message = (error as Error).message;
+            const f = deps.formatError({ message, extensions: { code: 'GRAPHQL_PARSE_FAILED' } }, error);
+            return [new GraphQLError(f.message, { extensions: f.extensions ?? {} })];
+          }
+          cached = { document: parsed, errors: validate(deps.schema, parsed, rules) };
+          if (documents.size >= MAX_DOCUMENTS) documents.clear();
+          documents.set(payload.query, cached);
         }
-        const errors = validate(deps.schema, document, rules);
+        const { document, errors } = cached;
         if (errors.length) {
           // Tagged like Apollo's HTTP validation errors so the one mapping treats both alike.
           return errors.map((e) => {
