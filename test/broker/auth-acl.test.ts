@@ -18,7 +18,8 @@ describe('MQTT authentication and ACL', () => {
     url = server.service.mqttUrl!;
     creds = await claimForMqtt(server, account, ['ACL-A', 'ACL-B', 'ACL-ROT', 'ACL-GONE', 'ACL-TAKE'], { firmware: null });
     [a, b] = creds as [DeviceCreds, DeviceCreds];
-  });
+    // Generous: the embedded database starts slowly on a busy machine.
+  }, 180_000);
   afterAll(async () => server?.close());
 
   const metric = async (name: string) => {

@@ -13,7 +13,8 @@ describe('device configuration over MQTT', () => {
     server = await startTestServer();
     account = await server.createAccount();
     [creds] = (await claimForMqtt(server, account, ['CFG-1'], { firmware: null })) as [DeviceCreds];
-  });
+    // Generous: the embedded database starts slowly on a busy machine.
+  }, 180_000);
   afterAll(async () => server?.close());
 
   const device = async () => (await account.api.get('/api/v1/devices/CFG-1')).body;

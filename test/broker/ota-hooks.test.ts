@@ -21,12 +21,13 @@ describe('OTA hooks of the broker', () => {
     account = await server.createAccount();
     [creds] = (await claimForMqtt(server, account, ['OTA-1'])) as [DeviceCreds];
     server.service.services.otaListener.set(listener);
-  });
+    // Generous: the embedded database starts slowly on a busy machine.
+  }, 180_000);
   afterAll(async () => server?.close());
 
   it('reports the device ready once it subscribed to its ota topic, and again when a persistent session is restored', async () => {
     const dev = await connectDevice(server.service.mqttUrl!, creds);
-    expect(server.service.services.gateway.isConnected('OTA-1')).toBe(true);
+    await expect.poll(() => server.service.services.gateway.isConnected('OTA-1')).toBe(true);
     expect(calls.filter((c) => c.kind === 'ready')).toHaveLength(0);
     await dev.subscribeAsync(topics.ota('OTA-1'), { qos: 1 });
     await expect.poll(() => calls.filter((c) => c.kind === 'ready').length).toBe(1);

@@ -23,7 +23,8 @@ describe('heartbeats and presence', () => {
     url = server.service.mqttUrl!;
     const list = await claimForMqtt(server, account, ['P-HB', 'P-WILL', 'P-KA', 'P-TIMEOUT', 'P-BYE', 'P-RESTART', 'P-USB', 'P-CFG', 'P-BAD', 'P-FLOOD'], { firmware: null });
     creds = new Map(list.map((c) => [c.serial, c]));
-  });
+    // Generous: the embedded database starts slowly on a busy machine.
+  }, 180_000);
   afterAll(async () => server?.close());
 
   const device = async (serial: string) => (await account.api.get(`/api/v1/devices/${serial}`)).body;

@@ -37,13 +37,14 @@ describe('simulator command line', () => {
     account = await server.createAccount();
     await buildModel(account, 'Luma-100');
     await buildFirmwareVersion(server, { accountId: account.accountId, model: 'Luma-100', version: '1.0.0' });
-  });
+    // Generous: the embedded database starts slowly on a busy machine.
+  }, 180_000);
   afterAll(async () => server?.close());
 
   it('claims, saves credentials, runs for --duration and prints a summary; a second run reuses the credentials; Ctrl-C stops cleanly', async () => {
     const creds = path.join(dir, 'creds.json');
     const common = ['--count', '3', '--broker-url', server.service.mqttUrl!, '--api-url', server.service.httpUrl, '--api-key', account.apiKey, '--model', 'Luma-100', '--firmware', '1.0.0', '--heartbeat-s', '0.5'];
-    const first = await run([...common, '--claim', '--serial-prefix', 'CLI', '--credentials', creds, '--duration', '2']);
+    const first = await run([...common, '--claim', '--serial-prefix', 'CLI', '--credentials', creds, '--duration', '5']);
     expect(first.code, first.err).toBe(0);
     expect(first.out).toContain('claimed 3/3');
     expect(first.out).toMatch(/connected 3\/3/);
@@ -52,7 +53,7 @@ describe('simulator command line', () => {
     const list = (await account.api.get('/api/v1/devices?model=Luma-100')).body.devices.map((d: { serial: string }) => d.serial);
     expect(list).toEqual(['CLI-000001', 'CLI-000002', 'CLI-000003']);
 
-    const second = await run([...common, '--credentials', creds], 500);
+    const second = await run([...common, '--credentials', creds], 1500);
     expect(second.code, second.err).toBe(0);
     expect(second.out).toContain('stopping (SIGINT)');
     expect(second.out).toMatch(/summary: connected 3\/3/);
@@ -60,7 +61,7 @@ describe('simulator command line', () => {
 
   it('--count 1 --verbose prints every MQTT message', async () => {
     const creds = path.join(dir, 'one.json');
-    const res = await run(['--count', '1', '--claim', '--serial-prefix', 'VERB', '--credentials', creds, '--broker-url', `ws://127.0.0.1:${server.service.httpPort}/mqtt`, '--api-url', server.service.httpUrl, '--api-key', account.apiKey, '--model', 'Luma-100', '--firmware', '1.0.0', '--heartbeat-s', '0.5', '--duration', '2', '--verbose']);
+    const res = await run(['--count', '1', '--claim', '--serial-prefix', 'VERB', '--credentials', creds, '--broker-url', `ws://127.0.0.1:${server.service.httpPort}/mqtt`, '--api-url', server.service.httpUrl, '--api-key', account.apiKey, '--model', 'Luma-100', '--firmware', '1.0.0', '--heartbeat-s', '0.5', '--duration', '4', '--verbose']);
     expect(res.code, res.err).toBe(0);
     expect(res.out).toMatch(/VERB-000001 <- CONNACK/);
     expect(res.out).toMatch(/VERB-000001 -> devices\/VERB-000001\/heartbeat \{"firmware":"1.0.0"/);

@@ -39,7 +39,8 @@ describe('simulator engine', () => {
     });
     await new Promise<void>((resolve) => files.listen(0, '127.0.0.1', resolve));
     filesUrl = `http://127.0.0.1:${(files.address() as AddressInfo).port}`;
-  });
+    // Generous: the embedded database starts slowly on a busy machine.
+  }, 180_000);
   afterAll(async () => {
     for (const f of fleets) await f.stop();
     files?.close();
