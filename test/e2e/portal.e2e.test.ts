@@ -188,7 +188,9 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
     const status = page.getByTestId('deployment-status');
     await expect.poll(() => status.getAttribute('data-status'), { timeout: 60_000, interval: 500 }).toBe('completed');
     expect(await page.getByTestId('deployment-percent').textContent()).toBe('100');
-    expect(await page.locator('td[data-state="succeeded"]').textContent()).toBe(String(online));
+    expect(await page.locator('dd[data-state="succeeded"]').textContent()).toBe(String(online));
+    // The per-device list follows too: every device row ends on succeeded.
+    await expect.poll(() => page.getByTestId('deployment-updates').locator('[data-status="succeeded"]').count(), { timeout: 10_000 }).toBe(online);
     await screenshot(page, 'deployment');
     expect(simulated.filter((d) => d.connected && d.serial.startsWith('LUM-')).every((d) => d.firmware === '1.1.0')).toBe(true);
 
