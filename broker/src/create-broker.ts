@@ -282,6 +282,8 @@ export class DeviceBroker implements DeviceGateway {
         this.options.logger.error({ err, serial }, 'publishing the desired configuration failed'),
       );
     }
+    // Published once; not kept for the life of the connection (memory per device matters at 10,000).
+    conn.session.desiredConfig = {};
     // A restored persistent session brings its `ota` subscription back without a SUBSCRIBE.
     if (conn.subscribedOta) this.notifyReady(conn);
   }
