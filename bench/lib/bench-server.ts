@@ -33,6 +33,8 @@ export interface BenchServer {
   /** Runs SQL inside the server process (the only way to reach an embedded database). */
   sql(sql: string, bindings?: unknown[]): Promise<{ rowCount: number; rows: unknown[] }>;
   memory(): Promise<NodeJS.MemoryUsage>;
+  /** The server process's CPU time so far (µs): diff two readings for the CPU a phase cost. */
+  cpu(): Promise<NodeJS.CpuUsage>;
   /** Forces a GC in the server (it runs with --expose-gc) and returns its memory afterwards. */
   gc(): Promise<NodeJS.MemoryUsage>;
   /** Samples the server's RSS every 5 ms between start and stop; stop returns the peak. */
@@ -109,6 +111,7 @@ export async function startBenchServer(options: { env?: Record<string, string> }
     },
     sql: (sql, bindings) => request({ cmd: 'sql', sql, bindings }),
     memory: () => request({ cmd: 'memory' }),
+    cpu: () => request({ cmd: 'cpu' }),
     gc: () => request({ cmd: 'gc' }),
     startRssSampling: () => request({ cmd: 'sampleRss', action: 'start' }),
     stopRssSampling: () => request({ cmd: 'sampleRss', action: 'stop' }),

@@ -11,6 +11,7 @@ type Request =
   | { id: number; cmd: 'createAccount'; input: { name: string; quota: number; budget: number; unitPrice: number; rateLimitPerMinute: number } }
   | { id: number; cmd: 'sql'; sql: string; bindings?: unknown[] }
   | { id: number; cmd: 'memory' }
+  | { id: number; cmd: 'cpu' }
   | { id: number; cmd: 'sampleRss'; action: 'start' | 'stop' }
   | { id: number; cmd: 'gc' }
   | { id: number; cmd: 'stop' };
@@ -43,6 +44,8 @@ async function handle(req: Request): Promise<unknown> {
     }
     case 'memory':
       return process.memoryUsage();
+    case 'cpu':
+      return process.cpuUsage();
     case 'sampleRss':
       if (req.action === 'start') {
         peakRss = process.memoryUsage.rss();
