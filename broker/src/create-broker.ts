@@ -19,6 +19,7 @@ import type { HandlerContext } from './handlers/context';
 import { FloodGuard } from './flood-guard';
 import { LogThrottle } from './log-throttle';
 import { guardPacketSize, MAX_MQTT_PACKET_BYTES } from './packet-size-guard';
+import { createIndexedMemoryPersistence } from './retained-index';
 
 export interface DeviceBrokerOptions {
   auth: DeviceAuthService;
@@ -106,7 +107,7 @@ export class DeviceBroker implements DeviceGateway {
       }),
       authorizePublish: (client, packet, callback) => self!.authorizePublish(client, packet, callback),
       authorizeSubscribe: (client, sub, callback) => self!.authorizeSubscribe(client, sub, callback),
-      ...(options.backends ? { mq: options.backends.mq, persistence: options.backends.persistence } : {}),
+      ...(options.backends ? { mq: options.backends.mq, persistence: options.backends.persistence } : { persistence: createIndexedMemoryPersistence() }),
     };
     const aedes = await Aedes.createBroker(aedesOptions);
     self = new DeviceBroker(aedes, options);
