@@ -15,13 +15,16 @@ export async function freePort(): Promise<number> {
 }
 
 /** HAProxy in TCP mode in front of the nodes, with the same settings as docs/haproxy.cfg. */
-export async function startHaproxy(nodes: Array<{ httpPort: number; mqttPort: number | null }>): Promise<{
+export async function startHaproxy(
+  nodes: Array<{ httpPort: number; mqttPort: number | null }>,
+  ports: { httpPort?: number; mqttPort?: number } = {},
+): Promise<{
   httpPort: number;
   mqttPort: number;
   stop(): Promise<void>;
 }> {
-  const httpPort = await freePort();
-  const mqttPort = await freePort();
+  const httpPort = ports.httpPort ?? (await freePort());
+  const mqttPort = ports.mqttPort ?? (await freePort());
   const servers = (kind: 'http' | 'mqtt') =>
     nodes
       .map((n, i) => `    server node${i + 1} 127.0.0.1:${kind === 'http' ? n.httpPort : n.mqttPort} check port ${n.httpPort} inter 500ms fall 2 rise 1`)
