@@ -43,6 +43,13 @@ export function createPortalRouter() {
     document.title = `${String(to.meta.title ?? 'Fleet')} · Fleet portal`;
   });
 
+  // A page's code could not be loaded (a new build replaced the old files, or the network
+  // dropped): load that address afresh instead of leaving an empty page.
+  router.onError((error: Error, to) => {
+    if (/dynamically imported module|Importing a module script failed|Failed to fetch/i.test(error.message)) window.location.assign(to.fullPath);
+    else window.dispatchEvent(new CustomEvent('portal-error', { detail: { error } }));
+  });
+
   // Session expired while working: back to login, then back to this page.
   onSessionExpired(() => {
     const here = router.currentRoute.value;

@@ -174,6 +174,15 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
     expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
     await screenshot(page, 'firmware');
 
+    // An error of the API is shown as a message, not a blank page.
+    await page.getByRole('button', { name: 'Register a model' }).click();
+    await page.getByLabel('Name', { exact: true }).fill('bad/name');
+    await page.getByRole('button', { name: 'Register', exact: true }).click();
+    await page.locator('.api-error').filter({ hasText: 'The model was not registered' }).waitFor();
+    await page.keyboard.press('Escape');
+    await page.goto(`${base}/devices/NO-SUCH-DEVICE`);
+    await page.getByText('No such device').waitFor();
+
     const online = (await summary()).online;
     await page.goto(`${base}/devices?model=LX-200&status=online`);
     await page.locator('[data-serial="LUM-0001"]').waitFor();
