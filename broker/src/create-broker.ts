@@ -297,7 +297,7 @@ export class DeviceBroker implements DeviceGateway {
     this.current.delete(serial);
     this.options.metrics.mqttConnectedDevices.set(this.current.size);
     if (this.isBeingTakenOver(serial, client)) return;
-    this.ingest.offline(deviceId, conn.keepaliveTimedOut ? 'keepalive_timeout' : 'disconnected');
+    this.ingest.offline(deviceId, this.closed ? 'shutdown' : conn.keepaliveTimedOut ? 'keepalive_timeout' : 'disconnected');
   }
 
   private isBeingTakenOver(serial: string, client: Client): boolean {
