@@ -14,7 +14,7 @@ import { Fleet, claimDevices, makeSerials } from '../simulator/src/fleet';
  *     (fleet_firmware_download_bytes_total over the time until all succeeded).
  *
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/ota.bench.ts
- *   options: --smoke (tiny, records nothing) --schedule N (default 100000) --devices N (default 10000) --download-devices N (default 500)
+ *   options: --smoke (tiny, records nothing) --dry (print only) --schedule N (default 100000) --devices N (default 10000) --download-devices N (default 500)
  */
 const smoke = isSmoke();
 const arg = (name: string, fallback: number) => {
@@ -47,11 +47,11 @@ async function metric(server: BenchServer, name: string): Promise<number> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function waitUntil(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+async function waitUntil(check: () => Promise<boolean>, timeoutMs: number, what: string, everyMs = 100): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
+    await sleep(everyMs);
   }
 }
 
@@ -62,7 +62,9 @@ interface Counts {
 }
 
 async function counts(server: BenchServer, account: BenchAccount, id: string): Promise<Counts> {
-  return (await api<{ deployment: { counts: Counts } }>(server, account, 'GET', `/api/v1/firmware/deployments/${id}`)).body.deployment.counts;
+  const res = await api<{ deployment: { counts: Counts } }>(server, account, 'GET', `/api/v1/firmware/deployments/${id}`);
+  // Under load the service may answer 503 for a moment (database health probe): ask again.
+  return res.status === 200 ? res.body.deployment.counts : { succeeded: 0, failed: 0, timed_out: 0 };
 }
 
 const figures: string[] = [];
@@ -96,7 +98,11 @@ try {
   // Claimed with 1.0.0, which they run: every claim update completes as already installed.
   const onlineOnOld = async () =>
     ((await server.sql(`SELECT count(*)::int AS n FROM devices d JOIN models m ON m.id = d.model_id WHERE m.name = 'LIVE' AND d.firmware = '1.0.0' AND d.connectivity = 'online'`)).rows[0] as { n: number }).n;
-  await waitUntil(async () => (await onlineOnOld()) === DEVICES, 120_000, 'every device online on 1.0.0');
+  await waitUntil(async () => {
+    const n = await onlineOnOld();
+    if (n !== DEVICES) console.log(`waiting: ${n}/${DEVICES} devices online on 1.0.0`);
+    return n === DEVICES;
+  }, 120_000, 'every device online on 1.0.0', 1000);
   await sleep(1000);
   const published0 = await metric(server, 'fleet_ota_commands_published_total');
   t0 = performance.now();
@@ -107,7 +113,9 @@ try {
   await waitUntil(async () => {
     if (!publishedAllMs && (await metric(server, 'fleet_ota_commands_published_total')) - published0 >= DEVICES) publishedAllMs = performance.now() - t0;
     return Boolean(publishedAllMs);
-  }, 120_000, 'every command published');
+  }, 120_000, 'every command published', 20);
+  const spread = (await server.sql(`SELECT extract(epoch FROM max(sent_at) - min(sent_at)) * 1000 AS ms FROM device_updates WHERE deployment_id = ?`, [live.body.deployment_id])).rows[0] as { ms: number };
+  console.log(`sent_at spread: ${Number(spread.ms).toFixed(0)} ms; published after ${publishedAllMs.toFixed(0)} ms`);
   await waitUntil(async () => (await counts(server, account, live.body.deployment_id)).succeeded >= DEVICES, 300_000, 'every update succeeded');
   const allMs = performance.now() - t0;
   const c = await counts(server, account, live.body.deployment_id);
@@ -129,7 +137,7 @@ try {
 }
 
 for (const f of figures) console.log(f);
-if (!smoke) {
+if (!smoke && !process.argv.includes("--dry")) {
   recordResults({
     title: `OTA: scheduling ${SCHEDULE.toLocaleString('en')} targets, ${DEVICES.toLocaleString('en')} devices end to end, download throughput`,
     command: `BENCH_DATABASE_URL=${process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ? '<postgres>' : '(embedded)'} node --import tsx bench/ota.bench.ts ${process.argv.slice(2).join(' ')}`.trim(),

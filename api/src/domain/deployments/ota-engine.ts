@@ -12,6 +12,7 @@ import { parseRollout, type DeploymentRow } from './deployment.repository';
 import { insideMaintenanceWindow } from './maintenance-window';
 import { applySteps, finishUpdates, markSent, type StepWrite, type UpdateRef } from './update-transitions';
 import { BatchQueue } from './batch-queue';
+import { applyHealthGate, applyProgressBatch, type ProgressItem } from './ota-reports';
 import type { DeploymentChangeListener } from './deployment.service';
 
 /** Engine timing; every value configurable (config.ts OTA_* variables, tests pass small ones). */
@@ -65,12 +66,18 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
   private sweeping: Promise<void> | null = null;
   /** A connect storm or a burst of reports becomes a few batched transactions, not one each. */
   private readonly readyQueue = new BatchQueue<{ accountId: string; deviceId: string }>((items) => this.devicesReady(items), { delayMs: 20, maxBatch: 1000 });
-  private readonly progressQueue = new BatchQueue<{ accountId: string; deviceId: string; report: OtaProgressReport }>((items) => this.progressBatch(items), { delayMs: 10, maxBatch: 1000 });
+  private readonly progressQueue = new BatchQueue<ProgressItem>((items) => this.progressBatch(items), { delayMs: 10, maxBatch: 1000 });
+
+  private readonly deps: ServiceDeps;
 
   constructor(
-    private readonly deps: ServiceDeps,
+    deps: ServiceDeps,
     private readonly area: { gateway: DeviceGateway; links: DownloadLinkSigner; metrics?: OtaMetrics; options?: Partial<OtaEngineOptions> },
-  ) {}
+  ) {
+    // The engine's transactions touch devices rows that the heartbeat flush updates in batches
+    // too; PostgreSQL breaks a lock cycle by aborting one side (40P01), so the unit is retried.
+    this.deps = { ...deps, transaction: retryingTransaction(deps) };
+  }
 
   get options(): OtaEngineOptions {
     return { ...DEFAULT_OTA_OPTIONS, ...this.area.options };
@@ -276,22 +283,19 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
   private async publish(rows: Candidate[]): Promise<void> {
     if (rows.length === 0) return;
     const expiresAt = Math.floor((this.deps.clock.now().getTime() + this.options.linkTtlMs) / 1000);
-    let ok = 0;
-    for (let i = 0; i < rows.length; i += 500) {
-      await Promise.all(
-        rows.slice(i, i + 500).map(async (r) => {
-          const url = this.area.links.url(this.baseUrl, { jobId: r.id, deviceId: r.device_id, firmwareVersionId: r.firmware_version_id, expiresAt });
-          try {
-            await this.area.gateway.publishOta(r.serial, { job_id: r.id, version: r.target_version, url, sha256: r.sha256, size: Number(r.size) });
-            ok += 1;
-          } catch (err) {
-            // Stays `sent`: re-sent when the device (re)subscribes or by the sweep.
-            this.deps.logger.warn({ err, serial: r.serial, jobId: r.id }, 'OTA publish failed; will re-send');
-          }
-        }),
-      );
-    }
-    this.area.metrics?.published(ok);
+    // All at once: the broker queues them; each counts as published when the broker took it.
+    await Promise.all(
+      rows.map(async (r) => {
+        const url = this.area.links.url(this.baseUrl, { jobId: r.id, deviceId: r.device_id, firmwareVersionId: r.firmware_version_id, expiresAt });
+        try {
+          await this.area.gateway.publishOta(r.serial, { job_id: r.id, version: r.target_version, url, sha256: r.sha256, size: Number(r.size) });
+          this.area.metrics?.published(1);
+        } catch (err) {
+          // Stays `sent`: re-sent when the device (re)subscribes or by the sweep.
+          this.deps.logger.warn({ err, serial: r.serial, jobId: r.id }, 'OTA publish failed; will re-send');
+        }
+      }),
+    );
   }
 
   // ---- device events
@@ -320,119 +324,12 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     await this.healthGate(ids);
   }
 
-  /**
-   * Rollout health gate: each reconnect within the window after a device's last successful
-   * update is counted; more than the deployment's limit marks that update unhealthy (a failure).
-   * One statement for the whole batch.
-   */
   private async healthGate(deviceIds: string[]): Promise<void> {
-    const now = this.deps.clock.now();
-    const flagged = await this.deps.transaction(async (trx) => {
-      const rows = (await trx.raw(
-        `WITH last AS (
-           SELECT DISTINCT ON (u.device_id) u.id, u.device_id, u.account_id, u.deployment_id, u.finished_at,
-                  COALESCE((p.rollout ->> 'health_window_minutes')::float8, ?) AS window_minutes,
-                  COALESCE((p.rollout ->> 'health_max_reconnects')::int, ?) AS max_reconnects
-             FROM device_updates u JOIN deployments p ON p.id = u.deployment_id
-            WHERE u.device_id = ANY(?::uuid[]) AND u.state = 'succeeded' AND u.finished_at IS NOT NULL AND u.health_failed_at IS NULL
-            ORDER BY u.device_id, u.finished_at DESC)
-         UPDATE device_updates u
-            SET reconnects_after = u.reconnects_after + 1,
-                health_failed_at = CASE WHEN u.reconnects_after + 1 > last.max_reconnects THEN ?::timestamptz ELSE NULL END
-           FROM last
-          WHERE u.id = last.id AND last.finished_at > ?::timestamptz - make_interval(secs => last.window_minutes * 60)
-          RETURNING u.id, u.device_id, u.account_id, u.deployment_id, u.reconnects_after, u.health_failed_at, last.window_minutes`,
-        [DEFAULT_ROLLOUT.health_window_minutes, DEFAULT_ROLLOUT.health_max_reconnects, deviceIds, now, now],
-      )).rows as Array<{ id: string; device_id: string; account_id: string; deployment_id: string; reconnects_after: number; health_failed_at: Date | null; window_minutes: number }>;
-      const failed = rows.filter((r) => r.health_failed_at !== null);
-      if (failed.length > 0) {
-        await trx('device_events').insert(
-          failed.map((r) => ({
-            account_id: r.account_id,
-            device_id: r.device_id,
-            type: 'update_step',
-            data: JSON.stringify({ job_id: r.id, deployment_id: r.deployment_id, state: 'succeeded', health: 'failed', reconnects: r.reconnects_after, window_minutes: r.window_minutes }),
-            occurred_at: now,
-          })),
-        );
-      }
-      return failed.map((r) => r.deployment_id);
-    });
-    for (const id of new Set(flagged)) this.markDirty(id);
+    for (const id of await applyHealthGate(this.deps, deviceIds)) this.markDirty(id);
   }
 
-  /** Progress reports, in arrival order, applied to the state machine in one transaction. */
-  private async progressBatch(items: Array<{ accountId: string; deviceId: string; report: OtaProgressReport }>): Promise<void> {
-    const { clock } = this.deps;
-    const ignored: string[] = [];
-    const finished = await this.deps.transaction(async (trx) => {
-      const rows = (await trx.raw(
-        `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.state, d.firmware_key
-           FROM device_updates u JOIN devices d ON d.id = u.device_id
-          WHERE u.id = ANY(?::uuid[]) ORDER BY u.id FOR UPDATE OF u`,
-        [[...new Set(items.map((i) => i.report.job_id))]],
-      )).rows as Array<UpdateRef & { state: UpdateState; firmware_key: string | null }>;
-      const byId = new Map(rows.map((r) => [r.id, { row: r, state: r.state }]));
-      const now = clock.now();
-      const steps = new Map<string, StepWrite>();
-      const finals = new Map<string, { state: 'succeeded' | 'failed' | 'rolled_back'; error: string | null }>();
-      for (const { accountId, deviceId, report } of items) {
-        const entry = byId.get(report.job_id);
-        // A job of another device (or account) is as unknown as a made-up one.
-        if (!entry || entry.row.device_id !== deviceId || entry.row.account_id !== accountId) {
-          ignored.push('unknown_job');
-          continue;
-        }
-        const decision = decideReport(entry.state, report.state);
-        switch (decision.kind) {
-          case 'ignore':
-            ignored.push(decision.reason);
-            break;
-          case 'step':
-          case 'reported_success': {
-            const confirmed = decision.kind === 'reported_success' && entry.row.firmware_key !== null && entry.row.firmware_key === versionKey(entry.row.target_version);
-            if (confirmed) {
-              finals.set(entry.row.id, { state: 'succeeded', error: null });
-              steps.delete(entry.row.id);
-              entry.state = 'succeeded';
-              break;
-            }
-            const state = decision.kind === 'step' ? decision.state : 'rebooting';
-            const write = steps.get(entry.row.id) ?? { row: entry.row, state, progress: null, transitions: [], reportedSuccess: false, deadline: now };
-            if (state !== entry.state || decision.kind === 'reported_success') write.transitions.push(state);
-            write.state = state;
-            write.progress = decision.kind === 'reported_success' ? 100 : (report.progress ?? write.progress);
-            write.reportedSuccess ||= decision.kind === 'reported_success';
-            // Boot-confirmed success: after `succeeded` the device has the boot timeout to come back on the version.
-            write.deadline = new Date(now.getTime() + (write.reportedSuccess ? this.options.bootTimeoutMs : this.options.stepTimeoutMs));
-            steps.set(entry.row.id, write);
-            entry.state = state;
-            break;
-          }
-          case 'final':
-            finals.set(entry.row.id, { state: decision.state, error: report.error ?? (decision.state === 'failed' ? 'failed' : 'rolled back by the device') });
-            steps.delete(entry.row.id);
-            entry.state = decision.state;
-            break;
-          default:
-            return decision satisfies never;
-        }
-      }
-      await applySteps(trx, clock, [...steps.values()]);
-      const done: Array<UpdateRef & { final: string }> = [];
-      // Grouped by outcome and message: one statement per distinct (state, error).
-      const groups = new Map<string, { state: 'succeeded' | 'failed' | 'rolled_back'; error: string | null; ids: string[] }>();
-      for (const [id, f] of finals) {
-        const key = `${f.state}\u0000${f.error ?? ''}`;
-        const g = groups.get(key) ?? { ...f, ids: [] };
-        g.ids.push(id);
-        groups.set(key, g);
-      }
-      for (const g of groups.values()) {
-        for (const r of await finishUpdates(trx, clock, { ids: g.ids, state: g.state, error: g.error })) done.push({ ...r, final: g.state });
-      }
-      return done;
-    });
+  private async progressBatch(items: ProgressItem[]): Promise<void> {
+    const { ignored, finished } = await applyProgressBatch(this.deps, this.options, items);
     for (const reason of ignored) this.area.metrics?.ignored(reason);
     for (const r of finished) {
       this.area.metrics?.finished(r.final, 1);
@@ -514,4 +411,21 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     void p.finally(() => this.pending.delete(p));
     return p;
   }
+}
+
+const RETRYABLE = new Set(['40P01', '40001']);
+
+function retryingTransaction(deps: ServiceDeps): ServiceDeps['transaction'] {
+  return async <T>(work: (trx: Knex.Transaction) => Promise<T>): Promise<T> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await deps.transaction(work);
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (!code || !RETRYABLE.has(code) || attempt >= 4) throw err;
+        deps.logger.debug({ code, attempt }, 'OTA transaction retried after a lock conflict');
+        await new Promise((r) => setTimeout(r, 10 * attempt + Math.random() * 20));
+      }
+    }
+  };
 }

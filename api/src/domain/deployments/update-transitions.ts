@@ -30,6 +30,7 @@ export async function markSent(trx: Knex.Transaction, clock: Clock, rows: Update
       WHERE id = ANY(?::uuid[]) AND state = 'queued'`,
     [now, now, deadline, ids],
   );
+  await lockDevices(trx, rows.map((r) => r.device_id));
   await trx.raw(
     `UPDATE devices d SET current_update_id = u.id, status = CASE WHEN d.connectivity = 'online' THEN 'updating' ELSE d.status END, updated_at = ?
        FROM device_updates u WHERE u.id = ANY(?::uuid[]) AND d.id = u.device_id`,
@@ -58,6 +59,7 @@ export async function finishUpdates(
   const rows = result.rows as UpdateRef[];
   if (rows.length === 0) return rows;
   const ids = rows.map((r) => r.id);
+  await lockDevices(trx, rows.map((r) => r.device_id));
   await trx.raw(
     `UPDATE devices SET current_update_id = NULL, status = CASE WHEN connectivity = 'online' THEN 'online' ELSE 'offline' END, updated_at = ?
       WHERE current_update_id = ANY(?::uuid[])`,
@@ -144,4 +146,9 @@ export async function applySteps(trx: Knex.Transaction, clock: Clock, writes: St
     [now, steps.map((s) => s.w.row.id), steps.map((s) => s.state), steps.map((s) => s.w.reportedSuccess && s.state === 'rebooting')],
   );
   await appendEvents(trx, clock, steps.map((s) => progressEvent(s.w.row, s.state, s.w.progress)));
+}
+
+/** Device rows locked in id order: the engine's transactions never wait on each other in a cycle. */
+async function lockDevices(trx: Knex.Transaction, deviceIds: string[]): Promise<void> {
+  await trx.raw('SELECT id FROM devices WHERE id = ANY(?::uuid[]) ORDER BY id FOR UPDATE', [deviceIds]);
 }

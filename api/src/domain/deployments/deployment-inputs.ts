@@ -1,0 +1,82 @@
+import { z } from 'zod';
+import { DomainError } from '../shared/errors';
+import { DEVICE_STATUSES } from '../devices/device-types';
+import { DEPLOYMENT_STATUSES, RolloutInput, UPDATE_STATES } from './deployment-types';
+
+export const MAX_DEPLOY_SERIALS = 10_000;
+const Serials = z.array(z.string().min(1).max(64)).min(1).max(MAX_DEPLOY_SERIALS);
+
+/**
+ * POST /firmware/deploy (docs/ota.md "Deploy"). `filter.serials` or top-level `serials` (not
+ * both) name explicit targets; a single device is one serial. `model` may be left out when the
+ * version exists for exactly one model of the account.
+ */
+export const DeployInput = z
+  .strictObject({
+    firmware_version: z.string().min(1).max(64),
+    filter: z
+      .strictObject({
+        model: z.string().min(1).max(64).optional(),
+        firmware_lt: z.string().min(1).max(64).optional(),
+        status: z.enum(DEVICE_STATUSES).optional(),
+        serials: Serials.optional(),
+      })
+      .default({}),
+    serials: Serials.optional(),
+    rollout: RolloutInput.optional(),
+    respect_maintenance_window: z.boolean().default(false),
+    scheduled_at: z.iso.datetime({ offset: true }).optional(),
+    dry_run: z.boolean().default(false),
+  })
+  .refine((i) => !(i.serials && i.filter.serials), { path: ['serials'], message: 'give serials either at the top level or in filter, not both' })
+  .meta({ id: 'DeployRequest' });
+export type DeployInput = z.input<typeof DeployInput>;
+
+export const ListDeploymentsInput = z.strictObject({
+  status: z.enum(DEPLOYMENT_STATUSES).optional(),
+  limit: z.number().int().min(1).max(100).default(20),
+  cursor: z.string().max(200).optional(),
+});
+export type ListDeploymentsInput = z.input<typeof ListDeploymentsInput>;
+
+export const ListDeploymentDevicesInput = z.strictObject({
+  state: z.enum([...UPDATE_STATES, 'superseded'] as [string, ...string[]]).optional(),
+  limit: z.number().int().min(1).max(1000).default(100),
+  cursor: z.string().max(200).optional(),
+});
+export type ListDeploymentDevicesInput = z.input<typeof ListDeploymentDevicesInput>;
+
+/** Told after a commit that changed what the engine should deliver (it then dispatches). */
+export interface DeploymentChangeListener {
+  deploymentChanged(deploymentId: string): void;
+}
+
+export interface FirmwareRef {
+  id: string;
+  model_id: string;
+  model: string;
+  version: string;
+  storage_key: string | null;
+}
+
+export const cursorCodec = {
+  encode: (parts: string[]): string => Buffer.from(JSON.stringify(parts), 'utf8').toString('base64url'),
+  decode: (cursor: string, n: number): string[] => {
+    try {
+      const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+      if (Array.isArray(parts) && parts.length === n && parts.every((p) => typeof p === 'string' && p.length <= 100)) return parts as string[];
+    } catch {
+      // fall through: not one of ours
+    }
+    throw new DomainError('validation_failed', 'The cursor is not one this list returned.', { errors: [{ field: 'cursor', message: 'is invalid' }] });
+  },
+};
+
+
+export function versionNotFound(version: string, where: string): DomainError {
+  return new DomainError('version_not_found', `Firmware ${version} is not a version of ${where}.`, { errors: [{ field: 'firmware_version', message: 'is not an uploaded version' }] });
+}
+
+export function fileMissing(versions: string[]): DomainError {
+  return new DomainError('firmware_file_missing', `The binary of firmware ${versions.join(', ')} was deleted; upload it again first.`, { details: { versions } });
+}
