@@ -228,6 +228,27 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
     await screenshot(page, 'webhooks');
   });
 
+  it('selects devices in the list to update them, and rotates a device password shown once', async () => {
+    await page.goto(`${base}/devices?model=LX-300`);
+    await page.getByLabel('Select SPOT-0001').check();
+    await page.getByLabel('Select SPOT-0003').check();
+    await page.getByTestId('deploy-selection').click();
+    await page.waitForURL((url) => url.pathname === '/deployments/new' && url.searchParams.get('serials') === 'SPOT-0001,SPOT-0003');
+    await page.getByLabel('Serial numbers', { exact: true }).waitFor();
+    // Both are on 1.0.0, the only LX-300 version: nothing to update, and the form says so.
+    await expect.poll(() => page.getByTestId('deploy-preview-count').textContent()).toBe('0');
+    expect(await page.getByTestId('deploy-submit').isDisabled()).toBe(true);
+
+    await page.goto(`${base}/devices/LUM-0008`);
+    await page.getByRole('button', { name: 'Rotate credentials' }).click();
+    await page.getByRole('button', { name: 'Rotate', exact: true }).click();
+    const password = await page.getByTestId('shown-secret').locator('input').inputValue();
+    expect(password.length).toBeGreaterThanOrEqual(16);
+    await page.getByRole('button', { name: 'I have stored it' }).click();
+    await page.getByTestId('device-history').getByText('MQTT credentials rotated').waitFor();
+    expect(await page.getByText(password).count()).toBe(0);
+  });
+
   it('a viewer sees everything but cannot change anything, and the API refuses anyway', async () => {
     const created = await gql(base, 'mutation { createUser(input: { email: "viewer@example.test", password: "viewer-password", role: viewer }) { id } }', { apiKey: account.apiKey });
     expect(created.body.errors).toBeUndefined();
