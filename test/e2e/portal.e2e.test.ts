@@ -249,6 +249,27 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
     expect(await page.getByText(password).count()).toBe(0);
   });
 
+  it('pauses, resumes and cancels a deployment, each after a confirmation', async () => {
+    // LUM-0008 is offline: its update waits in the queue, so the deployment stays open.
+    await page.goto(`${base}/deployments/new?serials=LUM-0008&model=LX-200&version=1.1.0`);
+    await expect.poll(() => page.getByTestId('deploy-preview-count').textContent(), { timeout: 10_000 }).toBe('1');
+    await page.getByTestId('deploy-submit').click();
+    await page.getByRole('button', { name: 'Schedule update', exact: true }).click();
+    await page.waitForURL(/\/deployments\/[0-9a-f-]{36}$/);
+    const status = page.getByTestId('deployment-status');
+    await expect.poll(() => status.getAttribute('data-status')).toMatch(/scheduled|running/);
+    await page.getByRole('button', { name: 'Pause', exact: true }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Pause', exact: true }).click();
+    await expect.poll(() => status.getAttribute('data-status')).toBe('paused');
+    await page.getByRole('button', { name: 'Resume', exact: true }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Resume', exact: true }).click();
+    await expect.poll(() => status.getAttribute('data-status')).toMatch(/scheduled|running/);
+    await page.getByRole('button', { name: 'Cancel', exact: true }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Cancel deployment', exact: true }).click();
+    await expect.poll(() => status.getAttribute('data-status')).toBe('cancelled');
+    await expect.poll(() => page.locator('dd[data-state="cancelled"]').textContent()).toBe('1');
+  });
+
   it('a viewer sees everything but cannot change anything, and the API refuses anyway', async () => {
     const created = await gql(base, 'mutation { createUser(input: { email: "viewer@example.test", password: "viewer-password", role: viewer }) { id } }', { apiKey: account.apiKey });
     expect(created.body.errors).toBeUndefined();
