@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { buildModel, serials } from '../helpers/factories';
@@ -249,6 +251,46 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
     expect(await page.getByText(password).count()).toBe(0);
   });
 
+  it('creates a webhook whose secret is shown once, shows its deliveries and redelivers one', async () => {
+    const received: string[] = [];
+    const receiver = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        received.push(body);
+        res.writeHead(200).end('ok');
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/fleet-events`;
+      await page.goto(`${base}/settings/webhooks`);
+      await page.getByLabel('Endpoint URL').fill(url);
+      await page.getByRole('checkbox', { name: 'device.offline' }).check();
+      await page.getByRole('button', { name: 'Add webhook' }).click();
+      const secret = await page.getByTestId('shown-secret').locator('input').inputValue();
+      expect(secret).toMatch(/^whsec_/);
+      await page.getByRole('button', { name: 'I have stored it' }).click();
+
+      // A device goes offline: one delivery, visible in the log.
+      await simulated.find((d) => d.serial === 'LUM-0007')!.stop();
+      await expect.poll(() => received.length, { timeout: 15_000 }).toBeGreaterThan(0);
+      await page.getByText(url).click();
+      await expect
+        .poll(async () => {
+          await page.getByRole('button', { name: 'Refresh' }).click();
+          return page.locator('[data-status="delivered"]').count();
+        }, { timeout: 15_000 })
+        .toBeGreaterThan(0);
+      const before = received.length;
+      await page.getByRole('button', { name: 'Redeliver' }).first().click();
+      await expect.poll(() => received.length, { timeout: 15_000 }).toBe(before + 1);
+      expect(JSON.parse(received.at(-1)!).type).toBe('device.offline');
+    } finally {
+      receiver.close();
+    }
+  });
+
   it('pauses, resumes and cancels a deployment, each after a confirmation', async () => {
     // LUM-0008 is offline: its update waits in the queue, so the deployment stays open.
     await page.goto(`${base}/deployments/new?serials=LUM-0008&model=LX-200&version=1.1.0`);
@@ -271,8 +313,15 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
   });
 
   it('a viewer sees everything but cannot change anything, and the API refuses anyway', async () => {
-    const created = await gql(base, 'mutation { createUser(input: { email: "viewer@example.test", password: "viewer-password", role: viewer }) { id } }', { apiKey: account.apiKey });
-    expect(created.body.errors).toBeUndefined();
+    // The admin invites the viewer in Settings > Users.
+    await page.goto(`${base}/settings/users`);
+    await page.getByLabel('Email').fill('viewer@example.test');
+    await page.getByLabel('Initial password').fill('short');
+    await page.getByRole('button', { name: 'Create user' }).click();
+    await page.locator('.api-error').filter({ hasText: 'must be 8 to 200 characters' }).waitFor();
+    await page.getByLabel('Initial password').fill('viewer-password');
+    await page.getByRole('button', { name: 'Create user' }).click();
+    await page.getByTestId('users-table').getByText('viewer@example.test').waitFor();
     await page.getByRole('button', { name: 'Log out' }).click();
     await page.waitForURL(/\/login/);
     await logIn(page, 'viewer@example.test', 'viewer-password');
