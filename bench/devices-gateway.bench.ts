@@ -78,7 +78,8 @@ async function runAgainst(target: Target, devices: DeviceCredentials[]): Promise
   const ackedStart = fleet.stats().heartbeatsAcked;
   const persistedStart = (await target.persisted?.()) ?? 0;
   const lags: number[] = [];
-  const probes = fleet.devices.slice(0, Math.min(50, fleet.devices.length));
+  // Probes among connected devices (a device whose first attempt timed out may still be retrying).
+  const probes = fleet.devices.filter((d) => d.connected).slice(0, 50);
   const pending = new Map<string, Array<{ uptimeS: number; at: number }>>(probes.map((d) => [d.serial, []]));
   const lastSeenUptime = new Map<string, number>();
   const started = performance.now();
