@@ -16,12 +16,12 @@ type Creds = { serial: string; username: string; password: string };
  * finished jobs), boot confirmation, deadlines, maintenance windows across time zones, the
  * per-tag limit and the health gate.
  */
-describe('OTA protocol and timing (manual clock)', () => {
+describe('OTA protocol and timing (manual clock)', { timeout: 90_000 }, () => {
   const clock = new ManualClock('2026-01-15T01:30:00Z');
   let server: TestServer;
   let a: TestAccount;
   const clients: MqttClient[] = [];
-  const poll = { timeout: 10_000, interval: 50 };
+  const poll = { timeout: 30_000, interval: 50 };
 
   beforeAll(async () => {
     server = await startTestServer({ clock, env: { OTA_SWEEP_INTERVAL_MS: '0', OTA_STEP_TIMEOUT_S: '60', OTA_BOOT_TIMEOUT_S: '30', OTA_RESEND_AFTER_S: '3600' } });
