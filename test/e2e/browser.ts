@@ -76,6 +76,6 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   if (process.env.PORTAL_SCREENSHOTS !== '1') return;
   const dir = path.join(root, 'docs/screenshots');
   fs.mkdirSync(dir, { recursive: true });
-  await page.waitForTimeout(400); // let charts finish their entry animation
+  await page.waitForTimeout(1500); // let lazy charts load and finish their entry animation
   await page.screenshot({ path: path.join(dir, `${name}.png`) });
 }
