@@ -78,7 +78,8 @@ describe('OpenAPI document matches the server', () => {
     expect(res.status).toBe(200);
     doc = res.body;
     ajv.addSchema({ $id: 'components', $defs: JSON.parse(JSON.stringify(doc.components.schemas).replaceAll('"#/components/schemas/', '"components#/$defs/')) });
-  });
+    // Embedded database start and seeding claims can be slow on a busy machine.
+  }, 180_000);
   afterAll(async () => server?.close());
 
   it('is OpenAPI 3.1 and documents every registered route, and only those', () => {
@@ -94,7 +95,7 @@ describe('OpenAPI document matches the server', () => {
     expect(new Set(ids).size).toBe(ids.length);
   });
 
-  it('every documented schema compiles', () => {
+  it('every documented schema compiles', { timeout: 60_000 }, () => {
     for (const route of routes) {
       const operation = doc.paths[DOC_PATH(route)]![route.method] as { responses: Record<string, { content?: Record<string, { schema?: Json }> }>; requestBody?: { content: Record<string, { schema?: Json }> } };
       const schemas = [
@@ -144,7 +145,7 @@ describe('OpenAPI document matches the server', () => {
     }
   });
 
-  it('device, model, claim and allocation answers validate (success and error bodies)', async () => {
+  it('device, model, claim and allocation answers validate (success and error bodies)', { timeout: 120_000 }, async () => {
     const api = account.api;
     await call(api, 'post', '/models', { body: { name: 'LX-200', description: 'Downlight' } });
     await call(api, 'post', '/models', { body: { name: 'LX-200' } }); // 409

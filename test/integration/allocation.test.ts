@@ -12,7 +12,8 @@ describe('allocation: quota, budget, ledger and thresholds', () => {
     server.service.bus.subscribe((event: DomainEvent) => {
       published.push(event);
     });
-  });
+    // Embedded database start and seeding claims can be slow on a busy machine.
+  }, 180_000);
   afterAll(async () => server?.close());
 
   it('GET /api/v1/allocation shows quota, provisioned, budget, unit price and thresholds', async () => {
@@ -76,7 +77,7 @@ describe('allocation: quota, budget, ledger and thresholds', () => {
     expect(alloc.thresholds.filter((t: { reached_at: string | null }) => t.reached_at !== null)).toHaveLength(5);
   });
 
-  it('20 concurrent claims racing for the last 5 quota slots claim exactly 5, with a consistent ledger', async () => {
+  it('20 concurrent claims racing for the last 5 quota slots claim exactly 5, with a consistent ledger', { timeout: 120_000 }, async () => {
     const acc = await server.createAccount({ quota: 25, budget: 1000, unitPrice: 1.5 });
     await buildModel(acc, 'LX-200');
     await claimDevices(acc, { serials: serials('R', 20), model: 'LX-200' });

@@ -15,7 +15,8 @@ describe('POST /api/v1/devices/claim', () => {
     await buildModel(a, 'LX-200');
     await buildModel(b, 'LX-200');
     await buildFirmwareVersion(server, { accountId: a.accountId, model: 'LX-200', version: '1.4.2' });
-  });
+    // Embedded database start and seeding claims can be slow on a busy machine.
+  }, 180_000);
   afterAll(async () => server?.close());
 
   const knex = () => server.service.database.knex;
@@ -119,7 +120,7 @@ describe('POST /api/v1/devices/claim', () => {
     expect(unknownField.status).toBe(422);
   });
 
-  it('claims 1000 devices in one request', async () => {
+  it('claims 1000 devices in one request', { timeout: 120_000 }, async () => {
     const body = await claimDevices(a, { serials: serials('K', 1000), model: 'LX-200' });
     expect(body.claimed).toBe(1000);
     expect(body.devices).toHaveLength(1000);

@@ -36,7 +36,8 @@ describe('one device: read, configure, history, credentials, unclaim', () => {
     await claimDevices(a, { serials: ['D-1', 'D-2', 'D-3', 'D-4'], model: 'LX-200' });
     const key = await a.api.post('/api/v1/api-keys', { name: 'dashboard', role: 'viewer' });
     viewer = a.api.withKey(key.body.secret);
-  });
+    // Embedded database start and seeding claims can be slow on a busy machine.
+  }, 180_000);
   afterAll(async () => server?.close());
 
   it('reads a device; unknown serials, malformed serials and other accounts answer the same 404', async () => {

@@ -24,13 +24,14 @@ describe('GET /api/v1/devices', () => {
     for (const [i, v] of versions.entries()) await setReported(knex, { accountId: a.accountId, serials: [`V-000${i + 1}`], state: { firmware: v, status: 'online', ip: `10.0.4.${i + 1}`, lastSeen: new Date('2026-11-22T05:00:00Z') } });
     await setReported(knex, { accountId: a.accountId, serials: serials('A', 100), state: { firmware: '1.9.0', status: 'online' } });
     await setReported(knex, { accountId: a.accountId, serials: ['A-0101', 'A-0102'], state: { status: 'updating' } });
-  });
+    // Embedded database start and seeding claims can be slow on a busy machine.
+  }, 180_000);
   afterAll(async () => server?.close());
 
   const page = (account: TestAccount, query: string) => account.api.get(`/api/v1/devices?${query}`);
   const serialsOf = (body: { devices: Array<{ serial: string }> }) => body.devices.map((d) => d.serial);
 
-  it('pages with limit and an opaque cursor; total counts all matches; quota is the account quota', async () => {
+  it('pages with limit and an opaque cursor; total counts all matches; quota is the account quota', { timeout: 120_000 }, async () => {
     const first = await page(a, 'limit=500');
     expect(first.status).toBe(200);
     expect(first.body.total).toBe(1506);
@@ -116,7 +117,7 @@ describe('GET /api/v1/devices', () => {
     expect((await page(a, 'firmware_lt=latest')).body.code).toBe('invalid_version');
   });
 
-  it('streams every matching device as one JSON document without limit', async () => {
+  it('streams every matching device as one JSON document without limit', { timeout: 120_000 }, async () => {
     const all = await a.api.get('/api/v1/devices');
     expect(all.status).toBe(200);
     expect(all.body.total).toBe(1506);

@@ -8,7 +8,8 @@ describe('rate limit on the device API: 100 requests per minute per key', () => 
   beforeAll(async () => {
     server = await startTestServer();
     a = await server.createAccount();
-  });
+    // Embedded database start and seeding claims can be slow on a busy machine.
+  }, 180_000);
   afterAll(async () => server?.close());
 
   it('accepts exactly 100, then answers 429 with Retry-After; another key of the same account is unaffected', async () => {
