@@ -13,7 +13,7 @@ const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../.
 
 /** Builds portal/dist when missing or stale, so `npm test` does not depend on a prior build. */
 export function ensurePortalBuilt(): void {
-  const result = spawnSync(process.execPath, [path.join(root, 'portal/scripts/ensure-built.mjs')], { stdio: 'pipe', encoding: 'utf8' });
+  const result = spawnSync(process.execPath, [path.join(root, 'portal/scripts/ensure-built.mjs'), '--strict'], { stdio: 'pipe', encoding: 'utf8' });
   if (result.status !== 0 || !fs.existsSync(path.join(root, 'portal/dist/index.html'))) {
     throw new Error(`The portal build failed:\n${result.stdout}\n${result.stderr}`);
   }
