@@ -4,19 +4,21 @@ import type { Logger } from '../logger';
 /**
  * Watches whether the database answers, so requests fail fast with 503 + Retry-After while it
  * is down (instead of each waiting for a pool timeout), and notices recovery without a restart.
- * A probe runs every `intervalMs`; a probe that errors or takes longer than `timeoutMs` marks
- * the database down; the first good probe marks it up again.
+ * A probe runs every `intervalMs`; `failuresToDown` probes in a row that error or take longer
+ * than `timeoutMs` mark the database down (one slow probe on a busy machine is not an outage);
+ * the first good probe marks it up again.
  */
 export class DatabaseHealth {
   private up = true;
   private timer: NodeJS.Timeout | undefined;
   private probing = false;
+  private consecutiveFailures = 0;
   private readonly listeners = new Set<(up: boolean) => void>();
 
   constructor(
     private readonly knex: Knex,
     private readonly logger: Logger,
-    private readonly options: { intervalMs?: number; timeoutMs?: number } = {},
+    private readonly options: { intervalMs?: number; timeoutMs?: number; failuresToDown?: number } = {},
   ) {}
 
   start(): void {
@@ -49,7 +51,7 @@ export class DatabaseHealth {
     try {
       await Promise.race([
         this.knex.raw('select 1'),
-        new Promise<never>((_, reject) => setTimeout(() => reject(new Error('probe timed out')), this.options.timeoutMs ?? 800).unref()),
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error('probe timed out')), this.options.timeoutMs ?? 2000).unref()),
       ]);
       ok = true;
     } catch {
@@ -57,6 +59,8 @@ export class DatabaseHealth {
     } finally {
       this.probing = false;
     }
+    this.consecutiveFailures = ok ? 0 : this.consecutiveFailures + 1;
+    if (!ok && this.consecutiveFailures < (this.options.failuresToDown ?? 2)) return this.up;
     if (ok !== this.up) {
       this.up = ok;
       if (ok) this.logger.info('database reachable again');

@@ -1,6 +1,9 @@
 import type { ServiceDeps } from '../service-deps';
 import { DomainError } from './errors';
 import { sha256Hex } from './secrets';
+import type { ServerSecret } from './server-secret';
+
+const SEAL_PURPOSE = 'idempotent-responses';
 
 export type IdempotencyBegin =
   | { kind: 'proceed' }
@@ -15,7 +18,14 @@ const KEY_TTL_MS = 24 * 60 * 60_000;
  * a retry while the original is still running is 409.
  */
 export class IdempotencyService {
-  constructor(private readonly deps: ServiceDeps) {}
+  /**
+   * Stored responses can hold secrets shown once (a claim's device passwords): with a server
+   * secret they are stored sealed (AES-256-GCM), never in plain text.
+   */
+  constructor(
+    private readonly deps: ServiceDeps,
+    private readonly serverSecret?: ServerSecret,
+  ) {}
 
   async begin(input: { accountId: string; key: string; operation: string; body: unknown }): Promise<IdempotencyBegin> {
     if (input.key.length < 1 || input.key.length > 255) {
@@ -47,13 +57,24 @@ export class IdempotencyService {
         retryAfterSeconds: 1,
       });
     }
-    return { kind: 'replay', status: row.response_status, body: row.response_body };
+    return { kind: 'replay', status: row.response_status, body: this.unseal(row.response_body) };
   }
 
   async complete(input: { accountId: string; key: string; status: number; body: unknown }): Promise<void> {
     await this.deps.knex('idempotency_keys')
       .where({ account_id: input.accountId, key: input.key })
-      .update({ state: 'done', response_status: input.status, response_body: JSON.stringify(input.body ?? null) });
+      .update({ state: 'done', response_status: input.status, response_body: JSON.stringify(this.seal(input.body ?? null)) });
+  }
+
+  private seal(body: unknown): unknown {
+    if (!this.serverSecret) return body;
+    return { sealed: this.serverSecret.encrypt(SEAL_PURPOSE, JSON.stringify(body)) };
+  }
+
+  private unseal(stored: unknown): unknown {
+    const sealed = (stored as { sealed?: unknown } | null)?.sealed;
+    if (typeof sealed !== 'string' || !this.serverSecret) return stored;
+    return JSON.parse(this.serverSecret.decrypt(SEAL_PURPOSE, sealed)) as unknown;
   }
 
   /** The request failed: forget the key so a corrected retry can run. */
