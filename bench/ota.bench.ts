@@ -68,6 +68,10 @@ async function counts(server: BenchServer, account: BenchAccount, id: string): P
 }
 
 const figures: string[] = [];
+const report = (line: string) => {
+  report(line);
+  console.log(line);
+};
 const server = await startBenchServer({ env: { OTA_SWEEP_INTERVAL_MS: '2000' } });
 try {
   const account = await server.createAccount();
@@ -85,7 +89,7 @@ try {
   const sched = await api<{ deployment_id: string; target_count: number }>(server, account, 'POST', '/api/v1/firmware/deploy', { firmware_version: '2.1.0', filter: { model: 'SCHED' }, rollout: { batches: [1, 10, 50, 100], failure_threshold_percent: 5 } });
   const scheduleMs = performance.now() - t0;
   if (sched.status !== 202 || sched.body.target_count !== SCHEDULE) throw new Error(`deploy to ${SCHEDULE}: ${sched.status} ${JSON.stringify(sched.body)}`);
-  figures.push(`scheduling: deployment to ${SCHEDULE.toLocaleString('en')} devices created in ${scheduleMs.toFixed(0)} ms (202 answer, targets and history rows written; target < 3000 ms)`);
+  report(`scheduling: deployment to ${SCHEDULE.toLocaleString('en')} devices created in ${scheduleMs.toFixed(0)} ms (202 answer, targets and history rows written; target < 3000 ms)`);
   await api(server, account, 'POST', `/api/v1/firmware/deployments/${sched.body.deployment_id}/cancel`);
 
   // 2. 10,000 online devices updated end to end.
@@ -94,7 +98,7 @@ try {
   const creds = await claimDevices({ apiUrl: server.httpUrl, apiKey: account.apiKey, model: 'LIVE', firmware: '1.0.0', serials: makeSerials('LIVE', DEVICES) });
   const fleet = new Fleet({ devices: creds, brokerUrl: server.mqttUrl, firmware: '1.0.0', heartbeatS: 30, rebootMs: 200, downloadKbps: 0, connectRatePerS: 2000 });
   const started = await fleet.start();
-  figures.push(`fleet: ${started.connected.toLocaleString('en')} simulated devices connected in ${started.seconds.toFixed(1)} s (${started.failed} failed)`);
+  report(`fleet: ${started.connected.toLocaleString('en')} simulated devices connected in ${started.seconds.toFixed(1)} s (${started.failed} failed)`);
   // Claimed with 1.0.0, which they run: every claim update completes as already installed.
   const onlineOnOld = async () =>
     ((await server.sql(`SELECT count(*)::int AS n FROM devices d JOIN models m ON m.id = d.model_id WHERE m.name = 'LIVE' AND d.firmware = '1.0.0' AND d.connectivity = 'online'`)).rows[0] as { n: number }).n;
@@ -119,8 +123,8 @@ try {
   await waitUntil(async () => (await counts(server, account, live.body.deployment_id)).succeeded >= DEVICES, 300_000, 'every update succeeded');
   const allMs = performance.now() - t0;
   const c = await counts(server, account, live.body.deployment_id);
-  figures.push(`delivery: deployment to ${DEVICES.toLocaleString('en')} online devices created in ${createMs.toFixed(0)} ms; ${DEVICES.toLocaleString('en')} commands published in ${(publishedAllMs / 1000).toFixed(2)} s (${Math.round(DEVICES / (publishedAllMs / 1000)).toLocaleString('en')} commands/s, target >= 5,000/s)`);
-  figures.push(`end to end: all ${c.succeeded.toLocaleString('en')} updates succeeded (download 64 KB, install, reboot, boot-confirmed by heartbeat) ${(allMs / 1000).toFixed(1)} s after the deploy request (target < 60 s); failed ${c.failed}, timed_out ${c.timed_out}`);
+  report(`delivery: deployment to ${DEVICES.toLocaleString('en')} online devices created in ${createMs.toFixed(0)} ms; ${DEVICES.toLocaleString('en')} commands published in ${(publishedAllMs / 1000).toFixed(2)} s (${Math.round(DEVICES / (publishedAllMs / 1000)).toLocaleString('en')} commands/s, target >= 5,000/s)`);
+  report(`end to end: all ${c.succeeded.toLocaleString('en')} updates succeeded (download 64 KB, install, reboot, boot-confirmed by heartbeat) ${(allMs / 1000).toFixed(1)} s after the deploy request (target < 60 s); failed ${c.failed}, timed_out ${c.timed_out}`);
 
   // 3. Download throughput: a 4 MB image to many devices at once.
   await upload(server, account, 'LIVE', '1.2.0', randomBytes(4 * 1024 * 1024));
@@ -130,13 +134,12 @@ try {
   await waitUntil(async () => (await counts(server, account, dl.body.deployment_id)).succeeded >= DOWNLOADERS, 300_000, 'every download');
   const dlSeconds = (performance.now() - t0) / 1000;
   const served = (await metric(server, 'fleet_firmware_download_bytes_total')) - bytes0;
-  figures.push(`downloads: ${DOWNLOADERS} devices fetched a 4 MB image at once: ${(served / 1e6).toFixed(0)} MB served in ${dlSeconds.toFixed(1)} s = ${(served / 1e6 / dlSeconds).toFixed(0)} MB/s (signed links, streamed from disk; includes install and reboot of each device)`);
+  report(`downloads: ${DOWNLOADERS} devices fetched a 4 MB image at once: ${(served / 1e6).toFixed(0)} MB served in ${dlSeconds.toFixed(1)} s = ${(served / 1e6 / dlSeconds).toFixed(0)} MB/s (signed links, streamed from disk; includes install and reboot of each device)`);
   await fleet.stop();
 } finally {
   await server.stop();
 }
 
-for (const f of figures) console.log(f);
 if (!smoke && !process.argv.includes("--dry")) {
   recordResults({
     title: `OTA: scheduling ${SCHEDULE.toLocaleString('en')} targets, ${DEVICES.toLocaleString('en')} devices end to end, download throughput`,

@@ -150,6 +150,13 @@ describe('deploy and deployments', () => {
     expect(device.body.update ?? device.body.device?.update).toMatchObject({ state: 'queued', target_version: '2.0.0' });
   });
 
+  it('a firmware binary cannot be deleted while unfinished updates target it (409)', async () => {
+    const v = (await a.api.get('/api/v1/firmware/versions?model=LX-200')).body.versions.find((x: { version: string }) => x.version === '2.0.0');
+    const res = await a.api.delete(`/api/v1/firmware/versions/${v.id}`);
+    expect([res.status, res.body.code]).toEqual([409, 'invalid_state']);
+    expect((await a.api.get(`/api/v1/firmware/versions/${v.id}`)).body.firmware_version.file_available).toBe(true);
+  });
+
   it('lists deployments newest first with paging', async () => {
     const p1 = await a.api.get('/api/v1/firmware/deployments?limit=3');
     expect(p1.body.deployments).toHaveLength(3);

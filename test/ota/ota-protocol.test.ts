@@ -173,6 +173,23 @@ describe('OTA protocol and timing (manual clock)', { timeout: 90_000 }, () => {
     await expect.poll(sentCount, poll).toBe(2);
   });
 
+  it('a deployment with scheduled_at waits until then, then starts by itself', async () => {
+    const [c] = (await claimWithCredentials(a, { serials: ['SCH-1'], model: 'LX-200' })) as [Creds];
+    const dev = await connect(c);
+    const at = new Date(clock.now().getTime() + 3600_000).toISOString();
+    const id = await deploy({ serials: ['SCH-1'], scheduled_at: at });
+    expect(await deployment(a, id)).toMatchObject({ status: 'scheduled', started_at: null });
+    await ota().sweep();
+    expect(dev.commands()).toHaveLength(0);
+    clock.advance(3600_000 + 1000);
+    await dev.client.publishAsync(topics.heartbeat('SCH-1'), heartbeat({ firmware: '1.0.0' }), { qos: 1 });
+    await expect.poll(async () => (await a.api.get('/api/v1/devices/SCH-1')).body.connectivity, poll).toBe('online');
+    await ota().sweep();
+    await ota().idle();
+    expect((await deployment(a, id)).status).toBe('running');
+    await expect.poll(() => dev.commands().length, poll).toBe(1);
+  });
+
   it('health gate: a device that keeps reconnecting after its update counts as a failure', async () => {
     const [c] = (await claimWithCredentials(a, { serials: ['HG-1'], model: 'LX-200' })) as [Creds];
     let dev = await connect(c);

@@ -224,6 +224,9 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
              JOIN firmware_versions f ON f.id = u.firmware_version_id
             WHERE u.deployment_id = ? AND u.state = 'queued' AND u.batch <= ? AND u.id > ?
               AND ${input.readyDeviceIds ? 'u.device_id = ANY(?::uuid[])' : "d.connectivity = 'online'"}
+              -- Until its first heartbeat says what it runs, a device is not sent anything: it may
+              -- already run the target (claimed on it, or installed over USB). The heartbeat dispatches.
+              AND d.firmware_key IS NOT NULL
             ORDER BY u.id LIMIT ${DISPATCH_PAGE}
             FOR UPDATE OF u SKIP LOCKED`,
           [dep.id, dep.current_batch, after, ...(input.readyDeviceIds ? [input.readyDeviceIds] : [])],
@@ -346,12 +349,14 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     const valid = reports.filter((r) => isValidVersion(r.firmware));
     if (valid.length === 0) return;
     const reported = new Map(valid.map((r) => [r.deviceId, versionKey(r.firmware)]));
+    const waiting = new Map<string, string[]>();
     const finished = await this.deps.transaction(async (trx: Knex.Transaction) => {
+      waiting.clear(); // a retried transaction decides again
       const rows = (await trx.raw(
-        `SELECT u.id, u.device_id, u.account_id, u.state, u.target_version FROM device_updates u
+        `SELECT u.id, u.device_id, u.account_id, u.deployment_id, u.state, u.target_version FROM device_updates u
           WHERE u.device_id = ANY(?::uuid[]) AND u.state IN (${ACTIVE_SQL}) ORDER BY u.id FOR UPDATE OF u`,
         [[...reported.keys()]],
-      )).rows as Array<{ id: string; device_id: string; account_id: string; state: UpdateState; target_version: string }>;
+      )).rows as Array<{ id: string; device_id: string; account_id: string; deployment_id: string; state: UpdateState; target_version: string }>;
       const accountOf = new Map(valid.map((r) => [r.deviceId, r.accountId]));
       const confirm: string[] = [];
       const already: string[] = [];
@@ -359,11 +364,18 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
         if (accountOf.get(r.device_id) !== r.account_id || reported.get(r.device_id) !== versionKey(r.target_version)) continue;
         (r.state === 'queued' ? already : confirm).push(r.id);
       }
+      for (const r of rows) {
+        if (r.state === 'queued' && accountOf.get(r.device_id) === r.account_id && reported.get(r.device_id) !== versionKey(r.target_version)) {
+          waiting.set(r.deployment_id, [...(waiting.get(r.deployment_id) ?? []), r.device_id]);
+        }
+      }
       return [
         ...(await finishUpdates(trx, this.deps.clock, { ids: confirm, state: 'succeeded', detail: { confirmed_by: 'heartbeat' } })),
         ...(await finishUpdates(trx, this.deps.clock, { ids: already, state: 'succeeded', detail: { already_installed: true } })),
       ];
     });
+    // Queued updates of devices that just said what they run (first heartbeat): send them now.
+    for (const [deploymentId, deviceIds] of waiting) await this.dispatch({ deploymentId, readyDeviceIds: deviceIds });
     this.area.metrics?.finished('succeeded', finished.length);
     for (const r of finished) this.markDirty(r.deployment_id);
   }
