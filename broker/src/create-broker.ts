@@ -42,6 +42,9 @@ export interface DeviceBrokerOptions {
   reconcileAllOnStart?: boolean;
 }
 
+/** Device-ready notifications handed to the OTA engine at once (each one reads the database). */
+const READY_CONCURRENCY = 4;
+
 /** Per connection, beside Aedes's own client object. */
 interface Connection {
   session: DeviceSession;
@@ -71,6 +74,9 @@ export class DeviceBroker implements DeviceGateway {
   private sweepTimer: NodeJS.Timeout | undefined;
   private sweeping: Promise<unknown> = Promise.resolve();
   private closed = false;
+  /** Pending device-ready notifications by serial (a newer one for the same serial replaces the older). */
+  private readonly readyQueue = new Map<string, { accountId: string; deviceId: string; serial: string }>();
+  private readyInFlight = 0;
 
   private constructor(
     private readonly aedes: Aedes,
@@ -310,11 +316,33 @@ export class DeviceBroker implements DeviceGateway {
     return true;
   }
 
+  /**
+   * Device-ready notifications go to the OTA engine at most READY_CONCURRENCY at a time: in a
+   * reconnect storm each one reads the database, and unbounded they took every pooled
+   * connection, so password checks (and CONNACKs) queued behind them until clients timed out.
+   */
   private notifyReady(conn: Connection): void {
-    const listener = this.options.otaListener();
-    if (!listener) return;
+    if (!this.options.otaListener()) return;
     const { accountId, deviceId, serial } = conn.session;
-    listener.onDeviceReady({ accountId, deviceId, serial }).catch((err: unknown) => this.options.logger.error({ err, serial }, 'OTA engine failed on device ready'));
+    this.readyQueue.set(serial, { accountId, deviceId, serial });
+    this.pumpReady();
+  }
+
+  private pumpReady(): void {
+    while (this.readyInFlight < READY_CONCURRENCY && this.readyQueue.size > 0) {
+      const [serial, input] = this.readyQueue.entries().next().value as [string, { accountId: string; deviceId: string; serial: string }];
+      this.readyQueue.delete(serial);
+      const listener = this.options.otaListener();
+      if (!listener || this.closed) return;
+      this.readyInFlight += 1;
+      listener
+        .onDeviceReady(input)
+        .catch((err: unknown) => this.options.logger.error({ err, serial }, 'OTA engine failed on device ready'))
+        .finally(() => {
+          this.readyInFlight -= 1;
+          this.pumpReady();
+        });
+    }
   }
 
   private authorizePublish(client: Client | null, packet: PublishPacket, callback: (error?: Error | null) => void): void {
