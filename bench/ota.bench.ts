@@ -69,7 +69,7 @@ async function counts(server: BenchServer, account: BenchAccount, id: string): P
 
 const figures: string[] = [];
 const report = (line: string) => {
-  report(line);
+  figures.push(line);
   console.log(line);
 };
 const server = await startBenchServer({ env: { OTA_SWEEP_INTERVAL_MS: '2000' } });
