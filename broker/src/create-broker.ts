@@ -191,8 +191,15 @@ export class DeviceBroker implements DeviceGateway {
     for (const ws of this.wss.clients) ws.terminate();
     this.wss.close();
     await tcpClosed;
-    const persistence = this.options.backends?.persistence as { destroy?: (cb?: () => void) => unknown } | undefined;
-    if (persistence?.destroy) await new Promise<void>((resolve) => void persistence.destroy!(() => resolve()));
+    // Without a callback aedes-persistence-redis returns its own promise; with one, its wrapper
+    // waits for a 'ready' event that may never come (measured: close hung forever).
+    const persistence = this.options.backends?.persistence as { destroy?: () => unknown } | undefined;
+    if (persistence?.destroy) {
+      await Promise.race([
+        Promise.resolve(persistence.destroy()).catch(() => undefined),
+        new Promise((resolve) => setTimeout(resolve, 2000).unref()),
+      ]);
+    }
     await this.ingest.stop();
   }
 

@@ -93,8 +93,14 @@ export class PresenceService {
            updated_at = CASE WHEN COALESCE(u.connectivity, d.connectivity) <> d.connectivity
                               OR u.firmware IS DISTINCT FROM d.firmware AND u.firmware IS NOT NULL THEN ?::timestamptz
                              ELSE d.updated_at END
-         FROM unnest(?::uuid[], ?::timestamptz[], ?::text[], ?::text[], ?::text[], ?::int[], ?::int[], ?::text[], ?::int[])
-                AS u(id, seen_at, firmware, firmware_key, ip, uptime_s, rssi, connectivity, reported_version),
+         FROM (SELECT x.id, x.seen_at, x.firmware, x.firmware_key, x.ip, x.uptime_s, x.rssi, x.reported_version,
+                      -- Cluster mode: a disconnect seen by this process is ignored once the device
+                      -- has connected to another process (its row names that process).
+                      CASE WHEN x.connectivity = 'offline' AND cur.broker_node IS DISTINCT FROM ?::text
+                           THEN NULL ELSE x.connectivity END AS connectivity
+               FROM unnest(?::uuid[], ?::timestamptz[], ?::text[], ?::text[], ?::text[], ?::int[], ?::int[], ?::text[], ?::int[])
+                      AS x(id, seen_at, firmware, firmware_key, ip, uptime_s, rssi, connectivity, reported_version)
+               JOIN devices cur ON cur.id = x.id) u,
               devices old
          WHERE d.id = u.id AND old.id = u.id
          RETURNING d.id, d.account_id, d.serial, old.connectivity AS prev_connectivity, old.status AS prev_status,
@@ -105,6 +111,7 @@ export class PresenceService {
         [
           this.nodeId,
           now,
+          this.nodeId,
           rows.map((r) => r.deviceId),
           rows.map((r) => r.seenAt),
           rows.map((r) => r.firmware),
