@@ -41,9 +41,6 @@ export interface SimulatedDeviceOptions {
 
 export type OtaOutcome = 'succeeded' | 'failed' | 'rolled_back';
 
-/** A download interruption worth retrying (connection lost, server error). */
-class RetryableDownloadError extends Error {}
-
 /** Realistic failures of a lighting module's update (what a field engineer would read). */
 const DOWNLOAD_ERRORS = ['download failed: connection reset by peer (ECONNRESET)', 'download failed: timed out waiting for data after 30 s'];
 const INSTALL_ERRORS = ['flash write failed: bank B sector 12 verify error', 'install refused: supply voltage 9.8 V below 10.5 V minimum for flashing'];
@@ -305,55 +302,35 @@ export class SimulatedDevice {
     return 'succeeded';
   }
 
-  /**
-   * Streams the image at the configured speed, hashing as it goes; returns the hex sha256.
-   * A broken connection or a 5xx (a server restarting, a balancer switching over) is retried
-   * up to 3 times, resuming with `Range` where the previous attempt stopped, as fixtures on
-   * weak networks do. Simulated failures (`failMidway`) are not retried.
-   */
+  /** Streams the image at the configured speed, hashing as it goes; returns the hex sha256. */
   private async download(command: OtaCommand, onProgress: (percent: number) => void, failMidway: boolean): Promise<string> {
+    const res = await fetch(command.url).catch((err: Error) => {
+      throw new Error(`download failed: ${err.message}`);
+    });
+    if (!res.ok || !res.body) throw new Error(`download failed: HTTP ${res.status}`);
     const hash = createHash('sha256');
     const bytesPerS = ((this.options.downloadKbps ?? 0) * 1000) / 8;
     const started = Date.now();
     let received = 0;
     let lastReported = 0;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const headers: Record<string, string> = received > 0 ? { range: `bytes=${received}-` } : {};
-        const res = await fetch(command.url, { headers }).catch((err: Error) => {
-          throw new RetryableDownloadError(`download failed: ${err.message}`);
-        });
-        if (res.status >= 500) throw new RetryableDownloadError(`download failed: HTTP ${res.status}`);
-        if (!res.ok || !res.body) throw new Error(`download failed: HTTP ${res.status}`);
-        if (received > 0 && res.status !== 206) throw new Error(`download failed: resume refused (HTTP ${res.status})`);
-        const reader = res.body.getReader();
-        for (;;) {
-          const { done, value } = await reader.read().catch((err: Error) => {
-            throw new RetryableDownloadError(`download failed: ${err.message}`);
-          });
-          if (done) break;
-          hash.update(value);
-          received += value.length;
-          const percent = command.size > 0 ? Math.min(100, Math.floor((received / command.size) * 100)) : 100;
-          if (failMidway && percent >= 40) {
-            await reader.cancel().catch(() => undefined);
-            throw new Error(`${pick(DOWNLOAD_ERRORS, this.random)} at ${percent}%`);
-          }
-          if (percent - lastReported >= 20 && percent < 100) {
-            lastReported = percent;
-            onProgress(percent);
-          }
-          if (bytesPerS > 0) {
-            const due = (received / bytesPerS) * 1000 - (Date.now() - started);
-            if (due > 0) await sleep(due);
-          }
-        }
-        if (command.size && received < command.size) throw new RetryableDownloadError(`download failed: connection closed at ${received} of ${command.size} bytes`);
-        break;
-      } catch (err) {
-        if (!(err instanceof RetryableDownloadError) || attempt >= 3) throw err;
-        this.trace('!!', 'download', `${err.message}; retrying from byte ${received} (attempt ${attempt + 1} of 3)`);
-        await sleep(1000 * attempt);
+    const reader = res.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      hash.update(value);
+      received += value.length;
+      const percent = command.size > 0 ? Math.min(100, Math.floor((received / command.size) * 100)) : 100;
+      if (failMidway && percent >= 40) {
+        await reader.cancel().catch(() => undefined);
+        throw new Error(`${pick(DOWNLOAD_ERRORS, this.random)} at ${percent}%`);
+      }
+      if (percent - lastReported >= 20 && percent < 100) {
+        lastReported = percent;
+        onProgress(percent);
+      }
+      if (bytesPerS > 0) {
+        const due = (received / bytesPerS) * 1000 - (Date.now() - started);
+        if (due > 0) await sleep(due);
       }
     }
     if (failMidway) throw new Error(`${pick(DOWNLOAD_ERRORS, this.random)} at 99%`);
