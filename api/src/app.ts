@@ -206,7 +206,11 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     metrics,
     logger,
     clock,
-    ...(config.redisUrl ? { backends: createClusterBrokerBackends({ redisUrl: config.redisUrl, prefix: config.redisKeyPrefix }) } : {}),
+    ...(config.redisUrl ? { backends: createClusterBrokerBackends({
+          redisUrl: config.redisUrl,
+          prefix: config.redisKeyPrefix,
+          onError: throttledRedisErrorLog(logger),
+        }) } : {}),
     // With several processes, devices online on another one are not ours to reset.
     reconcileAllOnStart: !cluster,
   });
@@ -300,6 +304,17 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     clock,
     demo,
     stop,
+  };
+}
+
+/** Redis errors of the broker's cluster backends: logged at most once a minute per source (ioredis reconnects). */
+function throttledRedisErrorLog(logger: Logger): (error: Error, what: string) => void {
+  const last = new Map<string, number>();
+  return (error, what) => {
+    const now = Date.now();
+    if (now - (last.get(what) ?? 0) < 60_000) return;
+    last.set(what, now);
+    logger.warn({ err: error, connection: what }, 'redis connection error (broker cluster backend)');
   };
 }
 
