@@ -52,6 +52,25 @@ export async function previewTargets(db: Knex | Knex.Transaction, q: TargetQuery
   return { count: Number(countRow.rows[0].n), sample: (sampleRows.rows as Array<{ serial: string }>).map((r) => r.serial) };
 }
 
+interface SupersededRow {
+  id: string;
+  deployment_id: string;
+}
+
+/** History rows for updates a newer deployment took over; returns the older deployments touched. */
+async function recordSuperseded(trx: Knex.Transaction, rows: SupersededRow[], now: Date): Promise<string[]> {
+  if (rows.length > 0) {
+    await trx.raw(
+      `INSERT INTO device_events (account_id, device_id, type, data, occurred_at)
+       SELECT u.account_id, u.device_id, 'update_step',
+              jsonb_build_object('state', 'cancelled', 'job_id', u.id, 'deployment_id', u.deployment_id, 'superseded_by', u.superseded_by, 'target_version', u.target_version), ?
+         FROM device_updates u WHERE u.id = ANY(?::uuid[])`,
+      [now, rows.map((r) => r.id)],
+    );
+  }
+  return [...new Set(rows.map((r) => r.deployment_id))];
+}
+
 /**
  * Supersedes: the queued updates (of older deployments) of this deployment's targets become
  * `cancelled` with `superseded_by` = the new deployment. Returns the older deployments touched.
@@ -66,17 +85,7 @@ export async function supersedeQueued(trx: Knex.Transaction, q: TargetQuery, inp
       RETURNING u.id, u.deployment_id`,
     [input.deploymentId, input.now, input.now, ...where.bindings],
   );
-  const rows = result.rows as Array<{ id: string; deployment_id: string }>;
-  if (rows.length > 0) {
-    await trx.raw(
-      `INSERT INTO device_events (account_id, device_id, type, data, occurred_at)
-       SELECT u.account_id, u.device_id, 'update_step',
-              jsonb_build_object('state', 'cancelled', 'job_id', u.id, 'deployment_id', u.deployment_id, 'superseded_by', u.superseded_by, 'target_version', u.target_version), ?
-         FROM device_updates u WHERE u.id = ANY(?::uuid[])`,
-      [input.now, rows.map((r) => r.id)],
-    );
-  }
-  return [...new Set(rows.map((r) => r.deployment_id))];
+  return recordSuperseded(trx, result.rows as SupersededRow[], input.now);
 }
 
 /**
@@ -154,15 +163,5 @@ export async function supersedeQueuedOfDevices(trx: Knex.Transaction, input: { a
       RETURNING u.id, u.deployment_id`,
     [input.deploymentId, input.now, input.now, input.accountId, input.deviceIds],
   );
-  const rows = result.rows as Array<{ id: string; deployment_id: string }>;
-  if (rows.length > 0) {
-    await trx.raw(
-      `INSERT INTO device_events (account_id, device_id, type, data, occurred_at)
-       SELECT u.account_id, u.device_id, 'update_step',
-              jsonb_build_object('state', 'cancelled', 'job_id', u.id, 'deployment_id', u.deployment_id, 'superseded_by', u.superseded_by, 'target_version', u.target_version), ?
-         FROM device_updates u WHERE u.id = ANY(?::uuid[])`,
-      [input.now, rows.map((r) => r.id)],
-    );
-  }
-  return [...new Set(rows.map((r) => r.deployment_id))];
+  return recordSuperseded(trx, result.rows as SupersededRow[], input.now);
 }

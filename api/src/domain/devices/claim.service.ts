@@ -70,7 +70,7 @@ export interface ClaimServiceDeps {
 }
 
 /**
- * Claiming binds devices to the account, all or nothing: any invalid, duplicated or already
+ * Claiming binds devices to the account, all or nothing: an invalid, duplicated or already
  * claimed serial, or a batch past the quota or the budget, answers 422 and writes nothing.
  * Every write is one statement per table, so a claim of 1,000 devices is a handful of round trips.
  */
