@@ -44,6 +44,8 @@ export type OtaOutcome = 'succeeded' | 'failed' | 'rolled_back';
 /** Realistic failures of a lighting module's update (what a field engineer would read). */
 const DOWNLOAD_ERRORS = ['download failed: connection reset by peer (ECONNRESET)', 'download failed: timed out waiting for data after 30 s'];
 const INSTALL_ERRORS = ['flash write failed: bank B sector 12 verify error', 'install refused: supply voltage 9.8 V below 10.5 V minimum for flashing'];
+/** A broken download is resumed this many times in all before the update is reported failed. */
+const DOWNLOAD_ATTEMPTS = 6;
 const BOOT_ERRORS = ['new image failed to boot: watchdog reset 3 times; reverted to previous image', 'new image failed self-test: DALI driver init error; reverted'];
 
 /**
@@ -75,6 +77,12 @@ export class SimulatedDevice {
   private rebooting = false;
   /** job_id -> last state reported: a redelivered command is not applied twice. */
   private readonly jobs = new Map<string, OtaProgress['state']>();
+  /**
+   * The latest progress report made while the connection was down (a broker process died under
+   * it, Wi-Fi dropped): sent after the next CONNACK, as module firmware keeps its last OTA state
+   * in flash. Without it a `failed` said during an outage is lost and the update waits for its deadline.
+   */
+  private unsentReport: string | null = null;
   private readonly random: () => number;
   private readonly ip: string;
   private readonly startedAt = Date.now();
@@ -133,6 +141,11 @@ export class SimulatedDevice {
         if (!connack.sessionPresent) {
           client.subscribe([topics.ota(this.serial), topics.config(this.serial)], { qos: 1 }, () => undefined);
           this.trace('->', 'SUBSCRIBE', `${topics.ota(this.serial)}, ${topics.config(this.serial)}`);
+        }
+        if (this.unsentReport !== null) {
+          const report = this.unsentReport;
+          this.unsentReport = null;
+          void this.publish(topics.otaProgress(this.serial), report);
         }
         this.sendHeartbeat();
         this.scheduleHeartbeats();
@@ -245,7 +258,13 @@ export class SimulatedDevice {
 
   private report(job: string, state: OtaProgress['state'], extra: { progress?: number; error?: string } = {}): Promise<void> {
     this.jobs.set(job, state);
-    return this.publish(topics.otaProgress(this.serial), JSON.stringify({ job_id: job, state, ...extra }));
+    const payload = JSON.stringify({ job_id: job, state, ...extra });
+    // `rebooting` goes down with the connection on purpose; after the boot the device says `succeeded` itself.
+    if (!this.client?.connected && state !== 'rebooting') {
+      this.unsentReport = payload;
+      return Promise.resolve();
+    }
+    return this.publish(topics.otaProgress(this.serial), payload);
   }
 
   /** Performs one OTA job for real; a redelivered job id is not applied twice. */
@@ -302,35 +321,67 @@ export class SimulatedDevice {
     return 'succeeded';
   }
 
-  /** Streams the image at the configured speed, hashing as it goes; returns the hex sha256. */
+  /**
+   * Streams the image at the configured speed, hashing as it goes; returns the hex sha256.
+   * Like module firmware on a weak network, a broken transfer (reset connection, a server
+   * process gone, 5xx) is resumed with `Range` after a back-off, up to DOWNLOAD_ATTEMPTS times;
+   * a 4xx (expired or foreign link) or an injected failure is final.
+   */
   private async download(command: OtaCommand, onProgress: (percent: number) => void, failMidway: boolean): Promise<string> {
-    const res = await fetch(command.url).catch((err: Error) => {
-      throw new Error(`download failed: ${err.message}`);
-    });
-    if (!res.ok || !res.body) throw new Error(`download failed: HTTP ${res.status}`);
-    const hash = createHash('sha256');
+    let hash = createHash('sha256');
     const bytesPerS = ((this.options.downloadKbps ?? 0) * 1000) / 8;
     const started = Date.now();
     let received = 0;
     let lastReported = 0;
-    const reader = res.body.getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      hash.update(value);
-      received += value.length;
-      const percent = command.size > 0 ? Math.min(100, Math.floor((received / command.size) * 100)) : 100;
-      if (failMidway && percent >= 40) {
-        await reader.cancel().catch(() => undefined);
-        throw new Error(`${pick(DOWNLOAD_ERRORS, this.random)} at ${percent}%`);
-      }
-      if (percent - lastReported >= 20 && percent < 100) {
-        lastReported = percent;
-        onProgress(percent);
-      }
-      if (bytesPerS > 0) {
-        const due = (received / bytesPerS) * 1000 - (Date.now() - started);
-        if (due > 0) await sleep(due);
+    let etag: string | null = null;
+    for (let attempt = 1; ; attempt++) {
+      let retryable = true;
+      try {
+        const headers: Record<string, string> = received > 0 && etag ? { range: `bytes=${received}-`, 'if-range': etag } : {};
+        // Gives up on a transfer that sends nothing for 30 s (the timer restarts with every chunk).
+        const idle = new AbortController();
+        let idleTimer = setTimeout(() => idle.abort(new Error('timed out waiting for data after 30 s')), 30_000);
+        const res = await fetch(command.url, { headers, signal: idle.signal }).finally(() => clearTimeout(idleTimer));
+        if (res.status >= 400 && res.status < 500) retryable = false;
+        if (!(res.status === 200 || res.status === 206) || !res.body) {
+          await res.body?.cancel().catch(() => undefined);
+          throw new Error(`HTTP ${res.status}`);
+        }
+        if (res.status === 200 && received > 0) {
+          // The server sent the whole image again (the file changed or no range support): start over.
+          hash = createHash('sha256');
+          received = 0;
+        }
+        etag = res.headers.get('etag');
+        const reader = res.body.getReader();
+        for (;;) {
+          idleTimer = setTimeout(() => idle.abort(new Error('timed out waiting for data after 30 s')), 30_000);
+          const { done, value } = await reader.read().finally(() => clearTimeout(idleTimer));
+          if (done) break;
+          hash.update(value);
+          received += value.length;
+          const percent = command.size > 0 ? Math.min(100, Math.floor((received / command.size) * 100)) : 100;
+          if (failMidway && percent >= 40) {
+            await reader.cancel().catch(() => undefined);
+            retryable = false;
+            throw new Error(`${pick(DOWNLOAD_ERRORS, this.random)} at ${percent}%`);
+          }
+          if (percent - lastReported >= 20 && percent < 100) {
+            lastReported = percent;
+            onProgress(percent);
+          }
+          if (bytesPerS > 0) {
+            const due = (received / bytesPerS) * 1000 - (Date.now() - started);
+            if (due > 0) await sleep(due);
+          }
+        }
+        if (command.size && received < command.size) throw new Error(`connection closed at ${received} of ${command.size} bytes`);
+        break;
+      } catch (err) {
+        const message = (err as Error).message.replace(/^download failed: /, '');
+        if (!retryable || this.stopped || attempt >= DOWNLOAD_ATTEMPTS) throw new Error(`download failed: ${message}`);
+        this.trace('!!', 'download', `${message}; resuming at byte ${received} (attempt ${attempt + 1} of ${DOWNLOAD_ATTEMPTS})`);
+        await sleep(Math.min(500 * 2 ** (attempt - 1), 8000) * (0.5 + this.random()));
       }
     }
     if (failMidway) throw new Error(`${pick(DOWNLOAD_ERRORS, this.random)} at 99%`);

@@ -21,6 +21,7 @@ describe('simulator engine', () => {
   const progress: Array<{ serial: string; report: OtaProgressReport }> = [];
   const ready = new Set<string>();
   const fleets: Fleet[] = [];
+  const rangeHeaders: Array<string | undefined> = [];
 
   beforeAll(async () => {
     server = await startTestServer();
@@ -35,6 +36,18 @@ describe('simulator engine', () => {
     // A stand-in for the firmware download endpoint (the OTA engine's, in production).
     files = http.createServer((req, res) => {
       if (req.url === '/fw.bin') res.writeHead(200, { 'content-length': image.length }).end(image);
+      else if (req.url === '/flaky.bin') {
+        rangeHeaders.push(req.headers.range);
+        const range = /^bytes=(\d+)-$/.exec(req.headers.range ?? '');
+        if (range && req.headers['if-range'] === '"fw"') {
+          const start = Number(range[1]);
+          res.writeHead(206, { 'content-length': image.length - start, 'content-range': `bytes ${start}-${image.length - 1}/${image.length}`, etag: '"fw"' }).end(image.subarray(start));
+        } else {
+          // The first transfer breaks halfway, as when the serving process dies.
+          res.writeHead(200, { 'content-length': image.length, etag: '"fw"' });
+          res.write(image.subarray(0, image.length / 2), () => res.destroy());
+        }
+      } else if (req.url === '/slow-404.bin') setTimeout(() => res.writeHead(404).end(), 400);
       else res.writeHead(404).end();
     });
     await new Promise<void>((resolve) => files.listen(0, '127.0.0.1', resolve));
@@ -103,6 +116,31 @@ describe('simulator engine', () => {
     // QoS 1 redelivery of the same job: repeated final word, no second install.
     expect(await fleet.devices[0]!.runOta(command)).toBe('duplicate');
     expect(fleet.devices[0]!.outcomes.succeeded).toBe(1);
+  });
+
+  it('resumes a broken download with Range instead of failing the update', async () => {
+    const fleet = await newFleet('RESUME', 1);
+    await fleet.start();
+    await expect.poll(() => ready.has('RESUME-000001')).toBe(true);
+    await server.service.services.gateway.publishOta('RESUME-000001', { job_id: '2b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a03', version: '1.2.0', url: `${filesUrl}/flaky.bin`, sha256, size: image.length });
+    await expect.poll(() => fleet.devices[0]!.outcomes.succeeded, { timeout: 15_000 }).toBe(1);
+    expect(rangeHeaders).toEqual([undefined, `bytes=${image.length / 2}-`]);
+    expect(fleet.devices[0]!.outcomes.failed).toBe(0);
+    expect(fleet.devices[0]!.firmware).toBe('1.2.0');
+  });
+
+  it('reports an outcome reached while disconnected once it is connected again', async () => {
+    const fleet = await newFleet('LOST', 1);
+    await fleet.start();
+    await expect.poll(() => ready.has('LOST-000001')).toBe(true);
+    const jobId = '3b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a04';
+    await server.service.services.gateway.publishOta('LOST-000001', { job_id: jobId, version: '1.2.0', url: `${filesUrl}/slow-404.bin`, sha256, size: image.length });
+    await expect.poll(() => fleet.devices[0]!.updating).toBe(true);
+    // The connection drops while the download is under way; the link then answers 404 (final).
+    fleet.devices[0]!.dropConnection();
+    await expect.poll(() => fleet.devices[0]!.outcomes.failed, { timeout: 5000 }).toBe(1);
+    expect(fleet.devices[0]!.connected).toBe(false);
+    await expect.poll(() => progress.find((p) => p.serial === 'LOST-000001' && p.report.state === 'failed')?.report, { timeout: 15_000 }).toMatchObject({ job_id: jobId, error: 'download failed: HTTP 404' });
   });
 
   it('reports a sha256 mismatch as a failure and stays on its version', async () => {

@@ -5,7 +5,7 @@ import aedesPersistenceRedis from 'aedes-persistence-redis';
 const require = createRequire(import.meta.url);
 // mqemitter-redis is CommonJS; its prefixing variant is only reachable as a property of the export.
 const mqemitterRedis = require('mqemitter-redis') as {
-  MQEmitterRedisPrefix: new (prefix: string, options: RedisOptions & { connectionString?: string }) => {
+  MQEmitterRedisPrefix: new (prefix: string, options: RedisOptions & { connectionString?: string; subConn?: Redis; pubConn?: Redis }) => {
     close(cb: () => void): void;
     /** mqemitter-redis re-emits connection errors here; with no listener they would crash the process. */
     state: { on(event: 'error', listener: (error: Error) => void): void };
@@ -32,7 +32,15 @@ export function createClusterBrokerBackends(input: { redisUrl: string; prefix: s
     // Keep trying through a Redis restart instead of giving up on the connection.
     retryStrategy: (attempt: number) => Math.min(attempt * 200, 2000),
   };
-  const mq = new mqemitterRedis.MQEmitterRedisPrefix(`${input.prefix}:mqtt:`, redisOptions);
+  // The subscriber connection skips ioredis's ready check. Aedes subscribes as soon as it exists
+  // (and devices subscribe right after a Redis restart); a SUBSCRIBE written while the
+  // connection is still in its "connect" phase puts it in subscriber mode, the ready check's
+  // INFO is then refused, and ioredis flushes the pending SUBSCRIBEs with that error. Measured:
+  // one process in two started that way and then delivered nothing at all (every device
+  // subscription lost while mqemitter-redis believed it held them).
+  const subConn = new Redis({ ...redisOptions, enableReadyCheck: false });
+  const pubConn = new Redis(redisOptions);
+  const mq = new mqemitterRedis.MQEmitterRedisPrefix(`${input.prefix}:mqtt:`, { ...redisOptions, subConn, pubConn });
   // A Redis restart must not crash the process: every connection gets an error listener
   // (ioredis reconnects by itself). Measured: without these, "Unhandled error event" and an
   // uncaught ECONNREFUSED while Redis was down.
