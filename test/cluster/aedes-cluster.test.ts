@@ -51,4 +51,16 @@ describe.skipIf(!redisUp)('two Aedes brokers sharing Redis (cluster backends)', 
     await late.subscribeAsync(topic, { qos: 1 });
     expect(await retained).toBe('{"version":3}');
   });
+
+  it('acknowledges a persistent session subscribing to several topics in one SUBSCRIBE (the device protocol)', async () => {
+    const prefix = `t-${randomBytes(4).toString('hex')}`;
+    const port = await broker(prefix);
+    const device = await mqtt.connectAsync(`mqtt://127.0.0.1:${port}`, { clientId: `dev-${prefix}`, clean: false, reconnectPeriod: 0 });
+    closers.push(() => device.endAsync(true));
+    const granted = await Promise.race([
+      device.subscribeAsync([`devices/${prefix}/ota`, `devices/${prefix}/config`], { qos: 1 }),
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no SUBACK within 5 s')), 5000)),
+    ]);
+    expect(granted.map((g) => g.qos)).toEqual([1, 1]);
+  });
 });

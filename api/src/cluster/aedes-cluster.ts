@@ -45,8 +45,40 @@ export function createClusterBrokerBackends(input: { redisUrl: string; prefix: s
   // (ioredis reconnects by itself). Measured: without these, "Unhandled error event" and an
   // uncaught ECONNREFUSED while Redis was down.
   mq.state.on('error', (error) => onError(error, 'mqemitter-redis'));
-  const conn = new Redis(redisOptions);
+  // aedes-persistence-redis names its keys without a prefix (`clients`, `retained`, `client:<id>`):
+  // the connection adds ours, so two fleets (or test runs) sharing one Redis never share sessions.
+  const conn = new Redis({ ...redisOptions, keyPrefix: `${input.prefix}:aedes:` });
   conn.on('error', (error: Error) => onError(error, 'aedes-persistence-redis'));
   const persistence = aedesPersistenceRedis({ ...redisOptions, conn, maxSessionDelivery: 1000 } as Parameters<typeof aedesPersistenceRedis>[0]);
+  shareConcurrentAddSubscriptions(persistence as unknown as SubscriptionStore);
   return { mq, persistence };
+}
+
+interface SubscriptionStore {
+  addSubscriptions(client: { id: string }, subs: Array<{ topic: string; qos: number }>, cb?: (err: Error | null, client?: unknown) => void): Promise<unknown> | undefined;
+}
+
+/**
+ * Aedes 1.2 stores the subscriptions of a SUBSCRIBE once per topic in it, each time with the
+ * whole list (handlers/subscribe.js `storeSubscriptions`). aedes-persistence-redis then waits for
+ * its own `$SYS/sub/add` broadcast under a key made of the client and the first topic, so the
+ * second call replaces the first one's waiter and the first never resolves: a persistent
+ * session (`clean: false`, protocol v1) SUBSCRIBing to `ota` and `config` together never got
+ * its SUBACK. Measured: 0 of 100 devices acknowledged in cluster mode, 100 of 100 with this.
+ * Identical calls in flight for one client share one store and one broadcast (half the Redis work).
+ */
+function shareConcurrentAddSubscriptions(store: SubscriptionStore): void {
+  const inFlight = new Map<string, Promise<unknown>>();
+  const add = store.addSubscriptions.bind(store);
+  store.addSubscriptions = (client, subs, cb) => {
+    const key = `${client.id}\u0000${subs.map((s) => `${s.topic}\u0001${s.qos}`).join('\u0000')}`;
+    let work = inFlight.get(key);
+    if (!work) {
+      work = Promise.resolve(add(client, subs)).finally(() => inFlight.delete(key));
+      inFlight.set(key, work);
+    }
+    if (!cb) return work;
+    work.then(() => cb(null, client), (err: Error) => cb(err));
+    return undefined;
+  };
 }
