@@ -56,12 +56,15 @@ interface Measured {
 async function load(input: { name: string; urls: string[]; devices: DeviceCredentials[]; clean: boolean }): Promise<{ fleet: Fleet; connected: number; rampSeconds: number }> {
   const per = Math.ceil(input.devices.length / input.urls.length);
   const fleets = input.urls.map((url, i) => new Fleet({
-    devices: input.devices.slice(i * per, (i + 1) * per), brokerUrl: url, firmware: '1.0.0', heartbeatS: input.devices.length / RATE,
+    // The ramp runs at the protocol's default heartbeat (60 s), as a real reconnect storm does;
+    // the load period is set once every device is connected.
+    devices: input.devices.slice(i * per, (i + 1) * per), brokerUrl: url, firmware: '1.0.0', heartbeatS: 60,
     heartbeatQos: 1, clean: input.clean, connectRatePerS: 5000, maxPendingConnects: 1000,
   }));
   const started = performance.now();
   const ramps = await Promise.all(fleets.map((f) => f.start()));
   const rampSeconds = (performance.now() - started) / 1000;
+  for (const f of fleets) f.setHeartbeatPeriod(input.devices.length / RATE);
   // One Fleet-like view over all the parts.
   const all = { devices: fleets.flatMap((f) => f.devices), stats: () => fleets.map((f) => f.stats()).reduce((a, s) => ({ ...a, heartbeatsAcked: a.heartbeatsAcked + s.heartbeatsAcked })), stop: async () => { for (const f of fleets) await f.stop(); } };
   return { fleet: all as unknown as Fleet, connected: ramps.reduce((n, r) => n + r.connected, 0), rampSeconds };

@@ -39,6 +39,11 @@ export class Fleet {
     this.devices = options.devices.map((credentials) => new SimulatedDevice({ ...options, credentials }));
   }
 
+  /** Every device heartbeats every `seconds` from now on (each with a fresh random phase). */
+  setHeartbeatPeriod(seconds: number): void {
+    for (const d of this.devices) d.setHeartbeatPeriod(seconds);
+  }
+
   /** Connects every device (staggered); resolves when each one connected or failed once. */
   async start(onProgress?: (stats: FleetStats) => void): Promise<{ connected: number; failed: number; seconds: number }> {
     const started = performance.now();

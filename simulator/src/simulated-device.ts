@@ -184,6 +184,12 @@ export class SimulatedDevice {
     this.reconnectTimer.unref?.();
   }
 
+  /** Changes the heartbeat period (seconds) at once, as a configuration push would (benchmarks: ramp slow, then load). */
+  setHeartbeatPeriod(seconds: number): void {
+    this.options.heartbeatS = seconds;
+    if (this.client?.connected) this.scheduleHeartbeats();
+  }
+
   private heartbeatPeriodMs(): number {
     const configured = typeof this.config.heartbeat_interval_s === 'number' ? this.config.heartbeat_interval_s : 60;
     return (this.options.heartbeatS ?? configured) * 1000;

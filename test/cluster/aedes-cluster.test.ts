@@ -63,4 +63,25 @@ describe.skipIf(!redisUp)('two Aedes brokers sharing Redis (cluster backends)', 
     ]);
     expect(granted.map((g) => g.qos)).toEqual([1, 1]);
   });
+
+  it('keeps what devices publish in the process that received it, and sends commands through Redis', async () => {
+    const prefix = `t-${randomBytes(4).toString('hex')}`;
+    const port = await broker(prefix);
+    const watcher = new Redis(REDIS_URL);
+    closers.push(async () => void watcher.disconnect());
+    const seen: string[] = [];
+    watcher.on('pmessage', (_pattern, channel) => seen.push(channel.slice(`${prefix}:mqtt:`.length)));
+    await watcher.psubscribe(`${prefix}:mqtt:devices/*`);
+    const client = await mqtt.connectAsync(`mqtt://127.0.0.1:${port}`, { clientId: `c-${prefix}` });
+    closers.push(() => client.endAsync(true));
+    await client.subscribeAsync(`devices/${prefix}/heartbeat`, { qos: 1 });
+    const local = new Promise<string>((resolve) => client.on('message', (t) => resolve(t)));
+    await client.publishAsync(`devices/${prefix}/heartbeat`, '{"firmware":"1.0.0"}', { qos: 1 });
+    // Still delivered inside the process (Aedes's own subscribers work as before)...
+    expect(await local).toBe(`devices/${prefix}/heartbeat`);
+    await client.publishAsync(`devices/${prefix}/ota`, '{"job_id":"j"}', { qos: 1 });
+    await expect.poll(() => seen).toContain(`devices/${prefix}/ota`);
+    // ...but never sent through Redis.
+    expect(seen).not.toContain(`devices/${prefix}/heartbeat`);
+  });
 });

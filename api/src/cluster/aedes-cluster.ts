@@ -1,12 +1,16 @@
 import { createRequire } from 'node:module';
 import { Redis, type RedisOptions } from 'ioredis';
 import aedesPersistenceRedis from 'aedes-persistence-redis';
+import { DEVICE_PUBLISH_KINDS, parseDeviceTopic } from '../../../broker/src/protocol/topics';
 
 const require = createRequire(import.meta.url);
 // mqemitter-redis is CommonJS; its prefixing variant is only reachable as a property of the export.
 const mqemitterRedis = require('mqemitter-redis') as {
   MQEmitterRedisPrefix: new (prefix: string, options: RedisOptions & { connectionString?: string; subConn?: Redis; pubConn?: Redis }) => {
     close(cb: () => void): void;
+    emit(packet: { topic: string }, done?: (err?: Error) => void): void;
+    /** MQEmitter's own emit (this process's subscribers only), saved by mqemitter-redis. */
+    _emit(packet: { topic: string }, done?: (err?: Error) => void): void;
     /** mqemitter-redis re-emits connection errors here; with no listener they would crash the process. */
     state: { on(event: 'error', listener: (error: Error) => void): void };
   };
@@ -45,6 +49,7 @@ export function createClusterBrokerBackends(input: { redisUrl: string; prefix: s
   // (ioredis reconnects by itself). Measured: without these, "Unhandled error event" and an
   // uncaught ECONNREFUSED while Redis was down.
   mq.state.on('error', (error) => onError(error, 'mqemitter-redis'));
+  keepDeviceReportsLocal(mq, `${input.prefix}:mqtt:`);
   // aedes-persistence-redis names its keys without a prefix (`clients`, `retained`, `client:<id>`):
   // the connection adds ours, so two fleets (or test runs) sharing one Redis never share sessions.
   const conn = new Redis({ ...redisOptions, keyPrefix: `${input.prefix}:aedes:` });
@@ -80,5 +85,27 @@ function shareConcurrentAddSubscriptions(store: SubscriptionStore): void {
     if (!cb) return work;
     work.then(() => cb(null, client), (err: Error) => cb(err));
     return undefined;
+  };
+}
+
+const DEVICE_REPORTS = new Set<string>(DEVICE_PUBLISH_KINDS);
+
+/**
+ * What devices publish (heartbeats, status, OTA progress, applied configuration) is consumed by
+ * the process the device is connected to, in its publish hook, and nobody subscribes to it over
+ * MQTT (the topic ACL lets a device subscribe to its own `ota` and `config` only). Sending it
+ * through Redis would only cost an encode, a Redis round trip and a decode per heartbeat on
+ * every process, so it stays in the process; commands and configuration still cross processes.
+ */
+function keepDeviceReportsLocal(mq: { emit(packet: { topic: string }, done?: (err?: Error) => void): void; _emit(packet: { topic: string }, done?: (err?: Error) => void): void }, prefix: string): void {
+  const emit = mq.emit.bind(mq);
+  mq.emit = (packet, done) => {
+    const parsed = parseDeviceTopic(packet.topic);
+    if (parsed && DEVICE_REPORTS.has(parsed.kind)) {
+      // Local subscribers were registered under the prefixed topic (MQEmitterRedisPrefix.on).
+      mq._emit({ ...packet, topic: prefix + packet.topic }, done);
+      return;
+    }
+    emit(packet, done);
   };
 }
