@@ -35,8 +35,17 @@ async function upload(server: BenchServer, account: BenchAccount, model: string,
 }
 
 async function api<T>(server: BenchServer, account: BenchAccount, method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
-  const res = await fetch(server.httpUrl + path, { method, headers: { ...account.headers, 'content-type': 'application/json' }, ...(body ? { body: JSON.stringify(body) } : {}) });
-  return { status: res.status, body: (await res.json()) as T };
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const res = await fetch(server.httpUrl + path, { method, headers: { ...account.headers, 'content-type': 'application/json' }, ...(body ? { body: JSON.stringify(body) } : {}) });
+      return { status: res.status, body: (await res.json()) as T };
+    } catch (err) {
+      // A reused keep-alive socket the server closed meanwhile ("other side closed"): polls are
+      // idempotent reads, so ask again; anything else after three tries is real.
+      if (method !== 'GET' || attempt >= 3) throw err;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
 }
 
 async function metric(server: BenchServer, name: string): Promise<number> {
