@@ -51,6 +51,16 @@ describe('GraphQL over HTTP', () => {
     });
     expect(page2.body.data.devices).toEqual({ edges: [{ node: { serial: 'GQ-3' } }], pageInfo: { hasNextPage: false } });
 
+    // Server-side order: names descending (GQ-2/GQ-3 are named after their serials), paged by edge cursors.
+    const ordered = await gql(url, `{ devices(first: 2, orderBy: { field: NAME, direction: DESC }) { edges { cursor node { name } } pageInfo { hasNextPage endCursor } } }`, { apiKey: account.apiKey });
+    expect(ordered.body.errors).toBeUndefined();
+    expect(ordered.body.data.devices.edges.map((e: { node: { name: string } }) => e.node.name)).toEqual(['Hall north', 'GQ-3']);
+    const orderedRest = await gql(url, `query($after: String) { devices(first: 2, after: $after, orderBy: { field: NAME, direction: DESC }) { edges { node { name } } } }`, {
+      apiKey: account.apiKey,
+      variables: { after: ordered.body.data.devices.edges[1].cursor },
+    });
+    expect(orderedRest.body.data.devices.edges.map((e: { node: { name: string } }) => e.node.name)).toEqual(['GQ-2']);
+
     const updated = await gql(url, `mutation { updateDevice(serial: "GQ-2", input: { name: "Dock", tags: { zone: "A" }, config: { dimLevel: 40, maintenanceWindow: { start: "22:00", end: "04:00" } } }) { name tags config { desired { dimLevel maintenanceWindow { start end } } desiredVersion } history(first: 5) { edges { node { type occurredAt } } } } }`, { apiKey: account.apiKey });
     expect(updated.body.errors).toBeUndefined();
     expect(updated.body.data.updateDevice).toMatchObject({ name: 'Dock', tags: { zone: 'A' }, config: { desired: { dimLevel: 40, maintenanceWindow: { start: '22:00', end: '04:00' } } } });

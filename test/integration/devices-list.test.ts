@@ -108,6 +108,47 @@ describe('GET /api/v1/devices', () => {
     expect((await page(a, 'limit=1000&firmware_lt=99')).body.total).toBe(106);
   });
 
+  it('sorts a page by any column on the server: firmware as versions, descending, ties by serial in the same direction', async () => {
+    const byFirmware = await page(a, 'model=LX-300&limit=10&sort=firmware');
+    expect(byFirmware.status).toBe(200);
+    expect(byFirmware.body.devices.map((d: { firmware: string }) => d.firmware)).toEqual(['1.4.2', '1.4.2.7', '1.9.0', '1.10.0', '2.0.0-rc.1', '2.0.0']);
+    const down = await page(a, 'model=LX-300&limit=10&sort=-firmware');
+    expect(down.body.devices.map((d: { firmware: string }) => d.firmware)).toEqual(['2.0.0', '2.0.0-rc.1', '1.10.0', '1.9.0', '1.4.2.7', '1.4.2']);
+    // Renamed "Foyer West" sorts among names case-insensitively; equal names fall back to serial.
+    const byName = await page(a, 'q=A-00&limit=3&sort=-name');
+    expect(byName.body.devices[0].name).toBe('Foyer West');
+    // Ties are broken by serial in the same direction (what keeps keyset paging exact).
+    const byStatus = await page(a, 'limit=2&sort=-status');
+    expect(serialsOf(byStatus.body)).toEqual(['A-0102', 'A-0101']);
+  });
+
+  it('pages a sorted list with cursors: every device exactly once, in order; a cursor only continues its own order', { timeout: 120_000 }, async () => {
+    const seen: string[] = [];
+    const keys: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const res = await page(a, `limit=300&sort=-last_seen${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(res.status).toBe(200);
+      for (const d of res.body.devices as Array<{ serial: string; last_seen: string | null }>) {
+        seen.push(d.serial);
+        keys.push(d.last_seen ?? '');
+      }
+      cursor = res.body.next_cursor;
+    } while (cursor);
+    expect(seen).toHaveLength(1506);
+    expect(new Set(seen).size).toBe(1506);
+    // Descending by last_seen: seen devices first, newest first; never-seen last.
+    expect([...keys].sort().reverse()).toEqual(keys);
+    expect(keys[0]).not.toBe('');
+
+    const first = await page(a, 'limit=10&sort=name');
+    const wrongOrder = await page(a, `limit=10&sort=ip&cursor=${first.body.next_cursor}`);
+    expect(wrongOrder.status).toBe(422);
+    expect(wrongOrder.body.errors[0].field).toMatch(/cursor/);
+    const streamed = await page(a, 'sort=name');
+    expect(streamed.status).toBe(422);
+  });
+
   it('refuses bad query parameters with 422 and field errors', async () => {
     for (const query of ['limit=0', 'limit=1001', 'limit=ten', 'status=sleeping', 'firmware_lt=latest', 'cursor=zzz&limit=5', 'cursor=abc', 'modle=LX-200', 'limit=1&limit=2']) {
       const res = await page(a, query);

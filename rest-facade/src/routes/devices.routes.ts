@@ -4,6 +4,7 @@ import type { Services } from '../../../api/src/services';
 import { DomainError } from '../../../api/src/domain/shared/errors';
 import { ClaimDevicesInput } from '../../../api/src/domain/devices/claim.service';
 import { UpdateDeviceInput } from '../../../api/src/domain/devices/device.service';
+import type { DeviceSortField } from '../../../api/src/domain/devices/device.service';
 import {
   SerialParams, ListDevicesQuery, HistoryQuery, DeviceSchema, DeviceListSchema, CredentialsSchema, ClaimResponseSchema, HistorySchema,
 } from '../schemas/device.schemas';
@@ -20,18 +21,22 @@ export function deviceRoutes(services: Services): RouteDef[] {
       path: '/devices',
       operationId: 'listDevices',
       summary:
-        'List devices ordered by serial. With `limit`: one page and `next_cursor`. Without: every matching device, streamed as one JSON document.',
+        'List devices. With `limit`: one page in the `sort` order (default serial) and `next_cursor`. Without: every matching device in serial order, streamed as one JSON document.',
       tag: 'Devices',
       query: ListDevicesQuery,
       responses: { 200: { description: 'Devices, the count of all matches and the quota', schema: DeviceListSchema } },
       handler: async ({ actor, query, res }) => {
         const q = query as ListDevicesQuery;
         if (q.limit !== undefined) {
-          sendDevicePage(res, await services.devices.listJson(actor, { filter: filterOf(q), limit: q.limit, ...(q.cursor !== undefined ? { cursor: q.cursor } : {}) }));
+          const sort = q.sort === undefined ? {} : { sort: { field: q.sort.replace(/^-/, '') as DeviceSortField, direction: q.sort.startsWith('-') ? ('desc' as const) : ('asc' as const) } };
+          sendDevicePage(res, await services.devices.listJson(actor, { filter: filterOf(q), limit: q.limit, ...(q.cursor !== undefined ? { cursor: q.cursor } : {}), ...sort }));
           return;
         }
         if (q.cursor !== undefined) {
           throw new DomainError('validation_failed', 'A cursor needs a limit.', { errors: [{ field: 'query.cursor', message: 'only together with limit' }] });
+        }
+        if (q.sort !== undefined && q.sort !== 'serial') {
+          throw new DomainError('validation_failed', 'The full list streams in serial order; sorting needs a limit.', { errors: [{ field: 'query.sort', message: 'only together with limit' }] });
         }
         await streamDeviceList(res, await services.devices.listAllJson(actor, { filter: filterOf(q) }));
       },

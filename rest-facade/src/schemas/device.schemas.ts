@@ -30,7 +30,11 @@ export const ListDevicesQuery = z.strictObject({
     .max(MAX_PAGE_SIZE)
     .optional()
     .describe('Page size 1..1000. Without it, every matching device is returned in one streamed document.'),
-  cursor: z.string().min(1).max(200).optional().describe('next_cursor of the previous page (requires limit)'),
+  cursor: z.string().min(1).max(400).optional().describe('next_cursor of the previous page (requires limit; continues only the same sort)'),
+  sort: z
+    .enum(['serial', 'name', 'model', 'firmware', 'status', 'last_seen', 'ip', '-serial', '-name', '-model', '-firmware', '-status', '-last_seen', '-ip'])
+    .optional()
+    .describe('Order of a paged list (requires limit): a column, descending with a leading `-`; ties broken by serial. Default `serial`. Firmware sorts as versions (1.10.0 after 1.9.0).'),
 });
 export type ListDevicesQuery = z.infer<typeof ListDevicesQuery>;
 

@@ -146,14 +146,55 @@ function whereClause(accountId: string, filter: DeviceFilter): { sql: string; bi
   return { sql: parts.join(' AND '), bindings };
 }
 
-/** One keyset page ordered by serial: devices with serial > `afterSerial`, at most `limit`. */
-export async function selectDevicePage(
-  db: Db,
-  input: { accountId: string; filter: DeviceFilter; afterSerial: string | null; limit: number },
-): Promise<Device[]> {
+/** Columns a device list can be ordered by (serial breaks ties, so every order is total). */
+export const DEVICE_SORT_FIELDS = ['serial', 'name', 'model', 'firmware', 'status', 'last_seen', 'ip'] as const;
+export type DeviceSortField = (typeof DEVICE_SORT_FIELDS)[number];
+export interface DeviceSort {
+  field: DeviceSortField;
+  direction: 'asc' | 'desc';
+}
+export const DEFAULT_DEVICE_SORT: DeviceSort = { field: 'serial', direction: 'asc' };
+
+/**
+ * The sort key of each order as text in the "C" collation, so a keyset cursor is one string and
+ * `(key, serial) > (?, ?)` pages without gaps or repeats: firmware by its version key (1.10.0
+ * after 1.9.0), names case-insensitively, never-seen devices first (ascending), missing values as ''.
+ * Only the serial order has an index; the others sort the filter's matches per page (fine at
+ * 100,000 devices: an index on last_seen would be rewritten by every heartbeat flush).
+ */
+const SORT_KEY_SQL: Record<DeviceSortField, string> = {
+  serial: 'd.serial',
+  name: 'lower(d.name) COLLATE "C"',
+  model: 'm.name COLLATE "C"',
+  firmware: `COALESCE(d.firmware_key, '') COLLATE "C"`,
+  status: 'd.status COLLATE "C"',
+  last_seen: `COALESCE(to_char(d.last_seen AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '') COLLATE "C"`,
+  ip: `COALESCE(d.ip, '') COLLATE "C"`,
+};
+
+export interface DevicePageQuery {
+  accountId: string;
+  filter: DeviceFilter;
+  /** Serial of the last row of the previous page (null: first page). */
+  afterSerial: string | null;
+  /** Sort key of that row (needed for every order but serial). */
+  afterKey?: string | null;
+  limit: number;
+  sort?: DeviceSort;
+}
+
+/** A row of a page with the keys its cursor is made of. */
+export interface Keyed<T> {
+  item: T;
+  serial: string;
+  sortKey: string;
+}
+
+/** One keyset page in the requested order (serial ascending by default), at most `limit` rows. */
+export async function selectDevicePage(db: Db, input: DevicePageQuery): Promise<Array<Keyed<Device>>> {
   const query = devicePageQuery(input);
-  const result = (await db.raw(query.sql, query.bindings)) as { rows: DeviceRow[] };
-  return result.rows.map(toDevice);
+  const result = (await db.raw(query.sql, query.bindings)) as { rows: Array<DeviceRow & { sort_key: string }> };
+  return result.rows.map((r) => ({ item: toDevice(r), serial: r.serial, sortKey: r.sort_key }));
 }
 
 /**
@@ -162,14 +203,11 @@ export async function selectDevicePage(
  * test/integration/devices-list.test.ts). Lists of 100,000 then cost Node no JSON parsing, no
  * objects and no re-serialization: it joins strings (bench/devices-list.bench.ts).
  */
-export async function selectDeviceJsonPage(
-  db: Db,
-  input: { accountId: string; filter: DeviceFilter; afterSerial: string | null; limit: number },
-): Promise<Array<{ serial: string; json: string }>> {
+export async function selectDeviceJsonPage(db: Db, input: DevicePageQuery): Promise<Array<Keyed<string>>> {
   const page = devicePageQuery(input);
   const result = (await db.raw(
     // row_to_json writes compact JSON (json_build_object pads every key with spaces).
-    `SELECT s.serial, row_to_json(r)::text AS json
+    `SELECT s.serial, s.sort_key, row_to_json(r)::text AS json
      FROM (${page.sql}) s
      CROSS JOIN LATERAL (SELECT s.serial, s.name, s.model, s.firmware, s.status, s.last_seen, s.ip, s.connectivity,
        CASE WHEN s.u_id IS NULL THEN NULL ELSE (SELECT row_to_json(u) FROM (SELECT s.u_id AS job_id, s.u_deployment_id AS deployment_id,
@@ -180,19 +218,34 @@ export async function selectDeviceJsonPage(
          s.reported_config AS reported, s.reported_config_version AS reported_version,
          COALESCE(s.reported_config_version = s.desired_config_version, false) AS in_sync) c) AS config,
        s.uptime_s, s.rssi, s.claimed_at) r
-     ORDER BY s.serial`,
+     ORDER BY ${page.outerOrder}`,
     page.bindings,
-  )) as { rows: Array<{ serial: string; json: string }> };
-  return result.rows;
+  )) as { rows: Array<{ serial: string; sort_key: string; json: string }> };
+  return result.rows.map((r) => ({ item: r.json, serial: r.serial, sortKey: r.sort_key }));
 }
 
 /** The statement behind a page (exported so benchmarks can EXPLAIN exactly what runs). */
-export function devicePageQuery(input: { accountId: string; filter: DeviceFilter; afterSerial: string | null; limit: number }): { sql: string; bindings: Knex.Value[] } {
+/** `outerOrder` re-applies the order to a statement that wraps this one (the JSON page). */
+export function devicePageQuery(input: DevicePageQuery): { sql: string; bindings: Knex.Value[]; outerOrder: string } {
   const where = whereClause(input.accountId, input.filter);
-  const keyset = input.afterSerial === null ? '' : ' AND d.serial > ?';
+  const sort = input.sort ?? DEFAULT_DEVICE_SORT;
+  const key = SORT_KEY_SQL[sort.field];
+  const dir = sort.direction === 'desc' ? 'DESC' : 'ASC';
+  const select = `SELECT ${key} AS sort_key,${SELECT_DEVICE.replace(/^\s*SELECT/, '')}`;
+  if (sort.field === 'serial') {
+    const keyset = input.afterSerial === null ? '' : ` AND d.serial ${dir === 'ASC' ? '>' : '<'} ?`;
+    return {
+      sql: `${select} WHERE ${where.sql}${keyset} ORDER BY d.serial ${dir} LIMIT ?`,
+      bindings: [...where.bindings, ...(input.afterSerial === null ? [] : [input.afterSerial]), input.limit],
+      outerOrder: `s.serial ${dir}`,
+    };
+  }
+  const after = input.afterSerial === null ? null : { key: input.afterKey ?? '', serial: input.afterSerial };
+  const keyset = after === null ? '' : ` AND (${key}, d.serial) ${dir === 'ASC' ? '>' : '<'} (?, ?)`;
   return {
-    sql: `${SELECT_DEVICE} WHERE ${where.sql}${keyset} ORDER BY d.serial LIMIT ?`,
-    bindings: [...where.bindings, ...(input.afterSerial === null ? [] : [input.afterSerial]), input.limit],
+    sql: `${select} WHERE ${where.sql}${keyset} ORDER BY ${key} ${dir}, d.serial ${dir} LIMIT ?`,
+    bindings: [...where.bindings, ...(after === null ? [] : [after.key, after.serial]), input.limit],
+    outerOrder: `s.sort_key ${dir}, s.serial ${dir}`,
   };
 }
 

@@ -8,7 +8,10 @@ import { appendEvents } from '../../events/outbox';
 import { appendDeviceEvents, type NewDeviceEvent } from './device-history';
 import { DeviceConfigPatch, TagsPatch, TAG_LIMITS, mergeConfig, mergeTags, type DeviceConfig } from './device-config';
 import { DEVICE_STATUSES, isValidSerial, type Device, type DeviceCredentials, type DeviceHistoryEntry } from './device-types';
-import { countDevicesAndQuota, lockDevice, selectDeviceBySerial, selectDeviceJsonPage, selectDevicePage, selectQuota, type DeviceFilter } from './device.repository';
+import {
+  countDevicesAndQuota, lockDevice, selectDeviceBySerial, selectDeviceJsonPage, selectDevicePage, selectQuota,
+  DEFAULT_DEVICE_SORT, DEVICE_SORT_FIELDS, type DeviceFilter, type DevicePageQuery, type DeviceSort, type Keyed,
+} from './device.repository';
 import type { DeviceGateway } from './device-gateway';
 import { DeviceCountCache } from './device-count-cache';
 
@@ -25,10 +28,19 @@ export const DeviceFilterInput = z.strictObject({
 });
 export type DeviceFilterInput = z.infer<typeof DeviceFilterInput>;
 
+export type { DeviceSortField } from './device.repository';
+
+export const DeviceSortInput = z.strictObject({
+  field: z.enum(DEVICE_SORT_FIELDS),
+  direction: z.enum(['asc', 'desc']).default('asc'),
+});
+
 export const ListDevicesInput = z.strictObject({
   filter: DeviceFilterInput.default({}),
   limit: z.number().int().min(1).max(MAX_PAGE_SIZE),
-  cursor: z.string().max(200).optional(),
+  cursor: z.string().max(400).optional(),
+  /** Serial ascending when absent. A cursor only continues the order it was made in. */
+  sort: DeviceSortInput.optional(),
 });
 export type ListDevicesInput = z.input<typeof ListDevicesInput>;
 
@@ -43,6 +55,8 @@ export interface DeviceJsonPage {
 
 export interface DevicePage {
   devices: Device[];
+  /** The cursor of each device (GraphQL edges), aligned with `devices`. */
+  cursors: string[];
   total: number;
   quota: number;
   nextCursor: string | null;
@@ -77,14 +91,33 @@ export const HistoryInput = z.strictObject({
   cursor: z.string().max(200).optional(),
 });
 
-/** Opaque keyset cursors: base64url of the last key, checked on the way back in. */
+/**
+ * Opaque keyset cursors: base64url of the last row's keys, checked on the way back in. Serial
+ * order keeps its original form (`s:<serial>`); other orders carry the order and the sort key,
+ * so a cursor from one order is refused in another instead of skipping rows.
+ */
 export const deviceCursor = {
-  encode: (serial: string): string => Buffer.from(`s:${serial}`, 'utf8').toString('base64url'),
-  decode: (cursor: string): string => {
+  encode: (serial: string, sort: DeviceSort = DEFAULT_DEVICE_SORT, sortKey = serial): string =>
+    Buffer.from(sort.field === 'serial' && sort.direction === 'asc' ? `s:${serial}` : `k:${JSON.stringify([sort.field, sort.direction, sortKey, serial])}`, 'utf8').toString('base64url'),
+  decode: (cursor: string, sort: DeviceSort = DEFAULT_DEVICE_SORT): { serial: string; sortKey: string } => {
     const text = Buffer.from(cursor, 'base64url').toString('utf8');
-    const serial = text.startsWith('s:') ? text.slice(2) : '';
-    if (!isValidSerial(serial)) throw invalidCursor();
-    return serial;
+    if (sort.field === 'serial' && sort.direction === 'asc') {
+      const serial = text.startsWith('s:') ? text.slice(2) : '';
+      if (!isValidSerial(serial)) throw invalidCursor();
+      return { serial, sortKey: serial };
+    }
+    let parsed: unknown;
+    try {
+      parsed = text.startsWith('k:') ? JSON.parse(text.slice(2)) : null;
+    } catch {
+      parsed = null;
+    }
+    if (!Array.isArray(parsed) || parsed.length !== 4) throw invalidCursor();
+    const [field, direction, sortKey, serial] = parsed as unknown[];
+    if (field !== sort.field || direction !== sort.direction || typeof sortKey !== 'string' || sortKey.length > 300 || typeof serial !== 'string' || !isValidSerial(serial)) {
+      throw invalidCursor();
+    }
+    return { serial, sortKey };
   },
 };
 const historyCursor = {
@@ -132,37 +165,39 @@ export class DeviceService {
     return device;
   }
 
-  /** One page ordered by serial; `total` counts every match of the filter. */
+  /** One page in the requested order (serial by default); `total` counts every match of the filter. */
   async list(actor: Actor, raw: ListDevicesInput): Promise<DevicePage> {
     const page = await this.page(actor, raw, (query) => selectDevicePage(this.deps.knex, query));
-    return { devices: page.rows, total: page.total, quota: page.quota, nextCursor: page.nextCursor };
+    return { devices: page.rows, cursors: page.cursors, total: page.total, quota: page.quota, nextCursor: page.nextCursor };
   }
 
   /** `list` with each device as its wire-format JSON document, rendered by the database. */
   async listJson(actor: Actor, raw: ListDevicesInput): Promise<DeviceJsonPage> {
     const page = await this.page(actor, raw, (query) => selectDeviceJsonPage(this.deps.knex, query));
-    return { devices: page.rows.map((r) => r.json), total: page.total, quota: page.quota, nextCursor: page.nextCursor };
+    return { devices: page.rows, total: page.total, quota: page.quota, nextCursor: page.nextCursor };
   }
 
-  private async page<T extends { serial: string }>(
+  private async page<T>(
     actor: Actor,
     raw: ListDevicesInput,
-    fetch: (query: { accountId: string; filter: DeviceFilter; afterSerial: string | null; limit: number }) => Promise<T[]>,
-  ): Promise<{ rows: T[]; total: number; quota: number; nextCursor: string | null }> {
+    fetch: (query: DevicePageQuery) => Promise<Array<Keyed<T>>>,
+  ): Promise<{ rows: T[]; cursors: string[]; total: number; quota: number; nextCursor: string | null }> {
     const input = ListDevicesInput.parse(raw);
     const filter = toRepositoryFilter(input.filter);
-    const afterSerial = input.cursor === undefined ? null : deviceCursor.decode(input.cursor);
+    const sort: DeviceSort = input.sort ?? DEFAULT_DEVICE_SORT;
+    const after = input.cursor === undefined ? null : deviceCursor.decode(input.cursor, sort);
     const filterKey = JSON.stringify([filter.model, filter.status, filter.firmware, filter.firmwareLt, filter.q]);
     const cached = this.counts.get(actor.accountId, filterKey);
     // Page and count run side by side (two pool connections on PostgreSQL).
     const [rows, counts] = await Promise.all([
-      fetch({ accountId: actor.accountId, filter, afterSerial, limit: input.limit + 1 }),
+      fetch({ accountId: actor.accountId, filter, afterSerial: after?.serial ?? null, afterKey: after?.sortKey ?? null, limit: input.limit + 1, sort }),
       cached ?? countDevicesAndQuota(this.deps.knex, { accountId: actor.accountId, filter }),
     ]);
     if (!cached) this.counts.set(actor.accountId, filterKey, counts);
     const more = rows.length > input.limit;
     const page = more ? rows.slice(0, input.limit) : rows;
-    return { rows: page, total: counts.total, quota: counts.quota, nextCursor: more ? deviceCursor.encode(page[page.length - 1]!.serial) : null };
+    const cursors = page.map((r) => deviceCursor.encode(r.serial, sort, r.sortKey));
+    return { rows: page.map((r) => r.item), cursors, total: counts.total, quota: counts.quota, nextCursor: more ? cursors[cursors.length - 1]! : null };
   }
 
   /**
@@ -176,17 +211,13 @@ export class DeviceService {
 
   /** `listAll` with each device as its wire-format JSON document (the streamed REST list). */
   async listAllJson(actor: Actor, raw: { filter?: DeviceFilterInput; batchSize?: number }): Promise<{ quota: number; batches: AsyncGenerator<string[]> }> {
-    const { quota, batches } = await this.batches(actor, raw, (query) => selectDeviceJsonPage(this.deps.knex, query));
-    async function* json(): AsyncGenerator<string[]> {
-      for await (const rows of batches) yield rows.map((r) => r.json);
-    }
-    return { quota, batches: json() };
+    return this.batches(actor, raw, (query) => selectDeviceJsonPage(this.deps.knex, query));
   }
 
-  private async batches<T extends { serial: string }>(
+  private async batches<T>(
     actor: Actor,
     raw: { filter?: DeviceFilterInput; batchSize?: number },
-    fetch: (query: { accountId: string; filter: DeviceFilter; afterSerial: string | null; limit: number }) => Promise<T[]>,
+    fetch: (query: DevicePageQuery) => Promise<Array<Keyed<T>>>,
   ): Promise<{ quota: number; batches: AsyncGenerator<T[]> }> {
     const filter = toRepositoryFilter(DeviceFilterInput.parse(raw.filter ?? {}));
     const batchSize = Math.min(Math.max(raw.batchSize ?? STREAM_BATCH_SIZE, 1), 10_000);
@@ -195,12 +226,12 @@ export class DeviceService {
     async function* batches(): AsyncGenerator<T[]> {
       // One batch ahead: the next query runs while the caller writes this one (at most two
       // batches in memory).
-      let next: Promise<T[]> | null = fetchAfter(null);
+      let next: Promise<Array<Keyed<T>>> | null = fetchAfter(null);
       try {
         while (next) {
-          const rows: T[] = await next;
+          const rows: Array<Keyed<T>> = await next;
           next = rows.length === batchSize ? fetchAfter(rows[rows.length - 1]!.serial) : null;
-          if (rows.length > 0) yield rows;
+          if (rows.length > 0) yield rows.map((r) => r.item);
         }
       } finally {
         // Abandoned early (client gone): let a query still in flight finish quietly.

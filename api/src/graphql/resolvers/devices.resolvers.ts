@@ -3,7 +3,7 @@ import { DomainError } from '../../domain/shared/errors';
 import type { Device } from '../../domain/devices/device-types';
 import type { DeviceConfig } from '../../domain/devices/device-config';
 import type { ClaimResult } from '../../domain/devices/claim.service';
-import { deviceCursor } from '../../domain/devices/device.service';
+import type { DeviceSortField } from '../../domain/devices/device.service';
 import { MAX_DEVICE_PAGE } from '../limits';
 import { connection, money } from './presenters';
 
@@ -67,7 +67,11 @@ async function orNull<T>(work: Promise<T>): Promise<T | null> {
 
 export const deviceResolvers = {
   Query: {
-    devices: async (_: unknown, args: { first?: number | null; after?: string | null; filter?: DeviceFilterArgs | null }, ctx: GraphQLContext) => {
+    devices: async (
+      _: unknown,
+      args: { first?: number | null; after?: string | null; filter?: DeviceFilterArgs | null; orderBy?: { field: string; direction?: 'ASC' | 'DESC' | null } | null },
+      ctx: GraphQLContext,
+    ) => {
       const first = args.first ?? 50;
       if (first < 1 || first > MAX_DEVICE_PAGE) {
         throw new DomainError('validation_failed', `first must be 1 to ${MAX_DEVICE_PAGE}.`, { errors: [{ field: 'first', message: `must be 1 to ${MAX_DEVICE_PAGE}` }] });
@@ -76,8 +80,10 @@ export const deviceResolvers = {
         filter: toServiceFilter(args.filter),
         limit: first,
         ...(args.after ? { cursor: args.after } : {}),
+        // DeviceOrderField values are the service's field names in upper case (LAST_SEEN -> last_seen).
+        ...(args.orderBy ? { sort: { field: args.orderBy.field.toLowerCase() as DeviceSortField, direction: args.orderBy.direction === 'DESC' ? 'desc' : 'asc' } } : {}),
       });
-      return connection(page.devices, (d) => deviceCursor.encode(d.serial), page.nextCursor, { totalCount: page.total, quota: page.quota });
+      return connection(page.devices, (_d, i) => page.cursors[i]!, page.nextCursor, { totalCount: page.total, quota: page.quota });
     },
     device: (_: unknown, args: { serial: string }, ctx: GraphQLContext) => orNull(ctx.services.devices.get(ctx.actor, { serial: args.serial })),
   },
