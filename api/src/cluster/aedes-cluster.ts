@@ -54,6 +54,7 @@ export function createClusterBrokerBackends(input: { redisUrl: string; prefix: s
   // the connection adds ours, so two fleets (or test runs) sharing one Redis never share sessions.
   const conn = new Redis({ ...redisOptions, keyPrefix: `${input.prefix}:aedes:` });
   conn.on('error', (error: Error) => onError(error, 'aedes-persistence-redis'));
+  markFireAndForgetHandled(conn);
   const persistence = aedesPersistenceRedis({ ...redisOptions, conn, maxSessionDelivery: 1000 } as Parameters<typeof aedesPersistenceRedis>[0]);
   shareConcurrentAddSubscriptions(persistence as unknown as SubscriptionStore);
   return { mq, persistence };
@@ -108,4 +109,23 @@ function keepDeviceReportsLocal(mq: { emit(packet: { topic: string }, done?: (er
     }
     emit(packet, done);
   };
+}
+
+/**
+ * aedes-persistence-redis keeps its list of Last Wills with LREM/RPUSH calls it does not await
+ * (putWill, delWill). When the connection closes under one (shutdown, Redis restart) the
+ * rejection had no handler: an unhandled rejection, which a strict process treats as a crash
+ * (found by the suite). A handler on each such promise marks it handled; callers that await
+ * still see the error.
+ */
+function markFireAndForgetHandled(conn: Redis): void {
+  const target = conn as unknown as Record<'lrem' | 'rpush', (...args: unknown[]) => unknown>;
+  for (const name of ['lrem', 'rpush'] as const) {
+    const original = target[name].bind(conn);
+    target[name] = (...args: unknown[]) => {
+      const result = original(...args);
+      if (result instanceof Promise) result.catch(() => undefined);
+      return result;
+    };
+  }
 }
