@@ -2,22 +2,20 @@ import { computed, ref, shallowRef, triggerRef, watch, type Ref } from 'vue';
 import { fetchQuery, useSubscription } from '../../../shared/composables/useGraphQL';
 import type { ApiError } from '../../../shared/api/rest';
 import type { DeviceRow } from '../../../shared/graphql/fragments';
-import { DEVICE_CHANGED, DEVICE_PAGE, type DeviceChangeData, type DeviceFilter, type DevicePageData } from '../graphql/devices';
+import { DEVICE_CHANGED, DEVICE_PAGE, type DeviceChangeData, type DeviceFilter, type DeviceOrder, type DevicePageData } from '../graphql/devices';
 
 /** First page small (fast first paint), then big pages while the user scrolls. */
 const FIRST_PAGE = 100;
 const PAGE = 1000;
-/** Column sorting other than by serial happens in the browser, up to this many matches. */
-export const CLIENT_SORT_LIMIT = 5000;
-
 export type SortKey = 'serial' | 'name' | 'model' | 'firmware' | 'status' | 'lastSeen' | 'ip';
 
 /**
- * The rows of Fleet > Devices for one filter: a sparse window over the server's connection
- * (ordered by serial, keyset-paged), filled page by page as the user scrolls towards rows not
- * loaded yet. Live changes (deviceChanged) patch loaded rows in place, batched per frame.
+ * The rows of Fleet > Devices for one filter and order: a window over the server's connection
+ * (sorted by the server, keyset-paged), filled page by page as the user scrolls towards rows
+ * not loaded yet. Live changes (deviceChanged) patch loaded rows in place, batched per frame
+ * (a row keeps its place until the next reload even when the change moves it in the order).
  */
-export function useDeviceList(filter: Ref<DeviceFilter>) {
+export function useDeviceList(filter: Ref<DeviceFilter>, order: Ref<DeviceOrder | null>) {
   const rows = shallowRef<DeviceRow[]>([]);
   const total = ref(0);
   const quota = ref(0);
@@ -37,7 +35,7 @@ export function useDeviceList(filter: Ref<DeviceFilter>) {
     try {
       while (gen === generation && hasNext.value && rows.value.length <= wanted) {
         const first = rows.value.length === 0 ? FIRST_PAGE : PAGE;
-        const data = await fetchQuery<DevicePageData>(DEVICE_PAGE, { first, after: cursor, filter: filter.value });
+        const data = await fetchQuery<DevicePageData>(DEVICE_PAGE, { first, after: cursor, filter: filter.value, orderBy: order.value });
         if (gen !== generation) return;
         const page = data.devices;
         const start = rows.value.length;
@@ -80,7 +78,7 @@ export function useDeviceList(filter: Ref<DeviceFilter>) {
     if (!loading.value && hasNext.value && rows.value.length <= wanted) void pump(generation);
   }
 
-  watch(filter, reset, { deep: true, immediate: true });
+  watch([filter, order], reset, { deep: true, immediate: true });
 
   // Live cells: patches arrive in bursts when many devices change; apply them once per frame.
   const pending = new Map<string, DeviceRow>();
@@ -123,6 +121,5 @@ export function useDeviceList(filter: Ref<DeviceFilter>) {
     fullyLoaded,
     ensureLoaded,
     reload: reset,
-    loadAll: () => ensureLoaded(Math.min(total.value, CLIENT_SORT_LIMIT)),
   };
 }

@@ -8,6 +8,12 @@ export interface DeviceFilter {
   text?: string;
 }
 
+export type DeviceOrderField = 'SERIAL' | 'NAME' | 'MODEL' | 'FIRMWARE' | 'STATUS' | 'LAST_SEEN' | 'IP';
+export interface DeviceOrder {
+  field: DeviceOrderField;
+  direction: 'ASC' | 'DESC';
+}
+
 export interface DevicePageData {
   devices: {
     totalCount: number;
@@ -18,8 +24,8 @@ export interface DevicePageData {
 }
 
 export const DEVICE_PAGE = gql`
-  query DevicePage($first: Int!, $after: String, $filter: DeviceFilter) {
-    devices(first: $first, after: $after, filter: $filter) {
+  query DevicePage($first: Int!, $after: String, $filter: DeviceFilter, $orderBy: DeviceOrder) {
+    devices(first: $first, after: $after, filter: $filter, orderBy: $orderBy) {
       totalCount
       quota
       edges { node { ...DeviceRow } }
