@@ -44,6 +44,8 @@ export function createClusterBrokerBackends(input: { redisUrl: string; prefix: s
   // subscription lost while mqemitter-redis believed it held them).
   const subConn = new Redis({ ...redisOptions, enableReadyCheck: false });
   const pubConn = new Redis(redisOptions);
+  markFireAndForgetHandled(subConn);
+  markFireAndForgetHandled(pubConn);
   const mq = new mqemitterRedis.MQEmitterRedisPrefix(`${input.prefix}:mqtt:`, { ...redisOptions, subConn, pubConn });
   // A Redis restart must not crash the process: every connection gets an error listener
   // (ioredis reconnects by itself). Measured: without these, "Unhandled error event" and an
@@ -112,20 +114,18 @@ function keepDeviceReportsLocal(mq: { emit(packet: { topic: string }, done?: (er
 }
 
 /**
- * aedes-persistence-redis keeps its list of Last Wills with LREM/RPUSH calls it does not await
- * (putWill, delWill). When the connection closes under one (shutdown, Redis restart) the
- * rejection had no handler: an unhandled rejection, which a strict process treats as a crash
- * (found by the suite). A handler on each such promise marks it handled; callers that await
- * still see the error.
+ * aedes-persistence-redis and mqemitter-redis issue some commands without awaiting them (the Last
+ * Will list's LREM/RPUSH, UNSUBSCRIBE with a callback). When the connection closes under one
+ * (shutdown, Redis restart) its rejection had no handler: an unhandled rejection, which Node 20
+ * treats as a crash (found twice by the suite). Every command promise of these connections gets
+ * a handler here; callers that await still see the error.
  */
 function markFireAndForgetHandled(conn: Redis): void {
-  const target = conn as unknown as Record<'lrem' | 'rpush', (...args: unknown[]) => unknown>;
-  for (const name of ['lrem', 'rpush'] as const) {
-    const original = target[name].bind(conn);
-    target[name] = (...args: unknown[]) => {
-      const result = original(...args);
-      if (result instanceof Promise) result.catch(() => undefined);
-      return result;
-    };
-  }
+  const target = conn as unknown as { sendCommand: (...args: unknown[]) => unknown };
+  const original = target.sendCommand.bind(conn);
+  target.sendCommand = (...args: unknown[]) => {
+    const result = original(...args);
+    if (result instanceof Promise) result.catch(() => undefined);
+    return result;
+  };
 }
