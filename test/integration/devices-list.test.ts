@@ -141,6 +141,14 @@ describe('GET /api/v1/devices', () => {
     expect([...keys].sort().reverse()).toEqual(keys);
     expect(keys[0]).not.toBe('');
 
+    // A cursor after the longest allowed name in a multi-byte script still pages on.
+    expect((await a.api.patch('/api/v1/devices/A-1500', { name: 'Ł'.repeat(200) })).status).toBe(200);
+    const longFirst = await page(a, 'limit=1&sort=-name');
+    expect(longFirst.body.devices[0].serial).toBe('A-1500');
+    const longNext = await page(a, `limit=1&sort=-name&cursor=${longFirst.body.next_cursor}`);
+    expect(longNext.status).toBe(200);
+    expect(longNext.body.devices[0].serial).not.toBe('A-1500');
+
     const first = await page(a, 'limit=10&sort=name');
     const wrongOrder = await page(a, `limit=10&sort=ip&cursor=${first.body.next_cursor}`);
     expect(wrongOrder.status).toBe(422);

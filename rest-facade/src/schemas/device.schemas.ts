@@ -30,7 +30,7 @@ export const ListDevicesQuery = z.strictObject({
     .max(MAX_PAGE_SIZE)
     .optional()
     .describe('Page size 1..1000. Without it, every matching device is returned in one streamed document.'),
-  cursor: z.string().min(1).max(400).optional().describe('next_cursor of the previous page (requires limit; continues only the same sort)'),
+  cursor: z.string().min(1).max(1200).optional().describe('next_cursor of the previous page (requires limit; continues only the same sort)'),
   sort: z
     .enum(['serial', 'name', 'model', 'firmware', 'status', 'last_seen', 'ip', '-serial', '-name', '-model', '-firmware', '-status', '-last_seen', '-ip'])
     .optional()

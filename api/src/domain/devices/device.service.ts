@@ -38,7 +38,8 @@ export const DeviceSortInput = z.strictObject({
 export const ListDevicesInput = z.strictObject({
   filter: DeviceFilterInput.default({}),
   limit: z.number().int().min(1).max(MAX_PAGE_SIZE),
-  cursor: z.string().max(400).optional(),
+  // A name-order cursor carries a name of up to 200 characters (up to ~1 KB in base64url).
+  cursor: z.string().max(1200).optional(),
   /** Serial ascending when absent. A cursor only continues the order it was made in. */
   sort: DeviceSortInput.optional(),
 });
@@ -114,7 +115,7 @@ export const deviceCursor = {
     }
     if (!Array.isArray(parsed) || parsed.length !== 4) throw invalidCursor();
     const [field, direction, sortKey, serial] = parsed as unknown[];
-    if (field !== sort.field || direction !== sort.direction || typeof sortKey !== 'string' || sortKey.length > 300 || typeof serial !== 'string' || !isValidSerial(serial)) {
+    if (field !== sort.field || direction !== sort.direction || typeof sortKey !== 'string' || sortKey.length > 400 || typeof serial !== 'string' || !isValidSerial(serial)) {
       throw invalidCursor();
     }
     return { serial, sortKey };
