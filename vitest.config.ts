@@ -16,5 +16,8 @@ export default defineConfig({
     // Two cores on the target machines: two files at a time.
     maxWorkers: 2,
     reporters: ['default'],
+    // expect.poll waits for something a user would see change; 1 s (the default) is too short
+    // on two busy cores (a portal status poll flaked in CI while the other file ran an OTA load).
+    expect: { poll: { timeout: 10_000 } },
   },
 });
