@@ -3,6 +3,7 @@ import * as createCoreSchema from './20261122000000_create_core_schema';
 import * as addWebhookDeliveryIndexes from './20261122010500_add_webhook_delivery_indexes';
 import * as addDevicePresenceDeadline from './20261122010700_add_device_presence_deadline';
 import * as addOtaEngineColumns from './20261122011000_add_ota_engine_columns';
+import * as leanUpdateTargets from './20261123000000_lean_update_targets';
 
 /**
  * Static list of migrations: knex's folder scanning cannot load .ts files under vitest,
@@ -13,6 +14,7 @@ const migrations: Array<{ name: string; module: Knex.Migration }> = [
   { name: '20261122010500_add_webhook_delivery_indexes', module: addWebhookDeliveryIndexes },
   { name: '20261122010700_add_device_presence_deadline', module: addDevicePresenceDeadline },
   { name: '20261122011000_add_ota_engine_columns', module: addOtaEngineColumns },
+  { name: '20261123000000_lean_update_targets', module: leanUpdateTargets },
 ];
 
 export const migrationSource: Knex.MigrationSource<{ name: string; module: Knex.Migration }> = {

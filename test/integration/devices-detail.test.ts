@@ -1,6 +1,6 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
-import { buildModel, claimDevices } from '../helpers/factories';
+import { buildFirmwareVersion, buildModel, claimDevices } from '../helpers/factories';
 import type { DeviceGateway } from '../../api/src/domain/devices/device-gateway';
 import { sha256Hex } from '../../api/src/domain/shared/secrets';
 
@@ -187,6 +187,17 @@ describe('one device: read, configure, history, credentials, unclaim', () => {
   });
 
   it('unclaims: device and credentials gone, disconnected, quota slot freed, nothing credited; the serial can be claimed again', async () => {
+    // D-3 has history and a queued update: both go with it (they carry no foreign key since
+    // migration 20261123000000, the unclaim deletes them itself).
+    const knex = server.service.database.knex;
+    const versionId = await buildFirmwareVersion(server, { accountId: a.accountId, model: 'LX-200', version: '9.0.0' });
+    await knex('firmware_versions').where({ id: versionId }).update({ storage_key: 'never-downloaded' });
+    const deployed = await a.api.post('/api/v1/firmware/deploy', { firmware_version: '9.0.0', serials: ['D-3'], filter: { model: 'LX-200' } });
+    expect(deployed.status, JSON.stringify(deployed.body)).toBe(202);
+    const d3 = (await knex('devices').where({ account_id: a.accountId, serial: 'D-3' }).first('id')) as { id: string };
+    const rowsOf = async (table: string) => Number(((await knex(table).where({ device_id: d3.id }).count('* as c')) as Array<{ c: number | string }>)[0]!.c);
+    expect(await rowsOf('device_updates')).toBe(1);
+    expect(await rowsOf('device_events')).toBeGreaterThan(1);
     const before = (await a.api.get('/api/v1/allocation')).body;
     gateway.disconnects = [];
     const res = await a.api.delete('/api/v1/devices/D-3');
@@ -199,6 +210,8 @@ describe('one device: read, configure, history, credentials, unclaim', () => {
     expect(after.budget.spent).toBe(before.budget.spent);
     const creds = await server.service.database.knex('device_credentials').count('* as c');
     expect(Number(creds[0]!.c)).toBe(3);
+    expect(await rowsOf('device_updates')).toBe(0);
+    expect(await rowsOf('device_events')).toBe(0);
     expect((await b.api.post('/api/v1/devices/claim', { serial: 'D-3', model: 'LX-200' })).body.code).toBe('unknown_model');
     await buildModel(b, 'LX-200');
     expect((await b.api.post('/api/v1/devices/claim', { serial: 'D-3', model: 'LX-200' })).status).toBe(201);

@@ -99,19 +99,29 @@ export async function insertTargets(
   input: { deploymentId: string; firmwareVersionId: string; batches: number[]; now: Date },
 ): Promise<number> {
   const where = targetWhere(q);
+  // The shuffle of 100,000 targets sorts in memory instead of spilling to disk.
+  await trx.raw(`SET LOCAL work_mem = '32MB'`);
+  // One statement writes the targets and their `queued` history (from the rows it inserted, not
+  // a second read of them).
   const result = await trx.raw(
-    `INSERT INTO device_updates (id, account_id, deployment_id, device_id, firmware_version_id, from_version, target_version, state, batch, state_changed_at, created_at)
-     SELECT gen_random_uuid(), ?, ?, t.id, ?, t.firmware, ?, 'queued',
-            (SELECT min(b.ord) FROM unnest(?::float8[]) WITH ORDINALITY AS b(pct, ord) WHERE t.rn <= ceil(b.pct * t.n / 100.0)) - 1,
-            ?, ?
-       FROM (SELECT d.id, d.firmware, row_number() OVER (ORDER BY md5(d.id::text || ?)) AS rn, count(*) OVER () AS n
-               FROM devices d WHERE ${where.sql}) t`,
-    [q.accountId, input.deploymentId, input.firmwareVersionId, q.targetVersion, input.batches, input.now, input.now, input.deploymentId, ...where.bindings],
+    `WITH targets AS (
+       INSERT INTO device_updates (id, account_id, deployment_id, device_id, firmware_version_id, from_version, target_version, state, batch, state_changed_at, created_at)
+       SELECT gen_random_uuid(), ?, ?, t.id, ?, t.firmware, ?, 'queued',
+              (SELECT min(b.ord) FROM unnest(?::float8[]) WITH ORDINALITY AS b(pct, ord) WHERE t.rn <= ceil(b.pct * t.n / 100.0)) - 1,
+              ?, ?
+         FROM (SELECT d.id, d.firmware, row_number() OVER (ORDER BY md5(d.id::text || ?)) AS rn, count(*) OVER () AS n
+                 FROM devices d WHERE ${where.sql}) t
+       RETURNING id, account_id, device_id, deployment_id, from_version, target_version)
+     ${QUEUED_HISTORY_INSERT} FROM targets u`,
+    [q.accountId, input.deploymentId, input.firmwareVersionId, q.targetVersion, input.batches, input.now, input.now, input.deploymentId, ...where.bindings, input.now],
   );
-  const count = result.rowCount as number;
-  if (count > 0) await queuedHistory(trx, { deploymentId: input.deploymentId, now: input.now });
-  return count;
+  return result.rowCount as number;
 }
+
+/** History of queued updates: `INSERT ... SELECT` over the inserted update rows `u`; one binding (the time). */
+const QUEUED_HISTORY_INSERT = `INSERT INTO device_events (account_id, device_id, type, data, occurred_at)
+     SELECT u.account_id, u.device_id, 'update_step',
+            jsonb_build_object('state', 'queued', 'job_id', u.id, 'deployment_id', u.deployment_id, 'from_version', u.from_version, 'target_version', u.target_version), ?`;
 
 /** Queued updates for explicit devices (claims, retries, rollbacks), each with its own version. */
 export async function insertExplicitTargets(
@@ -121,11 +131,16 @@ export async function insertExplicitTargets(
   if (input.targets.length === 0) return 0;
   // ON CONFLICT on the partial unique index: a device that got another unfinished update in the
   // meantime keeps it (two deployments never fight over one device).
+  // As for filter targets, the history comes from the rows inserted (RETURNING gives only those
+  // the conflict did not skip).
   const result = await trx.raw(
-    `INSERT INTO device_updates (id, account_id, deployment_id, device_id, firmware_version_id, from_version, target_version, state, batch, state_changed_at, created_at)
-     SELECT gen_random_uuid(), ?, ?, t.device_id, t.fw_id, t.from_version, t.target_version, 'queued', 0, ?, ?
-       FROM unnest(?::uuid[], ?::uuid[], ?::text[], ?::text[]) AS t(device_id, fw_id, target_version, from_version)
-     ON CONFLICT (device_id) WHERE state IN (${ACTIVE_SQL}) DO NOTHING`,
+    `WITH targets AS (
+       INSERT INTO device_updates (id, account_id, deployment_id, device_id, firmware_version_id, from_version, target_version, state, batch, state_changed_at, created_at)
+       SELECT gen_random_uuid(), ?, ?, t.device_id, t.fw_id, t.from_version, t.target_version, 'queued', 0, ?, ?
+         FROM unnest(?::uuid[], ?::uuid[], ?::text[], ?::text[]) AS t(device_id, fw_id, target_version, from_version)
+       ON CONFLICT (device_id) WHERE state IN (${ACTIVE_SQL}) DO NOTHING
+       RETURNING id, account_id, device_id, deployment_id, from_version, target_version)
+     ${QUEUED_HISTORY_INSERT} FROM targets u`,
     [
       input.accountId,
       input.deploymentId,
@@ -136,21 +151,10 @@ export async function insertExplicitTargets(
       input.targets.map((t) => t.targetVersion),
       // Knex's binding types have no nullable text[]; PostgreSQL takes the array as is.
       input.targets.map((t) => t.fromVersion) as unknown as string[],
+      input.now,
     ],
   );
-  const count = result.rowCount as number;
-  if (count > 0) await queuedHistory(trx, { deploymentId: input.deploymentId, now: input.now });
-  return count;
-}
-
-async function queuedHistory(trx: Knex.Transaction, input: { deploymentId: string; now: Date }): Promise<void> {
-  await trx.raw(
-    `INSERT INTO device_events (account_id, device_id, type, data, occurred_at)
-     SELECT u.account_id, u.device_id, 'update_step',
-            jsonb_build_object('state', 'queued', 'job_id', u.id, 'deployment_id', u.deployment_id, 'from_version', u.from_version, 'target_version', u.target_version), ?
-       FROM device_updates u WHERE u.deployment_id = ?`,
-    [input.now, input.deploymentId],
-  );
+  return result.rowCount as number;
 }
 
 /** Supersedes the queued updates of these devices (rollbacks and retries take them over). */

@@ -335,8 +335,15 @@ export class DeviceService {
     requireAdmin(actor);
     if (!isValidSerial(input.serial)) throw notFound('Device');
     await this.deps.transaction(async (trx) => {
+      // The account lock orders this after any deployment being scheduled for the account (it
+      // holds the lock while it writes update rows for the devices it read), so no update row
+      // outlives its device: updates and history carry no foreign key (migration
+      // 20261123000000_lean_update_targets) and are deleted here.
+      await trx('accounts').where({ id: actor.accountId }).forShare().first('id');
       const row = await lockDevice(trx, { accountId: actor.accountId, serial: input.serial });
       if (!row) throw notFound('Device');
+      await trx('device_updates').where({ device_id: row.id }).delete();
+      await trx('device_events').where({ device_id: row.id }).delete();
       await trx('devices').where({ id: row.id }).delete();
       await appendEvents(trx, this.deps.clock, [
         { accountId: actor.accountId, type: 'device.unclaimed', subject: row.serial, data: { serial: row.serial, device_id: row.id, by: actor.principal } },
