@@ -14,6 +14,8 @@ import { applySteps, finishUpdates, markSent, type StepWrite, type UpdateRef } f
 import { BatchQueue } from './batch-queue';
 import { applyHealthGate, applyProgressBatch, type ProgressItem } from './ota-reports';
 import type { DeploymentChangeListener } from './deployment.service';
+import { OtaCommandPublisher } from './ota-command-publisher';
+import { retryingTransaction } from './retrying-transaction';
 
 /** Engine timing; every value configurable (config.ts OTA_* variables, tests pass small ones). */
 export interface OtaEngineOptions {
@@ -47,7 +49,13 @@ interface Candidate extends UpdateRef {
   storage_key: string | null;
 }
 
-const DISPATCH_PAGE = 2000;
+/**
+ * Rows per dispatch transaction; each page is published while the next one is being written.
+ * Large: devices start downloading the moment their command arrives, and that storm slows the
+ * publishing of later pages (5,000 devices: 1,000-row pages published no faster, measured with
+ * bench/ota.bench.ts).
+ */
+const DISPATCH_PAGE = 5000;
 
 /**
  * The OTA delivery engine (issue 4 item 2). Event-driven: it dispatches when a device becomes
@@ -57,7 +65,7 @@ const DISPATCH_PAGE = 2000;
  * in-memory sets below only coalesce work, they never decide anything.
  */
 export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
-  private baseUrl = 'http://localhost:8080';
+  private readonly commands: OtaCommandPublisher;
   private timer: NodeJS.Timeout | undefined;
   private readonly dirty = new Set<string>();
   private flushTimer: NodeJS.Timeout | undefined;
@@ -77,6 +85,14 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     // The engine's transactions touch devices rows that the heartbeat flush updates in batches
     // too; PostgreSQL breaks a lock cycle by aborting one side (40P01), so the unit is retried.
     this.deps = { ...deps, transaction: retryingTransaction(deps) };
+    this.commands = new OtaCommandPublisher({
+      gateway: area.gateway,
+      links: area.links,
+      logger: deps.logger,
+      now: () => deps.clock.now(),
+      linkTtlMs: () => this.options.linkTtlMs,
+      onPublished: () => this.area.metrics?.published(1),
+    });
   }
 
   get options(): OtaEngineOptions {
@@ -85,7 +101,7 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
 
   /** PUBLIC_URL (or the bound HTTP address) once the server listens: the base of download links. */
   setBaseUrl(url: string): void {
-    this.baseUrl = url;
+    this.commands.setBaseUrl(url);
   }
 
   start(): void {
@@ -193,8 +209,22 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
       [before],
     )).rows as Candidate[];
     if (rows.length === 0) return;
-    await this.deps.knex.raw(`UPDATE device_updates SET sent_at = ?, attempts = attempts + 1 WHERE id = ANY(?::uuid[]) AND state = 'sent'`, [this.deps.clock.now(), rows.map((r) => r.id)]);
-    await this.publish(rows);
+    await this.commands.publish(await this.stillSent(rows));
+  }
+
+  /**
+   * Counts a re-send on the rows that are still `sent` at this moment and returns only those: a
+   * report that moved a row on since it was read (the device answered meanwhile) must not get
+   * its finished job sent again (test/faults/process-kill.test.ts).
+   */
+  private async stillSent<T extends { id: string }>(rows: T[]): Promise<T[]> {
+    if (rows.length === 0) return rows;
+    const result = await this.deps.knex.raw(
+      `UPDATE device_updates SET sent_at = ?, attempts = attempts + 1 WHERE id = ANY(?::uuid[]) AND state = 'sent' RETURNING id`,
+      [this.deps.clock.now(), rows.map((r) => r.id)],
+    );
+    const still = new Set((result.rows as Array<{ id: string }>).map((r) => r.id));
+    return rows.filter((r) => still.has(r.id));
   }
 
   // ---- dispatch
@@ -208,104 +238,91 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     const { clock } = this.deps;
     let after = '00000000-0000-0000-0000-000000000000';
     let sentTotal = 0;
-    for (;;) {
-      const result = await this.deps.transaction(async (trx) => {
-        const dep = (await trx('deployments').where({ id: input.deploymentId }).first()) as DeploymentRow | undefined;
-        if (!dep || dep.status !== 'running') return null;
-        const rollout = parseRollout(dep.rollout);
-        const tagLimit = rollout?.max_concurrent_per_tag;
-        // A tag limit is a decision over several rows: take turns per deployment across processes.
-        if (tagLimit) await trx('deployments').where({ id: dep.id }).forUpdate().first('id');
-        const candidates = (await trx.raw(
-          `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.firmware_version_id,
-                  d.firmware_key, d.desired_config, d.tags, f.sha256, f.size, f.storage_key
-             FROM device_updates u
-             JOIN devices d ON d.id = u.device_id
-             JOIN firmware_versions f ON f.id = u.firmware_version_id
-            WHERE u.deployment_id = ? AND u.state = 'queued' AND u.batch <= ? AND u.id > ?
-              AND ${input.readyDeviceIds ? 'u.device_id = ANY(?::uuid[])' : "d.connectivity = 'online'"}
-              -- Until its first heartbeat says what it runs, a device is not sent anything: it may
-              -- already run the target (claimed on it, or installed over USB). The heartbeat dispatches.
-              AND d.firmware_key IS NOT NULL
-            ORDER BY u.id LIMIT ${DISPATCH_PAGE}
-            FOR UPDATE OF u SKIP LOCKED`,
-          [dep.id, dep.current_batch, after, ...(input.readyDeviceIds ? [input.readyDeviceIds] : [])],
-        )).rows as Candidate[];
-        if (candidates.length === 0) return { sent: [] as Candidate[], more: false, last: after };
-        const now = clock.now();
-        const inFlightPerTag = new Map<string, number>();
-        if (tagLimit) {
-          const counts = (await trx.raw(
-            `SELECT d.tags ->> ? AS v, count(*)::int AS n FROM device_updates u JOIN devices d ON d.id = u.device_id
-              WHERE u.deployment_id = ? AND u.state IN (${IN_FLIGHT_SQL}) AND d.tags ->> ? IS NOT NULL GROUP BY 1`,
-            [tagLimit.tag, dep.id, tagLimit.tag],
-          )).rows as Array<{ v: string; n: number }>;
-          for (const c of counts) inFlightPerTag.set(c.v, c.n);
-        }
-        const already: string[] = [];
-        const noFile: string[] = [];
-        const send: Candidate[] = [];
-        for (const c of candidates) {
-          if (c.firmware_key !== null && c.firmware_key === versionKey(c.target_version)) {
-            already.push(c.id);
-            continue;
-          }
-          // The API refuses to delete a binary while updates target it; a row without a file
-          // (data written around the API) waits rather than failing, and logs why.
-          if (!c.storage_key) {
-            noFile.push(c.id);
-            continue;
-          }
-          if (dep.respect_maintenance_window && !insideMaintenanceWindow(now, c.desired_config)) continue;
+    const publishing: Array<Promise<void>> = [];
+    try {
+      for (;;) {
+        const result = await this.deps.transaction(async (trx) => {
+          const dep = (await trx('deployments').where({ id: input.deploymentId }).first()) as DeploymentRow | undefined;
+          if (!dep || dep.status !== 'running') return null;
+          const rollout = parseRollout(dep.rollout);
+          const tagLimit = rollout?.max_concurrent_per_tag;
+          // A tag limit is a decision over several rows: take turns per deployment across processes.
+          if (tagLimit) await trx('deployments').where({ id: dep.id }).forUpdate().first('id');
+          const candidates = (await trx.raw(
+            `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.firmware_version_id,
+                    d.firmware_key, d.desired_config, d.tags, f.sha256, f.size, f.storage_key
+               FROM device_updates u
+               JOIN devices d ON d.id = u.device_id
+               JOIN firmware_versions f ON f.id = u.firmware_version_id
+              WHERE u.deployment_id = ? AND u.state = 'queued' AND u.batch <= ? AND u.id > ?
+                AND ${input.readyDeviceIds ? 'u.device_id = ANY(?::uuid[])' : "d.connectivity = 'online'"}
+                -- Until its first heartbeat says what it runs, a device is not sent anything: it may
+                -- already run the target (claimed on it, or installed over USB). The heartbeat dispatches.
+                AND d.firmware_key IS NOT NULL
+              ORDER BY u.id LIMIT ${DISPATCH_PAGE}
+              FOR UPDATE OF u SKIP LOCKED`,
+            [dep.id, dep.current_batch, after, ...(input.readyDeviceIds ? [input.readyDeviceIds] : [])],
+          )).rows as Candidate[];
+          if (candidates.length === 0) return { sent: [] as Candidate[], more: false, last: after };
+          const now = clock.now();
+          const inFlightPerTag = new Map<string, number>();
           if (tagLimit) {
-            const value = c.tags?.[tagLimit.tag];
-            if (value !== undefined) {
-              const n = inFlightPerTag.get(value) ?? 0;
-              if (n >= tagLimit.max) continue;
-              inFlightPerTag.set(value, n + 1);
-            }
+            const counts = (await trx.raw(
+              `SELECT d.tags ->> ? AS v, count(*)::int AS n FROM device_updates u JOIN devices d ON d.id = u.device_id
+                WHERE u.deployment_id = ? AND u.state IN (${IN_FLIGHT_SQL}) AND d.tags ->> ? IS NOT NULL GROUP BY 1`,
+              [tagLimit.tag, dep.id, tagLimit.tag],
+            )).rows as Array<{ v: string; n: number }>;
+            for (const c of counts) inFlightPerTag.set(c.v, c.n);
           }
-          send.push(c);
-        }
-        const done = await finishUpdates(trx, clock, { ids: already, state: 'succeeded', detail: { already_installed: true } });
-        if (noFile.length) this.deps.logger.warn({ deploymentId: dep.id, jobs: noFile.length }, 'queued updates wait: their firmware has no binary');
-        await markSent(trx, clock, send, new Date(now.getTime() + this.options.stepTimeoutMs));
-        this.area.metrics?.finished('succeeded', done.length);
-        if (done.length) this.markDirty(dep.id);
-        return { sent: send, more: candidates.length === DISPATCH_PAGE, last: candidates[candidates.length - 1]!.id };
-      });
-      if (!result) return sentTotal;
-      // Published after the commit: a crash in between leaves `sent` rows that the re-send covers.
-      await this.publish(result.sent);
-      sentTotal += result.sent.length;
-      if (!result.more) return sentTotal;
-      after = result.last;
+          const already: string[] = [];
+          const noFile: string[] = [];
+          const send: Candidate[] = [];
+          for (const c of candidates) {
+            if (c.firmware_key !== null && c.firmware_key === versionKey(c.target_version)) {
+              already.push(c.id);
+              continue;
+            }
+            // The API refuses to delete a binary while updates target it; a row without a file
+            // (data written around the API) waits rather than failing, and logs why.
+            if (!c.storage_key) {
+              noFile.push(c.id);
+              continue;
+            }
+            if (dep.respect_maintenance_window && !insideMaintenanceWindow(now, c.desired_config)) continue;
+            if (tagLimit) {
+              const value = c.tags?.[tagLimit.tag];
+              if (value !== undefined) {
+                const n = inFlightPerTag.get(value) ?? 0;
+                if (n >= tagLimit.max) continue;
+                inFlightPerTag.set(value, n + 1);
+              }
+            }
+            send.push(c);
+          }
+          const done = await finishUpdates(trx, clock, { ids: already, state: 'succeeded', detail: { already_installed: true } });
+          if (noFile.length) this.deps.logger.warn({ deploymentId: dep.id, jobs: noFile.length }, 'queued updates wait: their firmware has no binary');
+          await markSent(trx, clock, send, new Date(now.getTime() + this.options.stepTimeoutMs));
+          this.area.metrics?.finished('succeeded', done.length);
+          if (done.length) this.markDirty(dep.id);
+          return { sent: send, more: candidates.length === DISPATCH_PAGE, last: candidates[candidates.length - 1]!.id };
+        });
+        if (!result) return sentTotal;
+        // Published after the commit: a crash in between leaves `sent` rows that the re-send covers.
+        publishing.push(this.commands.publish(result.sent));
+        sentTotal += result.sent.length;
+        if (!result.more) return sentTotal;
+        after = result.last;
+      }
+    } finally {
+      await Promise.all(publishing);
     }
-  }
-
-  private async publish(rows: Candidate[]): Promise<void> {
-    if (rows.length === 0) return;
-    const expiresAt = Math.floor((this.deps.clock.now().getTime() + this.options.linkTtlMs) / 1000);
-    // All at once: the broker queues them; each counts as published when the broker took it.
-    await Promise.all(
-      rows.map(async (r) => {
-        const url = this.area.links.url(this.baseUrl, { jobId: r.id, deviceId: r.device_id, firmwareVersionId: r.firmware_version_id, expiresAt });
-        try {
-          await this.area.gateway.publishOta(r.serial, { job_id: r.id, version: r.target_version, url, sha256: r.sha256, size: Number(r.size) });
-          this.area.metrics?.published(1);
-        } catch (err) {
-          // Stays `sent`: re-sent when the device (re)subscribes or by the sweep.
-          this.deps.logger.warn({ err, serial: r.serial, jobId: r.id }, 'OTA publish failed; will re-send');
-        }
-      }),
-    );
   }
 
   // ---- device events
 
   /** Devices that connected and subscribed: re-send `sent` commands, dispatch queued ones, health gate. */
   private async devicesReady(items: Array<{ accountId: string; deviceId: string }>): Promise<void> {
-    const { knex, clock } = this.deps;
+    const { knex } = this.deps;
     const ids = [...new Set(items.map((i) => i.deviceId))];
     const accountOf = new Map(items.map((i) => [i.deviceId, i.accountId]));
     const active = ((await knex.raw(
@@ -317,10 +334,7 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     )).rows as Array<Candidate & { state: UpdateState }>).filter((r) => accountOf.get(r.device_id) === r.account_id);
     // The connect/subscribe race: the first publish may have found no subscription. Same job id.
     const resend = active.filter((r) => r.state === 'sent');
-    if (resend.length > 0) {
-      await knex.raw(`UPDATE device_updates SET attempts = attempts + 1, sent_at = ? WHERE id = ANY(?::uuid[]) AND state = 'sent'`, [clock.now(), resend.map((r) => r.id)]);
-      await this.publish(resend);
-    }
+    if (resend.length > 0) await this.commands.publish(await this.stillSent(resend));
     const queuedByDeployment = new Map<string, string[]>();
     for (const r of active) if (r.state === 'queued') queuedByDeployment.set(r.deployment_id, [...(queuedByDeployment.get(r.deployment_id) ?? []), r.device_id]);
     for (const [deploymentId, deviceIds] of queuedByDeployment) await this.dispatch({ deploymentId, readyDeviceIds: deviceIds });
@@ -423,21 +437,4 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     void p.finally(() => this.pending.delete(p));
     return p;
   }
-}
-
-const RETRYABLE = new Set(['40P01', '40001']);
-
-function retryingTransaction(deps: ServiceDeps): ServiceDeps['transaction'] {
-  return async <T>(work: (trx: Knex.Transaction) => Promise<T>): Promise<T> => {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await deps.transaction(work);
-      } catch (err) {
-        const code = (err as { code?: string }).code;
-        if (!code || !RETRYABLE.has(code) || attempt >= 4) throw err;
-        deps.logger.debug({ code, attempt }, 'OTA transaction retried after a lock conflict');
-        await new Promise((r) => setTimeout(r, 10 * attempt + Math.random() * 20));
-      }
-    }
-  };
 }
