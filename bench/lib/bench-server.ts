@@ -119,8 +119,9 @@ export async function startBenchServer(options: { env?: Record<string, string> }
       if (stopped) return;
       stopped = true;
       const exited = new Promise((resolve) => child.once('exit', resolve));
-      await request({ cmd: 'stop' }).catch(() => undefined);
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+      // A graceful stop (drains, closes 10,000 device sessions) gets 30 s, then the process is killed.
+      await Promise.race([request({ cmd: 'stop' }).catch(() => undefined), new Promise((r) => setTimeout(r, 30_000).unref())]);
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000).unref())]);
       if (child.exitCode === null) child.kill('SIGKILL');
       fs.rmSync(dataDir, { recursive: true, force: true });
       if (adminUrl && dbName) {
