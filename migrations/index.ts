@@ -4,6 +4,7 @@ import * as addWebhookDeliveryIndexes from './20261122010500_add_webhook_deliver
 import * as addDevicePresenceDeadline from './20261122010700_add_device_presence_deadline';
 import * as addOtaEngineColumns from './20261122011000_add_ota_engine_columns';
 import * as leanUpdateTargets from './20261123000000_lean_update_targets';
+import * as heartbeatHotUpdates from './20261123010000_heartbeat_hot_updates';
 
 /**
  * Static list of migrations: knex's folder scanning cannot load .ts files under vitest,
@@ -15,6 +16,7 @@ const migrations: Array<{ name: string; module: Knex.Migration }> = [
   { name: '20261122010700_add_device_presence_deadline', module: addDevicePresenceDeadline },
   { name: '20261122011000_add_ota_engine_columns', module: addOtaEngineColumns },
   { name: '20261123000000_lean_update_targets', module: leanUpdateTargets },
+  { name: '20261123010000_heartbeat_hot_updates', module: heartbeatHotUpdates },
 ];
 
 export const migrationSource: Knex.MigrationSource<{ name: string; module: Knex.Migration }> = {

@@ -21,7 +21,7 @@ describe('heartbeats and presence', () => {
     server = await startTestServer({ clock });
     account = await server.createAccount();
     url = server.service.mqttUrl!;
-    const list = await claimForMqtt(server, account, ['P-HB', 'P-WILL', 'P-KA', 'P-TIMEOUT', 'P-BYE', 'P-RESTART', 'P-USB', 'P-CFG', 'P-BAD', 'P-FLOOD'], { firmware: null });
+    const list = await claimForMqtt(server, account, ['P-HB', 'P-WILL', 'P-KA', 'P-TIMEOUT', 'P-BYE', 'P-RESTART', 'P-USB', 'P-CFG', 'P-BAD', 'P-FLOOD', 'P-STEADY'], { firmware: null });
     creds = new Map(list.map((c) => [c.serial, c]));
     // Generous: the embedded database starts slowly on a busy machine.
   }, 180_000);
@@ -111,6 +111,28 @@ describe('heartbeats and presence', () => {
     await dev.publishAsync(topics.heartbeat('P-TIMEOUT'), heartbeat(), { qos: 1 });
     await flush();
     expect((await device('P-TIMEOUT')).status).toBe('online');
+    await dev.endAsync();
+  });
+
+  it('a device heartbeating steadily is never swept; once silent it goes offline exactly 3 intervals after its last heartbeat', async () => {
+    // The stored deadline moves only by whole intervals (HOT updates), so the sweep must check
+    // the exact one: heartbeats every 50 s of a 60 s interval, a sweep after each.
+    const dev = await connectDevice(url, creds.get('P-STEADY')!);
+    for (let i = 0; i < 8; i++) {
+      await dev.publishAsync(topics.heartbeat('P-STEADY'), heartbeat(), { qos: 1 });
+      await flush();
+      clock.advance(50_000);
+      await server.service.broker.sweepNow();
+      expect((await device('P-STEADY')).status).toBe('online');
+    }
+    // Silent since 50 s ago: still online at 179 s, offline past 180 s.
+    clock.advance(129_000);
+    await server.service.broker.sweepNow();
+    expect((await device('P-STEADY')).status).toBe('online');
+    clock.advance(2_000);
+    await server.service.broker.sweepNow();
+    expect((await device('P-STEADY')).status).toBe('offline');
+    expect((await history('P-STEADY'))[0]!.data).toMatchObject({ to: 'offline', reason: 'heartbeat_timeout' });
     await dev.endAsync();
   });
 

@@ -75,12 +75,22 @@ export class PresenceService {
     const now = this.deps.clock.now();
     return this.deps.transaction(async (trx) => {
       const result = await trx.raw<{ rows: ChangedRow[] }>(
-        `UPDATE devices d SET
+        `WITH written AS (
+         UPDATE devices d SET
            connectivity = COALESCE(u.connectivity, d.connectivity),
            status = CASE WHEN COALESCE(u.connectivity, d.connectivity) = 'offline' THEN 'offline'
                          WHEN d.current_update_id IS NOT NULL THEN 'updating' ELSE 'online' END,
            last_seen = COALESCE(u.seen_at, d.last_seen),
-           offline_after = CASE WHEN u.seen_at IS NOT NULL THEN u.seen_at + make_interval(secs => d.heartbeat_interval_s * 3) ELSE d.offline_after END,
+           -- A lower bound of the exact deadline (last_seen + 3 intervals), moved only by a whole
+           -- interval or more (or earlier, when the interval shrank): between those writes a flush
+           -- changes no indexed column and PostgreSQL updates the row in place (HOT, no index
+           -- entries). The sweep checks last_seen before it marks anyone offline.
+           offline_after = CASE WHEN u.seen_at IS NOT NULL AND (
+                                  d.offline_after IS NULL
+                                  OR u.seen_at + make_interval(secs => d.heartbeat_interval_s * 3) < d.offline_after
+                                  OR u.seen_at + make_interval(secs => d.heartbeat_interval_s * 2) >= d.offline_after)
+                                THEN u.seen_at + make_interval(secs => d.heartbeat_interval_s * 3)
+                                ELSE d.offline_after END,
            firmware = COALESCE(u.firmware, d.firmware),
            firmware_key = COALESCE(u.firmware_key, d.firmware_key),
            ip = COALESCE(u.ip, d.ip),
@@ -96,17 +106,23 @@ export class PresenceService {
          FROM (SELECT x.id, x.seen_at, x.firmware, x.firmware_key, x.ip, x.uptime_s, x.rssi, x.reported_version,
                       -- Cluster mode: a disconnect seen by this process is ignored once the device
                       -- has connected to another process (its row names that process).
-                      CASE WHEN x.connectivity = 'offline' AND cur.broker_node IS DISTINCT FROM ?::text
-                           THEN NULL ELSE x.connectivity END AS connectivity
+                      CASE WHEN x.connectivity = 'offline' AND old.broker_node IS DISTINCT FROM ?::text
+                           THEN NULL ELSE x.connectivity END AS connectivity,
+                      old.connectivity AS prev_connectivity, old.status AS prev_status, old.firmware AS prev_firmware,
+                      old.reported_config_version AS prev_reported_config_version
                FROM unnest(?::uuid[], ?::timestamptz[], ?::text[], ?::text[], ?::text[], ?::int[], ?::int[], ?::text[], ?::int[])
                       AS x(id, seen_at, firmware, firmware_key, ip, uptime_s, rssi, connectivity, reported_version)
-               JOIN devices cur ON cur.id = x.id) u,
-              devices old
-         WHERE d.id = u.id AND old.id = u.id
-         RETURNING d.id, d.account_id, d.serial, old.connectivity AS prev_connectivity, old.status AS prev_status,
-                   old.firmware AS prev_firmware, d.connectivity, d.status, d.firmware, d.ip, d.last_seen,
+               JOIN devices old ON old.id = x.id) u
+         WHERE d.id = u.id
+         RETURNING d.id, d.account_id, d.serial, u.prev_connectivity, u.prev_status,
+                   u.prev_firmware, d.connectivity, d.status, d.firmware, d.ip, d.last_seen,
                    d.current_update_id, (u.firmware IS NOT NULL) AS firmware_reported,
-                   old.reported_config_version AS prev_reported_config_version, d.reported_config_version`,
+                   u.prev_reported_config_version, d.reported_config_version)
+         -- Only what changed comes back: a steady heartbeat (nearly every row) is not sent to Node.
+         SELECT * FROM written
+          WHERE status <> prev_status OR connectivity <> prev_connectivity
+             OR (firmware_reported AND (firmware IS DISTINCT FROM prev_firmware OR current_update_id IS NOT NULL))
+             OR reported_config_version IS DISTINCT FROM prev_reported_config_version`,
         // knex's RawBinding typing does not admit arrays of nullable values; pg serializes them.
         [
           this.nodeId,
@@ -133,25 +149,35 @@ export class PresenceService {
 
   /**
    * Marks offline every online device whose presence deadline passed (3 of its heartbeat
-   * intervals without news). One indexed range scan on `devices_online_offline_after`.
+   * intervals without news). One indexed range scan on `devices_online_offline_after`; since
+   * that column is a lower bound (see applyBatch), each candidate's exact deadline is checked
+   * against `last_seen`, and one still alive gets its exact deadline instead. `examined` counts
+   * both kinds (callers go on while a whole page was examined).
    */
-  async sweepTimedOut(limit = 5000): Promise<number> {
+  async sweepTimedOut(limit = 5000): Promise<{ offline: number; examined: number }> {
     const now = this.deps.clock.now();
     return this.deps.transaction(async (trx) => {
-      const result = await trx.raw<{ rows: ChangedRow[] }>(
-        `UPDATE devices d SET connectivity = 'offline', status = 'offline', updated_at = ?::timestamptz
-         FROM (SELECT id, status, connectivity, firmware FROM devices
-               WHERE connectivity = 'online' AND offline_after < ?::timestamptz
-               ORDER BY offline_after LIMIT ? FOR UPDATE SKIP LOCKED) old
+      const result = await trx.raw<{ rows: Array<ChangedRow & { expired: boolean }> }>(
+        `UPDATE devices d SET
+           connectivity = CASE WHEN old.expired THEN 'offline' ELSE d.connectivity END,
+           status = CASE WHEN old.expired THEN 'offline' ELSE d.status END,
+           updated_at = CASE WHEN old.expired THEN ?::timestamptz ELSE d.updated_at END,
+           offline_after = CASE WHEN old.expired THEN d.offline_after ELSE old.deadline END
+         FROM (SELECT c.*, c.deadline IS NULL OR c.deadline < ?::timestamptz AS expired
+                 FROM (SELECT id, status, connectivity, firmware, last_seen + make_interval(secs => heartbeat_interval_s * 3) AS deadline
+                         FROM devices
+                        WHERE connectivity = 'online' AND offline_after < ?::timestamptz
+                        ORDER BY offline_after LIMIT ? FOR UPDATE SKIP LOCKED) c) old
          WHERE d.id = old.id
          RETURNING d.id, d.account_id, d.serial, old.connectivity AS prev_connectivity, old.status AS prev_status,
                    old.firmware AS prev_firmware, d.connectivity, d.status, d.firmware, d.ip, d.last_seen,
                    d.current_update_id, false AS firmware_reported,
-                   d.reported_config_version AS prev_reported_config_version, d.reported_config_version`,
-        [now, now, limit],
+                   d.reported_config_version AS prev_reported_config_version, d.reported_config_version, old.expired`,
+        [now, now, now, limit],
       );
-      await this.recordChanges(trx, result.rows, () => 'heartbeat_timeout');
-      return result.rows.length;
+      const offline = result.rows.filter((r) => r.expired);
+      await this.recordChanges(trx, offline, () => 'heartbeat_timeout');
+      return { offline: offline.length, examined: result.rows.length };
     });
   }
 
