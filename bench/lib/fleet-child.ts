@@ -1,19 +1,53 @@
 import { Fleet, type FleetOptions } from '../../simulator/src/fleet';
+import type { FleetCommand, ProbeHeartbeat } from './fleet-process';
 
 /** The process behind bench/lib/fleet-process.ts: one Fleet, driven over IPC. */
 let fleet: Fleet | undefined;
+let probeTimer: NodeJS.Timeout | undefined;
+const probeLog: ProbeHeartbeat[] = [];
+
+/** Epoch milliseconds with sub-millisecond resolution, comparable across processes of one machine. */
+const epochMs = (performanceNow: number) => performance.timeOrigin + performanceNow;
+
+function watchProbes(count: number): void {
+  const probes = fleet!.devices.filter((d) => d.connected).slice(0, count);
+  const last = new Map<string, number>();
+  clearInterval(probeTimer);
+  probeTimer = setInterval(() => {
+    for (const d of probes) {
+      const hb = d.lastHeartbeat;
+      if (!hb || last.get(d.serial) === hb.uptimeS) continue;
+      last.set(d.serial, hb.uptimeS);
+      probeLog.push({ serial: d.serial, uptimeS: hb.uptimeS, sentAtMs: epochMs(hb.at) });
+    }
+  }, 5);
+}
+
+async function run(msg: FleetCommand): Promise<unknown> {
+  switch (msg.cmd) {
+    case 'start':
+      fleet = new Fleet(msg.options as FleetOptions);
+      return fleet.start();
+    case 'heartbeatPeriod':
+      fleet?.setHeartbeatPeriod(msg.seconds);
+      return {};
+    case 'stats':
+      return { ...fleet?.stats(), cpu: process.cpuUsage(), atMs: epochMs(performance.now()) };
+    case 'watchProbes':
+      watchProbes(msg.count);
+      return { serials: fleet!.devices.filter((d) => d.connected).slice(0, msg.count).map((d) => d.serial) };
+    case 'probeLog':
+      clearInterval(probeTimer);
+      return probeLog.splice(0);
+    case 'stop':
+      clearInterval(probeTimer);
+      await fleet?.stop();
+      return {};
+  }
+}
 
 process.on('message', (raw) => {
-  const msg = raw as { cmd: 'start'; options: FleetOptions } | { cmd: 'stop' };
-  const run = async (): Promise<unknown> => {
-    if (msg.cmd === 'start') {
-      fleet = new Fleet(msg.options);
-      return fleet.start();
-    }
-    await fleet?.stop();
-    return {};
-  };
-  run().then(
+  run(raw as FleetCommand).then(
     (result) => process.send?.({ ok: true, result }),
     (error: Error) => process.send?.({ ok: false, error: error.message }),
   );
