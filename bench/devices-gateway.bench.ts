@@ -203,16 +203,16 @@ async function ourService(): Promise<{ target: Target; devices: DeviceCredential
 async function bareAedes(): Promise<Target> {
   const child = fork(path.join(here, 'devices-bare-aedes.server.ts'), [], { execArgv: ['--import', 'tsx', '--expose-gc'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   let nextId = 1;
-  const waiting = new Map<number, (v: { memory: NodeJS.MemoryUsage }) => void>();
+  const waiting = new Map<number, (v: { memory: NodeJS.MemoryUsage; cpu: NodeJS.CpuUsage }) => void>();
   const port = await new Promise<number>((resolve) =>
     child.on('message', (raw) => {
-      const msg = raw as { ready?: boolean; port: number; id?: number; memory: NodeJS.MemoryUsage };
+      const msg = raw as { ready?: boolean; port: number; id?: number; memory: NodeJS.MemoryUsage; cpu: NodeJS.CpuUsage };
       if (msg.ready) resolve(msg.port);
       else if (msg.id !== undefined) waiting.get(msg.id)?.(msg);
     }),
   );
   const ask = (cmd: string) =>
-    new Promise<{ memory: NodeJS.MemoryUsage }>((resolve) => {
+    new Promise<{ memory: NodeJS.MemoryUsage; cpu: NodeJS.CpuUsage }>((resolve) => {
       const id = nextId++;
       waiting.set(id, resolve);
       child.send({ id, cmd });
@@ -222,6 +222,7 @@ async function bareAedes(): Promise<Target> {
     url: `mqtt://127.0.0.1:${port}`,
     clean: false,
     memory: async () => (await ask('gc')).memory.rss,
+    cpu: async () => cpuMicros((await ask('stats')).cpu),
     stop: async () => {
       await ask('stop');
     },
@@ -269,11 +270,11 @@ const figures = results.flatMap((r) => [
     (r.lag ? `, publish-to-visible last_seen lag p50 ${r.lag.p50.toFixed(0)} ms, **p99 ${r.lag.p99.toFixed(0)} ms** (${r.lag.samples} heartbeats of ${PROBES} probe devices)` : '') +
     `; load generator CPU ${r.generatorCpuPerHeartbeatUs.toFixed(0)} µs per heartbeat`,
   ...(r.serverCpuPerHeartbeatUs !== undefined
-    ? [`${r.name}: server CPU **${r.serverCpuPerHeartbeatUs.toFixed(1)} µs per heartbeat** (about ${Math.round(1e6 / r.serverCpuPerHeartbeatUs).toLocaleString('en')} heartbeats/s per core of the service), ${r.serverCpuPerConnectUs!.toFixed(0)} µs per connection (about ${Math.round(1e6 / r.serverCpuPerConnectUs!).toLocaleString('en')} connections/s per core)`]
+    ? [`${r.name}: server CPU **${r.serverCpuPerHeartbeatUs.toFixed(1)} µs per heartbeat** (about ${Math.round(1e6 / r.serverCpuPerHeartbeatUs).toLocaleString('en')} heartbeats/s per core), ${r.serverCpuPerConnectUs!.toFixed(0)} µs per connection (about ${Math.round(1e6 / r.serverCpuPerConnectUs!).toLocaleString('en')} connections/s per core)`]
     : []),
 ]);
 figures.push(
-  `ratios fleet service / bare Aedes: ramp ${ratio(svc.ramp.perSecond, base?.ramp.perSecond)}, heartbeats ${ratio(svc.ackedPerSecond, base?.ackedPerSecond)}, memory per device ${ratio(svc.memoryPerDeviceBytes, base?.memoryPerDeviceBytes)}`,
+  `ratios fleet service / bare Aedes: ramp ${ratio(svc.ramp.perSecond, base?.ramp.perSecond)}, heartbeats ${ratio(svc.ackedPerSecond, base?.ackedPerSecond)}, memory per device ${ratio(svc.memoryPerDeviceBytes, base?.memoryPerDeviceBytes)}, CPU per heartbeat ${ratio(svc.serverCpuPerHeartbeatUs ?? 0, base?.serverCpuPerHeartbeatUs)}, CPU per connection ${ratio(svc.serverCpuPerConnectUs ?? 0, base?.serverCpuPerConnectUs)}`,
   `ratios fleet service / Mosquitto: ramp ${ratio(svc.ramp.perSecond, mq?.ramp.perSecond)}, heartbeats ${ratio(svc.ackedPerSecond, mq?.ackedPerSecond)}, memory per device ${ratio(svc.memoryPerDeviceBytes, mq?.memoryPerDeviceBytes)}`,
   `targets (issue 3): ${DEVICES} devices < 20 KB each: ${svc.memoryPerDeviceBytes < 20 * 1024 ? 'met' : 'NOT met'}; ramp >= 2,000/s: ${svc.ramp.perSecond >= 2000 ? 'met' : 'NOT met'}; >= 15,000 heartbeats/s persisted: ${(svc.acceptedPerSecond ?? 0) >= 15_000 ? 'met' : 'NOT met'}; p99 lag < 2 s: ${(svc.lag?.p99 ?? Infinity) < 2000 ? 'met' : 'NOT met'}`,
 );
