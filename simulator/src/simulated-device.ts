@@ -1,8 +1,9 @@
-import { createHash } from 'node:crypto';
 import mqtt, { type MqttClient } from 'mqtt';
 import { topics } from '../../broker/src/protocol/topics';
 import { ConfigMessage, OtaCommand, parsePayload } from '../../broker/src/protocol/payloads';
 import type { OtaProgress } from '../../broker/src/protocol/payloads';
+import { downloadImage } from './image-download';
+import { pick, sleep } from './sim-helpers';
 
 /** MQTT credentials of one device, as the claim returns them. */
 export interface DeviceCredentials {
@@ -42,10 +43,8 @@ export interface SimulatedDeviceOptions {
 export type OtaOutcome = 'succeeded' | 'failed' | 'rolled_back';
 
 /** Realistic failures of a lighting module's update (what a field engineer would read). */
-const DOWNLOAD_ERRORS = ['download failed: connection reset by peer (ECONNRESET)', 'download failed: timed out waiting for data after 30 s'];
 const INSTALL_ERRORS = ['flash write failed: bank B sector 12 verify error', 'install refused: supply voltage 9.8 V below 10.5 V minimum for flashing'];
 /** A broken download is resumed this many times in all before the update is reported failed. */
-const DOWNLOAD_ATTEMPTS = 6;
 const BOOT_ERRORS = ['new image failed to boot: watchdog reset 3 times; reverted to previous image', 'new image failed self-test: DALI driver init error; reverted'];
 
 /**
@@ -313,7 +312,14 @@ export class SimulatedDevice {
     void this.report(job, 'downloading', { progress: 0 });
     let digest: string;
     try {
-      digest = await this.download(command, (progress) => void this.report(job, 'downloading', { progress }), failAt === 'download');
+      digest = await downloadImage(command, {
+        downloadKbps: this.options.downloadKbps ?? 0,
+        failMidway: failAt === 'download',
+        random: this.random,
+        isStopped: () => this.stopped,
+        trace: (message) => this.trace('!!', 'download', message),
+        onProgress: (progress) => void this.report(job, 'downloading', { progress }),
+      });
     } catch (err) {
       return fail((err as Error).message);
     }
@@ -334,75 +340,6 @@ export class SimulatedDevice {
     void this.report(job, 'succeeded');
     this.outcomes.succeeded += 1;
     return 'succeeded';
-  }
-
-  /**
-   * Streams the image at the configured speed, hashing as it goes; returns the hex sha256.
-   * Like module firmware on a weak network, a broken transfer (reset connection, a server
-   * process gone, 5xx) is resumed with `Range` after a back-off, up to DOWNLOAD_ATTEMPTS times;
-   * a 4xx (expired or foreign link) or an injected failure is final.
-   */
-  private async download(command: OtaCommand, onProgress: (percent: number) => void, failMidway: boolean): Promise<string> {
-    let hash = createHash('sha256');
-    const bytesPerS = ((this.options.downloadKbps ?? 0) * 1000) / 8;
-    const started = Date.now();
-    let received = 0;
-    let lastReported = 0;
-    let etag: string | null = null;
-    for (let attempt = 1; ; attempt++) {
-      let retryable = true;
-      try {
-        const headers: Record<string, string> = received > 0 && etag ? { range: `bytes=${received}-`, 'if-range': etag } : {};
-        // Gives up on a transfer that sends nothing for 30 s (the timer restarts with every chunk).
-        const idle = new AbortController();
-        let idleTimer = setTimeout(() => idle.abort(new Error('timed out waiting for data after 30 s')), 30_000);
-        const res = await fetch(command.url, { headers, signal: idle.signal }).finally(() => clearTimeout(idleTimer));
-        if (res.status >= 400 && res.status < 500) retryable = false;
-        if (!(res.status === 200 || res.status === 206) || !res.body) {
-          await res.body?.cancel().catch(() => undefined);
-          throw new Error(`HTTP ${res.status}`);
-        }
-        if (res.status === 200 && received > 0) {
-          // The server sent the whole image again (the file changed or no range support): start over.
-          hash = createHash('sha256');
-          received = 0;
-        }
-        etag = res.headers.get('etag');
-        const reader = res.body.getReader();
-        for (;;) {
-          idleTimer = setTimeout(() => idle.abort(new Error('timed out waiting for data after 30 s')), 30_000);
-          const { done, value } = await reader.read().finally(() => clearTimeout(idleTimer));
-          if (done) break;
-          hash.update(value);
-          received += value.length;
-          const percent = command.size > 0 ? Math.min(100, Math.floor((received / command.size) * 100)) : 100;
-          if (failMidway && percent >= 40) {
-            await reader.cancel().catch(() => undefined);
-            retryable = false;
-            throw new Error(`${pick(DOWNLOAD_ERRORS, this.random)} at ${percent}%`);
-          }
-          if (percent - lastReported >= 20 && percent < 100) {
-            lastReported = percent;
-            onProgress(percent);
-          }
-          if (bytesPerS > 0) {
-            const due = (received / bytesPerS) * 1000 - (Date.now() - started);
-            if (due > 0) await sleep(due);
-          }
-        }
-        if (command.size && received < command.size) throw new Error(`connection closed at ${received} of ${command.size} bytes`);
-        break;
-      } catch (err) {
-        const message = (err as Error).message.replace(/^download failed: /, '');
-        if (!retryable || this.stopped || attempt >= DOWNLOAD_ATTEMPTS) throw new Error(`download failed: ${message}`);
-        this.trace('!!', 'download', `${message}; resuming at byte ${received} (attempt ${attempt + 1} of ${DOWNLOAD_ATTEMPTS})`);
-        await sleep(Math.min(500 * 2 ** (attempt - 1), 8000) * (0.5 + this.random()));
-      }
-    }
-    if (failMidway) throw new Error(`${pick(DOWNLOAD_ERRORS, this.random)} at 99%`);
-    if (command.size && received !== command.size) throw new Error(`download failed: got ${received} bytes, expected ${command.size}`);
-    onProgress(100);
-    return hash.digest('hex');
   }
 
   /** Disconnects cleanly, "boots" for a moment, and reconnects running `version`. */
@@ -441,12 +378,4 @@ export class SimulatedDevice {
   private trace(direction: string, topic: string, payload: string): void {
     this.options.trace?.(`${new Date().toISOString()} ${this.serial} ${direction} ${topic} ${payload}`);
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-function pick<T>(items: readonly T[], random: () => number): T {
-  return items[Math.floor(random() * items.length)]!;
 }

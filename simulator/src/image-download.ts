@@ -1,0 +1,88 @@
+import { createHash } from 'node:crypto';
+import type { OtaCommand } from '../../broker/src/protocol/payloads';
+import { pick, sleep } from './sim-helpers';
+
+const DOWNLOAD_ERRORS = ['download failed: connection reset by peer (ECONNRESET)', 'download failed: timed out waiting for data after 30 s'];
+const DOWNLOAD_ATTEMPTS = 6;
+
+export interface ImageDownloadOptions {
+  /** Transfer speed; 0 = as fast as the server sends. */
+  downloadKbps: number;
+  /** Fail the transfer at 40 % (the simulator's injected failure). */
+  failMidway: boolean;
+  random: () => number;
+  /** The device was stopped: no more resuming. */
+  isStopped: () => boolean;
+  trace: (message: string) => void;
+  onProgress: (percent: number) => void;
+}
+
+/**
+ * Streams the image at the configured speed, hashing as it goes; returns the hex sha256.
+ * Like module firmware on a weak network, a broken transfer (reset connection, a server
+ * process gone, 5xx) is resumed with `Range` after a back-off, up to DOWNLOAD_ATTEMPTS times;
+ * a 4xx (expired or foreign link) or an injected failure is final.
+ */
+export async function downloadImage(command: OtaCommand, options: ImageDownloadOptions): Promise<string> {
+  const { onProgress, failMidway, random } = options;
+  let hash = createHash('sha256');
+  const bytesPerS = (options.downloadKbps * 1000) / 8;
+  const started = Date.now();
+  let received = 0;
+  let lastReported = 0;
+  let etag: string | null = null;
+  for (let attempt = 1; ; attempt++) {
+    let retryable = true;
+    try {
+      const headers: Record<string, string> = received > 0 && etag ? { range: `bytes=${received}-`, 'if-range': etag } : {};
+      // Gives up on a transfer that sends nothing for 30 s (the timer restarts with every chunk).
+      const idle = new AbortController();
+      let idleTimer = setTimeout(() => idle.abort(new Error('timed out waiting for data after 30 s')), 30_000);
+      const res = await fetch(command.url, { headers, signal: idle.signal }).finally(() => clearTimeout(idleTimer));
+      if (res.status >= 400 && res.status < 500) retryable = false;
+      if (!(res.status === 200 || res.status === 206) || !res.body) {
+        await res.body?.cancel().catch(() => undefined);
+        throw new Error(`HTTP ${res.status}`);
+      }
+      if (res.status === 200 && received > 0) {
+        // The server sent the whole image again (the file changed or no range support): start over.
+        hash = createHash('sha256');
+        received = 0;
+      }
+      etag = res.headers.get('etag');
+      const reader = res.body.getReader();
+      for (;;) {
+        idleTimer = setTimeout(() => idle.abort(new Error('timed out waiting for data after 30 s')), 30_000);
+        const { done, value } = await reader.read().finally(() => clearTimeout(idleTimer));
+        if (done) break;
+        hash.update(value);
+        received += value.length;
+        const percent = command.size > 0 ? Math.min(100, Math.floor((received / command.size) * 100)) : 100;
+        if (failMidway && percent >= 40) {
+          await reader.cancel().catch(() => undefined);
+          retryable = false;
+          throw new Error(`${pick(DOWNLOAD_ERRORS, random)} at ${percent}%`);
+        }
+        if (percent - lastReported >= 20 && percent < 100) {
+          lastReported = percent;
+          onProgress(percent);
+        }
+        if (bytesPerS > 0) {
+          const due = (received / bytesPerS) * 1000 - (Date.now() - started);
+          if (due > 0) await sleep(due);
+        }
+      }
+      if (command.size && received < command.size) throw new Error(`connection closed at ${received} of ${command.size} bytes`);
+      break;
+    } catch (err) {
+      const message = (err as Error).message.replace(/^download failed: /, '');
+      if (!retryable || options.isStopped() || attempt >= DOWNLOAD_ATTEMPTS) throw new Error(`download failed: ${message}`);
+      options.trace(`${message}; resuming at byte ${received} (attempt ${attempt + 1} of ${DOWNLOAD_ATTEMPTS})`);
+      await sleep(Math.min(500 * 2 ** (attempt - 1), 8000) * (0.5 + random()));
+    }
+  }
+  if (failMidway) throw new Error(`${pick(DOWNLOAD_ERRORS, random)} at 99%`);
+  if (command.size && received !== command.size) throw new Error(`download failed: got ${received} bytes, expected ${command.size}`);
+  onProgress(100);
+  return hash.digest('hex');
+}
