@@ -9,7 +9,8 @@ const probeLog: ProbeHeartbeat[] = [];
 /** Epoch milliseconds with sub-millisecond resolution, comparable across processes of one machine. */
 const epochMs = (performanceNow: number) => performance.timeOrigin + performanceNow;
 
-function watchProbes(count: number): void {
+/** Records every heartbeat of the first `count` connected devices; returns their serials. */
+function watchProbes(count: number): string[] {
   const probes = fleet!.devices.filter((d) => d.connected).slice(0, count);
   const last = new Map<string, number>();
   clearInterval(probeTimer);
@@ -21,6 +22,7 @@ function watchProbes(count: number): void {
       probeLog.push({ serial: d.serial, uptimeS: hb.uptimeS, sentAtMs: epochMs(hb.at) });
     }
   }, 5);
+  return probes.map((d) => d.serial);
 }
 
 async function run(msg: FleetCommand): Promise<unknown> {
@@ -34,8 +36,7 @@ async function run(msg: FleetCommand): Promise<unknown> {
     case 'stats':
       return { ...fleet?.stats(), cpu: process.cpuUsage(), atMs: epochMs(performance.now()) };
     case 'watchProbes':
-      watchProbes(msg.count);
-      return { serials: fleet!.devices.filter((d) => d.connected).slice(0, msg.count).map((d) => d.serial) };
+      return { serials: watchProbes(msg.count) };
     case 'probeLog':
       clearInterval(probeTimer);
       return probeLog.splice(0);

@@ -85,11 +85,11 @@ export class PresenceService {
            -- interval or more (or earlier, when the interval shrank): between those writes a flush
            -- changes no indexed column and PostgreSQL updates the row in place (HOT, no index
            -- entries). The sweep checks last_seen before it marks anyone offline.
-           offline_after = CASE WHEN u.seen_at IS NOT NULL AND (
+           offline_after = CASE WHEN u.deadline IS NOT NULL AND (
                                   d.offline_after IS NULL
-                                  OR u.seen_at + make_interval(secs => d.heartbeat_interval_s * 3) < d.offline_after
-                                  OR u.seen_at + make_interval(secs => d.heartbeat_interval_s * 2) >= d.offline_after)
-                                THEN u.seen_at + make_interval(secs => d.heartbeat_interval_s * 3)
+                                  OR u.deadline < d.offline_after
+                                  OR u.deadline - make_interval(secs => d.heartbeat_interval_s) >= d.offline_after)
+                                THEN u.deadline
                                 ELSE d.offline_after END,
            firmware = COALESCE(u.firmware, d.firmware),
            firmware_key = COALESCE(u.firmware_key, d.firmware_key),
@@ -109,7 +109,9 @@ export class PresenceService {
                       CASE WHEN x.connectivity = 'offline' AND old.broker_node IS DISTINCT FROM ?::text
                            THEN NULL ELSE x.connectivity END AS connectivity,
                       old.connectivity AS prev_connectivity, old.status AS prev_status, old.firmware AS prev_firmware,
-                      old.reported_config_version AS prev_reported_config_version
+                      old.reported_config_version AS prev_reported_config_version,
+                      -- The exact presence deadline this news gives (null without a sighting).
+                      x.seen_at + make_interval(secs => old.heartbeat_interval_s * 3) AS deadline
                FROM unnest(?::uuid[], ?::timestamptz[], ?::text[], ?::text[], ?::text[], ?::int[], ?::int[], ?::text[], ?::int[])
                       AS x(id, seen_at, firmware, firmware_key, ip, uptime_s, rssi, connectivity, reported_version)
                JOIN devices old ON old.id = x.id) u
