@@ -1,6 +1,7 @@
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { Aedes } from 'aedes';
+import { LISTEN_BACKLOG } from '../api/src/listen-backlog';
 
 /**
  * The baseline of bench/devices-gateway.bench.ts: Aedes 1.2 with no hooks and no database, in
@@ -12,7 +13,8 @@ aedes.on('publish', (packet, client) => {
   if (client && packet.topic.endsWith('/heartbeat')) heartbeats += 1;
 });
 const server = net.createServer(aedes.handle);
-await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+// The same accept queue as our broker: the ramp compares broker work, not kernel queue sizes.
+await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', LISTEN_BACKLOG, resolve));
 process.on('message', (raw) => {
   const msg = raw as { id: number; cmd: 'stats' | 'gc' | 'stop' };
   if (msg.cmd === 'gc') (globalThis as { gc?: () => void }).gc?.();

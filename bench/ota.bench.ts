@@ -15,7 +15,7 @@ import { startFleetProcess } from './lib/fleet-process';
  *     (fleet_firmware_download_bytes_total over the time until all succeeded).
  *
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/ota.bench.ts
- *   options: --smoke (tiny, records nothing) --dry (print only) --schedule N (default 100000) --devices N (default 10000) --download-devices N (default 500)
+ *   options: --smoke (tiny, records nothing) --dry (print only) --schedule N (default 100000) --devices N (default 10000) --download-devices N (default 500) --fleet-processes N (default 1)
  */
 const smoke = isSmoke();
 const arg = (name: string, fallback: number) => {
@@ -25,6 +25,10 @@ const arg = (name: string, fallback: number) => {
 const SCHEDULE = smoke ? 1000 : arg('schedule', 100_000);
 const DEVICES = smoke ? 50 : arg('devices', 10_000);
 const DOWNLOADERS = Math.min(DEVICES, smoke ? 20 : arg('download-devices', 500));
+// Each simulated device holds an MQTT socket and, while it downloads, an HTTP one: 10,000 devices
+// downloading at once in one process reached its limit of 20,000 file descriptors (and the one
+// process took a core of its own hashing), so the fleet is split.
+const FLEET_PROCESSES = smoke ? 1 : arg('fleet-processes', 1);
 
 async function upload(server: BenchServer, account: BenchAccount, model: string, version: string, bytes: Buffer): Promise<void> {
   const form = new FormData();
@@ -106,9 +110,19 @@ try {
   await upload(server, account, 'LIVE', '1.0.0', randomBytes(16 * 1024));
   await upload(server, account, 'LIVE', '1.1.0', randomBytes(64 * 1024));
   const creds = await claimDevices({ apiUrl: server.httpUrl, apiKey: account.apiKey, model: 'LIVE', firmware: '1.0.0', serials: makeSerials('LIVE', DEVICES) });
-  const fleet = startFleetProcess({ devices: creds, brokerUrl: server.mqttUrl, firmware: '1.0.0', heartbeatS: 30, rebootMs: 200, downloadKbps: 0, connectRatePerS: 2000 });
-  const started = await fleet.start();
-  report(`fleet: ${started.connected.toLocaleString('en')} simulated devices connected in ${started.seconds.toFixed(1)} s (${started.failed} failed)`);
+  const fleets = Array.from({ length: FLEET_PROCESSES }, (_, i) =>
+    startFleetProcess({ devices: creds.filter((_, j) => j % FLEET_PROCESSES === i), brokerUrl: server.mqttUrl, firmware: '1.0.0', heartbeatS: 30, rebootMs: 200, downloadKbps: 0, connectRatePerS: 2000 / FLEET_PROCESSES }),
+  );
+  const fleet = {
+    stats: async () => {
+      const all = await Promise.all(fleets.map((f) => f.stats()));
+      return { connected: all.reduce((n, s) => n + s.connected, 0), cpu: { user: all.reduce((n, s) => n + s.cpu.user, 0), system: all.reduce((n, s) => n + s.cpu.system, 0) } };
+    },
+    stop: () => Promise.all(fleets.map((f) => f.stop())),
+  };
+  const starts = await Promise.all(fleets.map((f) => f.start()));
+  const started = { connected: starts.reduce((n, r) => n + r.connected, 0), failed: starts.reduce((n, r) => n + r.failed, 0), seconds: Math.max(...starts.map((r) => r.seconds)) };
+  report(`fleet: ${started.connected.toLocaleString('en')} simulated devices in ${FLEET_PROCESSES} processes connected in ${started.seconds.toFixed(1)} s (${started.failed} failed)`);
   // Claimed with 1.0.0, which they run: every claim update completes as already installed.
   const onlineOnOld = async () =>
     ((await server.sql(`SELECT count(*)::int AS n FROM devices d JOIN models m ON m.id = d.model_id WHERE m.name = 'LIVE' AND d.firmware = '1.0.0' AND d.connectivity = 'online'`)).rows[0] as { n: number }).n;
@@ -130,7 +144,27 @@ try {
   }, 120_000, 'every command published', 20);
   const spread = (await server.sql(`SELECT extract(epoch FROM max(sent_at) - min(sent_at)) * 1000 AS ms FROM device_updates WHERE deployment_id = ?`, [live.body.deployment_id])).rows[0] as { ms: number };
   console.log(`sent_at spread: ${Number(spread.ms).toFixed(0)} ms; published after ${publishedAllMs.toFixed(0)} ms`);
-  await waitUntil(async () => (await counts(server, account, live.body.deployment_id)).succeeded >= DEVICES, 300_000, 'every update succeeded');
+  // Where the time goes: every 5 s the states, and the CPU each side took (share of one core).
+  let tick = { at: performance.now(), server: await server.cpu(), fleet: (await fleet.stats()).cpu };
+  let ticking = false;
+  const ticker = setInterval(() => {
+    // A poll the loaded server answers late must not overlap the next (its CPU shares would mix).
+    if (ticking) return;
+    ticking = true;
+    void (async () => {
+      const [c, cpu, stats] = await Promise.all([counts(server, account, live.body.deployment_id), server.cpu(), fleet.stats()]);
+      const now = performance.now();
+      const share = (a: NodeJS.CpuUsage, b: NodeJS.CpuUsage) => `${(((b.user + b.system - a.user - a.system) / 1000 / (now - tick.at)) * 100).toFixed(0)}%`;
+      const states = Object.entries(c).filter(([, n]) => Number(n) > 0).map(([k, n]) => `${k} ${n}`).join(', ');
+      console.log(`  +${((now - t0) / 1000).toFixed(0)} s: ${states}; server CPU ${share(tick.server, cpu)}, fleet CPU ${share(tick.fleet, stats.cpu)}, fleet connected ${stats.connected}`);
+      tick = { at: now, server: cpu, fleet: stats.cpu };
+    })()
+      .catch(() => undefined)
+      .finally(() => {
+        ticking = false;
+      });
+  }, 5000);
+  await waitUntil(async () => (await counts(server, account, live.body.deployment_id)).succeeded >= DEVICES, 300_000, 'every update succeeded').finally(() => clearInterval(ticker));
   const allMs = performance.now() - t0;
   const c = await counts(server, account, live.body.deployment_id);
   report(`delivery: deployment to ${DEVICES.toLocaleString('en')} online devices created in ${createMs.toFixed(0)} ms; ${DEVICES.toLocaleString('en')} commands published in ${(publishedAllMs / 1000).toFixed(2)} s (${Math.round(DEVICES / (publishedAllMs / 1000)).toLocaleString('en')} commands/s, target >= 5,000/s)`);
@@ -155,7 +189,7 @@ if (!smoke && !process.argv.includes("--dry")) {
     title: `OTA: scheduling ${SCHEDULE.toLocaleString('en')} targets, ${DEVICES.toLocaleString('en')} devices end to end, download throughput`,
     command: `BENCH_DATABASE_URL=${process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ? '<postgres>' : '(embedded)'} node --import tsx bench/ota.bench.ts ${process.argv.slice(2).join(' ')}`.trim(),
     figures,
-    notes: ['The simulated fleet (mqtt.js clients, sha256 of every download) runs in a process of its own (bench/lib/fleet-process.ts) and shares the 2 cores with the server under test; the benchmark process only deploys and polls.'],
+    notes: [`The simulated fleet (mqtt.js clients, sha256 of every download) runs in ${FLEET_PROCESSES} processes of its own (bench/lib/fleet-process.ts) and shares the 2 cores with the server under test; the benchmark process only deploys and polls.`],
   });
 }
 process.exit(0);

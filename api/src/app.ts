@@ -30,6 +30,7 @@ import { DatabaseHealth } from './db/database-health';
 import { DeviceBroker } from '../../broker/src/create-broker';
 import { createClusterBrokerBackends } from './cluster/aedes-cluster';
 import { portalStatic } from './http/portal-static';
+import { LISTEN_BACKLOG } from './listen-backlog';
 
 export interface StartOptions {
   config: Config;
@@ -327,7 +328,7 @@ export function listen(server: { listen: http.Server['listen']; once: http.Serve
       } else reject(error);
     };
     server.once('error', onError);
-    server.listen(port, host, () => {
+    server.listen(port, host, LISTEN_BACKLOG, () => {
       server.off('error', onError);
       resolve();
     });

@@ -57,7 +57,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) 
   const firmwareStorage = new FirmwareStorage(options.firmware?.dataDir ?? './data');
   const firmware = new FirmwareService(deps, { models, storage: firmwareStorage, maxFirmwareBytes: options.firmware?.maxFirmwareBytes ?? 256 * 1024 * 1024 });
   const downloadLinks = new DownloadLinkSigner(options.serverSecret?.key('firmware-downloads') ?? randomBytes(32));
-  const ota = new OtaEngine(deps, { gateway, links: downloadLinks, ...(options.firmware?.engine ? { options: options.firmware.engine } : {}), ...(options.firmware?.metrics ? { metrics: options.firmware.metrics } : {}) });
+  const ota = new OtaEngine(deps, { gateway, links: downloadLinks, warmFirmware: (key, size) => firmwareStorage.warm(key, size), ...(options.firmware?.engine ? { options: options.firmware.engine } : {}), ...(options.firmware?.metrics ? { metrics: options.firmware.metrics } : {}) });
   const deployments = new DeploymentService(deps, { models, engine: ota });
   // Claims schedule their firmware through the deployment service (a deployment of kind `claim`).
   const claims = new ClaimService(deps, { models, allocation, firmware: deployments, onClaimed: (accountId) => devices.forgetCounts(accountId) });

@@ -20,7 +20,7 @@ describe('firmware storage downloads', () => {
     const key = await storage.commit(temp, '0e2b8f9c-8f0a-4c55-9b59-1c1d2f3a4b5c');
     const size = content.length;
     for (const range of [undefined, { start: 0, end: 0 }, { start: 100, end: 262_200 }, { start: size - 10, end: size - 1 }, { start: 5, end: size + 1000 }]) {
-      const fromMemory = await bytesOf(storage.open(key, range, size));
+      const fromMemory = await storage.inMemory(key, size, range)!;
       const fromDisk = await bytesOf(storage.open(key, range));
       const expected = range ? content.subarray(range.start, range.end + 1) : content;
       expect(fromMemory.equals(expected), JSON.stringify(range)).toBe(true);
@@ -28,10 +28,12 @@ describe('firmware storage downloads', () => {
     }
     // Served from memory: the bytes outlive the file on disk (no open file per download)...
     fs.rmSync(path.join(storage.dir, key));
-    expect((await bytesOf(storage.open(key, { start: 10, end: 19 }, size))).equals(content.subarray(10, 20))).toBe(true);
+    expect((await storage.inMemory(key, size, { start: 10, end: 19 })!).equals(content.subarray(10, 20))).toBe(true);
     await expect(bytesOf(storage.open(key))).rejects.toThrow(/ENOENT/);
     // ...until the binary is removed through the storage.
     await storage.remove(key);
-    await expect(bytesOf(storage.open(key, undefined, size))).rejects.toThrow(/ENOENT/);
+    await expect(storage.inMemory(key, size)!).rejects.toThrow(/ENOENT/);
+    // Larger binaries are not kept in memory: they stream from disk.
+    expect(storage.inMemory(key, 64 * 1024 * 1024)).toBeNull();
   });
 });

@@ -2,11 +2,12 @@ import { createRequire } from 'node:module';
 import { Redis, type RedisOptions } from 'ioredis';
 import aedesPersistenceRedis from 'aedes-persistence-redis';
 import { DEVICE_PUBLISH_KINDS, parseDeviceTopic } from '../../../broker/src/protocol/topics';
+import { DELIVERY_CONCURRENCY } from '../../../broker/src/create-broker';
 
 const require = createRequire(import.meta.url);
 // mqemitter-redis is CommonJS; its prefixing variant is only reachable as a property of the export.
 const mqemitterRedis = require('mqemitter-redis') as {
-  MQEmitterRedisPrefix: new (prefix: string, options: RedisOptions & { connectionString?: string; subConn?: Redis; pubConn?: Redis }) => {
+  MQEmitterRedisPrefix: new (prefix: string, options: RedisOptions & { connectionString?: string; subConn?: Redis; pubConn?: Redis; concurrency?: number }) => {
     close(cb: () => void): void;
     emit(packet: { topic: string }, done?: (err?: Error) => void): void;
     /** MQEmitter's own emit (this process's subscribers only), saved by mqemitter-redis. */
@@ -46,7 +47,7 @@ export function createClusterBrokerBackends(input: { redisUrl: string; prefix: s
   const pubConn = new Redis(redisOptions);
   markFireAndForgetHandled(subConn);
   markFireAndForgetHandled(pubConn);
-  const mq = new mqemitterRedis.MQEmitterRedisPrefix(`${input.prefix}:mqtt:`, { ...redisOptions, subConn, pubConn });
+  const mq = new mqemitterRedis.MQEmitterRedisPrefix(`${input.prefix}:mqtt:`, { ...redisOptions, subConn, pubConn, concurrency: DELIVERY_CONCURRENCY });
   // A Redis restart must not crash the process: every connection gets an error listener
   // (ioredis reconnects by itself). Measured: without these, "Unhandled error event" and an
   // uncaught ECONNREFUSED while Redis was down.

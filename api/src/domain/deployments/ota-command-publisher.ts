@@ -11,10 +11,15 @@ export interface CommandRow {
   firmware_version_id: string;
   sha256: string;
   size: number | string;
+  /** The binary's key in firmware storage (warmed before the commands go out). */
+  storage_key?: string | null;
 }
 
-/** Commands handed to the broker at once (see publish). */
-const PUBLISH_SLICE = 500;
+/**
+ * Commands in the broker's hands at once (see publish); below the broker's delivery concurrency
+ * (broker/src/create-broker.ts DELIVERY_CONCURRENCY), so its queue never builds up.
+ */
+const PUBLISH_WINDOW = 500;
 
 /**
  * Publishes OTA commands on `devices/{serial}/ota`, each with a fresh signed download link. A
@@ -32,6 +37,8 @@ export class OtaCommandPublisher {
       now: () => Date;
       linkTtlMs: () => number;
       onPublished?: () => void;
+      /** Loads a binary into memory before devices are told to fetch it (FirmwareStorage.warm). */
+      warm?: (storageKey: string, size: number) => Promise<void>;
     },
   ) {}
 
@@ -42,24 +49,28 @@ export class OtaCommandPublisher {
 
   async publish(rows: CommandRow[]): Promise<void> {
     if (rows.length === 0) return;
+    const files = new Map(rows.filter((r) => r.storage_key).map((r) => [r.storage_key!, Number(r.size)]));
+    if (this.deps.warm) await Promise.all([...files].map(([key, size]) => this.deps.warm!(key, size)));
     const expiresAt = Math.floor((this.deps.now().getTime() + this.deps.linkTtlMs()) / 1000);
-    // In slices: Aedes delivers a burst of publishes in one synchronous callback chain, and
-    // 10,000 at once overflowed the stack and crashed the process (bench/ota.bench.ts). Each
-    // counts as published when the broker took it.
-    for (let at = 0; at < rows.length; at += PUBLISH_SLICE) await this.publishSlice(rows.slice(at, at + PUBLISH_SLICE), expiresAt);
+    // A window, not the whole list: MQEmitter releases its queued messages synchronously when a
+    // device has no subscription here, and 10,000 queued at once overflowed the stack and crashed
+    // the process (bench/ota.bench.ts). Nor slice by slice: waiting for a whole slice stalled
+    // every slice on its slowest delivery while 10,000 devices were already answering.
+    let next = 0;
+    const worker = async () => {
+      while (next < rows.length) await this.publishOne(rows[next++]!, expiresAt);
+    };
+    await Promise.all(Array.from({ length: Math.min(PUBLISH_WINDOW, rows.length) }, worker));
   }
 
-  private async publishSlice(rows: CommandRow[], expiresAt: number): Promise<void> {
-    await Promise.all(
-      rows.map(async (r) => {
-        const url = this.deps.links.url(this.baseUrl, { jobId: r.id, deviceId: r.device_id, firmwareVersionId: r.firmware_version_id, expiresAt });
-        try {
-          await this.deps.gateway.publishOta(r.serial, { job_id: r.id, version: r.target_version, url, sha256: r.sha256, size: Number(r.size) });
-          this.deps.onPublished?.();
-        } catch (err) {
-          this.deps.logger.warn({ err, serial: r.serial, jobId: r.id }, 'OTA publish failed; will re-send');
-        }
-      }),
-    );
+  /** Counts as published when the broker took it. */
+  private async publishOne(r: CommandRow, expiresAt: number): Promise<void> {
+    const url = this.deps.links.url(this.baseUrl, { jobId: r.id, deviceId: r.device_id, firmwareVersionId: r.firmware_version_id, expiresAt });
+    try {
+      await this.deps.gateway.publishOta(r.serial, { job_id: r.id, version: r.target_version, url, sha256: r.sha256, size: Number(r.size) });
+      this.deps.onPublished?.();
+    } catch (err) {
+      this.deps.logger.warn({ err, serial: r.serial, jobId: r.id }, 'OTA publish failed; will re-send');
+    }
   }
 }

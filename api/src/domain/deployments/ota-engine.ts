@@ -80,7 +80,14 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
 
   constructor(
     deps: ServiceDeps,
-    private readonly area: { gateway: DeviceGateway; links: DownloadLinkSigner; metrics?: OtaMetrics; options?: Partial<OtaEngineOptions> },
+    private readonly area: {
+      gateway: DeviceGateway;
+      links: DownloadLinkSigner;
+      metrics?: OtaMetrics;
+      options?: Partial<OtaEngineOptions>;
+      /** Firmware binaries loaded before their commands go out (FirmwareStorage.warm). */
+      warmFirmware?: (storageKey: string, size: number) => Promise<void>;
+    },
   ) {
     // The engine's transactions touch devices rows that the heartbeat flush updates in batches
     // too; PostgreSQL breaks a lock cycle by aborting one side (40P01), so the unit is retried.
@@ -92,6 +99,7 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
       now: () => deps.clock.now(),
       linkTtlMs: () => this.options.linkTtlMs,
       onPublished: () => this.area.metrics?.published(1),
+      ...(area.warmFirmware ? { warm: area.warmFirmware } : {}),
     });
   }
 

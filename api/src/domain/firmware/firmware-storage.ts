@@ -30,11 +30,6 @@ const MAX_CACHED_FILE = 16 * 1024 * 1024;
 const MAX_CACHED_BYTES = 64 * 1024 * 1024;
 
 /** The bytes of `content` in `range` (inclusive; the whole file without one), in CHUNK pieces. */
-async function* slices(content: Promise<Buffer>, range?: { start: number; end: number }): AsyncGenerator<Buffer> {
-  const buffer = await content;
-  const end = Math.min(range ? range.end + 1 : buffer.length, buffer.length);
-  for (let at = range?.start ?? 0; at < end; at += CHUNK) yield buffer.subarray(at, Math.min(end, at + CHUNK));
-}
 
 export class FirmwareStorage {
   readonly dir: string;
@@ -101,14 +96,34 @@ export class FirmwareStorage {
   }
 
   /**
-   * The file, or one byte range of it (inclusive). Binaries up to MAX_CACHED_FILE (by the size
-   * the record says) are served from memory: during a deployment thousands of devices fetch the
-   * same image at once, and one open file per download ran the process out of file descriptors
-   * (EMFILE with 10,000 devices, bench/ota.bench.ts). Files never change under their key.
+   * The file, or one byte range of it (inclusive), from memory for binaries up to MAX_CACHED_FILE
+   * (by the size the record says); null for larger ones, which `open` streams from disk. During a
+   * deployment thousands of devices fetch the same image at once: one open file per download ran
+   * the process out of file descriptors (EMFILE with 10,000 devices, bench/ota.bench.ts), and a
+   * stream pipeline per download cost more CPU than the bytes. Files never change under their key.
    */
-  open(storageKey: string, range?: { start: number; end: number }, size?: number): Readable {
-    if (size !== undefined && size <= MAX_CACHED_FILE) return Readable.from(slices(this.content(storageKey, size), range), { objectMode: false });
+  inMemory(storageKey: string, size: number, range?: { start: number; end: number }): Promise<Buffer> | null {
+    if (size > MAX_CACHED_FILE) return null;
+    return this.content(storageKey, size).then((buffer) => (range ? buffer.subarray(range.start, Math.min(range.end + 1, buffer.length)) : buffer));
+  }
+
+  /** The file, or one byte range of it (inclusive), streamed from disk. */
+  open(storageKey: string, range?: { start: number; end: number }): Readable {
     return createReadStream(this.pathOf(storageKey), range ? { start: range.start, end: range.end, highWaterMark: CHUNK } : { highWaterMark: CHUNK });
+  }
+
+  /**
+   * Loads a binary into memory before thousands of devices are told to fetch it: the first
+   * download must not need a file descriptor at the moment 10,000 sockets arrive (measured: the
+   * file open failed with EMFILE once commands went out at full speed, bench/ota.bench.ts).
+   * Never throws; a file that cannot be read is read again by the download.
+   */
+  async warm(storageKey: string, size: number): Promise<void> {
+    if (size > MAX_CACHED_FILE) return;
+    await this.content(storageKey, size).then(
+      () => undefined,
+      () => undefined,
+    );
   }
 
   private content(storageKey: string, size: number): Promise<Buffer> {
