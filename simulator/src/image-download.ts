@@ -1,9 +1,12 @@
 import { createHash } from 'node:crypto';
+import http from 'node:http';
+import https from 'node:https';
 import type { OtaCommand } from '../../broker/src/protocol/payloads';
 import { pick, sleep } from './sim-helpers';
 
 const DOWNLOAD_ERRORS = ['download failed: connection reset by peer (ECONNRESET)', 'download failed: timed out waiting for data after 30 s'];
 const DOWNLOAD_ATTEMPTS = 6;
+const IDLE_TIMEOUT_MS = 30_000;
 
 export interface ImageDownloadOptions {
   /** Transfer speed; 0 = as fast as the server sends. */
@@ -17,11 +20,25 @@ export interface ImageDownloadOptions {
   onProgress: (percent: number) => void;
 }
 
+/** One GET of the image (or of its rest, with Range): the response, or an error that says why. */
+function request(url: string, headers: Record<string, string>): Promise<http.IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const get = url.startsWith('https:') ? https.get : http.get;
+    // No keep-alive: a module downloads once per update (and the service closes the connection).
+    const req = get(url, { headers, agent: false }, resolve);
+    // Gives up on a transfer that sends nothing for 30 s (the socket's idle timer restarts with every chunk).
+    req.setTimeout(IDLE_TIMEOUT_MS, () => req.destroy(new Error('timed out waiting for data after 30 s')));
+    req.once('error', reject);
+  });
+}
+
 /**
  * Streams the image at the configured speed, hashing as it goes; returns the hex sha256.
  * Like module firmware on a weak network, a broken transfer (reset connection, a server
  * process gone, 5xx) is resumed with `Range` after a back-off, up to DOWNLOAD_ATTEMPTS times;
- * a 4xx (expired or foreign link) or an injected failure is final.
+ * a 4xx (expired or foreign link) or an injected failure is final. Plain node:http, not fetch:
+ * 10,000 devices downloading at once cost the simulator's process several times more CPU with
+ * fetch's web streams than the service spent serving them (bench/ota.bench.ts).
  */
 export async function downloadImage(command: OtaCommand, options: ImageDownloadOptions): Promise<string> {
   const { onProgress, failMidway, random } = options;
@@ -35,31 +52,25 @@ export async function downloadImage(command: OtaCommand, options: ImageDownloadO
     let retryable = true;
     try {
       const headers: Record<string, string> = received > 0 && etag ? { range: `bytes=${received}-`, 'if-range': etag } : {};
-      // Gives up on a transfer that sends nothing for 30 s (the timer restarts with every chunk).
-      const idle = new AbortController();
-      let idleTimer = setTimeout(() => idle.abort(new Error('timed out waiting for data after 30 s')), 30_000);
-      const res = await fetch(command.url, { headers, signal: idle.signal }).finally(() => clearTimeout(idleTimer));
-      if (res.status >= 400 && res.status < 500) retryable = false;
-      if (!(res.status === 200 || res.status === 206) || !res.body) {
-        await res.body?.cancel().catch(() => undefined);
-        throw new Error(`HTTP ${res.status}`);
+      const res = await request(command.url, headers);
+      const status = res.statusCode ?? 0;
+      if (status >= 400 && status < 500) retryable = false;
+      if (!(status === 200 || status === 206)) {
+        res.resume();
+        throw new Error(`HTTP ${status}`);
       }
-      if (res.status === 200 && received > 0) {
+      if (status === 200 && received > 0) {
         // The server sent the whole image again (the file changed or no range support): start over.
         hash = createHash('sha256');
         received = 0;
       }
-      etag = res.headers.get('etag');
-      const reader = res.body.getReader();
-      for (;;) {
-        idleTimer = setTimeout(() => idle.abort(new Error('timed out waiting for data after 30 s')), 30_000);
-        const { done, value } = await reader.read().finally(() => clearTimeout(idleTimer));
-        if (done) break;
-        hash.update(value);
-        received += value.length;
+      etag = typeof res.headers.etag === 'string' ? res.headers.etag : null;
+      for await (const chunk of res as AsyncIterable<Buffer>) {
+        hash.update(chunk);
+        received += chunk.length;
         const percent = command.size > 0 ? Math.min(100, Math.floor((received / command.size) * 100)) : 100;
         if (failMidway && percent >= 40) {
-          await reader.cancel().catch(() => undefined);
+          res.destroy();
           retryable = false;
           throw new Error(`${pick(DOWNLOAD_ERRORS, random)} at ${percent}%`);
         }
