@@ -52,7 +52,7 @@ export interface DeviceBrokerOptions {
 const READY_CONCURRENCY = 1000;
 
 /** Aedes's message delivery concurrency (see `create`); the cluster's MQEmitter takes the same. */
-export const DELIVERY_CONCURRENCY = 1000;
+export const DELIVERY_CONCURRENCY = 2000;
 
 /** Per connection, beside Aedes's own client object. */
 interface Connection {

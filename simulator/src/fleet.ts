@@ -23,6 +23,9 @@ export interface FleetStats {
   heartbeats: number;
   heartbeatsAcked: number;
   connectFailures: number;
+  /** OTA commands received, and the earliest and latest of the devices' last command arrivals (epoch ms; 0 before any). */
+  commandsReceived: number;
+  lastCommandAtMs: { first: number; last: number };
 }
 
 /**
@@ -76,7 +79,7 @@ export class Fleet {
   }
 
   stats(): FleetStats {
-    const s: FleetStats = { total: this.devices.length, connected: 0, online: 0, updating: 0, succeeded: 0, failed: 0, rolledBack: 0, heartbeats: 0, heartbeatsAcked: 0, connectFailures: this.connectFailures };
+    const s: FleetStats = { total: this.devices.length, connected: 0, online: 0, updating: 0, succeeded: 0, failed: 0, rolledBack: 0, heartbeats: 0, heartbeatsAcked: 0, connectFailures: this.connectFailures, commandsReceived: 0, lastCommandAtMs: { first: 0, last: 0 } };
     for (const d of this.devices) {
       if (d.connected) s.connected += 1;
       if (d.connected && d.heartbeats > 0) s.online += 1;
@@ -86,6 +89,11 @@ export class Fleet {
       s.rolledBack += d.outcomes.rolled_back;
       s.heartbeats += d.heartbeats;
       s.heartbeatsAcked += d.heartbeatsAcked;
+      s.commandsReceived += d.commandsReceived;
+      if (d.lastCommandAtMs > 0) {
+        if (s.lastCommandAtMs.first === 0 || d.lastCommandAtMs < s.lastCommandAtMs.first) s.lastCommandAtMs.first = d.lastCommandAtMs;
+        s.lastCommandAtMs.last = Math.max(s.lastCommandAtMs.last, d.lastCommandAtMs);
+      }
     }
     return s;
   }

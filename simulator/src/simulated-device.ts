@@ -65,6 +65,9 @@ export class SimulatedDevice {
   lastHeartbeat: { at: number; uptimeS: number } | null = null;
   /** An OTA job is running. */
   updating = false;
+  /** OTA commands received (repeats included) and when the last one arrived (epoch ms): benchmarks read delivery rates. */
+  commandsReceived = 0;
+  lastCommandAtMs = 0;
   readonly outcomes: Record<OtaOutcome, number> = { succeeded: 0, failed: 0, rolled_back: 0 };
   appliedConfigVersion = 0;
   config: Record<string, unknown> = {};
@@ -264,6 +267,8 @@ export class SimulatedDevice {
       if (this.heartbeatPeriodMs() !== before) this.scheduleHeartbeats();
       this.options.onChange?.(this);
     } else if (topic === topics.ota(this.serial)) {
+      this.commandsReceived += 1;
+      this.lastCommandAtMs = Date.now();
       const parsed = parsePayload(OtaCommand, payload);
       if (!parsed.ok) return;
       void this.runOta(parsed.value);

@@ -19,7 +19,7 @@ export interface CommandRow {
  * Commands in the broker's hands at once (see publish); below the broker's delivery concurrency
  * (broker/src/create-broker.ts DELIVERY_CONCURRENCY), so its queue never builds up.
  */
-const PUBLISH_WINDOW = 500;
+const PUBLISH_WINDOW = 1000;
 
 /**
  * Publishes OTA commands on `devices/{serial}/ota`, each with a fresh signed download link. A

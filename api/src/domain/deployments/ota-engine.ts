@@ -55,7 +55,7 @@ interface Candidate extends UpdateRef {
  * publishing of later pages (5,000 devices: 1,000-row pages published no faster, measured with
  * bench/ota.bench.ts).
  */
-const DISPATCH_PAGE = 5000;
+const DISPATCH_PAGE = 10_000;
 
 /**
  * The OTA delivery engine (issue 4 item 2). Event-driven: it dispatches when a device becomes
