@@ -52,8 +52,8 @@ interface Candidate extends UpdateRef {
 /**
  * Rows per dispatch transaction; each page is published while the next one is being written.
  * Large: devices start downloading the moment their command arrives, and that storm slows the
- * publishing of later pages (5,000 devices: 1,000-row pages published no faster, measured with
- * bench/ota.bench.ts).
+ * publishing of later pages (bench/ota.bench.ts, 10,000 devices: the broker had every command
+ * 4.7 s after the deploy request with pages of 5,000, 2.9 s with one page).
  */
 const DISPATCH_PAGE = 10_000;
 
