@@ -21,6 +21,7 @@ import { FloodGuard } from './flood-guard';
 import { LogThrottle } from './log-throttle';
 import { guardPacketSize, MAX_MQTT_PACKET_BYTES } from './packet-size-guard';
 import { createIndexedMemoryPersistence } from './retained-index';
+import { DELIVERY_CONCURRENCY, READY_CONCURRENCY } from './broker-limits';
 
 export interface DeviceBrokerOptions {
   auth: DeviceAuthService;
@@ -42,17 +43,6 @@ export interface DeviceBrokerOptions {
    */
   reconcileAllOnStart?: boolean;
 }
-
-/**
- * Device-ready notifications handed to the OTA engine at once. The engine reads them in batches
- * of up to 1,000 (one query per batch, one batch at a time), so this bounds memory, not database
- * load. It was 4, which capped the engine's batches at 4 devices: a 10,000-device reconnect
- * storm drained at about 200 devices/s (one batch per 20 ms window).
- */
-const READY_CONCURRENCY = 1000;
-
-/** Aedes's message delivery concurrency (see `create`); the cluster's MQEmitter takes the same. */
-export const DELIVERY_CONCURRENCY = 2000;
 
 /** Per connection, beside Aedes's own client object. */
 interface Connection {
@@ -115,10 +105,6 @@ export class DeviceBroker implements DeviceGateway {
     const aedesOptions: AedesOptions = {
       // [MQTT-3.1.3-5] client ids are serials: at most 64 characters (decisions.md "Devices").
       maxClientsIdLength: 64,
-      // Messages MQEmitter delivers at once (Aedes default 100). Each QoS 1 delivery takes a few
-      // event-loop turns (setImmediate, persistence, write), so under load 100 at a time capped an
-      // OTA campaign at about 1,500 commands/s although its rows were written in 0.3 s
-      // (bench/ota.bench.ts). The command publisher hands the broker at most PUBLISH_SLICE at once.
       concurrency: DELIVERY_CONCURRENCY,
       preConnect: makePreConnect(),
       authenticate: makeAuthenticate({

@@ -28,7 +28,8 @@ function request(url: string, headers: Record<string, string>): Promise<http.Inc
     const req = get(url, { headers, agent: false }, resolve);
     // Gives up on a transfer that sends nothing for 30 s (the socket's idle timer restarts with every chunk).
     req.setTimeout(IDLE_TIMEOUT_MS, () => req.destroy(new Error('timed out waiting for data after 30 s')));
-    req.once('error', reject);
+    // A persistent listener: an error after the response arrived (the body broke off) must not go unhandled.
+    req.on('error', reject);
   });
 }
 

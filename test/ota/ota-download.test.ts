@@ -46,7 +46,7 @@ describe('firmware downloads', () => {
     return `${server.service.httpUrl}${u.pathname}${u.search}`;
   };
 
-  it('serves the whole file with Content-Length, a strong ETag and Accept-Ranges; the sha256 matches the command', async () => {
+  it('serves the whole file with Content-Length, a strong ETag and Accept-Ranges, and closes the connection; the sha256 matches the command', async () => {
     const cmd = commands['DL-1']!;
     expect(cmd).toMatchObject({ size: 300_000, sha256: sha256(bytes) });
     const res = await fetch(local(cmd.url));
@@ -54,6 +54,8 @@ describe('firmware downloads', () => {
     expect(res.headers.get('content-length')).toBe('300000');
     expect(res.headers.get('etag')).toBe(`"sha256-${sha256(bytes)}"`);
     expect(res.headers.get('accept-ranges')).toBe('bytes');
+    // One download per update: no idle keep-alive socket per device (docs/ota.md "Downloads").
+    expect(res.headers.get('connection')).toBe('close');
     const body = Buffer.from(await res.arrayBuffer());
     expect(sha256(body)).toBe(cmd.sha256);
   });

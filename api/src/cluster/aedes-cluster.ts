@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import { Redis, type RedisOptions } from 'ioredis';
 import aedesPersistenceRedis from 'aedes-persistence-redis';
 import { DEVICE_PUBLISH_KINDS, parseDeviceTopic } from '../../../broker/src/protocol/topics';
-import { DELIVERY_CONCURRENCY } from '../../../broker/src/create-broker';
+import { DELIVERY_CONCURRENCY } from '../../../broker/src/broker-limits';
 
 const require = createRequire(import.meta.url);
 // mqemitter-redis is CommonJS; its prefixing variant is only reachable as a property of the export.

@@ -19,10 +19,10 @@ interface EventRow {
 export async function appendEvents(trx: Knex | Knex.Transaction, clock: Clock, events: NewEvent[]): Promise<void> {
   if (events.length === 0) return;
   const now = clock.now();
-  // One JSON document for the whole batch, unpacked by PostgreSQL: a dispatch of 10,000 OTA
-  // commands wrote 60,000 bind parameters through the query builder before (about a tenth of a
-  // second of the process's CPU per 10,000 events), and a claim of 1,000 devices never nears a
-  // parameter limit this way. `seq` follows the order of the list.
+  // One JSON document for the whole batch, unpacked by PostgreSQL. Before, each event was six
+  // bind parameters compiled and escaped one by one by the query builder (60,000 for a dispatch
+  // of 10,000 OTA commands, in chunks to stay under PostgreSQL's parameter limit). `seq` follows
+  // the order of the list.
   const rows = events.map((e) => ({ id: newId(), account_id: e.accountId, type: e.type, subject: e.subject ?? null, data: e.data, occurred_at: e.occurredAt ?? now }));
   await trx.raw(
     `INSERT INTO events (id, account_id, type, subject, data, occurred_at)

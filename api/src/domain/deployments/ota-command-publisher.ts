@@ -17,7 +17,7 @@ export interface CommandRow {
 
 /**
  * Commands in the broker's hands at once (see publish); below the broker's delivery concurrency
- * (broker/src/create-broker.ts DELIVERY_CONCURRENCY), so its queue never builds up.
+ * (broker/src/broker-limits.ts DELIVERY_CONCURRENCY), so its queue never builds up.
  */
 const PUBLISH_WINDOW = 1000;
 

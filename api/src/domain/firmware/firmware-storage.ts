@@ -29,8 +29,6 @@ const MAX_CACHED_FILE = 16 * 1024 * 1024;
 /** Memory for cached binaries at most; the least recently downloaded leave first. */
 const MAX_CACHED_BYTES = 64 * 1024 * 1024;
 
-/** The bytes of `content` in `range` (inclusive; the whole file without one), in CHUNK pieces. */
-
 export class FirmwareStorage {
   readonly dir: string;
   private readonly cache = new Map<string, { content: Promise<Buffer>; size: number }>();
@@ -119,11 +117,7 @@ export class FirmwareStorage {
    * Never throws; a file that cannot be read is read again by the download.
    */
   async warm(storageKey: string, size: number): Promise<void> {
-    if (size > MAX_CACHED_FILE) return;
-    await this.content(storageKey, size).then(
-      () => undefined,
-      () => undefined,
-    );
+    await this.inMemory(storageKey, size)?.catch(() => undefined);
   }
 
   private content(storageKey: string, size: number): Promise<Buffer> {
