@@ -20,7 +20,8 @@ export interface ProgressItem {
 /**
  * Rollout health gate: each reconnect within the window after a device's last successful
  * update is counted; more than the deployment's limit marks that update unhealthy (a failure).
- * One statement for the whole batch.
+ * Only the last update that ran on the device is judged: once a newer one was sent, the reboots
+ * it causes are its own business, not a relapse of the one before. One statement for the batch.
  */
 export async function applyHealthGate(deps: ServiceDeps, deviceIds: string[]): Promise<string[]> {
   const now = deps.clock.now();
@@ -32,6 +33,7 @@ export async function applyHealthGate(deps: ServiceDeps, deviceIds: string[]): P
                 COALESCE((p.rollout ->> 'health_max_reconnects')::int, ?) AS max_reconnects
            FROM device_updates u JOIN deployments p ON p.id = u.deployment_id
           WHERE u.device_id = ANY(?::uuid[]) AND u.state = 'succeeded' AND u.finished_at IS NOT NULL AND u.health_failed_at IS NULL
+            AND NOT EXISTS (SELECT 1 FROM device_updates y WHERE y.device_id = u.device_id AND y.id <> u.id AND y.sent_at >= u.finished_at)
           ORDER BY u.device_id, u.finished_at DESC)
        UPDATE device_updates u
           SET reconnects_after = u.reconnects_after + 1,
