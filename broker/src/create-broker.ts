@@ -22,6 +22,7 @@ import { LogThrottle } from './log-throttle';
 import { guardPacketSize, MAX_MQTT_PACKET_BYTES } from './packet-size-guard';
 import { createIndexedMemoryPersistence } from './retained-index';
 import { DELIVERY_CONCURRENCY, READY_CONCURRENCY } from './broker-limits';
+import { forgetDevice } from './forget-device';
 
 export interface DeviceBrokerOptions {
   auth: DeviceAuthService;
@@ -235,6 +236,10 @@ export class DeviceBroker implements DeviceGateway {
 
   isConnected(serial: string): boolean {
     return this.current.has(serial);
+  }
+
+  forget(serial: string): Promise<void> {
+    return forgetDevice(this.aedes, serial);
   }
 
   // --- internals -----------------------------------------------------------------------------

@@ -66,6 +66,32 @@ describe('device configuration over MQTT', () => {
     await dev.endAsync();
   });
 
+  it("a device unclaimed and claimed again (here by another account) gets the new owner's configuration, never the previous owner's", async () => {
+    const [first] = (await claimForMqtt(server, account, ['CFG-2'], { firmware: null })) as [DeviceCreds];
+    const configs = (seen: Array<{ topic: string; payload: string }>) => seen.filter((m) => m.topic === topics.config('CFG-2')).map((m) => JSON.parse(m.payload) as { version: number; config: Record<string, unknown> });
+    const old = await connectDevice(server.service.mqttUrl!, first);
+    const oldSeen = collect(old);
+    await old.subscribeAsync(topics.config('CFG-2'), { qos: 1 });
+    const patched = await account.api.patch('/api/v1/devices/CFG-2', { config: { dim_level: 12 } });
+    await expect.poll(() => configs(oldSeen).some((m) => m.version === patched.body.config.desired_version)).toBe(true);
+    await old.endAsync();
+    // Changed again while the device is away: retained, and queued in its persistent session.
+    await account.api.patch('/api/v1/devices/CFG-2', { config: { dim_level: 13 } });
+    expect((await account.api.delete('/api/v1/devices/CFG-2')).status).toBe(204);
+
+    const other = await server.createAccount();
+    const [again] = (await claimForMqtt(server, other, ['CFG-2'], { firmware: null })) as [DeviceCreds];
+    const desired = (await other.api.get('/api/v1/devices/CFG-2')).body.config;
+    const dev = await connectDevice(server.service.mqttUrl!, again);
+    const seen = collect(dev);
+    await dev.subscribeAsync(topics.config('CFG-2'), { qos: 1 });
+    await expect.poll(() => configs(seen).some((m) => m.version === desired.desired_version)).toBe(true);
+    // Give a late retained or queued message of the old session time to arrive.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(configs(seen).every((m) => m.version === desired.desired_version && m.config.dim_level === desired.desired.dim_level)).toBe(true);
+    await dev.endAsync();
+  });
+
   it('after a service restart (retained messages lost with in-memory persistence) the configuration is still delivered', async () => {
     const desired = (await device()).config.desired_version as number;
     await server.restart();

@@ -15,6 +15,7 @@ class RecordingGateway implements DeviceGateway {
   disconnect(serial: string, reason: string) {
     this.disconnects.push({ serial, reason });
   }
+  async forget() {}
   isConnected() {
     return false;
   }

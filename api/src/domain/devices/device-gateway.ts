@@ -28,6 +28,11 @@ export interface DeviceGateway {
   publishOta(serial: string, command: OtaCommand): Promise<void>;
   /** Drop the device's connection now (credentials rotated, device unclaimed). */
   disconnect(serial: string, reason: string): void;
+  /**
+   * Forget what the broker keeps for a serial (unclaim): its retained configuration and its
+   * persistent session (subscriptions, queued messages), so whoever claims it next starts clean.
+   */
+  forget(serial: string): Promise<void>;
   /** Connected to this process. */
   isConnected(serial: string): boolean;
 }
@@ -59,6 +64,9 @@ export class DeviceGatewayRef implements DeviceGateway {
   }
   disconnect(serial: string, reason: string): void {
     this.target?.disconnect(serial, reason);
+  }
+  async forget(serial: string): Promise<void> {
+    await this.target?.forget(serial);
   }
   isConnected(serial: string): boolean {
     return this.target?.isConnected(serial) ?? false;

@@ -351,6 +351,9 @@ export class DeviceService {
     });
     this.counts.invalidate(actor.accountId);
     this.area.gateway.disconnect(input.serial, 'unclaimed');
+    // The previous owner's retained configuration and queued messages must not reach the next
+    // owner's device (test/broker/config.test.ts). After the commit: the device is gone either way.
+    await this.area.gateway.forget(input.serial).catch((err: unknown) => this.deps.logger.error({ err, serial: input.serial }, 'clearing the broker state of an unclaimed device failed'));
   }
 
   /** Status, firmware, configuration, claim and update events, newest first. */
