@@ -221,9 +221,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   // Firmware downloads for devices: signed links, no API key (api/src/http/firmware-download.ts).
   app.use(
     firmwareDownloadRouter({
-      knex: database.knex,
-      clock,
-      links: services.downloadLinks,
+      downloads: services.firmwareDownloads,
       storage: services.firmwareStorage,
       logger,
       onBytes: (n) => metrics.firmwareDownloadBytes.inc(n),

@@ -17,6 +17,7 @@ import { PresenceService } from './domain/devices/presence.service';
 import { OtaListenerRef } from './domain/devices/presence-listeners';
 import { newId } from './domain/shared/ids';
 import { FirmwareStorage } from './domain/firmware/firmware-storage';
+import { FirmwareDownloads } from './domain/firmware/firmware-downloads';
 import { FirmwareService } from './domain/firmware/firmware.service';
 import { DownloadLinkSigner } from './domain/firmware/download-links';
 import { DeploymentService } from './domain/deployments/deployment.service';
@@ -57,6 +58,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) 
   const firmwareStorage = new FirmwareStorage(options.firmware?.dataDir ?? './data');
   const firmware = new FirmwareService(deps, { models, storage: firmwareStorage, maxFirmwareBytes: options.firmware?.maxFirmwareBytes ?? 256 * 1024 * 1024 });
   const downloadLinks = new DownloadLinkSigner(options.serverSecret?.key('firmware-downloads') ?? randomBytes(32));
+  const firmwareDownloads = new FirmwareDownloads(deps, { links: downloadLinks });
   const ota = new OtaEngine(deps, { gateway, links: downloadLinks, warmFirmware: (key, size) => firmwareStorage.warm(key, size), ...(options.firmware?.engine ? { options: options.firmware.engine } : {}), ...(options.firmware?.metrics ? { metrics: options.firmware.metrics } : {}) });
   const deployments = new DeploymentService(deps, { models, engine: ota });
   // Claims schedule their firmware through the deployment service (a deployment of kind `claim`).
@@ -67,7 +69,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) 
   const presence = new PresenceService(deps, options.brokerNodeId ?? newId());
   const otaListener = new OtaListenerRef();
   otaListener.set(ota);
-  return { apiKeys, users, accounts, idempotency, models, events, webhooks, fleet, gateway, allocation, devices, claims, deviceAuth, presence, otaListener, firmware, firmwareStorage, downloadLinks, deployments, ota };
+  return { apiKeys, users, accounts, idempotency, models, events, webhooks, fleet, gateway, allocation, devices, claims, deviceAuth, presence, otaListener, firmware, firmwareStorage, firmwareDownloads, downloadLinks, deployments, ota };
 }
 
 export type Services = ReturnType<typeof createServices>;
