@@ -25,9 +25,10 @@ const arg = (name: string, fallback: number) => {
 const SCHEDULE = smoke ? 1000 : arg('schedule', 100_000);
 const DEVICES = smoke ? 50 : arg('devices', 10_000);
 const DOWNLOADERS = Math.min(DEVICES, smoke ? 20 : arg('download-devices', 500));
-// Each simulated device holds an MQTT socket and, while it downloads, an HTTP one: 10,000 devices
-// downloading at once in one process reached its limit of 20,000 file descriptors (and the one
-// process took a core of its own hashing), so the fleet is split.
+// Each simulated device holds an MQTT socket and, while it downloads, an HTTP one, so one process
+// of 10,000 devices nears its limit of 20,000 file descriptors; `--fleet-processes` splits the
+// fleet. One by default: two processes on the 2 shared cores doubled the storm and made every
+// figure worse (2,350 of 10,000 updates failed in one such run).
 const FLEET_PROCESSES = smoke ? 1 : arg('fleet-processes', 1);
 
 async function upload(server: BenchServer, account: BenchAccount, model: string, version: string, bytes: Buffer): Promise<void> {

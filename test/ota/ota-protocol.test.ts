@@ -190,40 +190,42 @@ describe('OTA protocol and timing (manual clock)', { timeout: 90_000 }, () => {
     await expect.poll(() => dev.commands().length, poll).toBe(1);
   });
 
-  it('health gate: a device that keeps reconnecting after its update counts as a failure', async () => {
-    const [c] = (await claimWithCredentials(a, { serials: ['HG-1'], model: 'LX-200' })) as [Creds];
-    let dev = await connect(c);
-    const id = await deploy({ serials: ['HG-1'], rollout: { health_window_minutes: 10, health_max_reconnects: 2 } });
+  /** A device updated to 2.0.0 by a deployment whose health gate allows 2 reconnects in 10 minutes. */
+  const updatedUnderHealthGate = async (serial: string) => {
+    const [c] = (await claimWithCredentials(a, { serials: [serial], model: 'LX-200' })) as [Creds];
+    const dev = await connect(c);
+    const id = await deploy({ serials: [serial], rollout: { health_window_minutes: 10, health_max_reconnects: 2 } });
     await expect.poll(() => dev.commands().length, poll).toBe(1);
-    await dev.client.publishAsync(topics.heartbeat('HG-1'), heartbeat({ firmware: '2.0.0' }), { qos: 1 });
-    await expect.poll(async () => (await updateOf(id, 'HG-1')).state, poll).toBe('succeeded');
+    await dev.client.publishAsync(topics.heartbeat(serial), heartbeat({ firmware: '2.0.0' }), { qos: 1 });
+    await expect.poll(async () => (await updateOf(id, serial)).state, poll).toBe('succeeded');
+    return { c, dev, id };
+  };
+  /** Drops the connection and comes back on `firmware`, three times, the engine seeing each reconnect. */
+  const reconnectThreeTimes = async (c: Creds, dev: Awaited<ReturnType<typeof connect>>, firmware: string) => {
     for (let i = 0; i < 3; i++) {
       await dev.client.endAsync(true);
-      dev = await connect(c, '2.0.0');
+      dev = await connect(c, firmware);
       await ota().idle();
     }
+    return dev;
+  };
+
+  it('health gate: a device that keeps reconnecting after its update counts as a failure', async () => {
+    const { c, dev, id } = await updatedUnderHealthGate('HG-1');
+    await reconnectThreeTimes(c, dev, '2.0.0');
     await expect.poll(async () => (await updateOf(id, 'HG-1')).health_failed, poll).toBe(true);
     expect((await deployment(a, id)).counts.health_failed).toBe(1);
   });
 
   it('health gate: the reboots of a newer update do not count against the update before it', async () => {
-    const [c] = (await claimWithCredentials(a, { serials: ['HG-2'], model: 'LX-200' })) as [Creds];
-    let dev = await connect(c);
-    const first = await deploy({ serials: ['HG-2'], rollout: { health_window_minutes: 10, health_max_reconnects: 2 } });
-    await expect.poll(() => dev.commands().length, poll).toBe(1);
-    await dev.client.publishAsync(topics.heartbeat('HG-2'), heartbeat({ firmware: '2.0.0' }), { qos: 1 });
-    await expect.poll(async () => (await updateOf(first, 'HG-2')).state, poll).toBe('succeeded');
+    const updated = await updatedUnderHealthGate('HG-2');
     // A hotfix minutes later: while it installs, the device goes down and comes back three times.
     await uploadFirmware(a, { model: 'LX-200', version: '2.0.1', bytes: Buffer.alloc(2000, '2.0.1'), expectStatus: 201 });
     const hotfix = await deploy({ firmware_version: '2.0.1', serials: ['HG-2'] });
-    await expect.poll(() => dev.commands().some((m) => m.version === '2.0.1'), poll).toBe(true);
-    for (let i = 0; i < 3; i++) {
-      await dev.client.endAsync(true);
-      dev = await connect(c, '2.0.0');
-      await ota().idle();
-    }
-    expect((await updateOf(first, 'HG-2')).health_failed).toBe(false);
-    expect((await deployment(a, first)).counts.health_failed).toBe(0);
+    await expect.poll(() => updated.dev.commands().some((m) => m.version === '2.0.1'), poll).toBe(true);
+    const dev = await reconnectThreeTimes(updated.c, updated.dev, '2.0.0');
+    expect((await updateOf(updated.id, 'HG-2')).health_failed).toBe(false);
+    expect((await deployment(a, updated.id)).counts.health_failed).toBe(0);
     await dev.client.publishAsync(topics.heartbeat('HG-2'), heartbeat({ firmware: '2.0.1' }), { qos: 1 });
     await expect.poll(async () => (await updateOf(hotfix, 'HG-2')).state, poll).toBe('succeeded');
   });
