@@ -1,5 +1,6 @@
 import { startBenchServer } from './lib/bench-server';
 import { runLoad } from './lib/load';
+import { postgresCpuMicros } from './lib/postgres-cpu';
 import { isSmoke, recordResults } from './lib/results';
 import { devicePageQuery } from '../api/src/domain/devices/device.repository';
 
@@ -64,8 +65,11 @@ try {
   if (check.status !== 200 || checkBody.devices.length !== 100) throw new Error(`page check failed: ${check.status}`);
   await runLoad({ url: pageUrl, headers: account.headers, connections: CONNECTIONS, durationSeconds: smoke ? 1 : 3 }); // warm-up
   const cpuBefore = await server.cpu();
+  const pgBefore = server.database === 'postgres' ? postgresCpuMicros() : undefined;
   const load = await runLoad({ url: pageUrl, headers: account.headers, connections: CONNECTIONS, durationSeconds: LOAD_SECONDS });
   const cpuAfter = await server.cpu();
+  const pgAfter = pgBefore === undefined ? undefined : postgresCpuMicros();
+  const pgPerRequestMs = pgBefore !== undefined && pgAfter !== undefined ? (pgAfter - pgBefore) / 1000 / Math.max(1, load.requests) : undefined;
   // CPU the server spent per request: unlike req/s, it barely depends on what else runs on the machine.
   const cpuPerRequestMs = (cpuAfter.user + cpuAfter.system - cpuBefore.user - cpuBefore.system) / 1000 / Math.max(1, load.requests);
   if (load.non2xx > 0 || load.errors > 0) throw new Error(`page load: ${load.non2xx} non-2xx, ${load.errors} errors`);
@@ -97,7 +101,8 @@ try {
     `database: ${server.database}; devices: ${total.toLocaleString('en')} in one account, seeded by ${CLAIMS} claims of ${PER_CLAIM} through POST /api/v1/devices/claim in ${seedSeconds.toFixed(1)} s, firmware set by one bulk UPDATE`,
     `filtered page (model=LX-200&firmware_lt=2.0.0&limit=100, ${checkBody.total.toLocaleString('en')} matches), autocannon ${CONNECTIONS} connections, ${LOAD_SECONDS} s: ` +
       `**${Math.round(load.requestsPerSecond)} req/s**, p50 ${load.p50Ms} ms, **p99 ${load.p99Ms} ms** (${load.requests} requests; target >= 2,500 req/s, p99 < 25 ms); ` +
-      `server CPU ${cpuPerRequestMs.toFixed(2)} ms per request (one free core: about ${Math.round(1000 / cpuPerRequestMs)} req/s of Node work)`,
+      `server CPU ${cpuPerRequestMs.toFixed(2)} ms per request (one free core: about ${Math.round(1000 / cpuPerRequestMs)} req/s of Node work)` +
+      (pgPerRequestMs === undefined ? '' : `, PostgreSQL CPU ${pgPerRequestMs.toFixed(2)} ms per request (all postgres processes)`),
     `page statement: indexes ${indexes.join(', ') || '(none)'}; planning ${planMs?.['Planning Time'].toFixed(2)} ms, execution ${planMs?.['Execution Time'].toFixed(2)} ms (EXPLAIN ANALYZE)`,
     `full streamed listing (${(bytes / 1024 / 1024).toFixed(1)} MB JSON): **${streamSeconds.toFixed(2)} s** (server CPU ${streamCpuSeconds.toFixed(2)} s), server RSS ${mb(before.rss)} MB -> peak ${mb(peakRss)} MB, **growth ${mb(growth)} MB** (target < 2 s, < 50 MB)`,
   ];
