@@ -5,6 +5,7 @@ import * as addDevicePresenceDeadline from './20261122010700_add_device_presence
 import * as addOtaEngineColumns from './20261122011000_add_ota_engine_columns';
 import * as leanUpdateTargets from './20261123000000_lean_update_targets';
 import * as heartbeatHotUpdates from './20261123010000_heartbeat_hot_updates';
+import * as retentionIndexes from './20261124000000_retention_indexes';
 
 /**
  * Static list of migrations: knex's folder scanning cannot load .ts files under vitest,
@@ -17,6 +18,7 @@ const migrations: Array<{ name: string; module: Knex.Migration }> = [
   { name: '20261122011000_add_ota_engine_columns', module: addOtaEngineColumns },
   { name: '20261123000000_lean_update_targets', module: leanUpdateTargets },
   { name: '20261123010000_heartbeat_hot_updates', module: heartbeatHotUpdates },
+  { name: '20261124000000_retention_indexes', module: retentionIndexes },
 ];
 
 export const migrationSource: Knex.MigrationSource<{ name: string; module: Knex.Migration }> = {

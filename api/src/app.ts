@@ -6,6 +6,7 @@ import { createGraphQL } from './graphql/server';
 import { loadServerSecret } from './domain/shared/server-secret';
 import { fanOutWebhookDeliveries } from './domain/webhooks/webhook-fanout';
 import { WebhookDeliveryWorker } from './domain/webhooks/delivery-worker';
+import { RetentionWorker } from './domain/housekeeping/retention-worker';
 import type { Config } from './config';
 import { createLogger, type Logger } from './logger';
 import { openDatabase, type Database } from './db/database';
@@ -56,6 +57,8 @@ export interface FleetService {
   readonly outbox: OutboxDispatcher;
   /** Sends webhook deliveries (tests call `settle()` after moving the clock). */
   readonly webhookWorker: WebhookDeliveryWorker;
+  /** Deletes history and events past their retention (tests call `runNow()`). */
+  readonly retentionWorker: RetentionWorker;
   readonly logger: Logger;
   readonly clock: Clock;
   /** Demo credentials when this start created the demo account. */
@@ -92,6 +95,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     {
       serverSecret,
       webhookAllowPrivate: config.webhookAllowPrivate,
+      retention: { historyDays: config.historyRetentionDays, eventDays: config.eventRetentionDays },
       firmware: {
         dataDir: config.dataDir,
         maxFirmwareBytes: config.maxFirmwareBytes,
@@ -122,6 +126,13 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   });
   bus.subscribe(() => webhookWorker.kick());
   bus.subscribe(() => metrics.eventsDispatched.inc());
+  const retentionWorker = new RetentionWorker({
+    retention: services.retention,
+    logger,
+    onPruned: (result) => {
+      for (const [table, rows] of Object.entries(result)) if (rows > 0) metrics.retentionDeleted.inc({ table }, rows);
+    },
+  });
 
   let demo: FleetService['demo'] = null;
   if (database.kind === 'embedded' && config.demoAccount) demo = await seedDemoAccount(services);
@@ -260,6 +271,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
 
   outbox.start();
   webhookWorker.start();
+  retentionWorker.start();
   databaseHealth.start();
   logger.info({ httpPort, mqttPort, database: database.kind }, 'fleet service started');
 
@@ -281,6 +293,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
       databaseHealth.stop();
       await outbox!.stop();
       await webhookWorker.stop();
+      await retentionWorker.stop();
       await bus.close();
       if (cluster) await cluster.close();
       if (ownsDatabase) await database.close();
@@ -299,6 +312,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     bus,
     outbox,
     webhookWorker,
+    retentionWorker,
     logger,
     clock,
     demo,

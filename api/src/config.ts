@@ -42,6 +42,10 @@ export const Config = z.object({
   otaLinkTtlS: z.coerce.number().positive().default(21600),
   /** OTA: safety sweep interval (deadlines, windows, scheduled starts). Milliseconds, default 5000. */
   otaSweepIntervalMs: z.coerce.number().int().min(0).default(5000),
+  /** Device history kept this many days; 0 keeps it forever. Default 365. */
+  historyRetentionDays: z.coerce.number().min(0).default(365),
+  /** Dispatched events (and their webhook deliveries) kept this many days; 0 keeps them forever. Default 30. */
+  eventRetentionDays: z.coerce.number().min(0).default(30),
 });
 export type Config = z.infer<typeof Config>;
 
@@ -66,6 +70,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     otaResendAfterS: env.OTA_RESEND_AFTER_S || undefined,
     otaLinkTtlS: env.OTA_LINK_TTL_S || undefined,
     otaSweepIntervalMs: env.OTA_SWEEP_INTERVAL_MS || undefined,
+    historyRetentionDays: env.HISTORY_RETENTION_DAYS || undefined,
+    eventRetentionDays: env.EVENT_RETENTION_DAYS || undefined,
   });
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);

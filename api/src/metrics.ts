@@ -29,6 +29,12 @@ export function createMetrics() {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers: [registry],
     }),
+    retentionDeleted: new Counter({
+      name: 'fleet_retention_deleted_rows_total',
+      help: 'Rows deleted by the retention pass, by table',
+      labelNames: ['table'] as const,
+      registers: [registry],
+    }),
     rateLimited: new Counter({
       name: 'fleet_rate_limited_total',
       help: 'Requests refused with 429 by the per-key rate limit',

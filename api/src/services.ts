@@ -22,6 +22,7 @@ import { FirmwareService } from './domain/firmware/firmware.service';
 import { DownloadLinkSigner } from './domain/firmware/download-links';
 import { DeploymentService } from './domain/deployments/deployment.service';
 import { OtaEngine, type OtaEngineOptions, type OtaMetrics } from './domain/deployments/ota-engine';
+import { RetentionService, DEFAULT_RETENTION, type RetentionPolicy } from './domain/housekeeping/retention.service';
 import { randomBytes } from 'node:crypto';
 
 /**
@@ -38,6 +39,8 @@ export interface ServiceOptions {
   brokerNodeId?: string;
   /** Firmware files and the OTA engine (DATA_DIR, MAX_FIRMWARE_BYTES, OTA_* settings). */
   firmware?: { dataDir: string; maxFirmwareBytes: number; engine?: Partial<OtaEngineOptions>; metrics?: OtaMetrics };
+  /** HISTORY_RETENTION_DAYS, EVENT_RETENTION_DAYS. */
+  retention?: RetentionPolicy;
 }
 
 export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) {
@@ -69,7 +72,8 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) 
   const presence = new PresenceService(deps, options.brokerNodeId ?? newId());
   const otaListener = new OtaListenerRef();
   otaListener.set(ota);
-  return { apiKeys, users, accounts, idempotency, models, events, webhooks, fleet, gateway, allocation, devices, claims, deviceAuth, presence, otaListener, firmware, firmwareStorage, firmwareDownloads, downloadLinks, deployments, ota };
+  const retention = new RetentionService(deps, options.retention ?? DEFAULT_RETENTION);
+  return { retention, apiKeys, users, accounts, idempotency, models, events, webhooks, fleet, gateway, allocation, devices, claims, deviceAuth, presence, otaListener, firmware, firmwareStorage, firmwareDownloads, downloadLinks, deployments, ota };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -82,4 +82,12 @@ describe('operator tool `fleet`', () => {
     const unknown = await fleet(db, ['frobnicate']);
     expect(unknown.code).toBe(2);
   });
+
+  it('prunes by the retention settings of the environment and reports what it deleted', async () => {
+    const db = await createTestDatabase();
+    dbs.push(db);
+    const pruned = await fleet(db, ['prune', '--json']);
+    expect(pruned.code, pruned.stderr).toBe(0);
+    expect(JSON.parse(pruned.stdout)).toEqual({ deviceEvents: 0, events: 0, webhookDeliveries: 0, sessions: 0, idempotencyKeys: 0, loginThrottle: 0 });
+  });
 });

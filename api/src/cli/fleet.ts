@@ -19,6 +19,8 @@ const USAGE = `fleet: the operator's tool (works on DATABASE_URL, or the embedde
   fleet user create --account ID --email E --password W [--role admin|viewer] [--json]
   fleet api-key create --account ID --name N [--role admin|viewer] [--json]
   fleet api-key rate-limit --key ID (--per-minute N | --reset)
+  fleet prune [--json]        delete history and events past their retention
+                              (HISTORY_RETENTION_DAYS, EVENT_RETENTION_DAYS) now
   fleet migrate
 `;
 
@@ -45,7 +47,7 @@ const required = (value: string | undefined, flag: string): string => {
 
 class UsageError extends Error {}
 
-const COMMANDS = ['account create', 'account list', 'account update', 'user create', 'api-key create', 'api-key rate-limit', 'migrate'];
+const COMMANDS = ['account create', 'account list', 'account update', 'user create', 'api-key create', 'api-key rate-limit', 'prune', 'migrate'];
 
 async function run(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true });
@@ -60,7 +62,10 @@ async function run(argv: string[]): Promise<number> {
   try {
     await database.migrate();
     const logger = createLogger('warn');
-    const services = createServices({ knex: database.knex, transaction: createTransactionRunner(database.knex, () => undefined), clock: systemClock, logger });
+    const services = createServices(
+      { knex: database.knex, transaction: createTransactionRunner(database.knex, () => undefined), clock: systemClock, logger },
+      { retention: { historyDays: config.historyRetentionDays, eventDays: config.eventRetentionDays } },
+    );
     if (command === 'migrate') {
       print(values, { migrated: true }, 'Migrations are up to date.');
       return 0;
@@ -134,6 +139,12 @@ async function dispatch(command: string, values: Values, services: Services): Pr
       if (perMinute !== null && (!Number.isInteger(perMinute) || perMinute < 1)) throw new UsageError('--per-minute must be a positive whole number');
       await services.apiKeys.setRateLimit(id, perMinute);
       print(values, { api_key_id: id, rate_limit_per_minute: perMinute ?? 100 }, `Key ${id}: ${perMinute ?? 100} requests per minute.`);
+      return 0;
+    }
+    case 'prune': {
+      const result = await services.retention.pruneOnce();
+      const lines = Object.entries(result).map(([table, rows]) => `  ${table}: ${rows}`);
+      print(values, result, `Rows deleted:\n${lines.join('\n')}`);
       return 0;
     }
     default:

@@ -10,7 +10,7 @@ export type IdempotencyBegin =
   | { kind: 'replay'; status: number; body: unknown };
 
 /** Stored responses are replayed for 24 hours. */
-const KEY_TTL_MS = 24 * 60 * 60_000;
+export const KEY_TTL_MS = 24 * 60 * 60_000;
 
 /**
  * Idempotency-Key semantics (IETF draft, as Stripe does it), scoped per account: a retry with

@@ -1,0 +1,103 @@
+import type { Knex } from 'knex';
+import type { ServiceDeps } from '../service-deps';
+import { KEY_TTL_MS } from '../shared/idempotency.service';
+
+/** How long rows are kept, in days; 0 keeps them forever. README "Configuration" and "Retention". */
+export interface RetentionPolicy {
+  /** Device history (`GET /api/v1/devices/{serial}/history`). */
+  historyDays: number;
+  /** Dispatched outbox events (`GET /api/v1/events`) and the webhook deliveries made of them. */
+  eventDays: number;
+}
+
+export const DEFAULT_RETENTION: RetentionPolicy = { historyDays: 365, eventDays: 30 };
+
+/** Rows deleted by one pass, per table. */
+export interface PruneResult {
+  deviceEvents: number;
+  events: number;
+  webhookDeliveries: number;
+  sessions: number;
+  idempotencyKeys: number;
+  loginThrottle: number;
+}
+
+/** Rows looked at per statement: each statement is short, so pruning never holds locks for long. */
+const WINDOW = 5000;
+const DAY_MS = 86_400_000;
+
+/**
+ * Housekeeping of the tables that grow with time. Device history and the outbox are walked in
+ * key order (ids grow with time) a window at a time, each window its own statement; the walk
+ * ends at the first window with nothing old enough. What is still needed is never deleted: an
+ * undispatched event, an event whose webhook delivery is still pending, an unexpired session,
+ * a lockout still running. Several processes may prune at once: a row deleted by one is
+ * skipped by the other.
+ */
+export class RetentionService {
+  constructor(
+    private readonly deps: Pick<ServiceDeps, 'knex' | 'clock' | 'logger'>,
+    private readonly policy: RetentionPolicy = DEFAULT_RETENTION,
+  ) {}
+
+  async pruneOnce(): Promise<PruneResult> {
+    const now = this.deps.clock.now();
+    const { knex } = this.deps;
+    const result: PruneResult = { deviceEvents: 0, events: 0, webhookDeliveries: 0, sessions: 0, idempotencyKeys: 0, loginThrottle: 0 };
+    if (this.policy.historyDays > 0) result.deviceEvents = await pruneHistory(knex, new Date(now.getTime() - this.policy.historyDays * DAY_MS));
+    if (this.policy.eventDays > 0) {
+      const pruned = await pruneEvents(knex, new Date(now.getTime() - this.policy.eventDays * DAY_MS));
+      result.events = pruned.events;
+      result.webhookDeliveries = pruned.deliveries;
+    }
+    result.sessions = (await knex.raw('DELETE FROM sessions WHERE expires_at < ?', [now])).rowCount ?? 0;
+    result.idempotencyKeys = (await knex.raw('DELETE FROM idempotency_keys WHERE created_at < ?', [new Date(now.getTime() - KEY_TTL_MS)])).rowCount ?? 0;
+    // A failure window long over and no lockout running: the row no longer decides anything.
+    result.loginThrottle =
+      (await knex.raw('DELETE FROM login_throttle WHERE window_started_at < ? AND (locked_until IS NULL OR locked_until < ?)', [new Date(now.getTime() - DAY_MS), now])).rowCount ?? 0;
+    return result;
+  }
+}
+
+async function pruneHistory(knex: Knex, cutoff: Date): Promise<number> {
+  let after = '0';
+  let deleted = 0;
+  for (;;) {
+    const row = (
+      await knex.raw(
+        `WITH win AS (SELECT id, occurred_at < ? AS old FROM device_events WHERE id > ? ORDER BY id LIMIT ${WINDOW}),
+              gone AS (DELETE FROM device_events e USING win WHERE e.id = win.id AND win.old RETURNING 1)
+         SELECT (SELECT max(id) FROM win)::text AS last, (SELECT count(*) FROM gone)::int AS deleted, (SELECT bool_or(old) FROM win) AS any_old`,
+        [cutoff, after],
+      )
+    ).rows[0] as { last: string | null; deleted: number; any_old: boolean | null };
+    deleted += row.deleted;
+    if (row.last === null || !row.any_old) return deleted;
+    after = row.last;
+  }
+}
+
+async function pruneEvents(knex: Knex, cutoff: Date): Promise<{ events: number; deliveries: number }> {
+  let after = '0';
+  const total = { events: 0, deliveries: 0 };
+  for (;;) {
+    // An event goes with its deliveries (their log shows it, a redelivery sends it), and only
+    // once it is dispatched and none of its deliveries is still being retried.
+    const row = (
+      await knex.raw(
+        `WITH win AS (SELECT seq, occurred_at < ? AS old, dispatched_at IS NOT NULL AS dispatched FROM events WHERE seq > ? ORDER BY seq LIMIT ${WINDOW}),
+              doomed AS (SELECT win.seq FROM win WHERE win.old AND win.dispatched
+                           AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = win.seq AND d.status = 'pending')),
+              gone_deliveries AS (DELETE FROM webhook_deliveries d USING doomed WHERE d.event_seq = doomed.seq RETURNING 1),
+              gone_events AS (DELETE FROM events e USING doomed WHERE e.seq = doomed.seq RETURNING 1)
+         SELECT (SELECT max(seq) FROM win)::text AS last, (SELECT count(*) FROM gone_events)::int AS events,
+                (SELECT count(*) FROM gone_deliveries)::int AS deliveries, (SELECT bool_or(old) FROM win) AS any_old`,
+        [cutoff, after],
+      )
+    ).rows[0] as { last: string | null; events: number; deliveries: number; any_old: boolean | null };
+    total.events += row.events;
+    total.deliveries += row.deliveries;
+    if (row.last === null || !row.any_old) return total;
+    after = row.last;
+  }
+}
