@@ -12,7 +12,7 @@ import { devicePageQuery } from '../api/src/domain/devices/device.repository';
  * rules); the firmware a heartbeat would report is then set with one bulk UPDATE (the broker
  * owns that path). `--smoke`: 2,000 devices, 2 s of load, nothing recorded.
  *
- *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/devices-list.bench.ts
+ *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/devices-list.bench.ts [--dry: print, record nothing]
  */
 const smoke = isSmoke();
 const CLAIMS = smoke ? 2 : 100;
@@ -107,7 +107,7 @@ try {
     `full streamed listing (${(bytes / 1024 / 1024).toFixed(1)} MB JSON): **${streamSeconds.toFixed(2)} s** (server CPU ${streamCpuSeconds.toFixed(2)} s), server RSS ${mb(before.rss)} MB -> peak ${mb(peakRss)} MB, **growth ${mb(growth)} MB** (target < 2 s, < 50 MB)`,
   ];
   for (const f of figures) console.log(f);
-  if (!smoke) {
+  if (!smoke && !process.argv.includes('--dry')) {
     recordResults({
       title: 'GET /api/v1/devices, 100,000 devices',
       command: `${process.env.BENCH_DATABASE_URL ? 'BENCH_DATABASE_URL=... ' : ''}node --import tsx bench/devices-list.bench.ts`,
