@@ -3,9 +3,16 @@
  * few event-loop turns (setImmediate, persistence, write), so under load 100 at a time capped an
  * OTA campaign at about 1,500 commands/s although its rows were written in 0.3 s
  * (bench/ota.bench.ts). The cluster's MQEmitter takes the same; the OTA command publisher keeps
- * fewer than this in flight (PUBLISH_WINDOW), so MQEmitter's queue never builds up.
+ * fewer than this in flight (PUBLISH_WINDOW below), so MQEmitter's queue never builds up.
  */
 export const DELIVERY_CONCURRENCY = 2000;
+
+/**
+ * What the broker tells senders of many messages (the OTA command publisher) to keep in flight
+ * at once (DeviceGateway.publishWindow): half the delivery concurrency, leaving room for the
+ * configuration pushes and Last Wills that arrive meanwhile.
+ */
+export const PUBLISH_WINDOW = DELIVERY_CONCURRENCY / 2;
 
 /**
  * Device-ready notifications handed to the OTA engine at once. The engine reads them in batches

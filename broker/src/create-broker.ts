@@ -21,7 +21,7 @@ import { FloodGuard } from './flood-guard';
 import { LogThrottle } from './log-throttle';
 import { guardPacketSize, MAX_MQTT_PACKET_BYTES } from './packet-size-guard';
 import { createIndexedMemoryPersistence } from './retained-index';
-import { DELIVERY_CONCURRENCY, READY_CONCURRENCY } from './broker-limits';
+import { DELIVERY_CONCURRENCY, PUBLISH_WINDOW, READY_CONCURRENCY } from './broker-limits';
 import { forgetDevice } from './forget-device';
 
 export interface DeviceBrokerOptions {
@@ -237,6 +237,8 @@ export class DeviceBroker implements DeviceGateway {
   isConnected(serial: string): boolean {
     return this.current.has(serial);
   }
+
+  readonly publishWindow = PUBLISH_WINDOW;
 
   forget(serial: string): Promise<void> {
     return forgetDevice(this.aedes, serial);

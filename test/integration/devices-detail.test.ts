@@ -19,6 +19,7 @@ class RecordingGateway implements DeviceGateway {
   isConnected() {
     return false;
   }
+  readonly publishWindow = 10;
 }
 
 describe('one device: read, configure, history, credentials, unclaim', () => {

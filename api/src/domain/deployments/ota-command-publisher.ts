@@ -16,12 +16,6 @@ export interface CommandRow {
 }
 
 /**
- * Commands in the broker's hands at once (see publish); below the broker's delivery concurrency
- * (broker/src/broker-limits.ts DELIVERY_CONCURRENCY), so its queue never builds up.
- */
-const PUBLISH_WINDOW = 1000;
-
-/**
  * Publishes OTA commands on `devices/{serial}/ota`, each with a fresh signed download link. A
  * command that the broker refuses stays `sent` and is re-sent when the device (re)subscribes or
  * by the engine's sweep; this never throws.
@@ -60,7 +54,8 @@ export class OtaCommandPublisher {
     const worker = async () => {
       while (next < rows.length) await this.publishOne(rows[next++]!, expiresAt);
     };
-    await Promise.all(Array.from({ length: Math.min(PUBLISH_WINDOW, rows.length) }, worker));
+    // The broker says how many it takes at once without queueing (DeviceGateway.publishWindow).
+    await Promise.all(Array.from({ length: Math.min(this.deps.gateway.publishWindow, rows.length) }, worker));
   }
 
   /** Counts as published when the broker took it. */

@@ -35,7 +35,15 @@ export interface DeviceGateway {
   forget(serial: string): Promise<void>;
   /** Connected to this process. */
   isConnected(serial: string): boolean;
+  /**
+   * Publishes a sender may keep in flight at once without a queue building up inside the
+   * broker (below its delivery concurrency).
+   */
+  readonly publishWindow: number;
 }
+
+/** The window of a gateway that does not say (and of the late-bound holder before the broker is up). */
+export const DEFAULT_PUBLISH_WINDOW = 100;
 
 /** Implemented by the OTA engine: what the broker tells it about devices. */
 export interface OtaDeviceListener {
@@ -70,5 +78,8 @@ export class DeviceGatewayRef implements DeviceGateway {
   }
   isConnected(serial: string): boolean {
     return this.target?.isConnected(serial) ?? false;
+  }
+  get publishWindow(): number {
+    return this.target?.publishWindow ?? DEFAULT_PUBLISH_WINDOW;
   }
 }
