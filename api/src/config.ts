@@ -43,9 +43,9 @@ export const Config = z.object({
   /** OTA: safety sweep interval (deadlines, windows, scheduled starts). Milliseconds, default 5000. */
   otaSweepIntervalMs: z.coerce.number().int().min(0).default(5000),
   /** Device history kept this many days; 0 keeps it forever. Default 365. */
-  historyRetentionDays: z.coerce.number().min(0).default(365),
+  historyRetentionDays: z.coerce.number().min(0).max(36500).default(365),
   /** Dispatched events (and their webhook deliveries) kept this many days; 0 keeps them forever. Default 30. */
-  eventRetentionDays: z.coerce.number().min(0).default(30),
+  eventRetentionDays: z.coerce.number().min(0).max(36500).default(30),
 });
 export type Config = z.infer<typeof Config>;
 

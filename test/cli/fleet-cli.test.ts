@@ -7,12 +7,13 @@ import { loadConfig } from '../../api/src/config';
 import { startFleetService } from '../../api/src/app';
 import { createLogger } from '../../api/src/logger';
 import { ApiClient } from '../helpers/api-client';
+import { openDatabase } from '../../api/src/db/database';
 
 const run = promisify(execFile);
 const FLEET = path.resolve('bin/fleet.js');
 
-async function fleet(db: TestDatabase, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env = { ...process.env, DATA_DIR: db.dataDir, ...(db.databaseUrl ? { DATABASE_URL: db.databaseUrl } : {}) };
+async function fleet(db: TestDatabase, args: string[], extraEnv: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  const env = { ...process.env, DATA_DIR: db.dataDir, ...(db.databaseUrl ? { DATABASE_URL: db.databaseUrl } : {}), ...extraEnv };
   if (!db.databaseUrl) delete env.DATABASE_URL;
   try {
     const { stdout, stderr } = await run(process.execPath, [FLEET, ...args], { env });
@@ -86,8 +87,20 @@ describe('operator tool `fleet`', () => {
   it('prunes by the retention settings of the environment and reports what it deleted', async () => {
     const db = await createTestDatabase();
     dbs.push(db);
+    expect((await fleet(db, ['migrate'])).code).toBe(0);
+    // A login throttle from two days ago (no lockout running) and one from now.
+    const database = await openDatabase({ databaseUrl: db.databaseUrl, dataDir: db.dataDir, poolSize: 1 });
+    await database.knex('login_throttle').insert([
+      { email: 'old@example.test', failures: 3, window_started_at: new Date(Date.now() - 2 * 86_400_000) },
+      { email: 'new@example.test', failures: 3, window_started_at: new Date() },
+    ]);
+    await database.close();
     const pruned = await fleet(db, ['prune', '--json']);
     expect(pruned.code, pruned.stderr).toBe(0);
-    expect(JSON.parse(pruned.stdout)).toEqual({ deviceEvents: 0, events: 0, webhookDeliveries: 0, sessions: 0, idempotencyKeys: 0, loginThrottle: 0 });
+    expect(JSON.parse(pruned.stdout)).toEqual({ deviceEvents: 0, events: 0, webhookDeliveries: 0, sessions: 0, idempotencyKeys: 0, loginThrottle: 1 });
+    // HISTORY_RETENTION_DAYS and EVENT_RETENTION_DAYS come from the environment and are checked.
+    const bad = await fleet(db, ['prune'], { HISTORY_RETENTION_DAYS: '-1' });
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('historyRetentionDays');
   });
 });

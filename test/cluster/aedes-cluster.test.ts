@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { Aedes } from 'aedes';
 import mqtt from 'mqtt';
 import { createClusterBrokerBackends } from '../../api/src/cluster/aedes-cluster';
-import { REDIS_URL } from '../helpers/cluster';
+import { REDIS_URL, dropRedisKeys } from '../helpers/cluster';
 import { Redis } from 'ioredis';
 
 const probe = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
@@ -15,11 +15,14 @@ if (!redisUp) console.log(`aedes cluster tests skipped: no Redis at ${REDIS_URL}
 
 describe.skipIf(!redisUp)('two Aedes brokers sharing Redis (cluster backends)', () => {
   const closers: Array<() => Promise<void>> = [];
+  const prefixes = new Set<string>();
   afterAll(async () => {
     for (const close of closers.reverse()) await close().catch(() => undefined);
+    for (const prefix of prefixes) await dropRedisKeys(prefix);
   });
 
   async function broker(prefix: string): Promise<number> {
+    prefixes.add(prefix);
     const backends = createClusterBrokerBackends({ redisUrl: REDIS_URL, prefix });
     const aedes = await Aedes.createBroker({ mq: backends.mq, persistence: backends.persistence } as Parameters<typeof Aedes.createBroker>[0]);
     const server = net.createServer(aedes.handle);

@@ -58,6 +58,23 @@ export async function startTestCluster(count: number, env: Record<string, string
     async close() {
       for (const node of nodes) await node.stop().catch(() => undefined);
       await db.drop();
+      await dropRedisKeys(prefix);
     },
   };
+}
+
+/** Deletes what a test cluster left in the shared Redis (sessions, subscriptions, retained messages). */
+export async function dropRedisKeys(prefix: string): Promise<void> {
+  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+  redis.on('error', () => undefined);
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      if (keys.length) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
 }

@@ -55,7 +55,7 @@ export class OtaCommandPublisher {
       while (next < rows.length) await this.publishOne(rows[next++]!, expiresAt);
     };
     // The broker says how many it takes at once without queueing (DeviceGateway.publishWindow).
-    await Promise.all(Array.from({ length: Math.min(this.deps.gateway.publishWindow, rows.length) }, worker));
+    await Promise.all(Array.from({ length: Math.min(Math.max(1, this.deps.gateway.publishWindow), rows.length) }, worker));
   }
 
   /** Counts as published when the broker took it. */

@@ -51,7 +51,7 @@ export class RetentionWorker {
   private async pass(): Promise<void> {
     const started = performance.now();
     try {
-      const result = await this.options.retention.pruneOnce();
+      const result = await this.options.retention.pruneOnce(() => this.stopped);
       this.options.onPruned?.(result);
       const total = Object.values(result).reduce((a, b) => a + b, 0);
       if (total > 0) this.options.logger.info({ ...result, ms: Math.round(performance.now() - started) }, 'retention: old rows deleted');

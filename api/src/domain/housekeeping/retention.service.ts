@@ -6,7 +6,7 @@ import { KEY_TTL_MS } from '../shared/idempotency.service';
 export interface RetentionPolicy {
   /** Device history (`GET /api/v1/devices/{serial}/history`). */
   historyDays: number;
-  /** Dispatched outbox events (`GET /api/v1/events`) and the webhook deliveries made of them. */
+  /** Dispatched outbox events (GraphQL `events`, webhook delivery logs) and the webhook deliveries made of them. */
   eventDays: number;
 }
 
@@ -31,8 +31,9 @@ const DAY_MS = 86_400_000;
  * key order (ids grow with time) a window at a time, each window its own statement; the walk
  * ends at the first window with nothing old enough. What is still needed is never deleted: an
  * undispatched event, an event whose webhook delivery is still pending, an unexpired session,
- * a lockout still running. Several processes may prune at once: a row deleted by one is
- * skipped by the other.
+ * a lockout still running. Rows are locked with SKIP LOCKED before they are deleted, so a pass
+ * never waits on (or deadlocks with) an unclaim, a redelivery or another process's pass: what
+ * is busy is left for the next pass.
  */
 export class RetentionService {
   constructor(
@@ -40,54 +41,84 @@ export class RetentionService {
     private readonly policy: RetentionPolicy = DEFAULT_RETENTION,
   ) {}
 
-  async pruneOnce(): Promise<PruneResult> {
+  /**
+   * One pass over every table. `shouldStop` is asked between windows (a shutdown does not wait
+   * for a first pass over years of history); a table that fails is logged and the others still run.
+   */
+  async pruneOnce(shouldStop: () => boolean = () => false): Promise<PruneResult> {
     const now = this.deps.clock.now();
     const { knex } = this.deps;
     const result: PruneResult = { deviceEvents: 0, events: 0, webhookDeliveries: 0, sessions: 0, idempotencyKeys: 0, loginThrottle: 0 };
-    if (this.policy.historyDays > 0) result.deviceEvents = await pruneHistory(knex, new Date(now.getTime() - this.policy.historyDays * DAY_MS));
-    if (this.policy.eventDays > 0) {
-      const pruned = await pruneEvents(knex, new Date(now.getTime() - this.policy.eventDays * DAY_MS));
-      result.events = pruned.events;
-      result.webhookDeliveries = pruned.deliveries;
+    const step = async (table: string, work: () => Promise<void>) => {
+      if (shouldStop()) return;
+      try {
+        await work();
+      } catch (err) {
+        this.deps.logger.warn({ err, table }, 'retention: pruning failed; the next pass tries again');
+      }
+    };
+    if (this.policy.historyDays > 0) {
+      await step('device_events', async () => {
+        result.deviceEvents = await pruneHistory(knex, new Date(now.getTime() - this.policy.historyDays * DAY_MS), shouldStop);
+      });
     }
-    result.sessions = (await knex.raw('DELETE FROM sessions WHERE expires_at < ?', [now])).rowCount ?? 0;
-    result.idempotencyKeys = (await knex.raw('DELETE FROM idempotency_keys WHERE created_at < ?', [new Date(now.getTime() - KEY_TTL_MS)])).rowCount ?? 0;
+    if (this.policy.eventDays > 0) {
+      await step('events', async () => {
+        const pruned = await pruneEvents(knex, new Date(now.getTime() - this.policy.eventDays * DAY_MS), shouldStop);
+        result.events = pruned.events;
+        result.webhookDeliveries = pruned.deliveries;
+      });
+    }
+    await step('sessions', async () => {
+      result.sessions = (await knex.raw('DELETE FROM sessions WHERE expires_at < ?', [now])).rowCount ?? 0;
+    });
+    await step('idempotency_keys', async () => {
+      result.idempotencyKeys = (await knex.raw('DELETE FROM idempotency_keys WHERE created_at < ?', [new Date(now.getTime() - KEY_TTL_MS)])).rowCount ?? 0;
+    });
     // A failure window long over and no lockout running: the row no longer decides anything.
-    result.loginThrottle =
-      (await knex.raw('DELETE FROM login_throttle WHERE window_started_at < ? AND (locked_until IS NULL OR locked_until < ?)', [new Date(now.getTime() - DAY_MS), now])).rowCount ?? 0;
+    await step('login_throttle', async () => {
+      result.loginThrottle =
+        (await knex.raw('DELETE FROM login_throttle WHERE window_started_at < ? AND (locked_until IS NULL OR locked_until < ?)', [new Date(now.getTime() - DAY_MS), now])).rowCount ?? 0;
+    });
     return result;
   }
 }
 
-async function pruneHistory(knex: Knex, cutoff: Date): Promise<number> {
+async function pruneHistory(knex: Knex, cutoff: Date, shouldStop: () => boolean): Promise<number> {
   let after = '0';
   let deleted = 0;
   for (;;) {
     const row = (
       await knex.raw(
         `WITH win AS (SELECT id, occurred_at < ? AS old FROM device_events WHERE id > ? ORDER BY id LIMIT ${WINDOW}),
-              gone AS (DELETE FROM device_events e USING win WHERE e.id = win.id AND win.old RETURNING 1)
+              doomed AS (SELECT e.id FROM device_events e JOIN win ON win.id = e.id WHERE win.old FOR UPDATE OF e SKIP LOCKED),
+              gone AS (DELETE FROM device_events e USING doomed WHERE e.id = doomed.id RETURNING 1)
          SELECT (SELECT max(id) FROM win)::text AS last, (SELECT count(*) FROM gone)::int AS deleted, (SELECT bool_or(old) FROM win) AS any_old`,
         [cutoff, after],
       )
     ).rows[0] as { last: string | null; deleted: number; any_old: boolean | null };
     deleted += row.deleted;
-    if (row.last === null || !row.any_old) return deleted;
+    if (row.last === null || !row.any_old || shouldStop()) return deleted;
     after = row.last;
   }
 }
 
-async function pruneEvents(knex: Knex, cutoff: Date): Promise<{ events: number; deliveries: number }> {
+async function pruneEvents(knex: Knex, cutoff: Date, shouldStop: () => boolean): Promise<{ events: number; deliveries: number }> {
   let after = '0';
   const total = { events: 0, deliveries: 0 };
   for (;;) {
     // An event goes with its deliveries (their log shows it, a redelivery sends it), and only
-    // once it is dispatched and none of its deliveries is still being retried.
+    // once it is dispatched and none of its deliveries is still being retried. The event rows
+    // are locked first: a redelivery locks its event before it makes the delivery pending again
+    // (WebhookService.redeliver), so the two never cross. Undispatched events are not locked
+    // (the outbox would skip them and dispatch out of order).
     const row = (
       await knex.raw(
         `WITH win AS (SELECT seq, occurred_at < ? AS old, dispatched_at IS NOT NULL AS dispatched FROM events WHERE seq > ? ORDER BY seq LIMIT ${WINDOW}),
-              doomed AS (SELECT win.seq FROM win WHERE win.old AND win.dispatched
-                           AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = win.seq AND d.status = 'pending')),
+              doomed AS (SELECT e.seq FROM events e JOIN win ON win.seq = e.seq
+                          WHERE win.old AND win.dispatched
+                            AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = win.seq AND d.status = 'pending')
+                          FOR UPDATE OF e SKIP LOCKED),
               gone_deliveries AS (DELETE FROM webhook_deliveries d USING doomed WHERE d.event_seq = doomed.seq RETURNING 1),
               gone_events AS (DELETE FROM events e USING doomed WHERE e.seq = doomed.seq RETURNING 1)
          SELECT (SELECT max(seq) FROM win)::text AS last, (SELECT count(*) FROM gone_events)::int AS events,
@@ -97,7 +128,7 @@ async function pruneEvents(knex: Knex, cutoff: Date): Promise<{ events: number; 
     ).rows[0] as { last: string | null; events: number; deliveries: number; any_old: boolean | null };
     total.events += row.events;
     total.deliveries += row.deliveries;
-    if (row.last === null || !row.any_old) return total;
+    if (row.last === null || !row.any_old || shouldStop()) return total;
     after = row.last;
   }
 }

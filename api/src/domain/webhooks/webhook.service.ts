@@ -198,6 +198,12 @@ export class WebhookService {
     if (!isUuid(deliveryId)) throw notFound('Delivery');
     const now = this.deps.clock.now();
     await this.deps.transaction(async (trx) => {
+      const found = (await trx('webhook_deliveries').where({ id: deliveryId, account_id: actor.accountId }).first('event_seq')) as { event_seq: string } | undefined;
+      if (!found) throw notFound('Delivery');
+      // The event first, then the delivery: the retention pass locks in the same order, so a
+      // redelivery either keeps the event alive or finds it gone, never a pending delivery without one.
+      const event = await trx('events').where({ seq: found.event_seq }).forShare().first('seq');
+      if (!event) throw new DomainError('invalid_state', 'The event of this delivery is past its retention (EVENT_RETENTION_DAYS) and can no longer be sent.');
       const row = (await trx('webhook_deliveries').where({ id: deliveryId, account_id: actor.accountId }).forUpdate().first()) as DeliveryRow | undefined;
       if (!row || (options.webhookId !== undefined && row.webhook_id !== options.webhookId)) throw notFound('Delivery');
       const hook = (await trx('webhooks').where({ id: row.webhook_id }).first('enabled')) as { enabled: boolean } | undefined;
