@@ -81,7 +81,8 @@ describe('simulator engine', () => {
     const ramp = await fleet.start();
     expect(ramp).toMatchObject({ connected: 5, failed: 0 });
     await expect.poll(async () => (await account.api.get('/api/v1/devices?status=online')).body.devices.filter((d: { serial: string }) => d.serial.startsWith('CLAIM-')).length, { timeout: 5000 }).toBe(5);
-    expect(await device('CLAIM-000001')).toMatchObject({ firmware: '1.0.0', status: 'online' });
+    // Online comes with the connection; the firmware with the first heartbeat, which may land in the next flush.
+    await expect.poll(async () => device('CLAIM-000001'), { timeout: 5000 }).toMatchObject({ firmware: '1.0.0', status: 'online' });
     await fleet.stop();
     await expect.poll(async () => (await device('CLAIM-000001')).status).toBe('offline');
   });

@@ -1,7 +1,6 @@
 import type { Knex } from 'knex';
 import type { ServiceDeps } from '../service-deps';
 import type { DeviceGateway, OtaDeviceListener, OtaProgressReport } from '../devices/device-gateway';
-import type { DeviceConfig } from '../devices/device-config';
 import { isUuid } from '../shared/ids';
 import { versionKey, isValidVersion } from '../shared/version';
 import type { DownloadLinkSigner } from '../firmware/download-links';
@@ -16,6 +15,7 @@ import { applyHealthGate, applyProgressBatch, type ProgressItem } from './ota-re
 import type { DeploymentChangeListener } from './deployment.service';
 import { OtaCommandPublisher } from './ota-command-publisher';
 import { retryingTransaction } from './retrying-transaction';
+import { lockDispatchPage, type Candidate } from './dispatch-page';
 
 /** Engine timing; every value configurable (config.ts OTA_* variables, tests pass small ones). */
 export interface OtaEngineOptions {
@@ -38,24 +38,6 @@ export interface OtaMetrics {
   ignored(reason: string): void;
   finished(state: string, n: number): void;
 }
-
-interface Candidate extends UpdateRef {
-  firmware_version_id: string;
-  firmware_key: string | null;
-  desired_config: DeviceConfig | null;
-  tags: Record<string, string> | null;
-  sha256: string;
-  size: number | string;
-  storage_key: string | null;
-}
-
-/**
- * Rows per dispatch transaction; each page is published while the next one is being written.
- * Large: devices start downloading the moment their command arrives, and that storm slows the
- * publishing of later pages (bench/ota.bench.ts, 10,000 devices: the broker had every command
- * 4.7 s after the deploy request with pages of 5,000, 2.9 s with one page).
- */
-const DISPATCH_PAGE = 10_000;
 
 /** Longest wait before a dirty deployment is evaluated, however costly the last evaluation was. */
 const EVALUATION_MAX_DELAY_MS = 2000;
@@ -261,37 +243,11 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
           const tagLimit = rollout?.max_concurrent_per_tag;
           // A tag limit is a decision over several rows: take turns per deployment across processes.
           if (tagLimit) await trx('deployments').where({ id: dep.id }).forUpdate().first('id');
-          // Two statements, each with one plan whatever the statistics say. Planned as one join, a
-          // deployment created after the last ANALYZE (statistics saying no device is online and
-          // no update queued) made PostgreSQL loop over the devices and scan the updates for each:
-          // 48 s for one page, a 10,000-device campaign sent 41-57 s late (bench/ota.bench.ts
-          // with analyzed tables). First the page of queued rows, locked, from the updates alone;
-          // then what is needed to send those whose device may get them now.
-          const locked = (await trx.raw(
-            `SELECT id FROM device_updates
-              WHERE deployment_id = ? AND state = 'queued' AND batch <= ? AND id > ?${input.readyDeviceIds ? ' AND device_id = ANY(?::uuid[])' : ''}
-              ORDER BY id LIMIT ${DISPATCH_PAGE}
-              FOR UPDATE SKIP LOCKED`,
-            [dep.id, dep.current_batch, after, ...(input.readyDeviceIds ? [input.readyDeviceIds] : [])],
-          )).rows as Array<{ id: string }>;
-          if (locked.length === 0) return { sent: [] as Candidate[], more: false, last: after };
-          // Filtered here, not in SQL: a predicate on devices is what the stale statistics misjudge.
-          const candidates = ((await trx.raw(
-            `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.firmware_version_id,
-                    d.firmware_key, d.connectivity, d.desired_config, d.tags, f.sha256, f.size, f.storage_key
-               FROM device_updates u
-               JOIN devices d ON d.id = u.device_id
-               JOIN firmware_versions f ON f.id = u.firmware_version_id
-              WHERE u.id = ANY(?::uuid[])
-              ORDER BY u.id`,
-            [locked.map((r) => r.id)],
-          )).rows as Array<Candidate & { connectivity: string }>).filter(
-            // Until its first heartbeat says what it runs, a device is not sent anything: it may
-            // already run the target (claimed on it, or installed over USB). The heartbeat dispatches.
-            (c) => c.firmware_key !== null && (input.readyDeviceIds !== undefined || c.connectivity === 'online'),
-          );
-          const page = { more: locked.length === DISPATCH_PAGE, last: locked[locked.length - 1]!.id };
-          if (candidates.length === 0) return { sent: [] as Candidate[], ...page };
+          const page = await lockDispatchPage(trx, { deploymentId: dep.id, batch: dep.current_batch, after, ...(input.readyDeviceIds ? { readyDeviceIds: input.readyDeviceIds } : {}) });
+          if (!page) return { sent: [] as Candidate[], more: false, last: after };
+          const { candidates } = page;
+          const next = { more: page.more, last: page.last };
+          if (candidates.length === 0) return { sent: [] as Candidate[], ...next };
           const now = clock.now();
           const inFlightPerTag = new Map<string, number>();
           if (tagLimit) {
@@ -332,7 +288,7 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
           await markSent(trx, clock, send, new Date(now.getTime() + this.options.stepTimeoutMs));
           this.area.metrics?.finished('succeeded', done.length);
           if (done.length) this.markDirty(dep.id);
-          return { sent: send, ...page };
+          return { sent: send, ...next };
         });
         if (!result) return sentTotal;
         // Published after the commit: a crash in between leaves `sent` rows that the re-send covers.
