@@ -6,6 +6,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { isSmoke, recordResults } from './lib/results';
 import { ServiceProcess } from '../test/helpers/service-process';
+import { dropRedisKeys } from '../test/helpers/cluster';
 import { Fleet, claimDevices, makeSerials, type DeviceCredentials } from '../simulator/src/fleet';
 
 /**
@@ -115,6 +116,7 @@ async function measureService(processes: number): Promise<Measured> {
     console.log('stopped');
     await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
     await admin.end();
+    await dropRedisKeys(dbName, REDIS_URL);
   }
 }
 

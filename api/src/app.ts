@@ -57,7 +57,7 @@ export interface FleetService {
   readonly outbox: OutboxDispatcher;
   /** Sends webhook deliveries (tests call `settle()` after moving the clock). */
   readonly webhookWorker: WebhookDeliveryWorker;
-  /** Deletes history and events past their retention (tests call `runNow()`). */
+  /** Deletes history and events past their retention (tests call `runNow()` for one pass now). */
   readonly retentionWorker: RetentionWorker;
   readonly logger: Logger;
   readonly clock: Clock;

@@ -21,7 +21,8 @@ import { FloodGuard } from './flood-guard';
 import { LogThrottle } from './log-throttle';
 import { guardPacketSize, MAX_MQTT_PACKET_BYTES } from './packet-size-guard';
 import { createIndexedMemoryPersistence } from './retained-index';
-import { DELIVERY_CONCURRENCY, PUBLISH_WINDOW, READY_CONCURRENCY } from './broker-limits';
+import { DELIVERY_CONCURRENCY, PUBLISH_WINDOW } from './broker-limits';
+import { ReadyNotifier } from './ready-notifier';
 import { forgetDevice } from './forget-device';
 
 export interface DeviceBrokerOptions {
@@ -74,16 +75,15 @@ export class DeviceBroker implements DeviceGateway {
   private sweepTimer: NodeJS.Timeout | undefined;
   private sweeping: Promise<unknown> = Promise.resolve();
   private closed = false;
-  /** Pending device-ready notifications by serial (a newer one for the same serial replaces the older). */
   /** Device publishes already handled in `authorizePublish`: not routed (consumeDeviceReports). */
   private readonly consumed = new WeakSet<PublishPacket>();
-  private readonly readyQueue = new Map<string, { accountId: string; deviceId: string; serial: string }>();
-  private readyInFlight = 0;
+  private readonly ready: ReadyNotifier;
 
   private constructor(
     private readonly aedes: Aedes,
     private readonly options: DeviceBrokerOptions,
   ) {
+    this.ready = new ReadyNotifier(options.otaListener, options.logger);
     this.ingest = new HeartbeatIngest({
       presence: options.presence,
       clock: options.clock,
@@ -187,6 +187,7 @@ export class DeviceBroker implements DeviceGateway {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.ready.close();
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     await this.sweeping;
     const tcpClosed = this.tcp ? new Promise<void>((resolve) => this.tcp!.close(() => resolve())) : Promise.resolve();
@@ -353,33 +354,9 @@ export class DeviceBroker implements DeviceGateway {
     return true;
   }
 
-  /**
-   * Device-ready notifications go to the OTA engine at most READY_CONCURRENCY at a time (a newer
-   * one for a serial replaces the queued older one), so a reconnect storm never holds more than
-   * that many in flight; the engine batches them into few queries and runs one batch at a time.
-   */
   private notifyReady(conn: Connection): void {
-    if (!this.options.otaListener()) return;
     const { accountId, deviceId, serial } = conn.session;
-    this.readyQueue.set(serial, { accountId, deviceId, serial });
-    this.pumpReady();
-  }
-
-  private pumpReady(): void {
-    while (this.readyInFlight < READY_CONCURRENCY && this.readyQueue.size > 0) {
-      const [serial, input] = this.readyQueue.entries().next().value as [string, { accountId: string; deviceId: string; serial: string }];
-      this.readyQueue.delete(serial);
-      const listener = this.options.otaListener();
-      if (!listener || this.closed) return;
-      this.readyInFlight += 1;
-      listener
-        .onDeviceReady(input)
-        .catch((err: unknown) => this.options.logger.error({ err, serial }, 'OTA engine failed on device ready'))
-        .finally(() => {
-          this.readyInFlight -= 1;
-          this.pumpReady();
-        });
-    }
+    this.ready.notify({ accountId, deviceId, serial });
   }
 
   private authorizePublish(client: Client | null, packet: PublishPacket, callback: (error?: Error | null) => void): void {

@@ -63,9 +63,9 @@ export async function startTestCluster(count: number, env: Record<string, string
   };
 }
 
-/** Deletes what a test cluster left in the shared Redis (sessions, subscriptions, retained messages). */
-export async function dropRedisKeys(prefix: string): Promise<void> {
-  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+/** Deletes what a test cluster (or a benchmark) left in the shared Redis under `prefix:` (sessions, subscriptions, retained messages). */
+export async function dropRedisKeys(prefix: string, url: string = REDIS_URL): Promise<void> {
+  const redis = new Redis(url, { maxRetriesPerRequest: 1 });
   redis.on('error', () => undefined);
   try {
     let cursor = '0';

@@ -101,6 +101,15 @@ describe('retention (HISTORY_RETENTION_DAYS=30, EVENT_RETENTION_DAYS=7)', () => 
     await knex('device_events').insert({ account_id: device.account_id, device_id: device.id, type: 'status_changed', data: JSON.stringify({ recent: true }), occurred_at: clock.now() });
     const result = await server.service.services.retention.pruneOnce();
     expect(result.deviceEvents).toBe(12_000);
+    // The background worker's pass is what /metrics counts.
+    await knex.raw(
+      `INSERT INTO device_events (account_id, device_id, type, data, occurred_at)
+       SELECT ?, ?, 'status_changed', '{}'::jsonb, ? FROM generate_series(1, 10)`,
+      [device.account_id, device.id, old],
+    );
+    await server.service.retentionWorker.runNow();
+    const metrics = await (await fetch(`${server.service.httpUrl}/metrics`)).text();
+    expect(metrics).toMatch(/^fleet_retention_deleted_rows_total\{table="deviceEvents"\} 10$/m);
     expect((await history()).slice(0, 2)).toEqual(['status_changed', 'renamed']);
   });
 

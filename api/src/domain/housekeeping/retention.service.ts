@@ -84,51 +84,68 @@ export class RetentionService {
   }
 }
 
-async function pruneHistory(knex: Knex, cutoff: Date, shouldStop: () => boolean): Promise<number> {
+interface WindowRow {
+  /** Largest key of the window; null when the window was empty. */
+  last: string | null;
+  /** Whether the window held anything older than the cutoff. */
+  any_old: boolean | null;
+}
+
+/**
+ * Runs a window statement (bindings: cutoff, then the key to start after) from the start of the
+ * table until a window is empty or holds nothing old enough, or `shouldStop` says so.
+ */
+async function walk<T extends WindowRow>(knex: Knex, sql: string, cutoff: Date, shouldStop: () => boolean, add: (row: T) => void): Promise<void> {
   let after = '0';
-  let deleted = 0;
   for (;;) {
-    const row = (
-      await knex.raw(
-        `WITH win AS (SELECT id, occurred_at < ? AS old FROM device_events WHERE id > ? ORDER BY id LIMIT ${WINDOW}),
-              doomed AS (SELECT e.id FROM device_events e JOIN win ON win.id = e.id WHERE win.old FOR UPDATE OF e SKIP LOCKED),
-              gone AS (DELETE FROM device_events e USING doomed WHERE e.id = doomed.id RETURNING 1)
-         SELECT (SELECT max(id) FROM win)::text AS last, (SELECT count(*) FROM gone)::int AS deleted, (SELECT bool_or(old) FROM win) AS any_old`,
-        [cutoff, after],
-      )
-    ).rows[0] as { last: string | null; deleted: number; any_old: boolean | null };
-    deleted += row.deleted;
-    if (row.last === null || !row.any_old || shouldStop()) return deleted;
+    const row = (await knex.raw(sql, [cutoff, after])).rows[0] as T;
+    add(row);
+    if (row.last === null || !row.any_old || shouldStop()) return;
     after = row.last;
   }
 }
 
+async function pruneHistory(knex: Knex, cutoff: Date, shouldStop: () => boolean): Promise<number> {
+  let deleted = 0;
+  await walk<WindowRow & { deleted: number }>(
+    knex,
+    `WITH win AS (SELECT id, occurred_at < ? AS old FROM device_events WHERE id > ? ORDER BY id LIMIT ${WINDOW}),
+          doomed AS (SELECT e.id FROM device_events e JOIN win ON win.id = e.id WHERE win.old FOR UPDATE OF e SKIP LOCKED),
+          gone AS (DELETE FROM device_events e USING doomed WHERE e.id = doomed.id RETURNING 1)
+     SELECT (SELECT max(id) FROM win)::text AS last, (SELECT count(*) FROM gone)::int AS deleted, (SELECT bool_or(old) FROM win) AS any_old`,
+    cutoff,
+    shouldStop,
+    (row) => (deleted += row.deleted),
+  );
+  return deleted;
+}
+
+/**
+ * An event goes with its deliveries (their log shows it, a redelivery sends it), and only once
+ * it is dispatched and none of its deliveries is still being retried. The event rows are locked
+ * first: a redelivery locks its event before it makes the delivery pending again
+ * (WebhookService.redeliver), so the two never cross. Undispatched events are not locked (the
+ * outbox would skip them and dispatch out of order).
+ */
 async function pruneEvents(knex: Knex, cutoff: Date, shouldStop: () => boolean): Promise<{ events: number; deliveries: number }> {
-  let after = '0';
   const total = { events: 0, deliveries: 0 };
-  for (;;) {
-    // An event goes with its deliveries (their log shows it, a redelivery sends it), and only
-    // once it is dispatched and none of its deliveries is still being retried. The event rows
-    // are locked first: a redelivery locks its event before it makes the delivery pending again
-    // (WebhookService.redeliver), so the two never cross. Undispatched events are not locked
-    // (the outbox would skip them and dispatch out of order).
-    const row = (
-      await knex.raw(
-        `WITH win AS (SELECT seq, occurred_at < ? AS old, dispatched_at IS NOT NULL AS dispatched FROM events WHERE seq > ? ORDER BY seq LIMIT ${WINDOW}),
-              doomed AS (SELECT e.seq FROM events e JOIN win ON win.seq = e.seq
-                          WHERE win.old AND win.dispatched
-                            AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = win.seq AND d.status = 'pending')
-                          FOR UPDATE OF e SKIP LOCKED),
-              gone_deliveries AS (DELETE FROM webhook_deliveries d USING doomed WHERE d.event_seq = doomed.seq RETURNING 1),
-              gone_events AS (DELETE FROM events e USING doomed WHERE e.seq = doomed.seq RETURNING 1)
-         SELECT (SELECT max(seq) FROM win)::text AS last, (SELECT count(*) FROM gone_events)::int AS events,
-                (SELECT count(*) FROM gone_deliveries)::int AS deliveries, (SELECT bool_or(old) FROM win) AS any_old`,
-        [cutoff, after],
-      )
-    ).rows[0] as { last: string | null; events: number; deliveries: number; any_old: boolean | null };
-    total.events += row.events;
-    total.deliveries += row.deliveries;
-    if (row.last === null || !row.any_old || shouldStop()) return total;
-    after = row.last;
-  }
+  await walk<WindowRow & { events: number; deliveries: number }>(
+    knex,
+    `WITH win AS (SELECT seq, occurred_at < ? AS old, dispatched_at IS NOT NULL AS dispatched FROM events WHERE seq > ? ORDER BY seq LIMIT ${WINDOW}),
+          doomed AS (SELECT e.seq FROM events e JOIN win ON win.seq = e.seq
+                      WHERE win.old AND win.dispatched
+                        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = win.seq AND d.status = 'pending')
+                      FOR UPDATE OF e SKIP LOCKED),
+          gone_deliveries AS (DELETE FROM webhook_deliveries d USING doomed WHERE d.event_seq = doomed.seq RETURNING 1),
+          gone_events AS (DELETE FROM events e USING doomed WHERE e.seq = doomed.seq RETURNING 1)
+     SELECT (SELECT max(seq) FROM win)::text AS last, (SELECT count(*) FROM gone_events)::int AS events,
+            (SELECT count(*) FROM gone_deliveries)::int AS deliveries, (SELECT bool_or(old) FROM win) AS any_old`,
+    cutoff,
+    shouldStop,
+    (row) => {
+      total.events += row.events;
+      total.deliveries += row.deliveries;
+    },
+  );
+  return total;
 }

@@ -1,0 +1,54 @@
+import type { Logger } from '../../api/src/logger';
+import type { OtaDeviceListener } from '../../api/src/domain/devices/device-gateway';
+import { READY_CONCURRENCY } from './broker-limits';
+
+export interface ReadyDevice {
+  accountId: string;
+  deviceId: string;
+  serial: string;
+}
+
+/**
+ * Device-ready notifications go to the OTA engine at most READY_CONCURRENCY at a time (a newer
+ * one for a serial replaces the queued older one), so a reconnect storm never holds more than
+ * that many in flight; the engine batches them into few queries and runs one batch at a time.
+ */
+export class ReadyNotifier {
+  /** Pending notifications by serial. */
+  private readonly queue = new Map<string, ReadyDevice>();
+  private inFlight = 0;
+  private closed = false;
+
+  constructor(
+    private readonly listener: () => OtaDeviceListener | undefined,
+    private readonly logger: Logger,
+  ) {}
+
+  notify(device: ReadyDevice): void {
+    if (!this.listener()) return;
+    this.queue.set(device.serial, device);
+    this.pump();
+  }
+
+  /** Nothing queued is handed over any more (the broker is closing). */
+  close(): void {
+    this.closed = true;
+  }
+
+  private pump(): void {
+    while (this.inFlight < READY_CONCURRENCY && this.queue.size > 0) {
+      const [serial, device] = this.queue.entries().next().value as [string, ReadyDevice];
+      this.queue.delete(serial);
+      const listener = this.listener();
+      if (!listener || this.closed) return;
+      this.inFlight += 1;
+      listener
+        .onDeviceReady(device)
+        .catch((err: unknown) => this.logger.error({ err, serial }, 'OTA engine failed on device ready'))
+        .finally(() => {
+          this.inFlight -= 1;
+          this.pump();
+        });
+    }
+  }
+}
