@@ -105,6 +105,8 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
           resendAfterMs: config.otaResendAfterS * 1000,
           linkTtlMs: config.otaLinkTtlS * 1000,
           sweepIntervalMs: config.otaSweepIntervalMs,
+          dispatchFirstPage: config.otaDispatchFirstPage,
+          dispatchMaxPage: Math.max(config.otaDispatchFirstPage, config.otaDispatchMaxPage),
         },
         metrics: {
           published: (n) => metrics.otaCommandsPublished.inc(n),

@@ -42,6 +42,10 @@ export const Config = z.object({
   otaLinkTtlS: z.coerce.number().positive().default(21600),
   /** OTA: safety sweep interval (deadlines, windows, scheduled starts). Milliseconds, default 5000. */
   otaSweepIntervalMs: z.coerce.number().int().min(0).default(5000),
+  /** OTA: commands in the first dispatch transaction of a deployment; each next one doubles. Default 1000. */
+  otaDispatchFirstPage: z.coerce.number().int().min(1).max(100_000).default(1000),
+  /** OTA: most commands in one dispatch transaction. Default 10000. */
+  otaDispatchMaxPage: z.coerce.number().int().min(1).max(100_000).default(10_000),
   /** Device history kept this many days; 0 keeps it forever. Default 365. */
   historyRetentionDays: z.coerce.number().min(0).max(36500).default(365),
   /** Dispatched events (and their webhook deliveries) kept this many days; 0 keeps them forever. Default 30. */
@@ -70,6 +74,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     otaResendAfterS: env.OTA_RESEND_AFTER_S || undefined,
     otaLinkTtlS: env.OTA_LINK_TTL_S || undefined,
     otaSweepIntervalMs: env.OTA_SWEEP_INTERVAL_MS || undefined,
+    otaDispatchFirstPage: env.OTA_DISPATCH_FIRST_PAGE || undefined,
+    otaDispatchMaxPage: env.OTA_DISPATCH_MAX_PAGE || undefined,
     historyRetentionDays: env.HISTORY_RETENTION_DAYS || undefined,
     eventRetentionDays: env.EVENT_RETENTION_DAYS || undefined,
   });

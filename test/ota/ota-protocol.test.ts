@@ -24,7 +24,7 @@ describe('OTA protocol and timing (manual clock)', { timeout: 90_000 }, () => {
   const poll = { timeout: 30_000, interval: 50 };
 
   beforeAll(async () => {
-    server = await startTestServer({ clock, env: { OTA_SWEEP_INTERVAL_MS: '0', OTA_STEP_TIMEOUT_S: '60', OTA_BOOT_TIMEOUT_S: '30', OTA_RESEND_AFTER_S: '3600' } });
+    server = await startTestServer({ clock, env: { OTA_SWEEP_INTERVAL_MS: '0', OTA_STEP_TIMEOUT_S: '60', OTA_BOOT_TIMEOUT_S: '30', OTA_RESEND_AFTER_S: '3600', OTA_DISPATCH_FIRST_PAGE: '2', OTA_DISPATCH_MAX_PAGE: '4' } });
     a = await server.createAccount({ quota: 1000, budget: 10_000 });
     await server.service.database.knex('api_keys').where({ id: a.apiKeyId }).update({ rate_limit_per_minute: 1_000_000 });
     await buildModel(a, 'LX-200');
@@ -171,6 +171,18 @@ describe('OTA protocol and timing (manual clock)', { timeout: 90_000 }, () => {
     await expect.poll(async () => (await updateOf(id, serial)).state, poll).toBe('succeeded');
     await ota().sweep();
     await expect.poll(sentCount, poll).toBe(2);
+  });
+
+  it('a deployment larger than one dispatch transaction goes out in growing pages, one command per device', async () => {
+    // This server dispatches 2, then 4 commands per transaction (OTA_DISPATCH_* above); the sweep
+    // is off, so only the paging itself can reach the ninth device.
+    const serials = Array.from({ length: 9 }, (_, i) => `PG-${i + 1}`);
+    const creds = (await claimWithCredentials(a, { serials, model: 'LX-200' })) as Creds[];
+    const devs = await Promise.all(creds.map((c) => connect(c)));
+    const id = await deploy({ serials });
+    await expect.poll(() => devs.map((d) => d.commands().length), poll).toEqual(serials.map(() => 1));
+    for (const s of serials) expect((await updateOf(id, s)).state).toBe('sent');
+    expect((await deployment(a, id)).counts.sent).toBe(9);
   });
 
   it('a deployment with scheduled_at waits until then, then starts by itself', async () => {

@@ -14,16 +14,8 @@ export interface Candidate extends UpdateRef {
 }
 
 /**
- * Rows per dispatch transaction; each page is published while the next one is being written.
- * Large: devices start downloading the moment their command arrives, and that storm slows the
- * publishing of later pages (bench/ota.bench.ts, 10,000 devices: the broker had every command
- * 4.7 s after the deploy request with pages of 5,000, 2.9 s with one page).
- */
-export const DISPATCH_PAGE = 10_000;
-
-/**
- * Locks the next page of a deployment's queued updates (after `after`, in the opened batches;
- * only those of `readyDeviceIds` when given) and returns those whose device may get its
+ * Locks the next page of at most `limit` queued updates of a deployment (after `after`, in the
+ * opened batches; only those of `readyDeviceIds` when given) and returns those whose device may get its
  * command now: online (or just ready) and with a known firmware. Null when nothing is left.
  *
  * Two statements, each with one plan whatever the statistics say. Planned as one join, a
@@ -35,13 +27,13 @@ export const DISPATCH_PAGE = 10_000;
  */
 export async function lockDispatchPage(
   trx: Knex.Transaction,
-  input: { deploymentId: string; batch: number; after: string; readyDeviceIds?: string[] },
+  input: { deploymentId: string; batch: number; after: string; limit: number; readyDeviceIds?: string[] },
 ): Promise<{ candidates: Candidate[]; more: boolean; last: string } | null> {
   const ready = input.readyDeviceIds;
   const locked = (await trx.raw(
     `SELECT id FROM device_updates
       WHERE deployment_id = ? AND state = 'queued' AND batch <= ? AND id > ?${ready ? ' AND device_id = ANY(?::uuid[])' : ''}
-      ORDER BY id LIMIT ${DISPATCH_PAGE}
+      ORDER BY id LIMIT ${Math.max(1, Math.floor(input.limit))}
       FOR UPDATE SKIP LOCKED`,
     [input.deploymentId, input.batch, input.after, ...(ready ? [ready] : [])],
   )).rows as Array<{ id: string }>;
@@ -59,5 +51,5 @@ export async function lockDispatchPage(
   // Until its first heartbeat says what it runs, a device is not sent anything: it may already
   // run the target (claimed on it, or installed over USB). The heartbeat dispatches.
   const candidates = rows.filter((c) => c.firmware_key !== null && (ready !== undefined || c.connectivity === 'online'));
-  return { candidates, more: locked.length === DISPATCH_PAGE, last: locked[locked.length - 1]!.id };
+  return { candidates, more: locked.length === Math.max(1, Math.floor(input.limit)), last: locked[locked.length - 1]!.id };
 }
