@@ -7,6 +7,7 @@ import { loadServerSecret } from './domain/shared/server-secret';
 import { fanOutWebhookDeliveries } from './domain/webhooks/webhook-fanout';
 import { WebhookDeliveryWorker } from './domain/webhooks/delivery-worker';
 import { RetentionWorker } from './domain/housekeeping/retention-worker';
+import { ADVISORY_LOCKS, withAdvisoryLock } from './db/advisory-lock';
 import type { Config } from './config';
 import { createLogger, type Logger } from './logger';
 import { openDatabase, type Database } from './db/database';
@@ -131,6 +132,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   const retentionWorker = new RetentionWorker({
     retention: services.retention,
     logger,
+    exclusive: (pass) => withAdvisoryLock(database.knex, database.kind, ADVISORY_LOCKS.retention, pass),
     onPruned: (result) => {
       for (const [table, rows] of Object.entries(result)) if (rows > 0) metrics.retentionDeleted.inc({ table }, rows);
     },

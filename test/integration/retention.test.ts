@@ -5,6 +5,8 @@ import { ManualClock } from '../../api/src/domain/shared/clock';
 import { appendEvents } from '../../api/src/events/outbox';
 import type { NewEvent } from '../../api/src/events/event-types';
 import { startReceiver } from '../webhooks/receiver';
+import { usingPostgres } from '../helpers/test-database';
+import { ADVISORY_LOCKS } from '../../api/src/db/advisory-lock';
 
 const DAY_MS = 86_400_000;
 
@@ -111,6 +113,29 @@ describe('retention (HISTORY_RETENTION_DAYS=30, EVENT_RETENTION_DAYS=7)', () => 
     const metrics = await (await fetch(`${server.service.httpUrl}/metrics`)).text();
     expect(metrics).toMatch(/^fleet_retention_deleted_rows_total\{table="deviceEvents"\} 10$/m);
     expect((await history()).slice(0, 2)).toEqual(['status_changed', 'renamed']);
+  });
+
+  it.runIf(usingPostgres())('runs the background pass in one process of a cluster at a time (advisory lock)', async () => {
+    const knex = server.service.database.knex;
+    const device = (await knex('devices').where({ serial }).first('id', 'account_id')) as { id: string; account_id: string };
+    await knex.raw(
+      `INSERT INTO device_events (account_id, device_id, type, data, occurred_at)
+       SELECT ?, ?, 'status_changed', '{}'::jsonb, ? FROM generate_series(1, 5)`,
+      [device.account_id, device.id, new Date(clock.now().getTime() - 31 * DAY_MS)],
+    );
+    const oldRows = async () => Number((await knex('device_events').where('occurred_at', '<', new Date(clock.now().getTime() - 30 * DAY_MS)).count('* as n'))[0]!.n);
+    // Another process's pass, as PostgreSQL sees it: a session holding the lock.
+    const other = await knex.client.acquireConnection();
+    try {
+      await other.query('SELECT pg_advisory_lock($1)', [ADVISORY_LOCKS.retention]);
+      await server.service.retentionWorker.runNow();
+      expect(await oldRows()).toBe(5);
+      await other.query('SELECT pg_advisory_unlock($1)', [ADVISORY_LOCKS.retention]);
+    } finally {
+      await knex.client.releaseConnection(other);
+    }
+    await server.service.retentionWorker.runNow();
+    expect(await oldRows()).toBe(0);
   });
 
   it('keeps everything with 0 days (retention off)', async () => {

@@ -9,6 +9,11 @@ export interface RetentionWorkerOptions {
   /** Before the first pass (ms): not in the way of a start or a reconnect storm. Default 5 minutes. */
   firstDelayMs?: number;
   onPruned?: (result: PruneResult) => void;
+  /**
+   * Runs a pass unless another process of the cluster is running one (withAdvisoryLock); answers
+   * whether it ran. Default: always runs.
+   */
+  exclusive?: (pass: () => Promise<void>) => Promise<boolean>;
 }
 
 /** Runs the retention pass in the background: shortly after start, then every interval. */
@@ -50,11 +55,16 @@ export class RetentionWorker {
 
   private async pass(): Promise<void> {
     const started = performance.now();
+    const exclusive = this.options.exclusive ?? (async (pass: () => Promise<void>) => (await pass(), true));
     try {
-      const result = await this.options.retention.pruneOnce(() => this.stopped);
-      this.options.onPruned?.(result);
-      const total = Object.values(result).reduce((a, b) => a + b, 0);
-      if (total > 0) this.options.logger.info({ ...result, ms: Math.round(performance.now() - started) }, 'retention: old rows deleted');
+      const ran = await exclusive(async () => {
+        const result = await this.options.retention.pruneOnce(() => this.stopped);
+        this.options.onPruned?.(result);
+        const total = Object.values(result).reduce((a, b) => a + b, 0);
+        if (total > 0) this.options.logger.info({ ...result, ms: Math.round(performance.now() - started) }, 'retention: old rows deleted');
+      });
+      // Every process schedules passes; in a cluster the first to come does the walk.
+      if (!ran) this.options.logger.debug('retention: another process is running the pass; skipped');
     } catch (err) {
       // The database may be down for a while; the next pass tries again.
       this.options.logger.warn({ err }, 'retention pass failed; will retry at the next interval');

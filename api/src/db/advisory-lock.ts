@@ -1,0 +1,41 @@
+import type { Knex } from 'knex';
+import type { DatabaseKind } from './database';
+
+/** Keys of the session advisory locks the service takes (one per kind of cluster-wide chore). */
+export const ADVISORY_LOCKS = {
+  /** The retention pass: one process of a cluster at a time walks history and the outbox. */
+  retention: 0x666c_0001,
+} as const;
+
+/** What `query` of a pooled node-postgres connection answers. */
+interface PooledConnection {
+  query(sql: string, values: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }>;
+}
+
+/**
+ * Runs `work` only if no other process of the cluster holds the lock, and answers whether it
+ * ran. A session lock on a connection set aside from the pool for the duration: a transaction
+ * lock would make the whole chore one long transaction. The work itself uses the pool as usual.
+ * If the process dies, PostgreSQL drops the lock with its connection. The embedded database
+ * belongs to one process (its data folder is locked), so there is nobody to exclude.
+ */
+export async function withAdvisoryLock(knex: Knex, kind: DatabaseKind, key: number, work: () => Promise<void>): Promise<boolean> {
+  if (kind === 'embedded') {
+    await work();
+    return true;
+  }
+  // Knex types pooled connections as `any`; ours are node-postgres clients.
+  const connection = (await knex.client.acquireConnection()) as PooledConnection;
+  try {
+    const got = await connection.query('SELECT pg_try_advisory_lock($1) AS locked', [key]);
+    if (got.rows[0]?.locked !== true) return false;
+    try {
+      await work();
+    } finally {
+      await connection.query('SELECT pg_advisory_unlock($1)', [key]);
+    }
+    return true;
+  } finally {
+    await knex.client.releaseConnection(connection);
+  }
+}
