@@ -88,6 +88,14 @@ describe('retention (HISTORY_RETENTION_DAYS=30, EVENT_RETENTION_DAYS=7)', () => 
 
     // A second pass finds nothing more to do.
     expect(Object.values(await server.service.services.retention.pruneOnce()).every((n) => n === 0)).toBe(true);
+
+    // An endpoint that is disabled retries nothing: its pending delivery no longer holds the old
+    // event, which goes with it (the outbox would otherwise keep it for as long as the endpoint
+    // stays disabled).
+    expect((await account.api.patch(`/api/v1/webhooks/${hookDown}`, { enabled: false })).status).toBe(200);
+    expect(await server.service.services.retention.pruneOnce()).toMatchObject({ events: 1, webhookDeliveries: 1 });
+    expect(await deliveries(hookDown)).toHaveLength(0);
+    expect((await server.service.database.knex('events').where({ account_id: account.accountId }).select('data')).map((e: { data: { n?: number } }) => e.data.n).filter((n) => n !== undefined)).toEqual([3, 4]);
   });
 
   it('walks a long history window by window to the end of what is old', async () => {

@@ -30,7 +30,7 @@ const DAY_MS = 86_400_000;
  * Housekeeping of the tables that grow with time. Device history and the outbox are walked in
  * key order (ids grow with time) a window at a time, each window its own statement; the walk
  * ends at the first window with nothing old enough. What is still needed is never deleted: an
- * undispatched event, an event whose webhook delivery is still pending, an unexpired session,
+ * undispatched event, an event whose delivery to an enabled webhook is still pending, an unexpired session,
  * a lockout still running. Rows are locked with SKIP LOCKED before they are deleted, so a pass
  * never waits on (or deadlocks with) an unclaim, a redelivery or another process's pass: what
  * is busy is left for the next pass.
@@ -122,7 +122,9 @@ async function pruneHistory(knex: Knex, cutoff: Date, shouldStop: () => boolean)
 
 /**
  * An event goes with its deliveries (their log shows it, a redelivery sends it), and only once
- * it is dispatched and none of its deliveries is still being retried. The event rows are locked
+ * it is dispatched and none of its deliveries is still being retried: a pending delivery of a
+ * disabled endpoint is not retried, and would otherwise keep its event for as long as the
+ * endpoint stays disabled (the retention of an endpoint disabled for good would be forever). The event rows are locked
  * first: a redelivery locks its event before it makes the delivery pending again
  * (WebhookService.redeliver), so the two never cross. Undispatched events are not locked (the
  * outbox would skip them and dispatch out of order).
@@ -134,7 +136,8 @@ async function pruneEvents(knex: Knex, cutoff: Date, shouldStop: () => boolean):
     `WITH win AS (SELECT seq, occurred_at < ? AS old, dispatched_at IS NOT NULL AS dispatched FROM events WHERE seq > ? ORDER BY seq LIMIT ${WINDOW}),
           doomed AS (SELECT e.seq FROM events e JOIN win ON win.seq = e.seq
                       WHERE win.old AND win.dispatched
-                        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = win.seq AND d.status = 'pending')
+                        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+                                         WHERE d.event_seq = win.seq AND d.status = 'pending' AND w.enabled)
                       FOR UPDATE OF e SKIP LOCKED),
           gone_deliveries AS (DELETE FROM webhook_deliveries d USING doomed WHERE d.event_seq = doomed.seq RETURNING 1),
           gone_events AS (DELETE FROM events e USING doomed WHERE e.seq = doomed.seq RETURNING 1)
