@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 
 /** `--smoke`: a tiny run that proves the benchmark works (CI) and records nothing. */
@@ -17,12 +18,35 @@ function sh(command: string): string {
   }
 }
 
-/** The machine a figure was measured on: CPU count, memory, Node version, CPU model. */
+/**
+ * Milliseconds one core takes for a fixed piece of work like the service's own (JSON of a page
+ * of 100 devices, SHA-256 of firmware bytes), best of three. These machines differ in speed by
+ * up to four times from one session to the next under the same model name; figures of two
+ * records compare only in proportion to their yardsticks.
+ */
+export function cpuYardstickMs(): number {
+  const page = Array.from({ length: 100 }, (_, i) => ({
+    serial: `LX-${String(i).padStart(6, '0')}`, name: `Fixture ${i}`, model: 'LX-200', firmware: '1.9.2', status: 'online',
+    last_seen: new Date(1_700_000_000_000 + i).toISOString(), ip: `10.0.${i}.7`, tags: { zone: `z${i % 7}` }, config: { desired: { brightness: i }, in_sync: true },
+  }));
+  const bytes = Buffer.alloc(16 * 1024 * 1024, 7);
+  let best = Infinity;
+  for (let round = 0; round < 3; round++) {
+    const started = performance.now();
+    for (let i = 0; i < 1500; i++) JSON.parse(JSON.stringify(page));
+    createHash('sha256').update(bytes).digest();
+    best = Math.min(best, performance.now() - started);
+  }
+  return Math.round(best);
+}
+
+/** The machine a figure was measured on: CPU count, memory, Node version, CPU model, speed. */
 export function machineDescription(): string[] {
   return [
     `nproc: ${sh('nproc')} (${os.cpus()[0]?.model ?? 'unknown CPU'})`,
     `free -h: ${sh("free -h | awk '/^Mem:/ {print \"total \" $2 \", used \" $3 \", available \" $7}'")}`,
     `node: ${process.version}`,
+    `CPU yardstick: ${cpuYardstickMs()} ms (bench/lib/results.ts cpuYardstickMs; lower is faster)`,
     // The machine is shared: a figure means little without knowing what else was running.
     `load average while recording (1/5/15 min): ${os.loadavg().map((l) => l.toFixed(2)).join(' / ')}`,
   ];
