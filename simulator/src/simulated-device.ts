@@ -3,6 +3,9 @@ import { topics } from '../../broker/src/protocol/topics';
 import { ConfigMessage, OtaCommand, parsePayload } from '../../broker/src/protocol/payloads';
 import type { OtaProgress } from '../../broker/src/protocol/payloads';
 import { downloadImage } from './image-download';
+
+/** mqtt.js's `log` option: nothing (see connect). */
+const noLog = (): void => undefined;
 import { pick, sleep } from './sim-helpers';
 
 /** MQTT credentials of one device, as the claim returns them. */
@@ -133,6 +136,10 @@ export class SimulatedDevice {
         reconnectPeriod: 0,
         connectTimeout: 15_000,
         will: { topic: topics.status(this.serial), payload: Buffer.from('{"state":"offline"}'), qos: 1, retain: false },
+        // mqtt.js logs every packet through `debug`; even switched off, those calls took 5% of a
+        // 10,000-device fleet's CPU (bench/devices-gateway.bench.ts, profiled). --verbose prints
+        // the protocol itself (trace).
+        log: noLog,
       });
       this.client = client;
       let settled = false;
@@ -256,7 +263,7 @@ export class SimulatedDevice {
   }
 
   private onMessage(topic: string, payload: Buffer): void {
-    this.trace('<-', topic, payload.toString());
+    if (this.options.trace) this.trace('<-', topic, payload.toString());
     if (topic === topics.config(this.serial)) {
       const parsed = parsePayload(ConfigMessage, payload);
       if (!parsed.ok || parsed.value.version <= this.appliedConfigVersion) return;
