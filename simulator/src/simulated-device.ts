@@ -3,10 +3,10 @@ import { topics } from '../../broker/src/protocol/topics';
 import { ConfigMessage, OtaCommand, parsePayload } from '../../broker/src/protocol/payloads';
 import type { OtaProgress } from '../../broker/src/protocol/payloads';
 import { downloadImage } from './image-download';
+import { pick, sleep } from './sim-helpers';
 
 /** mqtt.js's `log` option: nothing (see connect). */
 const noLog = (): void => undefined;
-import { pick, sleep } from './sim-helpers';
 
 /** MQTT credentials of one device, as the claim returns them. */
 export interface DeviceCredentials {

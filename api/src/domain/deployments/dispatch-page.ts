@@ -15,8 +15,9 @@ export interface Candidate extends UpdateRef {
 
 /**
  * Locks the next page of at most `limit` queued updates of a deployment (after `after`, in the
- * opened batches; only those of `readyDeviceIds` when given) and returns those whose device may get its
- * command now: online (or just ready) and with a known firmware. Null when nothing is left.
+ * opened batches; only those of `readyDeviceIds` when given) and returns those whose device may
+ * get its command now: online (or just ready) and with a known firmware. Null when nothing is
+ * left.
  *
  * Two statements, each with one plan whatever the statistics say. Planned as one join, a
  * deployment created after the last ANALYZE (statistics saying no device is online and no
@@ -30,10 +31,11 @@ export async function lockDispatchPage(
   input: { deploymentId: string; batch: number; after: string; limit: number; readyDeviceIds?: string[] },
 ): Promise<{ candidates: Candidate[]; more: boolean; last: string } | null> {
   const ready = input.readyDeviceIds;
+  const limit = Math.max(1, Math.floor(input.limit));
   const locked = (await trx.raw(
     `SELECT id FROM device_updates
       WHERE deployment_id = ? AND state = 'queued' AND batch <= ? AND id > ?${ready ? ' AND device_id = ANY(?::uuid[])' : ''}
-      ORDER BY id LIMIT ${Math.max(1, Math.floor(input.limit))}
+      ORDER BY id LIMIT ${limit}
       FOR UPDATE SKIP LOCKED`,
     [input.deploymentId, input.batch, input.after, ...(ready ? [ready] : [])],
   )).rows as Array<{ id: string }>;
@@ -51,5 +53,5 @@ export async function lockDispatchPage(
   // Until its first heartbeat says what it runs, a device is not sent anything: it may already
   // run the target (claimed on it, or installed over USB). The heartbeat dispatches.
   const candidates = rows.filter((c) => c.firmware_key !== null && (ready !== undefined || c.connectivity === 'online'));
-  return { candidates, more: locked.length === Math.max(1, Math.floor(input.limit)), last: locked[locked.length - 1]!.id };
+  return { candidates, more: locked.length === limit, last: locked[locked.length - 1]!.id };
 }

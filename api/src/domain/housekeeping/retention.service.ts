@@ -30,8 +30,8 @@ const DAY_MS = 86_400_000;
  * Housekeeping of the tables that grow with time. Device history and the outbox are walked in
  * key order (ids grow with time) a window at a time, each window its own statement; the walk
  * ends at the first window with nothing old enough. What is still needed is never deleted: an
- * undispatched event, an event whose delivery to an enabled webhook is still pending, an unexpired session,
- * a lockout still running. Rows are locked with SKIP LOCKED before they are deleted, so a pass
+ * undispatched event, an event whose delivery to an enabled webhook is still pending, an
+ * unexpired session, a lockout still running. Rows are locked with SKIP LOCKED before they are deleted, so a pass
  * never waits on (or deadlocks with) an unclaim, a redelivery or another process's pass: what
  * is busy is left for the next pass.
  */
@@ -124,8 +124,8 @@ async function pruneHistory(knex: Knex, cutoff: Date, shouldStop: () => boolean)
  * An event goes with its deliveries (their log shows it, a redelivery sends it), and only once
  * it is dispatched and none of its deliveries is still being retried: a pending delivery of a
  * disabled endpoint is not retried, and would otherwise keep its event for as long as the
- * endpoint stays disabled (the retention of an endpoint disabled for good would be forever). The event rows are locked
- * first: a redelivery locks its event before it makes the delivery pending again
+ * endpoint stays disabled (for ever, for an endpoint disabled for good). The event rows are
+ * locked first: a redelivery locks its event before it makes the delivery pending again
  * (WebhookService.redeliver), so the two never cross. Undispatched events are not locked (the
  * outbox would skip them and dispatch out of order).
  */
