@@ -71,6 +71,8 @@ export class DeviceBroker implements DeviceGateway {
   private readonly dropLog = new LogThrottle();
   private readonly refuseLog = new LogThrottle();
   private tcp: net.Server | undefined;
+  /** Open TCP sockets, with or without an MQTT session yet (close() ends the stragglers). */
+  private readonly sockets = new Set<net.Socket>();
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MQTT_PACKET_BYTES });
   private sweepTimer: NodeJS.Timeout | undefined;
   private sweeping: Promise<unknown> = Promise.resolve();
@@ -153,6 +155,12 @@ export class DeviceBroker implements DeviceGateway {
 
   listenTcp(port: number, host: string): Promise<number> {
     const server = net.createServer((socket) => {
+      if (this.closed) {
+        socket.destroy();
+        return;
+      }
+      this.sockets.add(socket);
+      socket.once('close', () => this.sockets.delete(socket));
       socket.setNoDelay(true);
       guardPacketSize(this.aedes.handle(socket), this.options.logger);
     });
@@ -192,6 +200,10 @@ export class DeviceBroker implements DeviceGateway {
     await this.sweeping;
     const tcpClosed = this.tcp ? new Promise<void>((resolve) => this.tcp!.close(() => resolve())) : Promise.resolve();
     await new Promise<void>((resolve) => this.aedes.close(() => resolve()));
+    // Aedes closes the clients it has; a socket whose CONNECT it had not finished (a device
+    // reconnecting at that moment) stayed open, and the listener's close waited for it until
+    // the device's own connect timeout gave up: 15 s of a service restart (test/ota).
+    for (const socket of this.sockets) socket.destroy();
     for (const ws of this.wss.clients) ws.terminate();
     this.wss.close();
     await tcpClosed;

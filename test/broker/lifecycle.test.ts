@@ -23,6 +23,18 @@ describe('broker life cycle', () => {
     expect(metrics).toContain('fleet_heartbeat_flush_duration_seconds');
   });
 
+  it('stops while a device is still connecting (a socket that never sent CONNECT does not hold the shutdown)', async () => {
+    const server = await startTestServer();
+    // A device reconnecting at the moment of a restart: TCP is up, MQTT CONNECT not (yet) seen.
+    const socket = net.connect(server.service.mqttPort!, '127.0.0.1');
+    await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    // Before, the listener's close waited for this socket for as long as the client kept it open.
+    await server.close();
+    await closed;
+    expect(socket.destroyed).toBe(true);
+  }, 20_000);
+
   it('refuses to start with a clear message when the MQTT port is taken', async () => {
     const blocker = net.createServer();
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
