@@ -45,6 +45,8 @@ interface TargetResult {
   /** Heartbeats the service accepted per second (each one's values written by the next flush). */
   acceptedPerSecond?: number;
   persistedPerSecond?: number;
+  /** Flushes per second and the mean time of one (ours only): whether the flush keeps up. */
+  flush?: { perSecond: number; meanMs: number };
   lag?: { p50: number; p99: number; samples: number };
   /** CPU of the broker's process per acknowledged heartbeat (µs), ours only. */
   serverCpuPerHeartbeatUs?: number;
@@ -65,6 +67,8 @@ interface Target {
   persisted?(): Promise<number>;
   /** Heartbeats accepted so far (ours only). */
   accepted?(): Promise<number>;
+  /** Flushes so far and their total duration in seconds (ours only). */
+  flushes?(): Promise<{ count: number; seconds: number }>;
   /** Current uptime_s per serial (ours only: the database). */
   visible?(serials: string[]): Promise<Map<string, number>>;
   stop(): Promise<void>;
@@ -108,7 +112,7 @@ async function runAgainst(target: Target, devices: DeviceCredentials[]): Promise
     await Promise.all(fleets.map((f) => f.setHeartbeatPeriod(period)));
     await new Promise((r) => setTimeout(r, 2000));
     const probes = (await Promise.all(fleets.map((f) => f.watchProbes(Math.ceil(PROBES / FLEET_PROCESSES))))).flat();
-    const before = { ...(await sum()), server: await target.cpu?.(), persisted: (await target.persisted?.()) ?? 0, accepted: (await target.accepted?.()) ?? 0, readAt: performance.now() };
+    const before = { ...(await sum()), server: await target.cpu?.(), persisted: (await target.persisted?.()) ?? 0, accepted: (await target.accepted?.()) ?? 0, flushes: await target.flushes?.(), readAt: performance.now() };
     const started = performance.now();
     // When each probe's uptime first showed in the database (epoch ms).
     const seen = new Map<string, Array<{ uptimeS: number; atMs: number }>>(probes.map((s) => [s, []]));
@@ -123,7 +127,7 @@ async function runAgainst(target: Target, devices: DeviceCredentials[]): Promise
         await new Promise((r) => setTimeout(r, 25));
       } else await new Promise((r) => setTimeout(r, 250));
     }
-    const after = { ...(await sum()), server: await target.cpu?.(), persisted: (await target.persisted?.()) ?? 0, accepted: (await target.accepted?.()) ?? 0, readAt: performance.now() };
+    const after = { ...(await sum()), server: await target.cpu?.(), persisted: (await target.persisted?.()) ?? 0, accepted: (await target.accepted?.()) ?? 0, flushes: await target.flushes?.(), readAt: performance.now() };
     // The server's counters over the time between their readings (a busy server answers late).
     const serverElapsed = (after.readAt - before.readAt) / 1000;
     const endMs = performance.timeOrigin + performance.now();
@@ -141,6 +145,10 @@ async function runAgainst(target: Target, devices: DeviceCredentials[]): Promise
     };
     if (target.persisted) result.persistedPerSecond = (after.persisted - before.persisted) / serverElapsed;
     if (target.accepted) result.acceptedPerSecond = (after.accepted - before.accepted) / serverElapsed;
+    if (before.flushes && after.flushes) {
+      const count = after.flushes.count - before.flushes.count;
+      result.flush = { perSecond: count / serverElapsed, meanMs: count > 0 ? ((after.flushes.seconds - before.flushes.seconds) * 1000) / count : NaN };
+    }
     if (before.server !== undefined && after.server !== undefined) result.serverCpuPerHeartbeatUs = (after.server - before.server) / Math.max(1, acked);
     if (cpuRamp0 !== undefined && cpuRamp1 !== undefined) result.serverCpuPerConnectUs = (cpuRamp1 - cpuRamp0) / Math.max(1, ramp.connected);
     if (target.visible) {
@@ -157,6 +165,7 @@ async function runAgainst(target: Target, devices: DeviceCredentials[]): Promise
     console.log(
       `${target.name}: ${result.ackedPerSecond.toFixed(0)} heartbeats/s acknowledged` +
         (result.acceptedPerSecond !== undefined ? `, ${result.acceptedPerSecond.toFixed(0)}/s accepted, ${result.persistedPerSecond!.toFixed(0)} rows/s persisted` : '') +
+        (result.flush ? ` in ${result.flush.perSecond.toFixed(1)} flushes/s of ${result.flush.meanMs.toFixed(0)} ms each` : '') +
         (result.lag ? `, lag p50 ${result.lag.p50.toFixed(0)} ms p99 ${result.lag.p99.toFixed(0)} ms (${result.lag.samples} samples)` : '') +
         (result.serverCpuPerHeartbeatUs !== undefined ? `; server CPU ${result.serverCpuPerHeartbeatUs.toFixed(1)} µs/heartbeat, ${result.serverCpuPerConnectUs?.toFixed(0)} µs/connect` : '') +
         `; generator CPU ${result.generatorCpuPerHeartbeatUs.toFixed(1)} µs/heartbeat`,
@@ -191,6 +200,7 @@ async function ourService(): Promise<{ target: Target; devices: DeviceCredential
       cpu: async () => cpuMicros(await server.cpu()),
       persisted: () => metric('fleet_heartbeat_flush_rows_total'),
       accepted: () => metric('fleet_mqtt_messages_accepted_total{kind="heartbeat"}'),
+      flushes: async () => ({ count: await metric('fleet_heartbeat_flush_duration_seconds_count'), seconds: await metric('fleet_heartbeat_flush_duration_seconds_sum') }),
       visible: async (serials) => {
         const { rows } = await server.sql('SELECT serial, uptime_s FROM devices WHERE serial = ANY(?)', [serials]);
         return new Map((rows as Array<{ serial: string; uptime_s: number | null }>).filter((r) => r.uptime_s !== null).map((r) => [r.serial, r.uptime_s!]));
@@ -266,7 +276,7 @@ const ratio = (a: number, b: number | undefined) => (b ? `${(a / b).toFixed(2)}x
 const figures = results.flatMap((r) => [
   `${r.name}: ramp ${r.ramp.connected}/${DEVICES} devices in ${r.ramp.seconds.toFixed(2)} s = **${r.ramp.perSecond.toFixed(0)} devices/s**${r.ramp.failed ? ` (${r.ramp.failed} failed)` : ''}; memory **${kb(r.memoryPerDeviceBytes)} KB per connected device** (RSS delta after GC)`,
   `${r.name}: **${r.ackedPerSecond.toFixed(0)} heartbeats/s acknowledged** (QoS 1, ${OFFERED_RATE}/s offered by ${DEVICES} devices for ${SECONDS} s)` +
-    (r.acceptedPerSecond !== undefined ? `, **${r.acceptedPerSecond.toFixed(0)} accepted and persisted/s** (${r.persistedPerSecond!.toFixed(0)} coalesced device rows/s written)` : '') +
+    (r.acceptedPerSecond !== undefined ? `, **${r.acceptedPerSecond.toFixed(0)} accepted and persisted/s** (${r.persistedPerSecond!.toFixed(0)} coalesced device rows/s written${r.flush ? ` in ${r.flush.perSecond.toFixed(1)} flushes/s, ${r.flush.meanMs.toFixed(0)} ms each` : ''})` : '') +
     (r.lag ? `, publish-to-visible last_seen lag p50 ${r.lag.p50.toFixed(0)} ms, **p99 ${r.lag.p99.toFixed(0)} ms** (${r.lag.samples} heartbeats of ${PROBES} probe devices)` : '') +
     `; load generator CPU ${r.generatorCpuPerHeartbeatUs.toFixed(0)} µs per heartbeat`,
   ...(r.serverCpuPerHeartbeatUs !== undefined
