@@ -107,7 +107,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
           linkTtlMs: config.otaLinkTtlS * 1000,
           sweepIntervalMs: config.otaSweepIntervalMs,
           dispatchFirstPage: config.otaDispatchFirstPage,
-          dispatchMaxPage: Math.max(config.otaDispatchFirstPage, config.otaDispatchMaxPage),
+          dispatchMaxPage: config.otaDispatchMaxPage,
         },
         metrics: {
           published: (n) => metrics.otaCommandsPublished.inc(n),

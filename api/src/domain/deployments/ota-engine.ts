@@ -245,7 +245,8 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     let after = '00000000-0000-0000-0000-000000000000';
     let sentTotal = 0;
     const { dispatchFirstPage, dispatchMaxPage } = this.options;
-    let pageSize = dispatchFirstPage;
+    // The largest page bounds every page, the first included.
+    let pageSize = Math.min(dispatchFirstPage, dispatchMaxPage);
     const publishing: Array<Promise<void>> = [];
     try {
       for (;;) {
