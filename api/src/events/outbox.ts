@@ -128,9 +128,9 @@ export class OutboxDispatcher {
         if (rows.length === 0) return [];
         const events = rows.map(toDomainEvent);
         if (this.options.onBatch) await this.options.onBatch(trx, events);
-        await trx('events')
-          .whereIn('seq', rows.map((r) => r.seq))
-          .update({ dispatched_at: this.options.clock.now() });
+        // One array parameter: a list of 1,000 bind parameters cost PostgreSQL 15-25 ms to
+        // parse and plan per round while an OTA dispatch wrote 10,000 events (its slow log).
+        await trx.raw('UPDATE events SET dispatched_at = ? WHERE seq = ANY(?::bigint[])', [this.options.clock.now(), rows.map((r) => r.seq)]);
         return events;
       });
       if (dispatched.length === 0) return;
