@@ -28,7 +28,16 @@ export interface Candidate extends UpdateRef {
  */
 export async function lockDispatchPage(
   trx: Knex.Transaction,
-  input: { deploymentId: string; batch: number; after: string; limit: number; readyDeviceIds?: string[] },
+  input: {
+    deploymentId: string;
+    batch: number;
+    after: string;
+    limit: number;
+    readyDeviceIds?: string[];
+    /** The devices' configuration (maintenance windows) and tags (tag limit) are read only when a rule needs them: they were most of the bytes of a page. */
+    withConfig?: boolean;
+    withTags?: boolean;
+  },
 ): Promise<{ candidates: Candidate[]; more: boolean; last: string } | null> {
   const ready = input.readyDeviceIds;
   const limit = Math.max(1, Math.floor(input.limit));
@@ -42,7 +51,8 @@ export async function lockDispatchPage(
   if (locked.length === 0) return null;
   const rows = (await trx.raw(
     `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.firmware_version_id,
-            d.firmware_key, d.connectivity, d.desired_config, d.tags, f.sha256, f.size, f.storage_key
+            d.firmware_key, d.connectivity, ${input.withConfig ? 'd.desired_config' : 'NULL AS desired_config'}, ${input.withTags ? 'd.tags' : 'NULL AS tags'},
+            f.sha256, f.size, f.storage_key
        FROM device_updates u
        JOIN devices d ON d.id = u.device_id
        JOIN firmware_versions f ON f.id = u.firmware_version_id

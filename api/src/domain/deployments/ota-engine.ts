@@ -257,7 +257,7 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
           const tagLimit = rollout?.max_concurrent_per_tag;
           // A tag limit is a decision over several rows: take turns per deployment across processes.
           if (tagLimit) await trx('deployments').where({ id: dep.id }).forUpdate().first('id');
-          const page = await lockDispatchPage(trx, { deploymentId: dep.id, batch: dep.current_batch, after, limit: pageSize, ...(input.readyDeviceIds ? { readyDeviceIds: input.readyDeviceIds } : {}) });
+          const page = await lockDispatchPage(trx, { deploymentId: dep.id, batch: dep.current_batch, after, limit: pageSize, withConfig: dep.respect_maintenance_window, withTags: Boolean(tagLimit), ...(input.readyDeviceIds ? { readyDeviceIds: input.readyDeviceIds } : {}) });
           if (!page) return { sent: [] as Candidate[], more: false, last: after };
           const { candidates } = page;
           const next = { more: page.more, last: page.last };

@@ -20,23 +20,32 @@ export interface UpdateRef {
   from_version: string | null;
 }
 
-/** queued -> sent (first publish). Devices show `updating` while connected. */
+/**
+ * queued -> sent (first publish). Devices show `updating` while connected. The history rows are
+ * written from the UPDATE's own RETURNING and the devices from the ids at hand: reading the
+ * updates back by id for each cost 10-15 ms per 1,000 commands (bench/ota.bench.ts).
+ */
 export async function markSent(trx: Knex.Transaction, clock: Clock, rows: UpdateRef[], deadline: Date): Promise<void> {
   if (rows.length === 0) return;
   const now = clock.now();
-  const ids = rows.map((r) => r.id);
   await trx.raw(
-    `UPDATE device_updates SET state = 'sent', sent_at = ?, attempts = attempts + 1, state_changed_at = ?, deadline_at = ?
-      WHERE id = ANY(?::uuid[]) AND state = 'queued'`,
-    [now, now, deadline, ids],
+    `WITH sent AS (
+       UPDATE device_updates SET state = 'sent', sent_at = ?, attempts = attempts + 1, state_changed_at = ?, deadline_at = ?
+        WHERE id = ANY(?::uuid[]) AND state = 'queued'
+       RETURNING id, account_id, device_id, deployment_id, target_version, attempts
+     )
+     INSERT INTO device_events (account_id, device_id, type, data, occurred_at)
+     SELECT account_id, device_id, 'update_step',
+            jsonb_build_object('job_id', id, 'deployment_id', deployment_id, 'target_version', target_version, 'attempts', attempts, 'state', 'sent'), ?
+       FROM sent`,
+    [now, now, deadline, rows.map((r) => r.id), now],
   );
   await lockDevices(trx, rows.map((r) => r.device_id));
   await trx.raw(
-    `UPDATE devices d SET current_update_id = u.id, status = CASE WHEN d.connectivity = 'online' THEN 'updating' ELSE d.status END, updated_at = ?
-       FROM device_updates u WHERE u.id = ANY(?::uuid[]) AND d.id = u.device_id`,
-    [now, ids],
+    `UPDATE devices d SET current_update_id = v.update_id, status = CASE WHEN d.connectivity = 'online' THEN 'updating' ELSE d.status END, updated_at = ?
+       FROM unnest(?::uuid[], ?::uuid[]) AS v(device_id, update_id) WHERE d.id = v.device_id`,
+    [now, rows.map((r) => r.device_id), rows.map((r) => r.id)],
   );
-  await history(trx, now, ids, { state: 'sent' });
   await appendEvents(trx, clock, rows.map((r) => progressEvent(r, 'sent', 0)));
 }
 
