@@ -8,9 +8,11 @@ import { startFleetProcess } from './lib/fleet-process';
  * OTA benchmark (issue 4), the server and the simulated fleet each in a child process:
  *  1. scheduling: POST /firmware/deploy to 100,000 claimed devices (time to create it: one
  *     set-based INSERT ... SELECT of every target, history rows included);
- *  2. delivery: a deployment to 10,000 online simulated devices with fast downloads: time to
- *     create, commands published per second (fleet_ota_commands_published_total), time until
- *     every update succeeded (boot-confirmed by the heartbeat on the new version);
+ *  2. delivery to 10,000 online simulated devices, twice: first with the devices holding their
+ *     downloads until every command arrived (the service's publishing rate: commands per second
+ *     between the first and the last arrival), then with fast downloads started at once (the
+ *     same rate while the fleet's downloads and reports share the cores, and the time until
+ *     every update succeeded, boot-confirmed by the heartbeat on the new version);
  *  3. download throughput: a 4 MB image to 500 of those devices at once: bytes served per second
  *     (fleet_firmware_download_bytes_total over the time until all succeeded).
  *
@@ -141,59 +143,80 @@ try {
     return n === DEVICES;
   }, 120_000, 'every device online on 1.0.0', 1000);
   await sleep(1000);
-  const published0 = await metric(server, 'fleet_ota_commands_published_total');
-  const received0 = (await fleet.stats()).commandsReceived;
-  const deployAtMs = Date.now();
-  t0 = performance.now();
-  const live = await api<{ deployment_id: string; target_count: number }>(server, account, 'POST', '/api/v1/firmware/deploy', { firmware_version: '1.1.0', filter: { model: 'LIVE' } });
-  const createMs = performance.now() - t0;
-  if (live.status !== 202 || live.body.target_count !== DEVICES) throw new Error(`deploy to live fleet: ${live.status} ${JSON.stringify(live.body)}`);
-  let publishedAllMs = 0;
-  await waitUntil(async () => {
-    if (!publishedAllMs && (await metric(server, 'fleet_ota_commands_published_total')) - published0 >= DEVICES) publishedAllMs = performance.now() - t0;
-    return Boolean(publishedAllMs);
-  }, 120_000, 'every command published', 100);
-  const spread = (await server.sql(`SELECT extract(epoch FROM max(sent_at) - min(sent_at)) * 1000 AS ms FROM device_updates WHERE deployment_id = ?`, [live.body.deployment_id])).rows[0] as { ms: number };
-  console.log(`sent_at spread: ${Number(spread.ms).toFixed(0)} ms; published after ${publishedAllMs.toFixed(0)} ms`);
-  // Delivery as the devices saw it (their own clocks, same machine): when the first and the last
-  // command arrived. The rate between them is the publishing rate; the wait before the first is
-  // creating the deployment and committing its `sent` rows (commands go out only after that).
-  await waitUntil(async () => (await fleet.stats()).commandsReceived - received0 >= DEVICES, 60_000, 'every command delivered', 50);
-  const delivered = (await fleet.stats()).lastCommandAtMs;
-  const firstMs = delivered.first - deployAtMs;
-  const lastMs = delivered.last - deployAtMs;
-  const deliveryRate = Math.round((DEVICES - 1) / Math.max(0.001, (lastMs - firstMs) / 1000));
-  // Where the time goes: every 5 s the states, and the CPU each side took (share of one core).
-  let tick = { at: performance.now(), server: await server.cpu(), fleet: (await fleet.stats()).cpu };
-  let ticking = false;
-  const ticker = setInterval(() => {
-    // A poll the loaded server answers late must not overlap the next (its CPU shares would mix).
-    if (ticking) return;
-    ticking = true;
-    void (async () => {
-      const [c, cpu, stats] = await Promise.all([counts(server, account, live.body.deployment_id), server.cpu(), fleet.stats()]);
-      const now = performance.now();
-      const share = (a: NodeJS.CpuUsage, b: NodeJS.CpuUsage) => `${(((b.user + b.system - a.user - a.system) / 1000 / (now - tick.at)) * 100).toFixed(0)}%`;
-      const states = Object.entries(c).filter(([, n]) => Number(n) > 0).map(([k, n]) => `${k} ${n}`).join(', ');
-      console.log(`  +${((now - t0) / 1000).toFixed(0)} s: ${states}; server CPU ${share(tick.server, cpu)}, fleet CPU ${share(tick.fleet, stats.cpu)}, fleet connected ${stats.connected}`);
-      tick = { at: now, server: cpu, fleet: stats.cpu };
-    })()
-      .catch(() => undefined)
-      .finally(() => {
-        ticking = false;
-      });
-  }, 5000);
-  await waitUntil(async () => (await counts(server, account, live.body.deployment_id)).succeeded >= DEVICES, 300_000, 'every update succeeded').finally(() => clearInterval(ticker));
-  const allMs = performance.now() - t0;
-  const c = await counts(server, account, live.body.deployment_id);
-  report(`delivery: deployment to ${DEVICES.toLocaleString('en')} online devices created in ${createMs.toFixed(0)} ms; first command at its device ${firstMs.toFixed(0)} ms after the request, the last ${lastMs.toFixed(0)} ms after: **${deliveryRate.toLocaleString('en')} commands/s** from first to last (target >= 5,000/s); ${Math.round(DEVICES / (publishedAllMs / 1000)).toLocaleString('en')}/s counting from the request (all ${DEVICES.toLocaleString('en')} taken by the broker after ${(publishedAllMs / 1000).toFixed(2)} s)`);
-  report(`end to end: all ${c.succeeded.toLocaleString('en')} updates succeeded (download 64 KB, install, reboot, boot-confirmed by heartbeat) ${(allMs / 1000).toFixed(1)} s after the deploy request (target < 60 s); failed ${c.failed}, timed_out ${c.timed_out}`);
+
+  /**
+   * One deployment of `version` to the whole live fleet: when each command reached its device
+   * (the devices' own clocks, same machine), when the broker had taken them all, and, unless
+   * `held`, when every update succeeded. With `held` the devices accept their commands but start
+   * no download until every command arrived: the service's publishing rate alone, without the
+   * fleet's 10,000 downloads and progress reports taking the same two cores.
+   */
+  async function deliver(version: string, held: boolean) {
+    if (held) await Promise.all(fleets.map((f) => f.holdDownloads()));
+    const published0 = await metric(server, 'fleet_ota_commands_published_total');
+    const received0 = (await fleet.stats()).commandsReceived;
+    const deployAtMs = Date.now();
+    const t0 = performance.now();
+    const dep = await api<{ deployment_id: string; target_count: number }>(server, account, 'POST', '/api/v1/firmware/deploy', { firmware_version: version, filter: { model: 'LIVE' } });
+    const createMs = performance.now() - t0;
+    if (dep.status !== 202 || dep.body.target_count !== DEVICES) throw new Error(`deploy ${version} to live fleet: ${dep.status} ${JSON.stringify(dep.body)}`);
+    let publishedAllMs = 0;
+    await waitUntil(async () => {
+      if (!publishedAllMs && (await metric(server, 'fleet_ota_commands_published_total')) - published0 >= DEVICES) publishedAllMs = performance.now() - t0;
+      return Boolean(publishedAllMs);
+    }, 120_000, 'every command published', 100);
+    const spread = (await server.sql(`SELECT extract(epoch FROM max(sent_at) - min(sent_at)) * 1000 AS ms FROM device_updates WHERE deployment_id = ?`, [dep.body.deployment_id])).rows[0] as { ms: number };
+    console.log(`${version}${held ? ' (downloads held)' : ''}: sent_at spread ${Number(spread.ms).toFixed(0)} ms; published after ${publishedAllMs.toFixed(0)} ms`);
+    await waitUntil(async () => (await fleet.stats()).commandsReceived - received0 >= DEVICES, 60_000, 'every command delivered', 50);
+    const delivered = (await fleet.stats()).lastCommandAtMs;
+    const firstMs = delivered.first - deployAtMs;
+    const lastMs = delivered.last - deployAtMs;
+    // The rate between the first and the last arrival is the publishing rate; the wait before
+    // the first is creating the deployment and committing its first `sent` rows.
+    const rate = Math.round((DEVICES - 1) / Math.max(0.001, (lastMs - firstMs) / 1000));
+    const delivery = { createMs, firstMs, lastMs, rate, fromRequest: Math.round(DEVICES / (publishedAllMs / 1000)), publishedAllMs };
+    if (held) await Promise.all(fleets.map((f) => f.releaseDownloads()));
+    // Where the time goes: every 5 s the states, and the CPU each side took (share of one core).
+    let tick = { at: performance.now(), server: await server.cpu(), fleet: (await fleet.stats()).cpu };
+    let ticking = false;
+    const ticker = setInterval(() => {
+      // A poll the loaded server answers late must not overlap the next (its CPU shares would mix).
+      if (ticking) return;
+      ticking = true;
+      void (async () => {
+        const [c, cpu, stats] = await Promise.all([counts(server, account, dep.body.deployment_id), server.cpu(), fleet.stats()]);
+        const now = performance.now();
+        const share = (a: NodeJS.CpuUsage, b: NodeJS.CpuUsage) => `${(((b.user + b.system - a.user - a.system) / 1000 / (now - tick.at)) * 100).toFixed(0)}%`;
+        const states = Object.entries(c).filter(([, n]) => Number(n) > 0).map(([k, n]) => `${k} ${n}`).join(', ');
+        console.log(`  +${((now - t0) / 1000).toFixed(0)} s: ${states}; server CPU ${share(tick.server, cpu)}, fleet CPU ${share(tick.fleet, stats.cpu)}, fleet connected ${stats.connected}`);
+        tick = { at: now, server: cpu, fleet: stats.cpu };
+      })()
+        .catch(() => undefined)
+        .finally(() => {
+          ticking = false;
+        });
+    }, 5000);
+    await waitUntil(async () => (await counts(server, account, dep.body.deployment_id)).succeeded >= DEVICES, 300_000, `every update to ${version} succeeded`).finally(() => clearInterval(ticker));
+    const allMs = performance.now() - t0;
+    return { delivery, allMs, counts: await counts(server, account, dep.body.deployment_id) };
+  }
+  const describe = (d: { createMs: number; firstMs: number; lastMs: number; rate: number; fromRequest: number; publishedAllMs: number }) =>
+    `deployment created in ${d.createMs.toFixed(0)} ms; first command at its device ${d.firstMs.toFixed(0)} ms after the request, the last ${d.lastMs.toFixed(0)} ms after: **${d.rate.toLocaleString('en')} commands/s** from first to last (target >= 5,000/s); ${d.fromRequest.toLocaleString('en')}/s counting from the request (all ${DEVICES.toLocaleString('en')} taken by the broker after ${(d.publishedAllMs / 1000).toFixed(2)} s)`;
+
+  // 2a. The publishing rate: the devices hold their downloads until every command arrived.
+  const held = await deliver('1.1.0', true);
+  report(`delivery, devices holding their downloads: ${describe(held.delivery)}; every update succeeded ${(held.allMs / 1000).toFixed(1)} s after the request (all ${DEVICES.toLocaleString('en')} downloads released at once)`);
+  // 2b. End to end: the devices download as soon as their command arrives.
+  await upload(server, account, 'LIVE', '1.2.0', randomBytes(64 * 1024));
+  const live = await deliver('1.2.0', false);
+  report(`delivery, devices downloading at once: ${describe(live.delivery)}`);
+  report(`end to end: all ${live.counts.succeeded.toLocaleString('en')} updates succeeded (download 64 KB, install, reboot, boot-confirmed by heartbeat) ${(live.allMs / 1000).toFixed(1)} s after the deploy request (target < 60 s); failed ${live.counts.failed}, timed_out ${live.counts.timed_out}`);
 
   // 3. Download throughput: a 4 MB image to many devices at once.
-  await upload(server, account, 'LIVE', '1.2.0', randomBytes(4 * 1024 * 1024));
+  await upload(server, account, 'LIVE', '1.3.0', randomBytes(4 * 1024 * 1024));
   const bytes0 = await metric(server, 'fleet_firmware_download_bytes_total');
   t0 = performance.now();
-  const dl = await api<{ deployment_id: string; target_count: number }>(server, account, 'POST', '/api/v1/firmware/deploy', { firmware_version: '1.2.0', serials: creds.slice(0, DOWNLOADERS).map((d) => d.serial), filter: { model: 'LIVE' } });
+  const dl = await api<{ deployment_id: string; target_count: number }>(server, account, 'POST', '/api/v1/firmware/deploy', { firmware_version: '1.3.0', serials: creds.slice(0, DOWNLOADERS).map((d) => d.serial), filter: { model: 'LIVE' } });
   await waitUntil(async () => (await counts(server, account, dl.body.deployment_id)).succeeded >= DOWNLOADERS, 300_000, 'every download');
   const dlSeconds = (performance.now() - t0) / 1000;
   const served = (await metric(server, 'fleet_firmware_download_bytes_total')) - bytes0;

@@ -33,6 +33,12 @@ async function run(msg: FleetCommand): Promise<unknown> {
     case 'heartbeatPeriod':
       fleet?.setHeartbeatPeriod(msg.seconds);
       return {};
+    case 'holdDownloads':
+      fleet?.holdDownloads();
+      return {};
+    case 'releaseDownloads':
+      fleet?.releaseDownloads();
+      return {};
     case 'stats':
       return { ...fleet?.stats(), cpu: process.cpuUsage(), atMs: epochMs(performance.now()) };
     case 'watchProbes':

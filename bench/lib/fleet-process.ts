@@ -13,6 +13,9 @@ export interface FleetProcess {
   start(): Promise<{ connected: number; failed: number; seconds: number }>;
   /** Every device heartbeats every `seconds` from now on. */
   setHeartbeatPeriod(seconds: number): Promise<void>;
+  /** Devices accept OTA commands but download nothing until releaseDownloads (Fleet.holdDownloads). */
+  holdDownloads(): Promise<void>;
+  releaseDownloads(): Promise<void>;
   /** Fleet counters, the fleet process's own CPU time so far (µs) and when it read them (epoch ms). */
   stats(): Promise<FleetStats & { cpu: NodeJS.CpuUsage; atMs: number }>;
   /** Starts recording every heartbeat of the first `count` connected devices; returns their serials. */
@@ -32,6 +35,8 @@ export interface ProbeHeartbeat {
 export type FleetCommand =
   | { cmd: 'start'; options: FleetOptions }
   | { cmd: 'heartbeatPeriod'; seconds: number }
+  | { cmd: 'holdDownloads' }
+  | { cmd: 'releaseDownloads' }
   | { cmd: 'stats' }
   | { cmd: 'watchProbes'; count: number }
   | { cmd: 'probeLog' }
@@ -67,6 +72,12 @@ export function startFleetProcess(options: FleetOptions): FleetProcess {
     start: () => reply({ cmd: 'start', options }),
     setHeartbeatPeriod: async (seconds) => {
       await reply({ cmd: 'heartbeatPeriod', seconds });
+    },
+    holdDownloads: async () => {
+      await reply({ cmd: 'holdDownloads' });
+    },
+    releaseDownloads: async () => {
+      await reply({ cmd: 'releaseDownloads' });
     },
     stats: () => reply({ cmd: 'stats' }),
     watchProbes: async (count) => (await reply<{ serials: string[] }>({ cmd: 'watchProbes', count })).serials,

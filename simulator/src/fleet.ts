@@ -3,7 +3,7 @@ import { SimulatedDevice, type DeviceCredentials, type SimulatedDeviceOptions } 
 
 export type { DeviceCredentials } from './simulated-device';
 
-export interface FleetOptions extends Omit<SimulatedDeviceOptions, 'credentials' | 'onChange'> {
+export interface FleetOptions extends Omit<SimulatedDeviceOptions, 'credentials' | 'onChange' | 'downloadGate'> {
   devices: DeviceCredentials[];
   /** New connections started per second (a reconnect storm has a shape too). Default 1000. */
   connectRatePerS?: number;
@@ -37,9 +37,28 @@ export class Fleet {
   readonly devices: SimulatedDevice[];
   private connectFailures = 0;
   private stopped = false;
+  /** While set, devices that accepted an OTA command wait for it before downloading. */
+  private hold: { promise: Promise<void>; release: () => void } | null = null;
 
   constructor(private readonly options: FleetOptions) {
-    this.devices = options.devices.map((credentials) => new SimulatedDevice({ ...options, credentials }));
+    const downloadGate = () => this.hold?.promise ?? Promise.resolve();
+    this.devices = options.devices.map((credentials) => new SimulatedDevice({ ...options, credentials, downloadGate }));
+  }
+
+  /** From now on, devices accept OTA commands but start no download until releaseDownloads(). */
+  holdDownloads(): void {
+    if (this.hold) return;
+    let release = () => {};
+    const promise = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    this.hold = { promise, release };
+  }
+
+  /** Every held download starts now, and new commands are acted on at once. */
+  releaseDownloads(): void {
+    this.hold?.release();
+    this.hold = null;
   }
 
   /** Every device heartbeats every `seconds` from now on (each with a fresh random phase). */

@@ -41,6 +41,12 @@ export interface SimulatedDeviceOptions {
   onChange?: (device: SimulatedDevice) => void;
   /** Random source (tests pass a seeded one). */
   random?: () => number;
+  /**
+   * Awaited after a command is accepted and before the download starts (Fleet.holdDownloads):
+   * a benchmark measures the service's publishing rate without the fleet's downloads and
+   * reports taking the same cores, then lets every device go at once.
+   */
+  downloadGate?: () => Promise<void>;
 }
 
 export type OtaOutcome = 'succeeded' | 'failed' | 'rolled_back';
@@ -321,6 +327,7 @@ export class SimulatedDevice {
       this.outcomes.failed += 1;
       return 'failed';
     };
+    if (this.options.downloadGate) await this.options.downloadGate();
     void this.report(job, 'downloading', { progress: 0 });
     let digest: string;
     try {

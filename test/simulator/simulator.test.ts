@@ -119,6 +119,21 @@ describe('simulator engine', () => {
     expect(fleet.devices[0]!.outcomes.succeeded).toBe(1);
   });
 
+  it('holds downloads while asked: the command is taken, nothing is fetched or reported until the release', async () => {
+    const fleet = await newFleet('HOLD', 1);
+    await fleet.start();
+    await expect.poll(() => ready.has('HOLD-000001')).toBe(true);
+    fleet.holdDownloads();
+    await server.service.services.gateway.publishOta('HOLD-000001', { job_id: '4b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a05', version: '1.1.0', url: `${filesUrl}/fw.bin`, sha256, size: image.length });
+    await expect.poll(() => fleet.stats().commandsReceived).toBe(1);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(progress.filter((p) => p.serial === 'HOLD-000001')).toEqual([]);
+    expect(fleet.devices[0]!.firmware).toBe('1.0.0');
+    fleet.releaseDownloads();
+    await expect.poll(() => fleet.devices[0]!.outcomes.succeeded, { timeout: 10_000 }).toBe(1);
+    expect(fleet.devices[0]!.firmware).toBe('1.1.0');
+  });
+
   it('resumes a broken download with Range instead of failing the update', async () => {
     const fleet = await newFleet('RESUME', 1);
     await fleet.start();
