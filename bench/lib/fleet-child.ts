@@ -37,7 +37,7 @@ async function run(msg: FleetCommand): Promise<unknown> {
       fleet?.holdDownloads();
       return {};
     case 'releaseDownloads':
-      fleet?.releaseDownloads();
+      fleet?.releaseDownloads(msg.spreadMs);
       return {};
     case 'stats':
       return { ...fleet?.stats(), cpu: process.cpuUsage(), atMs: epochMs(performance.now()) };

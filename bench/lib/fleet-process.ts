@@ -15,7 +15,8 @@ export interface FleetProcess {
   setHeartbeatPeriod(seconds: number): Promise<void>;
   /** Devices accept OTA commands but download nothing until releaseDownloads (Fleet.holdDownloads). */
   holdDownloads(): Promise<void>;
-  releaseDownloads(): Promise<void>;
+  /** Held downloads start, spread over `spreadMs`. */
+  releaseDownloads(spreadMs: number): Promise<void>;
   /** Fleet counters, the fleet process's own CPU time so far (µs) and when it read them (epoch ms). */
   stats(): Promise<FleetStats & { cpu: NodeJS.CpuUsage; atMs: number }>;
   /** Starts recording every heartbeat of the first `count` connected devices; returns their serials. */
@@ -36,7 +37,7 @@ export type FleetCommand =
   | { cmd: 'start'; options: FleetOptions }
   | { cmd: 'heartbeatPeriod'; seconds: number }
   | { cmd: 'holdDownloads' }
-  | { cmd: 'releaseDownloads' }
+  | { cmd: 'releaseDownloads'; spreadMs: number }
   | { cmd: 'stats' }
   | { cmd: 'watchProbes'; count: number }
   | { cmd: 'probeLog' }
@@ -76,8 +77,8 @@ export function startFleetProcess(options: FleetOptions): FleetProcess {
     holdDownloads: async () => {
       await reply({ cmd: 'holdDownloads' });
     },
-    releaseDownloads: async () => {
-      await reply({ cmd: 'releaseDownloads' });
+    releaseDownloads: async (spreadMs) => {
+      await reply({ cmd: 'releaseDownloads', spreadMs });
     },
     stats: () => reply({ cmd: 'stats' }),
     watchProbes: async (count) => (await reply<{ serials: string[] }>({ cmd: 'watchProbes', count })).serials,

@@ -39,9 +39,16 @@ export class Fleet {
   private stopped = false;
   /** While set, devices that accepted an OTA command wait for it before downloading. */
   private hold: { promise: Promise<void>; release: () => void } | null = null;
+  /** Held downloads start spread over this many ms after the release. */
+  private releaseSpreadMs = 0;
 
   constructor(private readonly options: FleetOptions) {
-    const downloadGate = () => this.hold?.promise ?? Promise.resolve();
+    const random = options.random ?? Math.random;
+    const downloadGate = async () => {
+      if (!this.hold) return;
+      await this.hold.promise;
+      if (this.releaseSpreadMs > 0) await new Promise((resolve) => setTimeout(resolve, random() * this.releaseSpreadMs));
+    };
     this.devices = options.devices.map((credentials) => new SimulatedDevice({ ...options, credentials, downloadGate }));
   }
 
@@ -55,8 +62,12 @@ export class Fleet {
     this.hold = { promise, release };
   }
 
-  /** Every held download starts now, and new commands are acted on at once. */
-  releaseDownloads(): void {
+  /**
+   * Held downloads start, spread evenly over `spreadMs` (10,000 at the same instant need 10,000
+   * more file descriptors on each side at once), and new commands are acted on at once.
+   */
+  releaseDownloads(spreadMs = 0): void {
+    this.releaseSpreadMs = spreadMs;
     this.hold?.release();
     this.hold = null;
   }
