@@ -69,10 +69,14 @@ export async function finishUpdates(
   if (rows.length === 0) return rows;
   const ids = rows.map((r) => r.id);
   await lockDevices(trx, rows.map((r) => r.device_id));
+  // By primary key: `current_update_id` has no index, and matching on it alone read every
+  // device row of the table for each batch of finished updates (a sequential scan per heartbeat
+  // flush while 10,000 devices came back from their reboot).
   await trx.raw(
-    `UPDATE devices SET current_update_id = NULL, status = CASE WHEN connectivity = 'online' THEN 'online' ELSE 'offline' END, updated_at = ?
-      WHERE current_update_id = ANY(?::uuid[])`,
-    [now, ids],
+    `UPDATE devices d SET current_update_id = NULL, status = CASE WHEN d.connectivity = 'online' THEN 'online' ELSE 'offline' END, updated_at = ?
+       FROM unnest(?::uuid[], ?::uuid[]) AS v(device_id, update_id)
+      WHERE d.id = v.device_id AND d.current_update_id = v.update_id`,
+    [now, rows.map((r) => r.device_id), ids],
   );
   await history(trx, now, ids, { state: input.state, ...(input.error ? { error: input.error } : {}), ...(input.detail ?? {}) });
   const events: NewEvent[] = [];
