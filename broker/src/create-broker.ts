@@ -418,7 +418,16 @@ export class DeviceBroker implements DeviceGateway {
       metrics.mqttMessagesDropped.inc({ kind, reason: result.reason });
       this.logDrop(serial, 'malformed', { kind, reason: result.reason, bytes: (packet.payload as Buffer).length }, 'malformed device message dropped');
     }
-    callback(null);
+    if (!result.ok || !result.applied) return callback(null);
+    // No PUBACK for a message the service could not store: the connection closes and the device
+    // sends it again on its next one.
+    result.applied.then(
+      () => callback(null),
+      (err: unknown) => {
+        this.options.logger.warn({ err, serial, kind }, 'device message not stored; closing the connection so the device sends it again');
+        callback(new Error('message not stored'));
+      },
+    );
   }
 
   private authorizeSubscribe(client: Client, sub: Subscription, callback: (error: Error | null, subscription?: Subscription | null) => void): void {

@@ -89,11 +89,15 @@ export class SimulatedDevice {
   /** job_id -> last state reported: a redelivered command is not applied twice. */
   private readonly jobs = new Map<string, OtaProgress['state']>();
   /**
-   * The latest progress report made while the connection was down (a broker process died under
-   * it, Wi-Fi dropped): sent after the next CONNACK, as module firmware keeps its last OTA state
-   * in flash. Without it a `failed` said during an outage is lost and the update waits for its deadline.
+   * The latest progress report the service has not acknowledged: made while the connection was
+   * down (a broker process died under it, Wi-Fi dropped), or sent on a connection that closed
+   * before its PUBACK (the service acknowledges a report only once it stored it). Sent again
+   * after the next CONNACK, as module firmware keeps its last OTA state in flash. Without it a
+   * `failed` said during an outage is lost and the update waits for its deadline.
    */
   private unsentReport: string | null = null;
+  /** Publishes of each connection still waiting for their PUBACK: answered `false` when it closes. */
+  private readonly awaitingAck = new WeakMap<MqttClient, Set<(acked: boolean) => void>>();
   private readonly random: () => number;
   private readonly ip: string;
   private readonly startedAt = Date.now();
@@ -157,11 +161,7 @@ export class SimulatedDevice {
           client.subscribe([topics.ota(this.serial), topics.config(this.serial)], { qos: 1 }, () => undefined);
           this.trace('->', 'SUBSCRIBE', `${topics.ota(this.serial)}, ${topics.config(this.serial)}`);
         }
-        if (this.unsentReport !== null) {
-          const report = this.unsentReport;
-          this.unsentReport = null;
-          void this.publish(topics.otaProgress(this.serial), report);
-        }
+        if (this.unsentReport !== null) void this.sendReport(this.unsentReport);
         this.sendHeartbeat();
         this.scheduleHeartbeats();
         this.scheduleFlap();
@@ -177,6 +177,10 @@ export class SimulatedDevice {
         }
       });
       client.on('close', () => {
+        // mqtt.js keeps QoS 1 publishes for a reconnect this client never makes (reconnectPeriod 0).
+        const waiting = this.awaitingAck.get(client);
+        this.awaitingAck.delete(client);
+        for (const answer of waiting ?? []) answer(false);
         if (this.client !== client) return;
         this.setConnected(false);
         this.clearTimers();
@@ -261,11 +265,25 @@ export class SimulatedDevice {
   }
 
   /** Resolves when a QoS 1 message is acknowledged (or at once for QoS 0 / while disconnected). */
-  private publish(topic: string, payload: string, qos: 0 | 1 = 1): Promise<void> {
-    if (!this.client?.connected) return Promise.resolve();
-    this.trace('->', topic, payload);
+  /** Resolves `true` once the broker acknowledged it, `false` when it was not sent or the connection closed first. */
+  private publish(topic: string, payload: string, qos: 0 | 1 = 1): Promise<boolean> {
     const client = this.client;
-    return new Promise((resolve) => client.publish(topic, payload, { qos }, () => resolve()));
+    if (!client?.connected) return Promise.resolve(false);
+    this.trace('->', topic, payload);
+    let waiting = this.awaitingAck.get(client);
+    if (!waiting) this.awaitingAck.set(client, (waiting = new Set()));
+    const pending = waiting;
+    return new Promise((resolve) => {
+      let answered = false;
+      const answer = (acked: boolean) => {
+        if (answered) return;
+        answered = true;
+        pending.delete(answer);
+        resolve(acked);
+      };
+      pending.add(answer);
+      client.publish(topic, payload, { qos }, (err) => answer(!err));
+    });
   }
 
   private onMessage(topic: string, payload: Buffer): void {
@@ -290,13 +308,15 @@ export class SimulatedDevice {
 
   private report(job: string, state: OtaProgress['state'], extra: { progress?: number; error?: string } = {}): Promise<void> {
     this.jobs.set(job, state);
-    const payload = JSON.stringify({ job_id: job, state, ...extra });
-    // `rebooting` goes down with the connection on purpose; after the boot the device says `succeeded` itself.
-    if (!this.client?.connected && state !== 'rebooting') {
-      this.unsentReport = payload;
-      return Promise.resolve();
-    }
-    return this.publish(topics.otaProgress(this.serial), payload);
+    return this.sendReport(JSON.stringify({ job_id: job, state, ...extra }));
+  }
+
+  /** Kept as the unacknowledged report until the broker acknowledges it (or a newer report replaces it). */
+  private async sendReport(payload: string): Promise<void> {
+    this.unsentReport = payload;
+    if (!this.client?.connected) return;
+    const acked = await this.publish(topics.otaProgress(this.serial), payload);
+    if (acked && this.unsentReport === payload) this.unsentReport = null;
   }
 
   /** Performs one OTA job for real; a redelivered job id is not applied twice. */

@@ -60,6 +60,47 @@ describe('OTA hooks of the broker', () => {
     await dev.endAsync();
   });
 
+  it('acknowledges a progress report only once the engine stored it, and closes the connection instead when it could not', async () => {
+    const JOB = '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11';
+    let store: () => void = () => undefined;
+    let refuse: (err: Error) => void = () => undefined;
+    let reports = 0;
+    server.service.services.otaListener.set({
+      ...listener,
+      onProgress: () =>
+        new Promise<void>((resolve, reject) => {
+          reports += 1;
+          store = resolve;
+          refuse = reject;
+        }),
+    });
+    try {
+      const dev = await connectDevice(server.service.mqttUrl!, creds);
+      let acked = false;
+      const first = dev.publishAsync(topics.otaProgress('OTA-1'), JSON.stringify({ job_id: JOB, state: 'downloading', progress: 10 }), { qos: 1 }).then(() => {
+        acked = true;
+      });
+      await new Promise((r) => setTimeout(r, 300));
+      expect(acked).toBe(false);
+      store();
+      await first;
+      expect(acked).toBe(true);
+      expect(dev.connected).toBe(true);
+
+      // Not stored (the database is away): no PUBACK, the connection closes, the device keeps its report.
+      const closed = new Promise<void>((resolve) => dev.once('close', () => resolve()));
+      void dev.publishAsync(topics.otaProgress('OTA-1'), JSON.stringify({ job_id: JOB, state: 'failed', error: 'flash write failed' }), { qos: 1 }).catch(() => undefined);
+      await expect.poll(() => reports).toBe(2);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(dev.connected).toBe(true);
+      refuse(new Error('database unavailable'));
+      await closed;
+      dev.end(true);
+    } finally {
+      server.service.services.otaListener.set(listener);
+    }
+  });
+
   it('reports firmware after the heartbeat is persisted: when it changed, and while an update is in progress', async () => {
     const dev = await connectDevice(server.service.mqttUrl!, creds);
     await dev.publishAsync(topics.heartbeat('OTA-1'), heartbeat({ firmware: '1.0.0' }), { qos: 1 });

@@ -159,6 +159,37 @@ describe('simulator engine', () => {
     await expect.poll(() => progress.find((p) => p.serial === 'LOST-000001' && p.report.state === 'failed')?.report, { timeout: 15_000 }).toMatchObject({ job_id: jobId, error: 'download failed: HTTP 404' });
   });
 
+  it('sends a report again on its next connection when the service closed the last one without acknowledging it', async () => {
+    const fleet = await newFleet('UNACKED', 1);
+    await fleet.start();
+    await expect.poll(() => ready.has('UNACKED-000001')).toBe(true);
+    const jobId = '5b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a06';
+    let refused = 0;
+    server.service.services.otaListener.set({
+      onDeviceReady: async ({ serial }) => void ready.add(serial),
+      onFirmwareReported: async () => undefined,
+      onProgress: async ({ serial, report }) => {
+        // The first `failed` cannot be stored (database away): the broker closes the connection.
+        if (report.state === 'failed' && refused === 0) {
+          refused += 1;
+          throw new Error('database unavailable');
+        }
+        progress.push({ serial, report });
+      },
+    });
+    try {
+      await server.service.services.gateway.publishOta('UNACKED-000001', { job_id: jobId, version: '1.2.0', url: `${filesUrl}/slow-404.bin`, sha256, size: image.length });
+      await expect.poll(() => refused, { timeout: 5000 }).toBe(1);
+      await expect.poll(() => progress.find((p) => p.serial === 'UNACKED-000001' && p.report.state === 'failed')?.report, { timeout: 15_000 }).toMatchObject({ job_id: jobId, error: 'download failed: HTTP 404' });
+    } finally {
+      server.service.services.otaListener.set({
+        onDeviceReady: async ({ serial }) => void ready.add(serial),
+        onProgress: async ({ serial, report }) => void progress.push({ serial, report }),
+        onFirmwareReported: async () => undefined,
+      });
+    }
+  });
+
   it('reports a sha256 mismatch as a failure and stays on its version', async () => {
     const fleet = await newFleet('SHA', 1);
     await fleet.start();

@@ -15,6 +15,10 @@ export interface HandlerContext {
 }
 
 export type DropReason = 'too_large' | 'not_json' | 'invalid' | 'rate_limited';
-export type HandlerResult = { ok: true } | { ok: false; reason: DropReason };
+/**
+ * `applied`: the message is acknowledged (PUBACK) only once this settles, and the connection is
+ * closed instead when it fails, so a device keeps and re-sends what the service did not store.
+ */
+export type HandlerResult = { ok: true; applied?: Promise<void> } | { ok: false; reason: DropReason };
 
 export type TopicHandler = (ctx: HandlerContext, session: DeviceSession, payload: Buffer) => HandlerResult;

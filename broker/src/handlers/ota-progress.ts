@@ -14,13 +14,13 @@ export const handleOtaProgress: TopicHandler = (ctx, session, payload) => {
     return { ok: true };
   }
   const { job_id, state, progress, error } = parsed.value;
-  listener
-    .onProgress({
-      accountId: session.accountId,
-      deviceId: session.deviceId,
-      serial: session.serial,
-      report: { job_id, state, ...(progress !== undefined ? { progress } : {}), ...(error !== undefined ? { error } : {}) },
-    })
-    .catch((err: unknown) => ctx.logger.error({ err, serial: session.serial }, 'OTA engine failed to handle progress'));
-  return { ok: true };
+  // Acknowledged once the engine stored it: a report acknowledged and then lost with the process
+  // (kill -9 within the engine's batching delay) left an update `downloading` until its deadline.
+  const applied = listener.onProgress({
+    accountId: session.accountId,
+    deviceId: session.deviceId,
+    serial: session.serial,
+    report: { job_id, state, ...(progress !== undefined ? { progress } : {}), ...(error !== undefined ? { error } : {}) },
+  });
+  return { ok: true, applied };
 };

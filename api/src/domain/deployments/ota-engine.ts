@@ -153,13 +153,19 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     await this.track(this.readyQueue.add({ accountId: input.accountId, deviceId: input.deviceId }));
   }
 
+  /**
+   * Resolves once the report is stored (or judged: unknown and late jobs are ignored), rejects
+   * when it could not be: the broker acknowledges the device's message only then.
+   */
   async onProgress(input: { accountId: string; deviceId: string; serial: string; report: OtaProgressReport }): Promise<void> {
-    if (this.stopped) return;
+    if (this.stopped) throw new Error('the OTA engine is stopping');
     if (!isUuid(input.report.job_id)) {
       this.area.metrics?.ignored('unknown_job');
       return;
     }
-    await this.track(this.progressQueue.add({ accountId: input.accountId, deviceId: input.deviceId, report: input.report }));
+    const stored = this.progressQueue.add({ accountId: input.accountId, deviceId: input.deviceId, report: input.report });
+    void this.track(stored);
+    await stored;
   }
 
   async onFirmwareReported(reports: Array<{ accountId: string; deviceId: string; serial: string; firmware: string; previous: string | null }>): Promise<void> {
