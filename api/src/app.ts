@@ -104,7 +104,6 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
           stepTimeoutMs: config.otaStepTimeoutS * 1000,
           bootTimeoutMs: config.otaBootTimeoutS * 1000,
           resendAfterMs: config.otaResendAfterS * 1000,
-          resendOnReadyDelayMs: config.otaResendOnReadyDelayMs,
           linkTtlMs: config.otaLinkTtlS * 1000,
           sweepIntervalMs: config.otaSweepIntervalMs,
           dispatchFirstPage: config.otaDispatchFirstPage,

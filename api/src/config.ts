@@ -38,8 +38,6 @@ export const Config = z.object({
   otaBootTimeoutS: z.coerce.number().positive().default(600),
   /** OTA: an unanswered `sent` command is published again (same job id) after this long. Seconds, default 60. */
   otaResendAfterS: z.coerce.number().positive().default(60),
-  /** OTA: a `sent` command is re-sent this long after its device (re)connected, unless a report it kept answered it first. Milliseconds, default 2000. */
-  otaResendOnReadyDelayMs: z.coerce.number().int().min(0).max(60_000).default(2000),
   /** OTA: lifetime of a signed firmware download link. Seconds, default 21600 (6 h). */
   otaLinkTtlS: z.coerce.number().positive().default(21600),
   /** OTA: safety sweep interval (deadlines, windows, scheduled starts). Milliseconds, default 5000. */
@@ -74,7 +72,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     otaStepTimeoutS: env.OTA_STEP_TIMEOUT_S || undefined,
     otaBootTimeoutS: env.OTA_BOOT_TIMEOUT_S || undefined,
     otaResendAfterS: env.OTA_RESEND_AFTER_S || undefined,
-    otaResendOnReadyDelayMs: env.OTA_RESEND_ON_READY_DELAY_MS || undefined,
     otaLinkTtlS: env.OTA_LINK_TTL_S || undefined,
     otaSweepIntervalMs: env.OTA_SWEEP_INTERVAL_MS || undefined,
     otaDispatchFirstPage: env.OTA_DISPATCH_FIRST_PAGE || undefined,

@@ -25,13 +25,6 @@ export interface OtaEngineOptions {
   bootTimeoutMs: number;
   /** A `sent` command without any answer is published again (same job id) after this long. Default 60 s. */
   resendAfterMs: number;
-  /**
-   * A device that (re)connects with a command still `sent` gets it again after this long, unless
-   * a report answered it meanwhile: a device whose reports went to a process that died sends the
-   * one it kept right after its CONNACK, and a re-send at once raced it (the device got a job it
-   * had already finished; test/faults/process-kill.test.ts). Default 2 s.
-   */
-  resendOnReadyDelayMs: number;
   /** Lifetime of a download link. Default 6 h. */
   linkTtlMs: number;
   /** Safety sweep (deadlines, windows, scheduled starts, re-sends). Default 5 s; 0 disables the timer. */
@@ -49,7 +42,7 @@ export interface OtaEngineOptions {
   dispatchMaxPage: number;
 }
 
-export const DEFAULT_OTA_OPTIONS: OtaEngineOptions = { stepTimeoutMs: 15 * 60_000, bootTimeoutMs: 10 * 60_000, resendAfterMs: 60_000, resendOnReadyDelayMs: 2000, linkTtlMs: 6 * 3600_000, sweepIntervalMs: 5000, dispatchFirstPage: 1000, dispatchMaxPage: 10_000 };
+export const DEFAULT_OTA_OPTIONS: OtaEngineOptions = { stepTimeoutMs: 15 * 60_000, bootTimeoutMs: 10 * 60_000, resendAfterMs: 60_000, linkTtlMs: 6 * 3600_000, sweepIntervalMs: 5000, dispatchFirstPage: 1000, dispatchMaxPage: 10_000 };
 
 export interface OtaMetrics {
   published(n: number): void;
@@ -344,21 +337,13 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
         WHERE u.device_id = ANY(?::uuid[]) AND u.state IN (${ACTIVE_SQL})`,
       [ids],
     )).rows as Array<Candidate & { state: UpdateState }>).filter((r) => accountOf.get(r.device_id) === r.account_id);
-    // The connect/subscribe race: the first publish may have found no subscription. Same job id,
-    // after the device had its chance to say it is past that command.
+    // The connect/subscribe race: the first publish may have found no subscription. Same job id.
     const resend = active.filter((r) => r.state === 'sent');
-    if (resend.length > 0) void this.track(this.resendOnReady(resend));
+    if (resend.length > 0) await this.commands.publish(await this.stillSent(resend));
     const queuedByDeployment = new Map<string, string[]>();
     for (const r of active) if (r.state === 'queued') queuedByDeployment.set(r.deployment_id, [...(queuedByDeployment.get(r.deployment_id) ?? []), r.device_id]);
     for (const [deploymentId, deviceIds] of queuedByDeployment) await this.dispatch({ deploymentId, readyDeviceIds: deviceIds });
     await this.healthGate(ids);
-  }
-
-  private async resendOnReady(rows: Candidate[]): Promise<void> {
-    const delay = this.options.resendOnReadyDelayMs;
-    if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay).unref());
-    if (this.stopped) return;
-    await this.commands.publish(await this.stillSent(rows));
   }
 
   private async healthGate(deviceIds: string[]): Promise<void> {
