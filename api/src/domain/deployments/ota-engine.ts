@@ -16,6 +16,7 @@ import type { DeploymentChangeListener } from './deployment.service';
 import { OtaCommandPublisher } from './ota-command-publisher';
 import { retryingTransaction } from './retrying-transaction';
 import { lockDispatchPage, type Candidate } from './dispatch-page';
+import { keepStillSent, staleSentCommands } from './resend';
 
 /** Engine timing; every value configurable (config.ts OTA_* variables, tests pass small ones). */
 export interface OtaEngineOptions {
@@ -213,30 +214,8 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
 
   /** `sent` commands nobody answered (lost publish, crash between commit and publish): same job again. */
   private async resendStale(): Promise<void> {
-    const before = new Date(this.deps.clock.now().getTime() - this.options.resendAfterMs);
-    const rows = (await this.deps.knex.raw(
-      `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.firmware_version_id, f.sha256, f.size, f.storage_key
-         FROM device_updates u JOIN devices d ON d.id = u.device_id JOIN firmware_versions f ON f.id = u.firmware_version_id
-        WHERE u.state = 'sent' AND u.sent_at < ? AND d.connectivity = 'online' LIMIT 5000`,
-      [before],
-    )).rows as Candidate[];
-    if (rows.length === 0) return;
-    await this.commands.publish(await this.stillSent(rows));
-  }
-
-  /**
-   * Counts a re-send on the rows that are still `sent` at this moment and returns only those: a
-   * report that moved a row on since it was read (the device answered meanwhile) must not get
-   * its finished job sent again (test/faults/process-kill.test.ts).
-   */
-  private async stillSent<T extends { id: string }>(rows: T[]): Promise<T[]> {
-    if (rows.length === 0) return rows;
-    const result = await this.deps.knex.raw(
-      `UPDATE device_updates SET sent_at = ?, attempts = attempts + 1 WHERE id = ANY(?::uuid[]) AND state = 'sent' RETURNING id`,
-      [this.deps.clock.now(), rows.map((r) => r.id)],
-    );
-    const still = new Set((result.rows as Array<{ id: string }>).map((r) => r.id));
-    return rows.filter((r) => still.has(r.id));
+    const rows = await staleSentCommands(this.deps, this.options.resendAfterMs);
+    if (rows.length > 0) await this.commands.publish(await keepStillSent(this.deps, rows));
   }
 
   // ---- dispatch
@@ -339,7 +318,7 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     )).rows as Array<Candidate & { state: UpdateState }>).filter((r) => accountOf.get(r.device_id) === r.account_id);
     // The connect/subscribe race: the first publish may have found no subscription. Same job id.
     const resend = active.filter((r) => r.state === 'sent');
-    if (resend.length > 0) await this.commands.publish(await this.stillSent(resend));
+    if (resend.length > 0) await this.commands.publish(await keepStillSent(this.deps, resend));
     const queuedByDeployment = new Map<string, string[]>();
     for (const r of active) if (r.state === 'queued') queuedByDeployment.set(r.deployment_id, [...(queuedByDeployment.get(r.deployment_id) ?? []), r.device_id]);
     for (const [deploymentId, deviceIds] of queuedByDeployment) await this.dispatch({ deploymentId, readyDeviceIds: deviceIds });
