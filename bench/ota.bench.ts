@@ -147,10 +147,10 @@ try {
 
   /**
    * One deployment of `version` to the whole live fleet: when each command reached its device
-   * (the devices' own clocks, same machine), when the broker had taken them all, and, unless
-   * `held`, when every update succeeded. With `held` the devices accept their commands but start
-   * no download until every command arrived: the service's publishing rate alone, without the
-   * fleet's 10,000 downloads and progress reports taking the same two cores.
+   * (the devices' own clocks, same machine), when the broker had taken them all, the CPU each
+   * side spent meanwhile, and when every update succeeded. With `held` the devices accept their
+   * commands but start no download until every command arrived: the service's publishing rate
+   * alone, without the fleet's 10,000 downloads and progress reports taking the same two cores.
    */
   async function deliver(version: string, held: boolean) {
     if (held) await Promise.all(fleets.map((f) => f.holdDownloads()));

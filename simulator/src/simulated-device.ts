@@ -95,7 +95,7 @@ export class SimulatedDevice {
    * after the next CONNACK, as module firmware keeps its last OTA state in flash. Without it a
    * `failed` said during an outage is lost and the update waits for its deadline.
    */
-  private unsentReport: string | null = null;
+  private unacknowledgedReport: string | null = null;
   /** Publishes of each connection still waiting for their PUBACK: answered `false` when it closes. */
   private readonly awaitingAck = new WeakMap<MqttClient, Set<(acked: boolean) => void>>();
   private readonly random: () => number;
@@ -161,7 +161,7 @@ export class SimulatedDevice {
           client.subscribe([topics.ota(this.serial), topics.config(this.serial)], { qos: 1 }, () => undefined);
           this.trace('->', 'SUBSCRIBE', `${topics.ota(this.serial)}, ${topics.config(this.serial)}`);
         }
-        if (this.unsentReport !== null) void this.sendReport(this.unsentReport);
+        if (this.unacknowledgedReport !== null) void this.sendReport(this.unacknowledgedReport);
         this.sendHeartbeat();
         this.scheduleHeartbeats();
         this.scheduleFlap();
@@ -264,7 +264,6 @@ export class SimulatedDevice {
     });
   }
 
-  /** Resolves when a QoS 1 message is acknowledged (or at once for QoS 0 / while disconnected). */
   /** Resolves `true` once the broker acknowledged it, `false` when it was not sent or the connection closed first. */
   private publish(topic: string, payload: string, qos: 0 | 1 = 1): Promise<boolean> {
     const client = this.client;
@@ -313,10 +312,10 @@ export class SimulatedDevice {
 
   /** Kept as the unacknowledged report until the broker acknowledges it (or a newer report replaces it). */
   private async sendReport(payload: string): Promise<void> {
-    this.unsentReport = payload;
+    this.unacknowledgedReport = payload;
     if (!this.client?.connected) return;
     const acked = await this.publish(topics.otaProgress(this.serial), payload);
-    if (acked && this.unsentReport === payload) this.unsentReport = null;
+    if (acked && this.unacknowledgedReport === payload) this.unacknowledgedReport = null;
   }
 
   /** Performs one OTA job for real; a redelivered job id is not applied twice. */

@@ -165,7 +165,9 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
       return;
     }
     const stored = this.progressQueue.add({ accountId: input.accountId, deviceId: input.deviceId, report: input.report });
-    void this.track(stored);
+    // Tracked for idle() and stop(); a failure is the caller's to report (the broker logs it and
+    // closes the connection), not logged here a second time.
+    void this.track(stored.catch(() => undefined));
     await stored;
   }
 

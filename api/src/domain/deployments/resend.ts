@@ -1,11 +1,9 @@
+// Re-sends of a `sent` command (same job id, devices treat it as the same job): to a device that
+// (re)connected, whose first publish may have raced its subscription, and by the sweep when
+// nobody answered (a lost publish, a crash between the commit and the publish).
 import type { ServiceDeps } from '../service-deps';
 import type { Candidate } from './dispatch-page';
 
-/**
- * Re-sends of a `sent` command (same job id, devices treat it as the same job): to a device that
- * (re)connected, whose first publish may have raced its subscription, and by the sweep when
- * nobody answered (a lost publish, a crash between the commit and the publish).
- */
 type ResendDeps = Pick<ServiceDeps, 'knex' | 'clock'>;
 
 /** `sent` commands unanswered for `resendAfterMs` whose device is online now (at most 5,000 a sweep). */
