@@ -13,7 +13,9 @@ import { HeartbeatIngest } from '../../api/src/domain/devices/heartbeat-ingest';
 import type { Clock } from '../../api/src/domain/shared/clock';
 import { LISTEN_BACKLOG } from '../../api/src/listen-backlog';
 import { topics } from './protocol/topics';
-import { publishKindFor, maySubscribe } from './hooks/authorize';
+import { publishKindFor, maySubscribe, mayReceive } from './hooks/authorize';
+import { capSubscribeQos, guardStoredSubscriptions, removeForeignSubscriptions, MAX_GRANTED_QOS, type SubscriptionStore } from './subscription-guard';
+import { clientOf, persistenceOf } from './aedes-internals';
 import { makeAuthenticate, makePreConnect } from './hooks/authenticate';
 import { HANDLERS } from './handlers/index';
 import type { HandlerContext } from './handlers/context';
@@ -36,8 +38,11 @@ export interface DeviceBrokerOptions {
   flushIntervalMs?: number;
   /** How often online devices past their presence deadline are marked offline (ms). Default 5000. */
   sweepIntervalMs?: number;
-  /** Cluster backends (mqemitter-redis, aedes-persistence-redis); in memory when absent. */
-  backends?: { mq: unknown; persistence: unknown };
+  /**
+   * Cluster backends (mqemitter-redis, aedes-persistence-redis); in memory when absent.
+   * `storedSessions` lists the client ids with stored subscriptions (checked at start).
+   */
+  backends?: { mq: unknown; persistence: unknown; storedSessions(): Promise<string[]> };
   /**
    * Single process: at start every device recorded online is marked offline (nobody can be
    * connected to a process that just started). In cluster mode other processes hold devices,
@@ -118,16 +123,22 @@ export class DeviceBroker implements DeviceGateway {
       }),
       authorizePublish: (client, packet, callback) => self!.authorizePublish(client, packet, callback),
       authorizeSubscribe: (client, sub, callback) => self!.authorizeSubscribe(client, sub, callback),
+      authorizeForward: (client, packet) => self!.authorizeForward(client, packet),
       ...(options.backends ? { mq: options.backends.mq, persistence: options.backends.persistence } : { persistence: createIndexedMemoryPersistence() }),
     };
     const aedes = await Aedes.createBroker(aedesOptions);
+    guardStoredSubscriptions(persistenceOf(aedes) as SubscriptionStore);
     self = new DeviceBroker(aedes, options);
     self.wire();
     return self;
   }
 
-  /** Marks stale "online" rows offline, then starts flushing and sweeping. */
+  /** Removes foreign filters from a shared session store, marks stale "online" rows offline, then starts flushing and sweeping. */
   async start(): Promise<void> {
+    if (this.options.backends) {
+      const removed = await removeForeignSubscriptions(persistenceOf(this.aedes) as SubscriptionStore, await this.options.backends.storedSessions());
+      if (removed) this.options.logger.warn({ filters: removed }, 'stored subscriptions outside their device\'s topics removed');
+    }
     if (this.options.reconcileAllOnStart ?? true) {
       const count = await this.options.presence.reconcileAfterRestart({ onlyNodes: null });
       if (count) this.options.logger.info({ devices: count }, 'devices left online by a previous run marked offline');
@@ -162,7 +173,7 @@ export class DeviceBroker implements DeviceGateway {
       this.sockets.add(socket);
       socket.once('close', () => this.sockets.delete(socket));
       socket.setNoDelay(true);
-      guardPacketSize(this.aedes.handle(socket), this.options.logger);
+      this.handle(socket);
     });
     this.tcp = server;
     return new Promise((resolve, reject) => {
@@ -187,9 +198,16 @@ export class DeviceBroker implements DeviceGateway {
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       const stream = createWebSocketStream(ws);
       stream.on('error', (err) => this.options.logger.debug({ err }, 'MQTT WebSocket stream error'));
-      guardPacketSize(this.aedes.handle(stream, req), this.options.logger);
+      this.handle(stream, req);
     });
   };
+
+  /** A new connection, whatever its transport: Aedes's client with the size and QoS guards on its parser. */
+  private handle(stream: Duplex, req?: http.IncomingMessage): void {
+    const client = this.aedes.handle(stream, req);
+    guardPacketSize(client, this.options.logger);
+    capSubscribeQos(client);
+  }
 
   /** Stops listening, disconnects every device (they go offline), and flushes what is pending. */
   async close(): Promise<void> {
@@ -279,9 +297,8 @@ export class DeviceBroker implements DeviceGateway {
     (this.aedes as unknown as { publish: typeof patched }).publish = patched;
   }
 
-  /** Aedes keeps its registered clients by id; the typings do not declare the map. */
   private clientById(id: string): Client | undefined {
-    return (this.aedes as unknown as { clients: Record<string, Client | undefined> }).clients[id];
+    return clientOf(this.aedes, id);
   }
 
   private publish(input: { topic: string; payload: string; qos: 0 | 1; retain: boolean }): Promise<void> {
@@ -440,8 +457,16 @@ export class DeviceBroker implements DeviceGateway {
       return callback(null, null);
     }
     if (kind === 'ota') conn.subscribedOta = true;
-    // The service publishes at QoS 1 at most.
-    callback(null, { ...sub, qos: Math.min(sub.qos, 1) as Subscription['qos'] });
+    callback(null, { ...sub, qos: Math.min(sub.qos, MAX_GRANTED_QOS) as Subscription['qos'] });
+  }
+
+  /** Delivery guard: a device only ever receives its own `ota` and `config` (live, retained or queued). */
+  private authorizeForward<P extends PublishPacket>(client: Client, packet: P): P | null {
+    const serial = this.connections.get(client)?.session.serial;
+    if (serial !== undefined && mayReceive(serial, packet.topic)) return packet;
+    this.options.metrics.mqttAuthorizationDenied.inc({ action: 'forward' });
+    this.logDrop(serial ?? client.id, 'acl-forward', { topic: packet.topic.slice(0, 200) }, 'delivery outside the device\'s own topics refused');
+    return null;
   }
 
   private logDrop(serial: string, what: string, data: Record<string, unknown>, message: string): void {

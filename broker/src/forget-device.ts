@@ -1,5 +1,6 @@
 import type { Aedes, PublishPacket } from 'aedes';
 import { topics } from './protocol/topics';
+import { persistenceOf } from './aedes-internals';
 
 /** The session calls of aedes-persistence (memory and Redis) used here; the Aedes typings declare no `persistence`. */
 interface SessionStore {
@@ -15,7 +16,7 @@ interface SessionStore {
  * (test/broker/config.test.ts), and a device that keeps the highest version kept it.
  */
 export async function forgetDevice(aedes: Aedes, serial: string): Promise<void> {
-  const persistence = (aedes as unknown as { persistence: SessionStore }).persistence;
+  const persistence = persistenceOf(aedes) as SessionStore;
   const session = { id: serial };
   // Subscriptions first, so the deleting publish below is not queued for the old session.
   await persistence.cleanSubscriptions(session);

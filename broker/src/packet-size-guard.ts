@@ -1,5 +1,6 @@
 import type { Client } from 'aedes';
 import type { Logger } from '../../api/src/logger';
+import { parserOf } from './aedes-internals';
 
 /**
  * Largest MQTT packet accepted on a connection (bytes). Aedes (and mqtt-packet's parser) have
@@ -17,7 +18,7 @@ export const MAX_MQTT_PACKET_BYTES = 64 * 1024;
 export function guardPacketSize(client: Client, logger: Logger, limit = MAX_MQTT_PACKET_BYTES): void {
   // mqtt-packet's parser is internal to Aedes's client; wrapping its parse() sees every byte
   // read from the connection, TCP or WebSocket, before anything is buffered.
-  const parser = (client as unknown as { _parser?: { parse(buf: Buffer): number } })._parser;
+  const parser = parserOf(client);
   if (!parser) return;
   const parse = parser.parse.bind(parser);
   let state: 'header' | 'length' | 'body' = 'header';

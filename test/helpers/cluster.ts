@@ -27,6 +27,8 @@ export interface TestCluster {
   nodes: FleetService[];
   db: TestDatabase;
   prefix: string;
+  /** Starts one more process's worth of services on the same database and Redis (a process joining, or one restarted). */
+  addNode(): Promise<FleetService>;
   close(): Promise<void>;
 }
 
@@ -35,7 +37,7 @@ export async function startTestCluster(count: number, env: Record<string, string
   const db = await createTestDatabase();
   const prefix = `fleet-test-${randomBytes(4).toString('hex')}`;
   const nodes: FleetService[] = [];
-  for (let i = 0; i < count; i++) {
+  const addNode = async (): Promise<FleetService> => {
     const config = loadConfig({
       PORT: '0',
       MQTT_PORT: '0',
@@ -49,12 +51,16 @@ export async function startTestCluster(count: number, env: Record<string, string
       WEBHOOK_ALLOW_PRIVATE: 'true',
       ...env,
     });
-    nodes.push(await startFleetService({ config, logger: createLogger(config.logLevel) }));
-  }
+    const node = await startFleetService({ config, logger: createLogger(config.logLevel) });
+    nodes.push(node);
+    return node;
+  };
+  for (let i = 0; i < count; i++) await addNode();
   return {
     nodes,
     db,
     prefix,
+    addNode,
     async close() {
       for (const node of nodes) await node.stop().catch(() => undefined);
       await db.drop();

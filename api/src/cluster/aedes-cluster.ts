@@ -24,7 +24,11 @@ const mqemitterRedis = require('mqemitter-redis') as {
  * messages (device configuration) and offline QoS 1 queues, so a device that reconnects to
  * another process still gets what was queued for it.
  */
-export function createClusterBrokerBackends(input: { redisUrl: string; prefix: string; onError?: (error: Error, what: string) => void }): { mq: unknown; persistence: unknown } {
+export function createClusterBrokerBackends(input: { redisUrl: string; prefix: string; onError?: (error: Error, what: string) => void }): {
+  mq: unknown;
+  persistence: unknown;
+  storedSessions(): Promise<string[]>;
+} {
   const onError = input.onError ?? (() => undefined);
   const url = new URL(input.redisUrl);
   const db = url.pathname.length > 1 ? Number(url.pathname.slice(1)) : 0;
@@ -60,7 +64,8 @@ export function createClusterBrokerBackends(input: { redisUrl: string; prefix: s
   markFireAndForgetHandled(conn);
   const persistence = aedesPersistenceRedis({ ...redisOptions, conn, maxSessionDelivery: 1000 } as Parameters<typeof aedesPersistenceRedis>[0]);
   shareConcurrentAddSubscriptions(persistence as unknown as SubscriptionStore);
-  return { mq, persistence };
+  // aedes-persistence-redis keeps the ids of sessions with subscriptions in the set `clients`.
+  return { mq, persistence, storedSessions: () => conn.smembers('clients') };
 }
 
 interface SubscriptionStore {

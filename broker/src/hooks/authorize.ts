@@ -21,3 +21,13 @@ export function maySubscribe(serial: string, filter: string): 'ota' | 'config' |
   if (!parsed || parsed.serial !== serial || !SUBSCRIBE.has(parsed.kind)) return null;
   return parsed.kind as 'ota' | 'config';
 }
+
+/**
+ * What the broker may deliver to a device: its own `ota` and `config`, nothing else. The last
+ * line of defence behind the subscription ACL, for live, retained and offline-queued delivery
+ * alike (Aedes asks `authorizeForward` on each of those paths).
+ */
+export function mayReceive(serial: string, topic: string): boolean {
+  const parsed = parseDeviceTopic(topic);
+  return parsed !== null && parsed.serial === serial && SUBSCRIBE.has(parsed.kind);
+}
