@@ -26,7 +26,7 @@ import { redisHealthy } from './cluster/redis-connection';
 import { createRestRouter } from '../../rest-facade/src/router';
 import { allRoutes } from '../../rest-facade/src/routes/index';
 import { openApiRoute } from '../../rest-facade/src/routes/openapi.routes';
-import { problem, sendProblem } from '../../rest-facade/src/problem';
+import { problem, problemErrorHandler, sendProblem } from '../../rest-facade/src/problem';
 import { seedDemoAccount } from './demo-seed';
 import { DatabaseHealth } from './db/database-health';
 import { DeviceBroker } from '../../broker/src/create-broker';
@@ -247,6 +247,8 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   app.use(portalStatic());
 
   app.use((req, res) => sendProblem(res, problem('not_found', `No route ${req.method} ${req.path}.`)));
+  // Whatever escapes a router (a path segment Express cannot decode, ...) is problem+json too.
+  app.use(problemErrorHandler(logger));
 
   await listen(server, config.port, config.host, 'HTTP', 'PORT');
   const httpPort = (server.address() as AddressInfo).port;

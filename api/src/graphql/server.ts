@@ -26,6 +26,7 @@ import { authenticateCaller, httpCallerInput, type GraphQLContext } from './cont
 import { createLoaders } from './loaders';
 import { formatGraphQLError, graphQLErrorFor } from './errors';
 import { QUERY_LIMITS, limitValidationRules } from './limits';
+import { nulInOperation } from './input-guards';
 import { LiveViews } from './live/live-views';
 import { createResolvers } from './resolvers/index';
 import { attachGraphQLWebSocket } from './websocket';
@@ -73,11 +74,13 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLMount> {
   const requirements: ApolloServerPlugin<GraphQLContext> = {
     async requestDidStart() {
       return {
-        async didResolveOperation({ operation, contextValue }) {
+        async didResolveOperation({ operation, contextValue, document, request }) {
           // Cookie callers change state only with the session's CSRF token (reads need none).
           if (operation?.operation === 'mutation' && !contextValue.csrfValid) {
             throw graphQLErrorFor('csrf_failed', 'Missing or wrong x-csrf-token header for a session mutation.');
           }
+          const nul = nulInOperation(document, request.variables);
+          if (nul) throw nul;
         },
         async willSendResponse({ operation, errors, contextValue }) {
           if (!contextValue?.actor) return;

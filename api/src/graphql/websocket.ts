@@ -12,6 +12,7 @@ import { DomainError } from '../domain/shared/errors';
 import { authenticateCaller, headerValue, type Caller, type GraphQLContext } from './context';
 import { createLoaders } from './loaders';
 import { QUERY_LIMITS, limitValidationRules } from './limits';
+import { nulInOperation } from './input-guards';
 import type { LiveViews } from './live/live-views';
 import { sharedSubscribe } from './live/shared-execution';
 
@@ -122,6 +123,11 @@ export function attachGraphQLWebSocket(deps: {
         if (operation?.operation === 'mutation' && caller.sessionToken) {
           // Cookie callers mutate over HTTP, where the CSRF token is checked.
           return [new GraphQLError('Send mutations over HTTP with the x-csrf-token header.', { extensions: { code: 'bad_request', status: 400 } })];
+        }
+        const nul = nulInOperation(document, payload.variables);
+        if (nul) {
+          const f = deps.formatError(nul.toJSON(), nul);
+          return [new GraphQLError(f.message, { extensions: f.extensions ?? {} })];
         }
         const contextValue: GraphQLContext = {
           actor: caller.actor,
