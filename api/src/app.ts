@@ -32,6 +32,7 @@ import { DatabaseHealth } from './db/database-health';
 import { DeviceBroker } from '../../broker/src/create-broker';
 import { createClusterBrokerBackends } from './cluster/aedes-cluster';
 import { portalStatic } from './http/portal-static';
+import type { HostResolver } from './domain/webhooks/url-guard';
 import { LISTEN_BACKLOG } from './listen-backlog';
 
 export interface StartOptions {
@@ -40,6 +41,8 @@ export interface StartOptions {
   logger?: Logger;
   /** Use this database instead of opening one from the config (tests that restart share it). */
   database?: Database;
+  /** DNS for the creation check of webhook receiver names (tests pin answers). Default: the system resolver. */
+  resolveHost?: HostResolver;
 }
 
 /** A running service: what main.ts prints and what tests talk to. */
@@ -96,6 +99,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     {
       serverSecret,
       webhookAllowPrivate: config.webhookAllowPrivate,
+      ...(options.resolveHost ? { webhookResolveHost: options.resolveHost } : {}),
       retention: { historyDays: config.historyRetentionDays, eventDays: config.eventRetentionDays },
       firmware: {
         dataDir: config.dataDir,
