@@ -32,6 +32,8 @@ import { DatabaseHealth } from './db/database-health';
 import { DeviceBroker } from '../../broker/src/create-broker';
 import { createClusterBrokerBackends } from './cluster/aedes-cluster';
 import { portalStatic } from './http/portal-static';
+import { securityHeaders } from './http/security-headers';
+import { metricsAuth } from './http/metrics-auth';
 import type { HostResolver } from './domain/webhooks/url-guard';
 import { LISTEN_BACKLOG } from './listen-backlog';
 
@@ -149,6 +151,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', 'loopback');
+  app.use(securityHeaders());
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -169,7 +172,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     if (!ok) res.setHeader('Retry-After', '5');
     res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'unavailable', checks });
   });
-  app.get('/metrics', async (_req, res) => {
+  app.get('/metrics', metricsAuth(config.metricsToken), async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
 
