@@ -16,7 +16,7 @@ for (const [net, prefix] of [
   ['224.0.0.0', 4], ['240.0.0.0', 4],
 ] as const) blocked.addSubnet(net, prefix, 'ipv4');
 for (const [net, prefix] of [
-  // 64:ff9b:1::/48 is local-use NAT64 (RFC 8215): where it carries the IPv4 address depends on
+  // 64:ff9b:1::/48 is local-use NAT64: where it carries the IPv4 address depends on
   // the operator's prefix length, so the whole range counts as internal.
   ['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['2001:db8::', 32], ['100::', 64], ['64:ff9b:1::', 48],
 ] as const) blocked.addSubnet(net, prefix, 'ipv6');
