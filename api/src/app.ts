@@ -26,12 +26,15 @@ import { redisHealthy } from './cluster/redis-connection';
 import { createRestRouter } from '../../rest-facade/src/router';
 import { allRoutes } from '../../rest-facade/src/routes/index';
 import { openApiRoute } from '../../rest-facade/src/routes/openapi.routes';
-import { problem, sendProblem } from '../../rest-facade/src/problem';
+import { problem, problemErrorHandler, sendProblem } from '../../rest-facade/src/problem';
 import { seedDemoAccount } from './demo-seed';
 import { DatabaseHealth } from './db/database-health';
 import { DeviceBroker } from '../../broker/src/create-broker';
 import { createClusterBrokerBackends } from './cluster/aedes-cluster';
 import { portalStatic } from './http/portal-static';
+import { securityHeaders } from './http/security-headers';
+import { metricsAuth } from './http/metrics-auth';
+import type { HostResolver } from './domain/webhooks/url-guard';
 import { LISTEN_BACKLOG } from './listen-backlog';
 
 export interface StartOptions {
@@ -40,6 +43,8 @@ export interface StartOptions {
   logger?: Logger;
   /** Use this database instead of opening one from the config (tests that restart share it). */
   database?: Database;
+  /** DNS for the creation check of webhook receiver names (tests pin answers). Default: the system resolver. */
+  resolveHost?: HostResolver;
 }
 
 /** A running service: what main.ts prints and what tests talk to. */
@@ -96,6 +101,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     {
       serverSecret,
       webhookAllowPrivate: config.webhookAllowPrivate,
+      ...(options.resolveHost ? { webhookResolveHost: options.resolveHost } : {}),
       retention: { historyDays: config.historyRetentionDays, eventDays: config.eventRetentionDays },
       firmware: {
         dataDir: config.dataDir,
@@ -145,6 +151,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', 'loopback');
+  app.use(securityHeaders());
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -165,7 +172,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     if (!ok) res.setHeader('Retry-After', '5');
     res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'unavailable', checks });
   });
-  app.get('/metrics', async (_req, res) => {
+  app.get('/metrics', metricsAuth(config.metricsToken), async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
 
@@ -247,6 +254,8 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   app.use(portalStatic());
 
   app.use((req, res) => sendProblem(res, problem('not_found', `No route ${req.method} ${req.path}.`)));
+  // Whatever escapes a router (a path segment Express cannot decode, ...) is problem+json too.
+  app.use(problemErrorHandler(logger));
 
   await listen(server, config.port, config.host, 'HTTP', 'PORT');
   const httpPort = (server.address() as AddressInfo).port;

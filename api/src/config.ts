@@ -26,6 +26,11 @@ export const Config = z.object({
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Allow webhook receivers on loopback and private networks (tests, demos). Default false. */
   webhookAllowPrivate: z.enum(['true', 'false', '1', '0']).default('false').transform((v) => v === 'true' || v === '1'),
+  /**
+   * Bearer token that /metrics requires (`Authorization: Bearer <token>`), at least 16
+   * characters. Unset (the default): /metrics is open, for a scraper on a trusted network.
+   */
+  metricsToken: z.string().min(16, 'must be at least 16 characters').max(512).optional(),
   /** Create the demo account on the first start of an empty embedded database. Default true. */
   demoAccount: z.enum(['true', 'false', '1', '0']).default('true').transform((v) => v === 'true' || v === '1'),
   /** Largest JSON request body in bytes. Default 1 MiB. */
@@ -66,6 +71,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisKeyPrefix: env.REDIS_KEY_PREFIX || undefined,
     logLevel: env.LOG_LEVEL || undefined,
     webhookAllowPrivate: env.WEBHOOK_ALLOW_PRIVATE || undefined,
+    metricsToken: env.METRICS_TOKEN || undefined,
     demoAccount: env.DEMO_ACCOUNT || undefined,
     maxJsonBodyBytes: env.MAX_JSON_BODY_BYTES || undefined,
     maxFirmwareBytes: env.MAX_FIRMWARE_BYTES || undefined,

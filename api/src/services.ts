@@ -6,6 +6,7 @@ import { IdempotencyService } from './domain/shared/idempotency.service';
 import { ModelService } from './domain/models/model.service';
 import { EventLogService } from './events/event-log.service';
 import { WebhookService } from './domain/webhooks/webhook.service';
+import type { HostResolver } from './domain/webhooks/url-guard';
 import { FleetReadService } from './domain/fleet/fleet-read.service';
 import type { ServerSecret } from './domain/shared/server-secret';
 import { DeviceGatewayRef } from './domain/devices/device-gateway';
@@ -35,6 +36,8 @@ export interface ServiceOptions {
   serverSecret?: ServerSecret;
   /** WEBHOOK_ALLOW_PRIVATE. */
   webhookAllowPrivate?: boolean;
+  /** DNS for the creation check of webhook receiver names. Default: the system resolver. */
+  webhookResolveHost?: HostResolver;
   /** Recorded in `devices.broker_node` for devices connected to this process. Default: a random id. */
   brokerNodeId?: string;
   /** Firmware files and the OTA engine (DATA_DIR, MAX_FIRMWARE_BYTES, OTA_* settings). */
@@ -50,7 +53,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) 
   const idempotency = new IdempotencyService(deps, options.serverSecret);
   const models = new ModelService(deps);
   const events = new EventLogService(deps);
-  const webhooks = new WebhookService(deps, { serverSecret: options.serverSecret, allowPrivate: options.webhookAllowPrivate });
+  const webhooks = new WebhookService(deps, { serverSecret: options.serverSecret, allowPrivate: options.webhookAllowPrivate, resolveHost: options.webhookResolveHost });
   // Filled in by the broker when it starts (`services.gateway.set(...)`); a no-op until then.
   const gateway = new DeviceGatewayRef();
   const allocation = new AllocationService(deps);

@@ -13,11 +13,22 @@ export interface HttpCaller {
   rateLimitPerMinute?: number;
 }
 
+/**
+ * The decoded value of one cookie, or undefined. A value that is not valid percent-encoding
+ * was never set by us (session tokens are URL-safe): it counts as no cookie, so the caller is
+ * simply unauthenticated instead of the decoder's URIError becoming a 500.
+ */
 export function readCookie(header: string | undefined, name: string): string | undefined {
   if (!header) return undefined;
   for (const part of header.split(';')) {
     const eq = part.indexOf('=');
-    if (eq > 0 && part.slice(0, eq).trim() === name) return decodeURIComponent(part.slice(eq + 1).trim());
+    if (eq > 0 && part.slice(0, eq).trim() === name) {
+      try {
+        return decodeURIComponent(part.slice(eq + 1).trim());
+      } catch {
+        return undefined;
+      }
+    }
   }
   return undefined;
 }

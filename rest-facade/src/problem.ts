@@ -79,23 +79,39 @@ export function sendProblem(res: Response, problem: Problem, retryAfterSeconds?:
   res.status(problem.status).type('application/problem+json').send(JSON.stringify(problem));
 }
 
-/** Express error middleware: body-parser errors, domain errors and the unexpected. */
+/**
+ * Errors Express, its router or a body parser raise before a route runs: the caller's fault,
+ * answered with a fixed detail (their messages quote the raw input). Null for anything else.
+ */
+export function frameworkProblem(error: unknown): Problem | null {
+  if (!error || typeof error !== 'object' || error instanceof DomainError) return null;
+  // decodeURIComponent of a path segment (Express decodes route params) or of a header value.
+  if (error instanceof URIError) return problem('malformed_request', 'The request URL or a header is not valid percent-encoding.');
+  const e = error as { type?: unknown; status?: unknown; statusCode?: unknown };
+  if (e.type === 'entity.parse.failed') return problem('malformed_json', 'The body is not valid JSON.');
+  if (e.type === 'entity.too.large') return problem('payload_too_large', 'The body is larger than the documented limit.');
+  if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') return problem('unsupported_media_type', 'Unsupported body encoding or charset.');
+  // Other http-errors the framework raises (a 400 from an aborted or unreadable body, ...).
+  const status = typeof e.status === 'number' ? e.status : e.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    if (status === 413) return problem('payload_too_large', 'The body is larger than the documented limit.');
+    if (status === 415) return problem('unsupported_media_type', 'Unsupported body encoding or charset.');
+    return problem('malformed_request', 'The request could not be read.');
+  }
+  return null;
+}
+
+/**
+ * Express error middleware: framework errors, domain errors and the unexpected. Mounted in the
+ * REST router and as the app's last handler, so no error ever reaches Express's default
+ * handler (an HTML page with the stack trace unless NODE_ENV is production).
+ */
 export function problemErrorHandler(logger: Logger) {
   return (error: unknown, _req: Request, res: Response, _next: NextFunction): void => {
-    const e = error as { type?: string; status?: number; statusCode?: number };
-    if (e && typeof e === 'object' && 'type' in e && typeof e.type === 'string') {
-      if (e.type === 'entity.parse.failed') {
-        sendProblem(res, problem('malformed_json', 'The body is not valid JSON.'));
-        return;
-      }
-      if (e.type === 'entity.too.large') {
-        sendProblem(res, problem('payload_too_large', 'The body is larger than the documented limit.'));
-        return;
-      }
-      if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') {
-        sendProblem(res, problem('unsupported_media_type', 'Unsupported body encoding or charset.'));
-        return;
-      }
+    const framework = frameworkProblem(error);
+    if (framework) {
+      sendProblem(res, framework);
+      return;
     }
     const p = toProblem(error);
     if (p.status >= 500) {

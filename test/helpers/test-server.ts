@@ -4,6 +4,7 @@ import { createLogger } from '../../api/src/logger';
 import type { Clock } from '../../api/src/domain/shared/clock';
 import { createTestDatabase, type TestDatabase } from './test-database';
 import { ApiClient } from './api-client';
+import type { HostResolver } from '../../api/src/domain/webhooks/url-guard';
 
 export interface TestServer {
   service: FleetService;
@@ -38,7 +39,7 @@ export interface TestAccount {
 let accountCounter = 0;
 
 /** A real server on free ports (HTTP and MQTT) with its own database; no demo account. */
-export async function startTestServer(options: { clock?: Clock; env?: Record<string, string> } = {}): Promise<TestServer> {
+export async function startTestServer(options: { clock?: Clock; env?: Record<string, string>; resolveHost?: HostResolver } = {}): Promise<TestServer> {
   const db = await createTestDatabase();
   const config = loadConfig({
     PORT: '0',
@@ -52,7 +53,8 @@ export async function startTestServer(options: { clock?: Clock; env?: Record<str
     ...options.env,
   });
   const logger = createLogger(config.logLevel);
-  let service = await startFleetService({ config, logger, ...(options.clock ? { clock: options.clock } : {}) });
+  const extra = { ...(options.clock ? { clock: options.clock } : {}), ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}) };
+  let service = await startFleetService({ config, logger, ...extra });
 
   const server: TestServer = {
     get service() {
@@ -95,7 +97,7 @@ export async function startTestServer(options: { clock?: Clock; env?: Record<str
         WEBHOOK_ALLOW_PRIVATE: 'true',
         ...options.env,
       });
-      service = await startFleetService({ config: pinned, logger, ...(options.clock ? { clock: options.clock } : {}) });
+      service = await startFleetService({ config: pinned, logger, ...extra });
     },
     async close() {
       await service.stop();

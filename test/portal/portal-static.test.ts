@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/test-server';
@@ -33,6 +34,50 @@ describe('the service serves the portal', () => {
     expect(res.headers.get('content-type')).toMatch(/javascript/);
     expect(res.headers.get('cache-control')).toMatch(/immutable/);
     expect(res.headers.get('cache-control')).toMatch(/max-age=31536000/);
+  });
+
+  it('serves the portal under a Content-Security-Policy its build works with', async () => {
+    const res = await fetch(base + '/devices', { headers: { accept: 'text/html' } });
+    const csp = res.headers.get('content-security-policy') ?? '';
+    const directives = new Map(csp.split(';').map((d) => d.trim().split(/\s+/)).map(([name, ...values]) => [name!, values]));
+    expect(directives.get('script-src')).toEqual(["'self'"]);
+    expect(directives.get('style-src')).toEqual(["'self'", "'unsafe-inline'"]);
+    expect(directives.get('img-src')).toEqual(["'self'", 'data:']);
+    expect(directives.get('frame-ancestors')).toEqual(["'none'"]);
+    expect(directives.get('object-src')).toEqual(["'none'"]);
+    // The graphql-ws socket of the page's own origin; no upgrade to an https port that may not exist.
+    const host = new URL(base).host;
+    expect(directives.get('connect-src')).toEqual(["'self'", `ws://${host}`, `wss://${host}`]);
+    expect(directives.has('upgrade-insecure-requests')).toBe(false);
+    expect(res.headers.get('x-frame-options')).toBe('DENY');
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(res.headers.get('referrer-policy')).toBe('no-referrer');
+    expect(res.headers.get('strict-transport-security')).toBeNull();
+    // A forged Host is not repeated into the policy.
+    const forged = await new Promise<string>((resolve, reject) => {
+      const req = http.get(base + '/', { headers: { host: "evil.example; script-src 'unsafe-inline'", accept: 'text/html' } }, (r) => {
+        r.resume();
+        resolve(String(r.headers['content-security-policy'] ?? ''));
+      });
+      req.on('error', reject);
+    });
+    expect(forged).not.toContain('evil');
+    // What the policy allows is what the build needs: external module scripts only (no inline
+    // script, no eval), stylesheets and icons from our origin or data: URIs.
+    const html = await res.text();
+    const scripts = [...html.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/g)];
+    expect(scripts.length).toBeGreaterThan(0);
+    for (const [, attributes, body] of scripts) {
+      expect(attributes).toMatch(/\bsrc="\/assets\//);
+      expect(body!.trim()).toBe('');
+    }
+    expect(html).not.toMatch(/\son[a-z]+=/i);
+    for (const [, href] of html.matchAll(/<link\b[^>]*\bhref="([^"]+)"/g)) expect(href).toMatch(/^(\/assets\/|data:)/);
+    const assets = fs.readdirSync(path.join(PORTAL_DIST, 'assets')).filter((f) => f.endsWith('.js'));
+    for (const file of assets) {
+      const code = fs.readFileSync(path.join(PORTAL_DIST, 'assets', file), 'utf8');
+      expect(code, file).not.toMatch(/\bnew Function\(|\beval\(/);
+    }
   });
 
   it('leaves the API, GraphQL, missing files and writes to their own answers', async () => {

@@ -17,6 +17,8 @@ export interface GraphQLContext {
   user?: User;
   /** Session callers only: whether the request carried the right CSRF token (mutations need it). */
   csrfValid: boolean;
+  /** API-key callers over HTTP: their requests per minute (mutation fields past the first cost more). */
+  rateLimitPerMinute?: number;
 }
 
 export interface Caller {

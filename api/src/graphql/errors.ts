@@ -46,6 +46,12 @@ export function graphQLErrorFor(code: ErrorCode, message: string, extra: { http?
   });
 }
 
+/** A GraphQLError carrying a domain error's extensions (field errors included) and HTTP status. */
+export function graphQLErrorForDomain(error: DomainError): GraphQLError {
+  const status = ERROR_CODES[error.code];
+  return new GraphQLError(error.message, { extensions: { ...domainExtensions(error), http: { status } } });
+}
+
 export function formatGraphQLError(logger: Logger) {
   return (formatted: GraphQLFormattedError, raw: unknown): GraphQLFormattedError => {
     const original = unwrapResolverError(raw);

@@ -11,10 +11,10 @@ import {
   ApolloServerPluginUsageReportingDisabled,
 } from '@apollo/server/plugin/disabled';
 import { makeExecutableSchema } from '@graphql-tools/schema';
-import type { GraphQLSchema } from 'graphql';
+import type { GraphQLError, GraphQLSchema } from 'graphql';
 import { WebSocketServer } from 'ws';
 import type { Services } from '../services';
-import type { RateLimiter } from '../rate-limit/rate-limiter';
+import type { RateDecision, RateLimiter } from '../rate-limit/rate-limiter';
 import type { Metrics } from '../metrics';
 import type { Logger } from '../logger';
 import type { EventBus } from '../events/event-bus';
@@ -25,7 +25,8 @@ import { DateTimeScalar, JSONScalar } from './scalars';
 import { authenticateCaller, httpCallerInput, type GraphQLContext } from './context';
 import { createLoaders } from './loaders';
 import { formatGraphQLError, graphQLErrorFor } from './errors';
-import { QUERY_LIMITS, limitValidationRules } from './limits';
+import { QUERY_LIMITS, limitValidationRules, rateLimitUnits } from './limits';
+import { nulInOperation } from './input-guards';
 import { LiveViews } from './live/live-views';
 import { createResolvers } from './resolvers/index';
 import { attachGraphQLWebSocket } from './websocket';
@@ -73,10 +74,21 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLMount> {
   const requirements: ApolloServerPlugin<GraphQLContext> = {
     async requestDidStart() {
       return {
-        async didResolveOperation({ operation, contextValue }) {
+        async didResolveOperation({ operation, contextValue, document, request, response }) {
           // Cookie callers change state only with the session's CSRF token (reads need none).
           if (operation?.operation === 'mutation' && !contextValue.csrfValid) {
             throw graphQLErrorFor('csrf_failed', 'Missing or wrong x-csrf-token header for a session mutation.');
+          }
+          const nul = nulInOperation(document, request.variables);
+          if (nul) throw nul;
+          // The context charged one unit; every further mutation field is charged here, before
+          // any of them runs, so aliases cannot multiply what one unit buys.
+          const { apiKeyId } = contextValue.actor;
+          const extra = operation ? rateLimitUnits(document, operation) - 1 : 0;
+          if (extra > 0 && apiKeyId && contextValue.rateLimitPerMinute !== undefined) {
+            const decision = await deps.rateLimiter.consume(apiKeyId, contextValue.rateLimitPerMinute, extra);
+            for (const [name, value] of rateLimitHeaders(decision)) response.http.headers.set(name, value);
+            if (!decision.allowed) throw rateLimitedError(decision, deps.metrics);
           }
         },
         async willSendResponse({ operation, errors, contextValue }) {
@@ -121,15 +133,8 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLMount> {
     }
     if (caller.rateLimitPerMinute !== undefined && caller.actor.apiKeyId) {
       const decision = await deps.rateLimiter.consume(caller.actor.apiKeyId, caller.rateLimitPerMinute);
-      res.setHeader('RateLimit-Limit', String(decision.limit));
-      res.setHeader('RateLimit-Remaining', String(decision.remaining));
-      res.setHeader('RateLimit-Reset', String(decision.resetSeconds));
-      if (!decision.allowed) {
-        deps.metrics.rateLimited.inc();
-        throw graphQLErrorFor('rate_limited', `Rate limit of ${decision.limit} requests per minute exceeded.`, {
-          http: { headers: new Map([['retry-after', String(Math.max(1, decision.resetSeconds))]]) },
-        });
-      }
+      for (const [name, value] of rateLimitHeaders(decision)) res.setHeader(name, value);
+      if (!decision.allowed) throw rateLimitedError(decision, deps.metrics);
     }
     return {
       actor: caller.actor,
@@ -138,6 +143,7 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLMount> {
       live,
       csrfValid: caller.csrfValid,
       ...(caller.user ? { user: caller.user } : {}),
+      ...(caller.rateLimitPerMinute !== undefined ? { rateLimitPerMinute: caller.rateLimitPerMinute } : {}),
     };
   };
 
@@ -166,4 +172,21 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLMount> {
         await apollo.stop();
       })()),
   };
+}
+
+/** The RateLimit-* headers of a decision, as REST sends them. */
+function rateLimitHeaders(decision: RateDecision): Array<[string, string]> {
+  return [
+    ['ratelimit-limit', String(decision.limit)],
+    ['ratelimit-remaining', String(decision.remaining)],
+    ['ratelimit-reset', String(decision.resetSeconds)],
+  ];
+}
+
+/** 429 with Retry-After, counted in the rate-limited metric. */
+function rateLimitedError(decision: RateDecision, metrics: Metrics): GraphQLError {
+  metrics.rateLimited.inc();
+  return graphQLErrorFor('rate_limited', `Rate limit of ${decision.limit} requests per minute exceeded.`, {
+    http: { headers: new Map([['retry-after', String(Math.max(1, decision.resetSeconds))]]) },
+  });
 }

@@ -11,7 +11,8 @@ import type { Logger } from '../logger';
 import { DomainError } from '../domain/shared/errors';
 import { authenticateCaller, headerValue, type Caller, type GraphQLContext } from './context';
 import { createLoaders } from './loaders';
-import { QUERY_LIMITS, limitValidationRules } from './limits';
+import { QUERY_LIMITS, limitValidationRules, rateLimitUnits } from './limits';
+import { nulInOperation } from './input-guards';
 import type { LiveViews } from './live/live-views';
 import { sharedSubscribe } from './live/shared-execution';
 
@@ -122,6 +123,20 @@ export function attachGraphQLWebSocket(deps: {
         if (operation?.operation === 'mutation' && caller.sessionToken) {
           // Cookie callers mutate over HTTP, where the CSRF token is checked.
           return [new GraphQLError('Send mutations over HTTP with the x-csrf-token header.', { extensions: { code: 'bad_request', status: 400 } })];
+        }
+        // Aliased mutations: every top-level field past the first costs one more unit (as over HTTP).
+        const extra = operation ? rateLimitUnits(document, operation) - 1 : 0;
+        if (extra > 0 && caller.rateLimitPerMinute !== undefined && caller.actor.apiKeyId) {
+          const decision = await deps.rateLimiter.consume(caller.actor.apiKeyId, caller.rateLimitPerMinute, extra);
+          if (!decision.allowed) {
+            deps.metrics.rateLimited.inc();
+            return [new GraphQLError(`Rate limit of ${decision.limit} requests per minute exceeded.`, { extensions: { code: 'rate_limited', status: 429, retryAfter: decision.resetSeconds } })];
+          }
+        }
+        const nul = nulInOperation(document, payload.variables);
+        if (nul) {
+          const f = deps.formatError(nul.toJSON(), nul);
+          return [new GraphQLError(f.message, { extensions: f.extensions ?? {} })];
         }
         const contextValue: GraphQLContext = {
           actor: caller.actor,

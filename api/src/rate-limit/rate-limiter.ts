@@ -13,7 +13,8 @@ export interface RateDecision {
  * in memory; cluster mode swaps in a Redis-backed store so the limit holds across processes.
  */
 export interface RateLimiter {
-  consume(key: string, limitPerMinute: number): Promise<RateDecision>;
+  /** Counts `units` requests (default 1) against the key's minute; refused once past the limit. */
+  consume(key: string, limitPerMinute: number, units?: number): Promise<RateDecision>;
 }
 
 type LimiterFactory = (points: number) => RateLimiterAbstract;
@@ -23,14 +24,14 @@ export class FlexibleRateLimiter implements RateLimiter {
   private readonly limiters = new Map<number, RateLimiterAbstract>();
   constructor(private readonly factory: LimiterFactory = (points) => new RateLimiterMemory({ points, duration: 60 })) {}
 
-  async consume(key: string, limitPerMinute: number): Promise<RateDecision> {
+  async consume(key: string, limitPerMinute: number, units = 1): Promise<RateDecision> {
     let limiter = this.limiters.get(limitPerMinute);
     if (!limiter) {
       limiter = this.factory(limitPerMinute);
       this.limiters.set(limitPerMinute, limiter);
     }
     try {
-      const res = await limiter.consume(key, 1);
+      const res = await limiter.consume(key, units);
       return { allowed: true, limit: limitPerMinute, remaining: res.remainingPoints, resetSeconds: Math.ceil(res.msBeforeNext / 1000) };
     } catch (rejection) {
       if (rejection instanceof RateLimiterRes) {

@@ -27,6 +27,8 @@ export const ERROR_CODES = {
   idempotency_key_in_use: 409,
   idempotency_key_reused: 422,
   malformed_json: 400,
+  /** Undecodable request line or headers (bad percent-encoding in the path, a cookie, ...). */
+  malformed_request: 400,
   bad_request: 400,
   /** GraphQL: depth, cost, alias, token or directive limit exceeded (refused before execution). */
   query_too_complex: 400,

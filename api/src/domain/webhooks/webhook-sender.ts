@@ -1,7 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-import { isIP } from 'node:net';
-import { guardedLookup, isPrivateAddress } from './url-guard';
+import { checkWebhookUrl, DESTINATION_NOT_ALLOWED, guardedLookup } from './url-guard';
 
 export interface SendResult {
   /** HTTP status, or null when no response came (timeout, refused, DNS, SSRF guard). */
@@ -43,9 +42,10 @@ export function createHttpSender(options: { timeoutMs: number; allowPrivate: boo
       } catch {
         return resolve({ statusCode: null, durationMs: 0, error: 'invalid URL' });
       }
-      const host = url.hostname.replace(/^\[|\]$/g, '');
-      if (!options.allowPrivate && isIP(host) && isPrivateAddress(host)) {
-        return resolve({ statusCode: null, durationMs: 0, error: 'refused: private or loopback address' });
+      // The creation check again (literal addresses, local names): rows stored before a
+      // stricter guard, or written around the service, are refused here too.
+      if (checkWebhookUrl(request.url, options.allowPrivate) !== null) {
+        return resolve({ statusCode: null, durationMs: 0, error: DESTINATION_NOT_ALLOWED });
       }
       const transport = url.protocol === 'https:' ? https : http;
       const req = transport.request(url, {
@@ -55,7 +55,7 @@ export function createHttpSender(options: { timeoutMs: number; allowPrivate: boo
         agent: false,
       });
       const timer = setTimeout(() => {
-        req.destroy(new Error(`timed out after ${options.timeoutMs} ms`));
+        req.destroy(Object.assign(new Error(`timed out after ${options.timeoutMs} ms`), { code: TIMED_OUT }));
       }, options.timeoutMs);
       req.on('response', (res) => {
         const status = res.statusCode ?? 0;
@@ -73,7 +73,36 @@ export function createHttpSender(options: { timeoutMs: number; allowPrivate: boo
         res.on('close', finish);
         res.on('error', () => finish());
       });
-      req.on('error', (error: NodeJS.ErrnoException) => done(null, error.message || error.code || 'connection failed'));
+      req.on('error', (error: NodeJS.ErrnoException) => done(null, describeFailure(error)));
       req.end(request.body);
     });
+}
+
+const TIMED_OUT = 'ERR_WEBHOOK_TIMEOUT';
+
+const FAILURES: Record<string, string> = {
+  ERR_WEBHOOK_PRIVATE_ADDRESS: DESTINATION_NOT_ALLOWED,
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  EPIPE: 'connection reset',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'host not found',
+  EAI_NODATA: 'host not found',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'host unreachable',
+  ETIMEDOUT: 'connection timed out',
+};
+
+/**
+ * What the delivery log records for a failed connection: the account reads it, so it says how
+ * the attempt failed and never where (Node's messages quote the resolved address and port,
+ * certificate errors the address too, which would map the operator's network).
+ */
+function describeFailure(error: NodeJS.ErrnoException): string {
+  const code = error.code ?? '';
+  if (code === TIMED_OUT) return error.message;
+  const known = FAILURES[code];
+  if (known) return known;
+  if (/^(ERR_TLS|ERR_SSL|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED|HOSTNAME_MISMATCH|ERR_OSSL)/.test(code)) return `TLS error (${code})`;
+  return /^[A-Z0-9_]{1,40}$/.test(code) ? `connection failed (${code})` : 'connection failed';
 }

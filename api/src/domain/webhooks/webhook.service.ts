@@ -7,7 +7,7 @@ import { generateSecret } from '../shared/secrets';
 import { requireAdmin, type Actor } from '../shared/actor';
 import type { ServerSecret } from '../shared/server-secret';
 import { PUBLIC_EVENT_TYPES } from '../../events/event-types';
-import { checkWebhookUrl } from './url-guard';
+import { checkWebhookDestination, type HostResolver } from './url-guard';
 import {
   DELIVERY_STATUSES, eventBody, toDelivery, toWebhook,
   type DeliveryRow, type Webhook, type WebhookDelivery, type WebhookDeliveryAttempt, type WebhookRow,
@@ -51,6 +51,8 @@ export interface WebhookServiceOptions {
   serverSecret?: ServerSecret | undefined;
   /** WEBHOOK_ALLOW_PRIVATE: receivers on loopback/private networks allowed (tests, demos). */
   allowPrivate?: boolean | undefined;
+  /** DNS for the creation check of receiver names. Default: the system resolver (dns.lookup). */
+  resolveHost?: HostResolver | undefined;
 }
 
 const encodeCursor = (row: { event_seq: number; id: string }) => Buffer.from(JSON.stringify([Number(row.event_seq), row.id])).toString('base64url');
@@ -85,15 +87,15 @@ export class WebhookService {
     return this.options.serverSecret;
   }
 
-  private checkUrl(url: string): void {
-    const problem = checkWebhookUrl(url, this.allowPrivate);
+  private async checkUrl(url: string): Promise<void> {
+    const problem = await checkWebhookDestination(url, this.allowPrivate, this.options.resolveHost);
     if (problem) throw new DomainError('validation_failed', `The webhook URL ${problem}.`, { errors: [{ field: 'url', message: problem }] });
   }
 
   async create(actor: Actor, raw: CreateWebhookInput): Promise<{ webhook: Webhook; secret: string }> {
     requireAdmin(actor);
     const input = CreateWebhookInput.parse(raw);
-    this.checkUrl(input.url);
+    await this.checkUrl(input.url);
     const secret = generateSecret(WEBHOOK_SECRET_PREFIX);
     const sealed = this.sealer().encrypt(WEBHOOK_SECRET_PURPOSE, secret);
     const row: WebhookRow = {
@@ -138,7 +140,7 @@ export class WebhookService {
   async update(actor: Actor, id: string, raw: UpdateWebhookInput): Promise<Webhook> {
     requireAdmin(actor);
     const input = UpdateWebhookInput.parse(raw);
-    if (input.url !== undefined) this.checkUrl(input.url);
+    if (input.url !== undefined) await this.checkUrl(input.url);
     await this.row(this.deps.knex, actor, id);
     const patch: Record<string, unknown> = {};
     if (input.url !== undefined) patch.url = input.url;
