@@ -37,6 +37,11 @@ import { metricsAuth } from './http/metrics-auth';
 import type { HostResolver } from './domain/webhooks/url-guard';
 import { LISTEN_BACKLOG } from './listen-backlog';
 
+/** How long a stopping service lets HTTP requests under way finish (ms). */
+export const HTTP_DRAIN_MS = 5000;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+
 export interface StartOptions {
   config: Config;
   clock?: Clock;
@@ -196,7 +201,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
       maxJsonBodyBytes: config.maxJsonBodyBytes,
     }),
   );
-  // Created before listening so GraphQL's drain plugin and the WebSocket upgrade dispatcher can attach.
+  // Created before listening so the WebSocket upgrade dispatcher can attach.
   const server = http.createServer(app);
   /** The HTTP server's one `upgrade` handler, by path: /graphql (graphql-ws); the broker adds /mqtt. */
   const upgradeHandlers = new Map<string, (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void>();
@@ -210,7 +215,6 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     handler(req, socket, head);
   });
   const graphql = await createGraphQL({
-    httpServer: server,
     services,
     bus,
     rateLimiter,
@@ -292,16 +296,20 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   const stop = () =>
     (stopping ??= (async () => {
       logger.info('stopping');
-      // WebSockets first: an upgraded socket would keep server.close() waiting.
+      // No new HTTP connections from here; requests under way (a firmware download to a slow
+      // device, say) get HTTP_DRAIN_MS to finish before their connections are closed.
+      const httpClosed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
       await graphql.stop().catch((error: unknown) => logger.error({ err: error }, 'graphql stop failed'));
       // Devices next: they are disconnected (and go offline) and pending heartbeats are flushed
       // while the database and the outbox are still up.
       await services.ota.stop().catch((error: unknown) => logger.error({ err: error }, 'OTA engine stop failed'));
       services.gateway.set(undefined);
       await broker.close().catch((error: unknown) => logger.error({ err: error }, 'broker stop failed'));
-      server.closeIdleConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      const drained = await Promise.race([httpClosed.then(() => true), sleep(HTTP_DRAIN_MS).then(() => false)]);
+      if (!drained) logger.warn({ afterMs: HTTP_DRAIN_MS }, 'HTTP requests still running at shutdown; closing their connections');
       server.closeAllConnections();
+      await httpClosed;
       await outbox!.flush().catch(() => undefined);
       databaseHealth.stop();
       await outbox!.stop();

@@ -67,6 +67,16 @@ export class ServiceProcess {
     await this.signal('SIGTERM');
   }
 
+  /** SIGTERM, and how the process ended: its exit code and how long it took. */
+  async terminate(): Promise<{ code: number | null; ms: number }> {
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return { code: child?.exitCode ?? null, ms: 0 };
+    const started = Date.now();
+    const code = new Promise<number | null>((resolve) => child.once('exit', (exitCode) => resolve(exitCode)));
+    child.kill('SIGTERM');
+    return { code: await code, ms: Date.now() - started };
+  }
+
   logs(): string {
     return this.output;
   }

@@ -3,7 +3,6 @@ import type { Duplex } from 'node:stream';
 import express, { type Request, type Response, type NextFunction, type Router } from 'express';
 import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
 import { expressMiddleware } from '@as-integrations/express5';
-import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import {
   ApolloServerPluginCacheControlDisabled,
   ApolloServerPluginInlineTraceDisabled,
@@ -32,7 +31,6 @@ import { createResolvers } from './resolvers/index';
 import { attachGraphQLWebSocket } from './websocket';
 
 export interface GraphQLDeps {
-  httpServer: http.Server;
   services: Services;
   bus: EventBus;
   rateLimiter: RateLimiter;
@@ -101,6 +99,9 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLMount> {
 
   const apollo = new ApolloServer<GraphQLContext>({
     schema,
+    // The process's lifecycle is main.ts's: with Apollo's own SIGTERM handler both stopped the
+    // server at once, Apollo's stop waited on ours, and every SIGTERM ran into the 15 s watchdog.
+    stopOnTerminationSignals: false,
     formatError,
     validationRules: limitValidationRules(),
     parseOptions: { maxTokens: QUERY_LIMITS.maxTokens },
@@ -112,7 +113,6 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLMount> {
     // Parsed and validated documents are cached by query text (Apollo's document store).
     stringifyResult: (result) => JSON.stringify(result),
     plugins: [
-      ApolloServerPluginDrainHttpServer({ httpServer: deps.httpServer, stopGracePeriodMillis: 2000 }),
       ApolloServerPluginLandingPageDisabled(),
       ApolloServerPluginCacheControlDisabled(),
       ApolloServerPluginInlineTraceDisabled(),
