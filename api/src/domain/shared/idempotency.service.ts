@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { ServiceDeps } from '../service-deps';
+import { IDEMPOTENCY_LOCK_SPACE } from '../../db/advisory-lock';
 import { requireRole, type Actor, type Role } from './actor';
 import { DomainError } from './errors';
 import { sha256Hex } from './secrets';
@@ -9,6 +10,16 @@ const SEAL_PURPOSE = 'idempotent-responses';
 
 /** Stored responses are replayed for 24 hours. */
 export const KEY_TTL_MS = 24 * 60 * 60_000;
+
+/**
+ * The previous version stored an `in_progress` row before running a request. A process of that
+ * version may still run during a rolling upgrade; its marker counts as running for this long
+ * (longer than any claim takes), then as left behind by a crash.
+ */
+const LEGACY_MARKER_MS = 60_000;
+
+const stillRunning = (): DomainError =>
+  new DomainError('idempotency_key_in_use', 'The original request with this Idempotency-Key is still running.', { retryAfterSeconds: 1 });
 
 export interface IdempotentRequest {
   actor: Actor;
@@ -63,8 +74,11 @@ export class IdempotencyService {
   ) {}
 
   /**
-   * Runs `work` once per key, or replays what its first run answered. `work` must do its writes
-   * in the transaction it is given.
+   * Runs `work` once per key, or replays what its first run answered. `work` does its writes in
+   * the transaction it is given, and the answer is stored in that same transaction: the writes
+   * and their stored answer commit together or not at all. While it runs, the key is held by a
+   * transaction-level advisory lock rather than a stored marker, so a request that dies with its
+   * process (or its connection) leaves nothing behind that would refuse its retry.
    */
   async run<R extends IdempotentResponse>(request: IdempotentRequest, work: (unitOfWork: Knex.Transaction) => Promise<R>): Promise<IdempotentOutcome<R>> {
     requireRole(request.actor, request.requiredRole);
@@ -74,28 +88,45 @@ export class IdempotencyService {
       });
     }
     const scope = { account_id: request.actor.accountId, key: request.key };
-    const requestHash = sha256Hex(`${request.operation}\n${JSON.stringify(request.body ?? null)}`);
+    const caller = { principal: request.actor.principal, requestHash: sha256Hex(`${request.operation}\n${JSON.stringify(request.body ?? null)}`) };
     const now = this.deps.clock.now();
-    await this.deps.knex('idempotency_keys').where(scope).where('created_at', '<', new Date(now.getTime() - KEY_TTL_MS)).delete();
-    const inserted = await this.deps.knex('idempotency_keys')
-      .insert({ ...scope, principal: request.actor.principal, operation: request.operation, request_hash: requestHash, state: 'in_progress', created_at: now })
-      .onConflict(['account_id', 'key'])
-      .ignore()
-      .returning('key');
-    if (inserted.length === 0) {
-      const row = (await this.deps.knex('idempotency_keys').where(scope).first()) as KeyRow | undefined;
-      if (!row) return this.run(request, work);
-      return this.replay(row, { principal: request.actor.principal, requestHash });
-    }
+    const expired = new Date(now.getTime() - KEY_TTL_MS);
+
+    // A finished request is answered without a transaction.
+    const stored = (await this.deps.knex('idempotency_keys').where(scope).where('created_at', '>=', expired).first()) as KeyRow | undefined;
+    if (stored?.state === 'done') return this.replay(stored, caller);
+
     try {
-      const response = await this.deps.transaction(work);
-      await this.deps.knex('idempotency_keys')
-        .where(scope)
-        .update({ state: 'done', response_status: response.status, response_body: JSON.stringify(this.seal(response.body ?? null)) });
-      return { kind: 'ran', response };
+      return await this.deps.transaction(async (trx) => {
+        const held = (await trx.raw('SELECT pg_try_advisory_xact_lock(?, hashtext(?)) AS locked', [IDEMPOTENCY_LOCK_SPACE, `${scope.account_id}\n${scope.key}`])) as {
+          rows: Array<{ locked: boolean }>;
+        };
+        if (held.rows[0]?.locked !== true) throw stillRunning();
+        await trx('idempotency_keys')
+          .where(scope)
+          .where((q) => q.where('created_at', '<', expired).orWhere((legacy) => legacy.where('state', 'in_progress').where('created_at', '<', new Date(now.getTime() - LEGACY_MARKER_MS))))
+          .delete();
+        // Read again under the lock: the first request may have committed since the read above.
+        const row = (await trx('idempotency_keys').where(scope).first()) as KeyRow | undefined;
+        if (row) return this.replay(row, caller);
+        const response = await work(trx);
+        await trx('idempotency_keys').insert({
+          ...scope,
+          principal: caller.principal,
+          operation: request.operation,
+          request_hash: caller.requestHash,
+          state: 'done',
+          response_status: response.status,
+          response_body: JSON.stringify(this.seal(response.body ?? null)),
+          created_at: now,
+        });
+        return { kind: 'ran' as const, response };
+      });
     } catch (error) {
-      // The request failed: forget the key so a corrected retry can run.
-      await this.deps.knex('idempotency_keys').where({ ...scope, state: 'in_progress' }).delete().catch(() => undefined);
+      // A process of the previous version inserted its marker between our read and our insert.
+      if ((error as { code?: string; constraint?: string }).code === '23505' && (error as { constraint?: string }).constraint === 'idempotency_keys_pkey') {
+        throw stillRunning();
+      }
       throw error;
     }
   }
@@ -107,11 +138,7 @@ export class IdempotencyService {
     if (row.request_hash !== request.requestHash) {
       throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used with a different request.');
     }
-    if (row.state !== 'done') {
-      throw new DomainError('idempotency_key_in_use', 'The original request with this Idempotency-Key is still running.', {
-        retryAfterSeconds: 1,
-      });
-    }
+    if (row.state !== 'done') throw stillRunning();
     return { kind: 'replayed', status: row.response_status, body: this.unseal(row.response_body) };
   }
 
