@@ -7,6 +7,8 @@ import * as leanUpdateTargets from './20261123000000_lean_update_targets';
 import * as heartbeatHotUpdates from './20261123010000_heartbeat_hot_updates';
 import * as retentionIndexes from './20261124000000_retention_indexes';
 import * as statusChangesInPlace from './20261124010000_status_changes_in_place';
+import * as idempotencyKeyPrincipal from './20261125000000_idempotency_key_principal';
+import * as loginThrottlePerAddress from './20261125010000_login_throttle_per_address';
 
 /**
  * Static list of migrations: knex's folder scanning cannot load .ts files under vitest,
@@ -21,6 +23,8 @@ const migrations: Array<{ name: string; module: Knex.Migration }> = [
   { name: '20261123010000_heartbeat_hot_updates', module: heartbeatHotUpdates },
   { name: '20261124000000_retention_indexes', module: retentionIndexes },
   { name: '20261124010000_status_changes_in_place', module: statusChangesInPlace },
+  { name: '20261125000000_idempotency_key_principal', module: idempotencyKeyPrincipal },
+  { name: '20261125010000_login_throttle_per_address', module: loginThrottlePerAddress },
 ];
 
 export const migrationSource: Knex.MigrationSource<{ name: string; module: Knex.Migration }> = {

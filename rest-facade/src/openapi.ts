@@ -39,7 +39,7 @@ export function buildOpenApiDocument(routes: RouteDef[], info: { version: string
     if (route.idempotent) {
       parameters.push({
         name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 255 },
-        description: 'Retrying with the same key and body replays the first response (24 h).',
+        description: 'Retrying with the same key and body replays the first response (24 h), only to the API key or user that sent it.',
       });
     }
     const responses: Record<string, unknown> = {};

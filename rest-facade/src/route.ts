@@ -1,6 +1,7 @@
 import type { Request, Response } from 'express';
+import type { Knex } from 'knex';
 import type { z } from 'zod';
-import type { Actor } from '../../api/src/domain/shared/actor';
+import type { Actor, Role } from '../../api/src/domain/shared/actor';
 
 export type HttpMethod = 'get' | 'post' | 'patch' | 'put' | 'delete';
 
@@ -19,6 +20,11 @@ export interface RouteContext<P = Record<string, string>, Q = Record<string, unk
   body: B;
   req: Request;
   res: Response;
+  /**
+   * Set when the request carries an Idempotency-Key: the handler does its writes in this
+   * transaction, which also stores its answer for replays.
+   */
+  unitOfWork?: Knex.Transaction;
 }
 
 /** What a handler returns: a status and a JSON body, or nothing when it wrote the response itself. */
@@ -47,8 +53,12 @@ export interface RouteDef {
   body?: z.ZodType;
   /** Request bodies that are not JSON (multipart upload): documented, parsed by the handler. */
   requestContentType?: string;
-  /** Idempotency-Key header honoured. */
-  idempotent?: boolean;
+  /**
+   * Idempotency-Key honoured. `requiredRole` is checked before a stored answer is looked up,
+   * so a caller who may not run the operation never gets its replay. The handler must return
+   * its result (not write the response itself).
+   */
+  idempotent?: { requiredRole: Role };
   responses: Record<number, ResponseSpec>;
   // The handler's typed context comes from its own zod schemas; the table holds it loosely.
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- params/query/body typed per route

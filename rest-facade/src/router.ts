@@ -73,22 +73,20 @@ export function createRestRouter(routes: RouteDef[], deps: RestRouterDeps): Rout
         const actor = caller?.actor ?? { accountId: '', role: 'viewer' as const, principal: 'anonymous' };
 
         const idempotencyKey = route.idempotent ? req.get('Idempotency-Key') : undefined;
-        if (idempotencyKey !== undefined && caller) {
-          const begun = await deps.idempotency.begin({ accountId: actor.accountId, key: idempotencyKey, operation: route.operationId, body });
-          if (begun.kind === 'replay') {
+        if (route.idempotent && idempotencyKey !== undefined && caller) {
+          const outcome = await deps.idempotency.run(
+            { actor, key: idempotencyKey, operation: route.operationId, body, requiredRole: route.idempotent.requiredRole },
+            async (unitOfWork) => {
+              const result = await route.handler({ actor, params, query, body, req, res, unitOfWork });
+              if (!result) throw new Error(`${route.operationId}: an idempotent handler must return its result`);
+              return result;
+            },
+          );
+          if (outcome.kind === 'replayed') {
             res.setHeader('Idempotent-Replayed', 'true');
-            res.status(begun.status).json(begun.body);
-            return;
-          }
-          try {
-            const result = await route.handler({ actor, params, query, body, req, res });
-            if (result) {
-              await deps.idempotency.complete({ accountId: actor.accountId, key: idempotencyKey, status: result.status, body: result.body });
-              send(res, result);
-            }
-          } catch (error) {
-            await deps.idempotency.abandon({ accountId: actor.accountId, key: idempotencyKey }).catch(() => undefined);
-            throw error;
+            res.status(outcome.status).json(outcome.body);
+          } else {
+            send(res, outcome.response);
           }
           return;
         }

@@ -169,6 +169,42 @@ describe('POST /api/v1/devices/claim', () => {
       expect(fromB.body.devices[0].serial).toBe('SCOPE-B');
     });
 
+    it('claims once for simultaneous retries: the others get the answer or 409 with Retry-After', async () => {
+      const headers = { 'Idempotency-Key': 'claim-burst' };
+      const input = { serials: serials('BURST', 50), model: 'LX-200' };
+      const answers = await Promise.all(Array.from({ length: 8 }, () => a.api.post('/api/v1/devices/claim', input, headers)));
+      const fresh = answers.filter((r) => r.status === 201 && r.headers.get('idempotent-replayed') === null);
+      const replayed = answers.filter((r) => r.status === 201 && r.headers.get('idempotent-replayed') === 'true');
+      const busy = answers.filter((r) => r.status === 409);
+      expect(fresh).toHaveLength(1);
+      expect(replayed.length + busy.length).toBe(7);
+      for (const r of replayed) expect(r.body).toEqual(fresh[0]!.body);
+      for (const r of busy) {
+        expect(r.body.code).toBe('idempotency_key_in_use');
+        expect(r.headers.get('retry-after')).toBe('1');
+      }
+      const after = await a.api.post('/api/v1/devices/claim', input, headers);
+      expect(after.headers.get('idempotent-replayed')).toBe('true');
+      expect(await knex()('devices').whereLike('serial', 'BURST-%').count('* as c')).toEqual([{ c: 50 }]);
+    });
+
+    it('takes over an in_progress marker of the previous version once it is a minute old', async () => {
+      // What a process of the previous version leaves when it dies mid-request.
+      const running = { serials: ['LEGACY-1'], model: 'LX-200' };
+      const crashed = { serials: ['LEGACY-2'], model: 'LX-200' };
+      const marker = (key: string, body: unknown, ageMs: number) => ({
+        account_id: a.accountId, key, principal: `api_key:${a.apiKeyId}`, operation: 'claimDevices', request_hash: sha256Hex(`claimDevices\n${JSON.stringify(body)}`),
+        state: 'in_progress', created_at: new Date(Date.now() - ageMs),
+      });
+      await knex()('idempotency_keys').insert([marker('legacy-running', running, 5_000), marker('legacy-crashed', crashed, 120_000)]);
+      const whileRunning = await a.api.post('/api/v1/devices/claim', running, { 'Idempotency-Key': 'legacy-running' });
+      expect(whileRunning.status).toBe(409);
+      expect(whileRunning.body.code).toBe('idempotency_key_in_use');
+      const afterCrash = await a.api.post('/api/v1/devices/claim', crashed, { 'Idempotency-Key': 'legacy-crashed' });
+      expect(afterCrash.status).toBe(201);
+      expect(afterCrash.body.devices[0].serial).toBe('LEGACY-2');
+    });
+
     it('lets a corrected retry run after a failed attempt with the same key', async () => {
       const headers = { 'Idempotency-Key': 'fix-and-retry' };
       const failed = await a.api.post('/api/v1/devices/claim', { serials: ['bad serial'], model: 'LX-200' }, headers);

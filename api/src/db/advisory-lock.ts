@@ -7,6 +7,13 @@ export const ADVISORY_LOCKS = {
   retention: 0x666c_0001,
 } as const;
 
+/**
+ * First half of the two-number transaction locks an idempotent request holds while it runs
+ * (the second is a hash of account and key). PostgreSQL keeps two-number and one-number
+ * advisory keys apart, so these never meet the locks above.
+ */
+export const IDEMPOTENCY_LOCK_SPACE = 0x666c_0002;
+
 /** What `query` of a pooled node-postgres connection answers. */
 interface PooledConnection {
   query(sql: string, values: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }>;

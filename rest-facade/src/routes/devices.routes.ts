@@ -50,9 +50,12 @@ export function deviceRoutes(services: Services): RouteDef[] {
         'Returns each device with its MQTT credentials (shown once) and schedules `firmware` for installation.',
       tag: 'Devices',
       body: ClaimDevicesInput,
-      idempotent: true,
+      idempotent: { requiredRole: 'admin' },
       responses: { 201: { description: 'Claimed', schema: ClaimResponseSchema } },
-      handler: async ({ actor, body }) => ({ status: 201, body: presentClaim(await services.claims.claim(actor, body)) }),
+      handler: async ({ actor, body, unitOfWork }) => ({
+        status: 201,
+        body: presentClaim(await services.claims.claim(actor, body, unitOfWork ? { unitOfWork } : {})),
+      }),
     },
     {
       method: 'get',

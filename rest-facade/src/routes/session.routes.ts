@@ -27,7 +27,8 @@ export function sessionRoutes(services: Services): RouteDef[] {
       body: LoginInput,
       responses: { 201: { description: 'Logged in', schema: SessionSchema } },
       handler: async ({ body, req, res }) => {
-        const session = await services.users.login(body);
+        // req.ip honours X-Forwarded-For only from a loopback proxy (app.ts, trust proxy).
+        const session = await services.users.login(body, { clientAddress: req.ip });
         const secure = req.secure ? '; Secure' : '';
         res.setHeader(
           'Set-Cookie',

@@ -4,6 +4,7 @@ import { newId } from '../shared/ids';
 import { DomainError } from '../shared/errors';
 import { hashPassword, verifyPassword, DUMMY_PASSWORD_HASH, generateSecret, sha256Hex } from '../shared/secrets';
 import { requireAdmin, type Actor, type Role } from '../shared/actor';
+import { LoginThrottle } from './login-throttle';
 
 export const CreateUserInput = z.object({
   email: z.string().trim().toLowerCase().email().max(254),
@@ -41,10 +42,6 @@ export interface SessionActor {
   expiresAt: Date;
 }
 
-/** OWASP API2: at most this many failed logins per e-mail in the window, then a lockout. */
-export const MAX_LOGIN_FAILURES = 10;
-const FAILURE_WINDOW_MS = 15 * 60_000;
-const LOCKOUT_MS = 15 * 60_000;
 /** Sessions last 12 hours from login. */
 export const SESSION_TTL_MS = 12 * 60 * 60_000;
 
@@ -65,7 +62,11 @@ const toUser = (row: UserRow): User => ({
 });
 
 export class UserService {
-  constructor(private readonly deps: ServiceDeps) {}
+  private readonly throttle: LoginThrottle;
+
+  constructor(private readonly deps: ServiceDeps) {
+    this.throttle = new LoginThrottle(deps.knex);
+  }
 
   async create(actor: Actor, raw: CreateUserInput): Promise<User> {
     requireAdmin(actor);
@@ -94,25 +95,17 @@ export class UserService {
 
   /**
    * Email and password to a session. Unknown e-mail and wrong password give the same error
-   * and take the same time; failures are counted per e-mail string whether or not it exists.
+   * and take the same time; attempts are throttled per e-mail string (whether or not it exists)
+   * and client address (`req.ip`), see LoginThrottle.
    */
-  async login(raw: LoginInput): Promise<Session> {
+  async login(raw: LoginInput, context: { clientAddress: string | undefined }): Promise<Session> {
     const input = LoginInput.parse(raw);
     const now = this.deps.clock.now();
-    const throttle = (await this.deps.knex('login_throttle').where({ email: input.email }).first()) as
-      | { failures: number; window_started_at: Date; locked_until: Date | null }
-      | undefined;
-    if (throttle?.locked_until && new Date(throttle.locked_until) > now) {
-      const seconds = Math.ceil((new Date(throttle.locked_until).getTime() - now.getTime()) / 1000);
-      throw new DomainError('too_many_login_attempts', 'Too many failed logins; try again later.', { retryAfterSeconds: seconds });
-    }
+    const attempt = await this.throttle.admit({ email: input.email, clientAddress: context.clientAddress, now });
     const user = (await this.deps.knex('users').where({ email: input.email }).first()) as UserRow | undefined;
     const ok = await verifyPassword(input.password, user?.password_hash ?? DUMMY_PASSWORD_HASH);
-    if (!user || !ok) {
-      await this.recordFailure(input.email, now, throttle);
-      throw new DomainError('invalid_credentials', 'E-mail or password is wrong.');
-    }
-    await this.deps.knex('login_throttle').where({ email: input.email }).delete();
+    if (!user || !ok) throw new DomainError('invalid_credentials', 'E-mail or password is wrong.');
+    await this.throttle.succeeded(attempt, now);
     const token = generateSecret('fls_');
     const csrfToken = generateSecret('');
     const expiresAt = new Date(now.getTime() + SESSION_TTL_MS);
@@ -124,22 +117,6 @@ export class UserService {
       expires_at: expiresAt,
     });
     return { token, csrfToken, expiresAt: expiresAt.toISOString(), user: toUser(user), accountId: user.account_id };
-  }
-
-  private async recordFailure(
-    email: string,
-    now: Date,
-    current: { failures: number; window_started_at: Date } | undefined,
-  ): Promise<void> {
-    const windowOpen = current && now.getTime() - new Date(current.window_started_at).getTime() < FAILURE_WINDOW_MS;
-    const failures = windowOpen ? current.failures + 1 : 1;
-    const row = {
-      email,
-      failures,
-      window_started_at: windowOpen ? current.window_started_at : now,
-      locked_until: failures >= MAX_LOGIN_FAILURES ? new Date(now.getTime() + LOCKOUT_MS) : null,
-    };
-    await this.deps.knex('login_throttle').insert(row).onConflict('email').merge();
   }
 
   async logout(token: string): Promise<void> {

@@ -80,7 +80,11 @@ export class ClaimService {
     private readonly area: ClaimServiceDeps,
   ) {}
 
-  async claim(actor: Actor, raw: ClaimDevicesInput): Promise<ClaimResult> {
+  /**
+   * `unitOfWork`: a transaction of the caller's to claim in (the idempotency service stores the
+   * answer in the same one, so a claim and its stored answer commit together or not at all).
+   */
+  async claim(actor: Actor, raw: ClaimDevicesInput, options: { unitOfWork?: Knex.Transaction } = {}): Promise<ClaimResult> {
     requireAdmin(actor);
     const input = ClaimDevicesInput.parse(raw);
     const items = input.serials
@@ -97,14 +101,19 @@ export class ClaimService {
     }
     const validSerials = [...seen].filter((s) => isValidSerial(s));
 
+    const outer = options.unitOfWork;
+    const claimIn = (trx: Knex.Transaction) => this.claimInTransaction(trx, actor, { input, items, offending, validSerials });
     try {
-      const result = await this.deps.transaction((trx) => this.claimInTransaction(trx, actor, { input, items, offending, validSerials }));
-      this.area.onClaimed?.(actor.accountId);
+      // In the caller's transaction, a savepoint: a lost race for a serial (below) rolls back the
+      // claim's writes and leaves the caller's transaction usable for the answer.
+      const result = outer ? await outer.transaction(claimIn) : await this.deps.transaction(claimIn);
+      if (outer) void outer.executionPromise.then(() => this.area.onClaimed?.(actor.accountId), () => undefined);
+      else this.area.onClaimed?.(actor.accountId);
       return result;
     } catch (error) {
       // Another account claimed one of these serials between our check and our insert.
       if ((error as { code?: string; constraint?: string }).code === '23505' && (error as { constraint?: string }).constraint === 'devices_serial_unique') {
-        const taken = (await this.deps.knex('devices').whereRaw('serial = ANY(?)', [validSerials]).pluck('serial')) as string[];
+        const taken = (await (outer ?? this.deps.knex)('devices').whereRaw('serial = ANY(?)', [validSerials]).pluck('serial')) as string[];
         for (const serial of taken) offending.set(serial, 'already_claimed');
         throw claimRejected(offending);
       }

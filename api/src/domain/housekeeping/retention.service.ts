@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { ServiceDeps } from '../service-deps';
 import { KEY_TTL_MS } from '../shared/idempotency.service';
+import { LOGIN_LIMITS } from '../accounts/login-throttle';
 
 /** How long rows are kept, in days; 0 keeps them forever. README "Configuration" and "Retention". */
 export interface RetentionPolicy {
@@ -75,10 +76,18 @@ export class RetentionService {
     await step('idempotency_keys', async () => {
       result.idempotencyKeys = (await knex.raw('DELETE FROM idempotency_keys WHERE created_at < ?', [new Date(now.getTime() - KEY_TTL_MS)])).rowCount ?? 0;
     });
-    // A failure window long over and no lockout running: the row no longer decides anything.
+    // A failure window long over and no lockout running: the row no longer decides anything;
+    // per address, unless it still marks an address the user logged in from (LoginThrottle).
     await step('login_throttle', async () => {
+      const dayAgo = new Date(now.getTime() - DAY_MS);
       result.loginThrottle =
-        (await knex.raw('DELETE FROM login_throttle WHERE window_started_at < ? AND (locked_until IS NULL OR locked_until < ?)', [new Date(now.getTime() - DAY_MS), now])).rowCount ?? 0;
+        ((await knex.raw('DELETE FROM login_throttle WHERE window_started_at < ? AND (locked_until IS NULL OR locked_until < ?)', [dayAgo, now])).rowCount ?? 0) +
+        ((
+          await knex.raw(
+            'DELETE FROM login_address_throttle WHERE window_started_at < ? AND (locked_until IS NULL OR locked_until < ?) AND (last_success_at IS NULL OR last_success_at < ?)',
+            [dayAgo, now, new Date(now.getTime() - LOGIN_LIMITS.knownAddressMs)],
+          )
+        ).rowCount ?? 0);
     });
     return result;
   }

@@ -14,7 +14,12 @@ export interface Actor {
 }
 
 export function requireAdmin(actor: Actor): void {
-  if (actor.role !== 'admin') throw new DomainError('forbidden', 'This action needs the admin role.');
+  requireRole(actor, 'admin');
+}
+
+/** Viewers may do what every role may do; admins may do everything. */
+export function requireRole(actor: Actor, role: Role): void {
+  if (role === 'admin' && actor.role !== 'admin') throw new DomainError('forbidden', 'This action needs the admin role.');
 }
 
 export function systemActor(accountId: string): Actor {

@@ -1,21 +1,67 @@
+import type { Knex } from 'knex';
 import type { ServiceDeps } from '../service-deps';
+import { IDEMPOTENCY_LOCK_SPACE } from '../../db/advisory-lock';
+import { requireRole, type Actor, type Role } from './actor';
 import { DomainError } from './errors';
 import { sha256Hex } from './secrets';
 import type { ServerSecret } from './server-secret';
 
 const SEAL_PURPOSE = 'idempotent-responses';
 
-export type IdempotencyBegin =
-  | { kind: 'proceed' }
-  | { kind: 'replay'; status: number; body: unknown };
-
 /** Stored responses are replayed for 24 hours. */
 export const KEY_TTL_MS = 24 * 60 * 60_000;
 
 /**
+ * The previous version stored an `in_progress` row before running a request. A process of that
+ * version may still run during a rolling upgrade; its marker counts as running for this long
+ * (longer than any claim takes), then as left behind by a crash.
+ */
+const LEGACY_MARKER_MS = 60_000;
+
+const stillRunning = (): DomainError =>
+  new DomainError('idempotency_key_in_use', 'The original request with this Idempotency-Key is still running.', { retryAfterSeconds: 1 });
+
+export interface IdempotentRequest {
+  actor: Actor;
+  /** The client's Idempotency-Key (1 to 255 characters). */
+  key: string;
+  /** Names the operation, so one key cannot replay another operation's answer. */
+  operation: string;
+  /** The validated request; another body with the same key is refused. */
+  body: unknown;
+  /**
+   * The role the operation needs. Checked before the key is looked up: a stored answer may hold
+   * secrets, and a caller who may not run the operation must not get its answer either.
+   */
+  requiredRole: Role;
+}
+
+/** What is stored and replayed: the status and the JSON body the first request answered. */
+export interface IdempotentResponse {
+  status: number;
+  body?: unknown;
+}
+
+export type IdempotentOutcome<R extends IdempotentResponse> =
+  | { kind: 'replayed'; status: number; body: unknown }
+  | { kind: 'ran'; response: R };
+
+interface KeyRow {
+  principal: string | null;
+  request_hash: string;
+  state: string;
+  response_status: number;
+  response_body: unknown;
+}
+
+/**
  * Idempotency-Key semantics (IETF draft, as Stripe does it), scoped per account: a retry with
  * the same key and body replays the stored response; the same key with another body is 422;
- * a retry while the original is still running is 409.
+ * a retry while the original is still running is 409. Keys are guessable, so a stored response
+ * goes back only to the principal (API key or user) that made the first request; any other
+ * principal of the account is refused with 422, as if the body differed.
+ *
+ * REST and GraphQL both go through `run`, the one place this sequence exists.
  */
 export class IdempotencyService {
   /**
@@ -27,43 +73,73 @@ export class IdempotencyService {
     private readonly serverSecret?: ServerSecret,
   ) {}
 
-  async begin(input: { accountId: string; key: string; operation: string; body: unknown }): Promise<IdempotencyBegin> {
-    if (input.key.length < 1 || input.key.length > 255) {
+  /**
+   * Runs `work` once per key, or replays what its first run answered. `work` does its writes in
+   * the transaction it is given, and the answer is stored in that same transaction: the writes
+   * and their stored answer commit together or not at all. While it runs, the key is held by a
+   * transaction-level advisory lock rather than a stored marker, so a request that dies with its
+   * process (or its connection) leaves nothing behind that would refuse its retry.
+   */
+  async run<R extends IdempotentResponse>(request: IdempotentRequest, work: (unitOfWork: Knex.Transaction) => Promise<R>): Promise<IdempotentOutcome<R>> {
+    requireRole(request.actor, request.requiredRole);
+    if (request.key.length < 1 || request.key.length > 255) {
       throw new DomainError('validation_failed', 'Idempotency-Key must be 1 to 255 characters.', {
         errors: [{ field: 'Idempotency-Key', message: 'must be 1 to 255 characters' }],
       });
     }
-    const requestHash = sha256Hex(`${input.operation}\n${JSON.stringify(input.body ?? null)}`);
+    const scope = { account_id: request.actor.accountId, key: request.key };
+    const caller = { principal: request.actor.principal, requestHash: sha256Hex(`${request.operation}\n${JSON.stringify(request.body ?? null)}`) };
     const now = this.deps.clock.now();
-    await this.deps.knex('idempotency_keys')
-      .where({ account_id: input.accountId, key: input.key })
-      .where('created_at', '<', new Date(now.getTime() - KEY_TTL_MS))
-      .delete();
-    const inserted = await this.deps.knex('idempotency_keys')
-      .insert({ account_id: input.accountId, key: input.key, operation: input.operation, request_hash: requestHash, state: 'in_progress', created_at: now })
-      .onConflict(['account_id', 'key'])
-      .ignore()
-      .returning('key');
-    if (inserted.length > 0) return { kind: 'proceed' };
-    const row = (await this.deps.knex('idempotency_keys').where({ account_id: input.accountId, key: input.key }).first()) as
-      | { request_hash: string; state: string; response_status: number; response_body: unknown }
-      | undefined;
-    if (!row) return this.begin(input);
-    if (row.request_hash !== requestHash) {
-      throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used with a different request.');
-    }
-    if (row.state !== 'done') {
-      throw new DomainError('idempotency_key_in_use', 'The original request with this Idempotency-Key is still running.', {
-        retryAfterSeconds: 1,
+    const expired = new Date(now.getTime() - KEY_TTL_MS);
+
+    // A finished request is answered without a transaction.
+    const stored = (await this.deps.knex('idempotency_keys').where(scope).where('created_at', '>=', expired).first()) as KeyRow | undefined;
+    if (stored?.state === 'done') return this.replay(stored, caller);
+
+    try {
+      return await this.deps.transaction(async (trx) => {
+        const held = (await trx.raw('SELECT pg_try_advisory_xact_lock(?, hashtext(?)) AS locked', [IDEMPOTENCY_LOCK_SPACE, `${scope.account_id}\n${scope.key}`])) as {
+          rows: Array<{ locked: boolean }>;
+        };
+        if (held.rows[0]?.locked !== true) throw stillRunning();
+        await trx('idempotency_keys')
+          .where(scope)
+          .where((q) => q.where('created_at', '<', expired).orWhere((legacy) => legacy.where('state', 'in_progress').where('created_at', '<', new Date(now.getTime() - LEGACY_MARKER_MS))))
+          .delete();
+        // Read again under the lock: the first request may have committed since the read above.
+        const row = (await trx('idempotency_keys').where(scope).first()) as KeyRow | undefined;
+        if (row) return this.replay(row, caller);
+        const response = await work(trx);
+        await trx('idempotency_keys').insert({
+          ...scope,
+          principal: caller.principal,
+          operation: request.operation,
+          request_hash: caller.requestHash,
+          state: 'done',
+          response_status: response.status,
+          response_body: JSON.stringify(this.seal(response.body ?? null)),
+          created_at: now,
+        });
+        return { kind: 'ran' as const, response };
       });
+    } catch (error) {
+      // A process of the previous version inserted its marker between our read and our insert.
+      if ((error as { code?: string; constraint?: string }).code === '23505' && (error as { constraint?: string }).constraint === 'idempotency_keys_pkey') {
+        throw stillRunning();
+      }
+      throw error;
     }
-    return { kind: 'replay', status: row.response_status, body: this.unseal(row.response_body) };
   }
 
-  async complete(input: { accountId: string; key: string; status: number; body: unknown }): Promise<void> {
-    await this.deps.knex('idempotency_keys')
-      .where({ account_id: input.accountId, key: input.key })
-      .update({ state: 'done', response_status: input.status, response_body: JSON.stringify(this.seal(input.body ?? null)) });
+  private replay(row: KeyRow, request: { principal: string; requestHash: string }): IdempotentOutcome<never> {
+    if (row.principal !== request.principal) {
+      throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used by another API key or user of the account; choose a new key.');
+    }
+    if (row.request_hash !== request.requestHash) {
+      throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used with a different request.');
+    }
+    if (row.state !== 'done') throw stillRunning();
+    return { kind: 'replayed', status: row.response_status, body: this.unseal(row.response_body) };
   }
 
   private seal(body: unknown): unknown {
@@ -75,10 +151,5 @@ export class IdempotencyService {
     const sealed = (stored as { sealed?: unknown } | null)?.sealed;
     if (typeof sealed !== 'string' || !this.serverSecret) return stored;
     return JSON.parse(this.serverSecret.decrypt(SEAL_PURPOSE, sealed)) as unknown;
-  }
-
-  /** The request failed: forget the key so a corrected retry can run. */
-  async abandon(input: { accountId: string; key: string }): Promise<void> {
-    await this.deps.knex('idempotency_keys').where({ account_id: input.accountId, key: input.key, state: 'in_progress' }).delete();
   }
 }

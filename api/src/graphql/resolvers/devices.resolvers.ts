@@ -101,18 +101,12 @@ export const deviceResolvers = {
         ...(rest.names != null ? { names: rest.names } : {}),
       };
       if (idempotencyKey == null) return presentClaim(await ctx.services.claims.claim(ctx.actor, input));
-      // Same semantics as REST's Idempotency-Key header (IdempotencyService), per account.
-      const key = { accountId: ctx.actor.accountId, key: idempotencyKey };
-      const begun = await ctx.services.idempotency.begin({ ...key, operation: 'graphql.claimDevices', body: input });
-      if (begun.kind === 'replay') return begun.body;
-      try {
-        const payload = presentClaim(await ctx.services.claims.claim(ctx.actor, input));
-        await ctx.services.idempotency.complete({ ...key, status: 200, body: payload });
-        return payload;
-      } catch (error) {
-        await ctx.services.idempotency.abandon(key).catch(() => undefined);
-        throw error;
-      }
+      // Same semantics as REST's Idempotency-Key header (IdempotencyService.run), per account.
+      const outcome = await ctx.services.idempotency.run(
+        { actor: ctx.actor, key: idempotencyKey, operation: 'graphql.claimDevices', body: input, requiredRole: 'admin' },
+        async (unitOfWork) => ({ status: 200, body: presentClaim(await ctx.services.claims.claim(ctx.actor, input, { unitOfWork })) }),
+      );
+      return outcome.kind === 'replayed' ? outcome.body : outcome.response.body;
     },
     updateDevice: (_: unknown, args: { serial: string; input: { name?: string | null; tags?: Record<string, string | null> | null; config?: ConfigInput | null } }, ctx: GraphQLContext) =>
       ctx.services.devices.update(ctx.actor, {
