@@ -27,7 +27,7 @@ import { createRestRouter } from '../../rest-facade/src/router';
 import { allRoutes } from '../../rest-facade/src/routes/index';
 import { openApiRoute } from '../../rest-facade/src/routes/openapi.routes';
 import { problem, problemErrorHandler, sendProblem } from '../../rest-facade/src/problem';
-import { seedDemoAccount } from './demo-seed';
+import { seedDemoAccount, type DemoAccount } from './demo-seed';
 import { DatabaseHealth } from './db/database-health';
 import { DeviceBroker } from '../../broker/src/create-broker';
 import { createClusterBrokerBackends } from './cluster/aedes-cluster';
@@ -72,8 +72,8 @@ export interface FleetService {
   readonly retentionWorker: RetentionWorker;
   readonly logger: Logger;
   readonly clock: Clock;
-  /** Demo credentials when this start created the demo account. */
-  readonly demo: { email: string; password: string; apiKey: string } | null;
+  /** The demo account when this start created it, or when an earlier start created it and it was never used. */
+  readonly demo: DemoAccount | null;
   /** Stop accepting, finish in-flight work, flush, close the database (unless it was passed in). */
   stop(): Promise<void>;
 }
@@ -149,8 +149,6 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     },
   });
 
-  let demo: FleetService['demo'] = null;
-  if (database.kind === 'embedded' && config.demoAccount) demo = await seedDemoAccount(services);
 
   const rateLimiter: RateLimiter = cluster ? createRedisRateLimiter(cluster.commands, config.redisKeyPrefix) : new FlexibleRateLimiter();
   const app = express();
@@ -280,6 +278,9 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     if (ownsDatabase) await database.close();
     throw error;
   }
+  // Only once both ports are bound: a start that fails on a taken port leaves no demo account
+  // behind whose one-time API key nobody saw.
+  const demo = database.kind === 'embedded' && config.demoAccount ? await seedDemoAccount(services) : null;
   services.gateway.set(broker);
   // The OTA engine delivers through the broker; links point at PUBLIC_URL (or the bound address).
   services.ota.setBaseUrl(config.publicUrl ?? httpUrl);

@@ -16,12 +16,22 @@ async function main(): Promise<void> {
     `  Database: ${service.database.kind === 'embedded' ? `embedded (${config.dataDir})` : 'PostgreSQL'}`,
     `  OpenAPI: ${service.httpUrl}/api/v1/openapi.json`,
   ];
-  if (service.demo) {
+  const demo = service.demo;
+  if (demo?.kind === 'created') {
     lines.push(
       '',
       '  Demo account created (first start of this data folder):',
-      `    portal login: ${service.demo.email} / ${service.demo.password}`,
-      `    admin API key (shown once): ${service.demo.apiKey}`,
+      `    portal login: ${demo.email} / ${demo.password}`,
+      `    admin API key (shown once): ${demo.apiKey}`,
+    );
+  } else if (demo?.kind === 'unused') {
+    lines.push(
+      '',
+      '  Demo account (created by an earlier start; its API key has never been used):',
+      `    portal login: ${demo.email} / ${demo.password}`,
+      '    its API key was shown once at that start; for a new one, stop the service and run:',
+      `    DATA_DIR=${config.dataDir} npx fleet api-key create --account ${demo.accountId} --name demo --role admin`,
+      '    or create one in the portal under Settings > API keys.',
     );
   }
   process.stdout.write(lines.join('\n') + '\n\n');

@@ -119,6 +119,15 @@ export class UserService {
     return { token, csrfToken, expiresAt: expiresAt.toISOString(), user: toUser(user), accountId: user.account_id };
   }
 
+  /**
+   * The account of a user whose password is still `password` (the operator's start-up check of
+   * the demo login; no session, no throttle: it never answers a request).
+   */
+  async accountWithPassword(input: { email: string; password: string }): Promise<string | null> {
+    const user = (await this.deps.knex('users').where({ email: input.email }).first('account_id', 'password_hash')) as Pick<UserRow, 'account_id' | 'password_hash'> | undefined;
+    return user && (await verifyPassword(input.password, user.password_hash)) ? user.account_id : null;
+  }
+
   async logout(token: string): Promise<void> {
     await this.deps.knex('sessions').where({ token_hash: sha256Hex(token) }).delete();
   }
