@@ -21,7 +21,7 @@ describe('heartbeats and presence', () => {
     server = await startTestServer({ clock });
     account = await server.createAccount();
     url = server.service.mqttUrl!;
-    const list = await claimForMqtt(server, account, ['P-HB', 'P-WILL', 'P-KA', 'P-TIMEOUT', 'P-BYE', 'P-RESTART', 'P-USB', 'P-CFG', 'P-BAD', 'P-FLOOD', 'P-STEADY'], { firmware: null });
+    const list = await claimForMqtt(server, account, ['P-HB', 'P-WILL', 'P-KA', 'P-TIMEOUT', 'P-BYE', 'P-RESTART', 'P-USB', 'P-CFG', 'P-BAD', 'P-FLOOD', 'P-STEADY', 'P-WIRED'], { firmware: null });
     creds = new Map(list.map((c) => [c.serial, c]));
     // Generous: the embedded database starts slowly on a busy machine.
   }, 180_000);
@@ -177,6 +177,23 @@ describe('heartbeats and presence', () => {
     url = server.service.mqttUrl!;
   });
 
+  it('each heartbeat field is optional: a wired module without rssi, or a bare sign of life, records what it sends', async () => {
+    const dev = await connectDevice(url, creds.get('P-WIRED')!);
+    await dev.publishAsync(topics.heartbeat('P-WIRED'), JSON.stringify({ firmware: '1.2.0', ip: '10.0.9.4', uptime_s: 60 }), { qos: 1 });
+    await flush();
+    expect(await device('P-WIRED')).toMatchObject({ status: 'online', firmware: '1.2.0', ip: '10.0.9.4', uptime_s: 60, rssi: null });
+    await dev.publishAsync(topics.heartbeat('P-WIRED'), JSON.stringify({ firmware: '1.2.1' }), { qos: 1 });
+    await flush();
+    expect(await device('P-WIRED')).toMatchObject({ firmware: '1.2.1', ip: '10.0.9.4', uptime_s: 60, rssi: null });
+    clock.advance(30_000);
+    await dev.publishAsync(topics.heartbeat('P-WIRED'), '{}', { qos: 1 });
+    await flush();
+    const after = await device('P-WIRED');
+    expect(after).toMatchObject({ status: 'online', firmware: '1.2.1', ip: '10.0.9.4' });
+    expect(after.last_seen).toBe(clock.now().toISOString());
+    await dev.endAsync();
+  });
+
   it('malformed and oversized payloads are dropped, counted, and change nothing', async () => {
     const dev = await connectDevice(url, creds.get('P-BAD')!);
     await dev.publishAsync(topics.heartbeat('P-BAD'), heartbeat({ firmware: '2.0.0', ip: '10.1.1.1' }), { qos: 1 });
@@ -192,7 +209,7 @@ describe('heartbeats and presence', () => {
       heartbeat({ rssi: 50 }),
       heartbeat({ uptime_s: -1 }),
       heartbeat({ uptime_s: 1e12 }),
-      JSON.stringify({ firmware: '1.0.0' }),
+      JSON.stringify({ firmware: '1.0.0', rssi: 'strong' }),
       heartbeat({ pad: 'x'.repeat(5000) }),
       Buffer.from([0xff, 0xfe, 0x00]),
     ];

@@ -26,14 +26,21 @@ const Firmware = z
   .refine(isValidVersion, 'must be a dotted version of 1 to 4 numeric parts (1.4.2, 1.4.2.7, 2.0.0-rc.1)')
   .meta({ description: 'Dotted version: 1 to 4 numeric parts, optional pre-release and build (1.4, 1.4.2, 1.4.2.7, 2.0.0-rc.1).' });
 
+/**
+ * Every field is optional (a wired module has no `rssi`; `{}` is a plain sign of life): what is
+ * present must be valid, or the whole message is dropped; what is absent keeps its last value.
+ */
 export const Heartbeat = z
   .object({
-    firmware: Firmware,
-    ip: z.ipv4({ message: 'must be a dotted IPv4 address' }),
-    uptime_s: z.number().int().min(0).max(2_147_483_647),
-    rssi: z.number().int().min(-150).max(0),
+    firmware: Firmware.optional(),
+    ip: z.ipv4({ message: 'must be a dotted IPv4 address' }).optional(),
+    uptime_s: z.number().int().min(0).max(2_147_483_647).optional(),
+    rssi: z.number().int().min(-150).max(0).optional(),
   })
-  .meta({ id: 'Heartbeat', description: 'devices/{serial}/heartbeat: latest telemetry; also proves the device is alive.' });
+  .meta({
+    id: 'Heartbeat',
+    description: 'devices/{serial}/heartbeat: latest telemetry, each field optional (absent ones keep their last value); also proves the device is alive.',
+  });
 export type Heartbeat = z.infer<typeof Heartbeat>;
 
 export const StatusMessage = z

@@ -3,11 +3,12 @@ import type { Clock } from '../shared/clock';
 import { versionKey } from '../shared/version';
 import type { PresenceService, PresenceRow, OfflineReason, FirmwareReport } from './presence.service';
 
+/** What a heartbeat reported; an absent field is no news (the device keeps its last value). */
 export interface HeartbeatValues {
-  firmware: string;
-  ip: string;
-  uptime_s: number;
-  rssi: number;
+  firmware?: string | undefined;
+  ip?: string | undefined;
+  uptime_s?: number | undefined;
+  rssi?: number | undefined;
 }
 
 export interface HeartbeatIngestOptions {
@@ -67,11 +68,13 @@ export class HeartbeatIngest {
   heartbeat(deviceId: string, values: HeartbeatValues): void {
     const row = this.row(deviceId);
     row.seenAt = this.options.clock.now();
-    row.firmware = values.firmware;
-    row.firmwareKey = this.keyOf(values.firmware);
-    row.ip = values.ip;
-    row.uptimeS = values.uptime_s;
-    row.rssi = values.rssi;
+    if (values.firmware !== undefined) {
+      row.firmware = values.firmware;
+      row.firmwareKey = this.keyOf(values.firmware);
+    }
+    if (values.ip !== undefined) row.ip = values.ip;
+    if (values.uptime_s !== undefined) row.uptimeS = values.uptime_s;
+    if (values.rssi !== undefined) row.rssi = values.rssi;
     // A message proves the session is up, whatever happened before in this window.
     row.connectivity = 'online';
     row.offlineReason = null;
