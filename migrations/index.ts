@@ -8,6 +8,7 @@ import * as heartbeatHotUpdates from './20261123010000_heartbeat_hot_updates';
 import * as retentionIndexes from './20261124000000_retention_indexes';
 import * as statusChangesInPlace from './20261124010000_status_changes_in_place';
 import * as idempotencyKeyPrincipal from './20261125000000_idempotency_key_principal';
+import * as claimFirmwareForComparisons from './20261125020000_claim_firmware_for_comparisons';
 import * as loginThrottlePerAddress from './20261125010000_login_throttle_per_address';
 
 /**
@@ -25,6 +26,7 @@ const migrations: Array<{ name: string; module: Knex.Migration }> = [
   { name: '20261124010000_status_changes_in_place', module: statusChangesInPlace },
   { name: '20261125000000_idempotency_key_principal', module: idempotencyKeyPrincipal },
   { name: '20261125010000_login_throttle_per_address', module: loginThrottlePerAddress },
+  { name: '20261125020000_claim_firmware_for_comparisons', module: claimFirmwareForComparisons },
 ];
 
 export const migrationSource: Knex.MigrationSource<{ name: string; module: Knex.Migration }> = {

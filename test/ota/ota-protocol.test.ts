@@ -56,6 +56,24 @@ describe('OTA protocol and timing (manual clock)', { timeout: 90_000 }, () => {
     return res.body.deployment_id as string;
   };
 
+  it('a claimed device that never reported counts as running its claim firmware for firmware_lt, and connects straight to the newer deployment', async () => {
+    const [c] = (await claimWithCredentials(a, { serials: ['CLAIMED-1'], model: 'LX-200', firmware: '1.0.0' })) as [Creds];
+    const claimDeployment = (await a.api.get('/api/v1/devices/CLAIMED-1')).body.update.deployment_id as string;
+    // Never connected: it shows no firmware, yet it is older than 2.0.0 for every filter.
+    const listed = await a.api.get('/api/v1/devices?model=LX-200&firmware_lt=2.0.0&limit=100');
+    expect(listed.body.devices.find((d: { serial: string }) => d.serial === 'CLAIMED-1')).toMatchObject({ firmware: null, status: 'offline' });
+    expect((await a.api.get('/api/v1/devices?model=LX-200&firmware_lt=1.0.0&limit=100')).body.devices.map((d: { serial: string }) => d.serial)).not.toContain('CLAIMED-1');
+    const dry = await a.api.post('/api/v1/firmware/deploy', { firmware_version: '2.0.0', filter: { model: 'LX-200', firmware_lt: '2.0.0', serials: ['CLAIMED-1'] }, dry_run: true });
+    expect(dry.body.target_count).toBe(1);
+    const id = await deploy({ filter: { firmware_lt: '2.0.0', serials: ['CLAIMED-1'] } });
+    expect((await deployment(a, id)).target_count).toBe(1);
+    expect(await updateOf(claimDeployment, 'CLAIMED-1')).toMatchObject({ state: 'cancelled' });
+    // Its first heartbeat says what it really runs; the one command it gets is the newer version.
+    const dev = await connect(c, '1.0.0');
+    await expect.poll(() => dev.commands().length, poll).toBe(1);
+    expect(dev.commands()[0]).toMatchObject({ version: '2.0.0', job_id: (await updateOf(id, 'CLAIMED-1')).job_id });
+  });
+
   it('re-sends the same job when the device subscribes after the command went out (connect/subscribe race)', async () => {
     const [c] = (await claimWithCredentials(a, { serials: ['RACE-1'], model: 'LX-200' })) as [Creds];
     const dev = await connect(c, '1.0.0', false);

@@ -5,6 +5,7 @@ import type { UpdateRef } from './update-transitions';
 /** A queued update with what its command and the dispatch rules need. */
 export interface Candidate extends UpdateRef {
   firmware_version_id: string;
+  /** The reported firmware's key; null until the device reported one. */
   firmware_key: string | null;
   desired_config: DeviceConfig | null;
   tags: Record<string, string> | null;
@@ -51,7 +52,7 @@ export async function lockDispatchPage(
   if (locked.length === 0) return null;
   const rows = (await trx.raw(
     `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.firmware_version_id,
-            d.firmware_key, d.connectivity, ${input.withConfig ? 'd.desired_config' : 'NULL AS desired_config'}, ${input.withTags ? 'd.tags' : 'NULL AS tags'},
+            CASE WHEN d.firmware IS NULL THEN NULL ELSE d.firmware_key END AS firmware_key, d.connectivity, ${input.withConfig ? 'd.desired_config' : 'NULL AS desired_config'}, ${input.withTags ? 'd.tags' : 'NULL AS tags'},
             f.sha256, f.size, f.storage_key
        FROM device_updates u
        JOIN devices d ON d.id = u.device_id
@@ -61,7 +62,9 @@ export async function lockDispatchPage(
     [locked.map((r) => r.id)],
   )).rows as Array<Candidate & { connectivity: string }>;
   // Until its first heartbeat says what it runs, a device is not sent anything: it may already
-  // run the target (claimed on it, or installed over USB). The heartbeat dispatches.
+  // run the target (claimed on it, or installed over USB). The heartbeat dispatches. Before
+  // that, firmware_key holds the version its claim installs (for comparisons only), so the key
+  // counts here only once `firmware` was reported.
   const candidates = rows.filter((c) => c.firmware_key !== null && (ready !== undefined || c.connectivity === 'online'));
   return { candidates, more: locked.length === limit, last: locked[locked.length - 1]!.id };
 }

@@ -72,7 +72,8 @@ items: ProgressItem[],
   const finished = await deps.transaction(async (trx) => {
     ignored.length = 0; // a retried transaction decides again from scratch
     const rows = (await trx.raw(
-      `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.state, d.firmware_key
+      `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.state,
+              CASE WHEN d.firmware IS NULL THEN NULL ELSE d.firmware_key END AS firmware_key
          FROM device_updates u JOIN devices d ON d.id = u.device_id
         WHERE u.id = ANY(?::uuid[]) ORDER BY u.id FOR UPDATE OF u`,
       [[...new Set(items.map((i) => i.report.job_id))]],

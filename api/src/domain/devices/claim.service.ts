@@ -5,7 +5,7 @@ import { requireAdmin, type Actor } from '../shared/actor';
 import { DomainError, type FieldError } from '../shared/errors';
 import { newId } from '../shared/ids';
 import { generateSecret, sha256Hex } from '../shared/secrets';
-import { requireVersion } from '../shared/version';
+import { requireVersion, versionKey } from '../shared/version';
 import { appendEvents } from '../../events/outbox';
 import type { ModelService } from '../models/model.service';
 import type { AllocationService, Allocation } from '../accounts/allocation.service';
@@ -188,6 +188,9 @@ export class ClaimService {
         desired_config: JSON.stringify(DEFAULT_DEVICE_CONFIG),
         desired_config_version: 1,
         heartbeat_interval_s: DEFAULT_DEVICE_CONFIG.heartbeat_interval_s,
+        // Until the device reports, version comparisons (firmware_lt in lists, dry runs and
+        // deploys) take it as running what its claim installs; `firmware` stays null.
+        firmware_key: input.firmware !== undefined ? versionKey(input.firmware) : null,
         claimed_at: now,
         updated_at: now,
       })),

@@ -16,7 +16,11 @@ export interface DeviceFilter {
   status?: DeviceStatus | undefined;
   /** Installed version, exact string. */
   firmware?: string | undefined;
-  /** Installed version older than this one (compared as versions via firmware_key). Devices that never reported are not matched. */
+  /**
+   * Installed version older than this one (compared as versions via firmware_key). A device that
+   * never reported counts as running the version its claim installs; one claimed without a
+   * firmware is not matched.
+   */
   firmwareLt?: string | undefined;
   /** Case-insensitive substring of serial or name. */
   q?: string | undefined;
@@ -166,7 +170,8 @@ const SORT_KEY_SQL: Record<DeviceSortField, string> = {
   serial: 'd.serial',
   name: 'lower(d.name) COLLATE "C"',
   model: 'm.name COLLATE "C"',
-  firmware: `COALESCE(d.firmware_key, '') COLLATE "C"`,
+  // Ordered by what the list shows: a device that never reported sorts as having no firmware.
+  firmware: `(CASE WHEN d.firmware IS NULL THEN '' ELSE d.firmware_key END) COLLATE "C"`,
   status: 'd.status COLLATE "C"',
   last_seen: `COALESCE(to_char(d.last_seen AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '') COLLATE "C"`,
   ip: `COALESCE(d.ip, '') COLLATE "C"`,
