@@ -1,4 +1,5 @@
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Duplex } from 'node:stream';
@@ -8,7 +9,8 @@ import { fanOutWebhookDeliveries } from './domain/webhooks/webhook-fanout';
 import { WebhookDeliveryWorker } from './domain/webhooks/delivery-worker';
 import { RetentionWorker } from './domain/housekeeping/retention-worker';
 import { ADVISORY_LOCKS, withAdvisoryLock } from './db/advisory-lock';
-import type { Config } from './config';
+import { tlsFiles, type Config } from './config';
+import { TlsCredentials } from './http/tls-credentials';
 import { createLogger, type Logger } from './logger';
 import { openDatabase, type Database } from './db/database';
 import { createTransactionRunner } from './db/transaction';
@@ -58,7 +60,13 @@ export interface FleetService {
   readonly httpPort: number;
   /** mqtt://host:port of the device broker (set once the broker is wired in). */
   readonly mqttUrl: string | null;
+  /** null with MQTT_PORT=off. */
   readonly mqttPort: number | null;
+  /** mqtts://host:port when TLS is configured, else null. */
+  readonly mqttsUrl: string | null;
+  readonly mqttsPort: number | null;
+  /** The service's certificate (PEM) when TLS is configured: what a client adds to its trust store for a self-signed one. */
+  readonly tlsCertificate: string | null;
   /** The embedded device broker (presence sweep and flush are reachable for tests and benchmarks). */
   readonly broker: DeviceBroker;
   readonly services: Services;
@@ -87,6 +95,9 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   const logger = options.logger ?? createLogger(config.logLevel);
   const clock = options.clock ?? systemClock;
   const metrics = createMetrics();
+  // Read first: a wrong certificate path fails the start before anything else is touched.
+  const tlsConfig = tlsFiles(config);
+  const tlsCredentials = tlsConfig ? TlsCredentials.load(tlsConfig, logger) : null;
   const ownsDatabase = !options.database;
   const database = options.database ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, logger }));
   const applied = await database.migrate();
@@ -153,7 +164,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   const rateLimiter: RateLimiter = cluster ? createRedisRateLimiter(cluster.commands, config.redisKeyPrefix) : new FlexibleRateLimiter();
   const app = express();
   app.disable('x-powered-by');
-  app.set('trust proxy', 'loopback');
+  app.set('trust proxy', trustProxySetting(config.trustProxy));
   app.use(securityHeaders());
 
   app.get('/healthz', (_req, res) => {
@@ -200,7 +211,12 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     }),
   );
   // Created before listening so the WebSocket upgrade dispatcher can attach.
-  const server = http.createServer(app);
+  // With TLS this is HTTPS: REST, GraphQL (https and wss), the portal, downloads and MQTT over wss.
+  const server = tlsCredentials ? https.createServer(tlsCredentials.serverOptions(), app) : http.createServer(app);
+  if (server instanceof https.Server) {
+    tlsCredentials!.attach(server);
+    server.on('tlsClientError', (err) => logger.debug({ err: err.message }, 'HTTPS handshake failed'));
+  }
   /** The HTTP server's one `upgrade` handler, by path: /graphql (graphql-ws); the broker adds /mqtt. */
   const upgradeHandlers = new Map<string, (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void>();
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -262,11 +278,14 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   await listen(server, config.port, config.host, 'HTTP', 'PORT');
   const httpPort = (server.address() as AddressInfo).port;
   const publicHost = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
-  const httpUrl = `http://${publicHost}:${httpPort}`;
-  let mqttPort: number;
+  const httpUrl = `${tlsCredentials ? 'https' : 'http'}://${publicHost}:${httpPort}`;
+  let mqttPort: number | null = null;
+  let mqttsPort: number | null = null;
   try {
-    mqttPort = await broker.listenTcp(config.mqttPort, config.host);
+    if (config.mqttPort !== 'off') mqttPort = await broker.listenTcp(config.mqttPort, config.host);
+    if (tlsCredentials) mqttsPort = await broker.listenTls(config.mqttsPort, config.host, tlsCredentials);
   } catch (error) {
+    tlsCredentials?.close();
     // Leave nothing running behind the error (the HTTP port is already bound).
     await broker.close().catch(() => undefined);
     await graphql.stop().catch(() => undefined);
@@ -291,7 +310,8 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   webhookWorker.start();
   retentionWorker.start();
   databaseHealth.start();
-  logger.info({ httpPort, mqttPort, database: database.kind }, 'fleet service started');
+  if (config.mqttPort === 'off' && !tlsCredentials) logger.warn('MQTT_PORT=off without TLS: devices can only connect over WebSocket on /mqtt');
+  logger.info({ httpPort, mqttPort, mqttsPort, tls: Boolean(tlsCredentials), database: database.kind }, 'fleet service started');
 
   let stopping: Promise<void> | undefined;
   const stop = () =>
@@ -319,6 +339,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
       await bus.close();
       if (cluster) await cluster.close();
       if (ownsDatabase) await database.close();
+      tlsCredentials?.close();
       logger.info('stopped');
     })());
 
@@ -327,6 +348,9 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     httpPort,
     mqttUrl: mqttPort === null ? null : `mqtt://${publicHost}:${mqttPort}`,
     mqttPort,
+    mqttsUrl: mqttsPort === null ? null : `mqtts://${publicHost}:${mqttsPort}`,
+    mqttsPort,
+    tlsCertificate: tlsCredentials?.certificatePem ?? null,
     broker,
     services,
     database,
@@ -340,6 +364,16 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     demo,
     stop,
   };
+}
+
+/**
+ * TRUST_PROXY as Express reads it: `true`/`false`, a hop count, or a list of addresses, CIDR
+ * ranges and the names `loopback`, `linklocal`, `uniquelocal`.
+ */
+function trustProxySetting(value: string): boolean | number | string[] {
+  if (value === 'true' || value === 'false') return value === 'true';
+  if (/^\d+$/.test(value)) return Number(value);
+  return value.split(',').map((part) => part.trim()).filter(Boolean);
 }
 
 /** Redis errors of the broker's cluster backends: logged at most once a minute per source (ioredis reconnects). */

@@ -8,8 +8,23 @@ import path from 'node:path';
 export const Config = z.object({
   /** HTTP port for the API, GraphQL, portal, downloads and MQTT over WebSocket. 0 = any free port. Default 8080. */
   port: z.coerce.number().int().min(0).max(65535).default(8080),
-  /** MQTT (TCP) port for devices. 0 = any free port. Default 1883. */
-  mqttPort: z.coerce.number().int().min(0).max(65535).default(1883),
+  /** MQTT (plain TCP) port for devices. 0 = any free port; `off` = no plain MQTT (TLS only). Default 1883. */
+  mqttPort: z.union([z.literal('off'), z.coerce.number().int().min(0).max(65535)]).default(1883),
+  /** MQTT over TLS port, listening only when TLS_CERT_FILE and TLS_KEY_FILE are set. 0 = any free port. Default 8883. */
+  mqttsPort: z.coerce.number().int().min(0).max(65535).default(8883),
+  /**
+   * PEM certificate (chain allowed) and private key of the service. Both set: HTTPS on PORT
+   * (wss for GraphQL and MQTT over WebSocket) and MQTT over TLS on MQTTS_PORT; the files are
+   * read again when they change. Neither set: plain HTTP and MQTT.
+   */
+  tlsCertFile: z.string().min(1).optional(),
+  tlsKeyFile: z.string().min(1).optional(),
+  /**
+   * Which proxies' X-Forwarded-For / X-Forwarded-Proto are believed (Express's `trust proxy`):
+   * `loopback` (default), `false`, a hop count, or comma-separated addresses and CIDR ranges of
+   * a TLS-terminating load balancer.
+   */
+  trustProxy: z.string().min(1).default('loopback'),
   /** Interface to bind both listeners to. Default 0.0.0.0. */
   host: z.string().min(1).default('0.0.0.0'),
   /** PostgreSQL connection string; unset means the embedded PGlite database in DATA_DIR. */
@@ -58,11 +73,20 @@ export const Config = z.object({
 });
 export type Config = z.infer<typeof Config>;
 
+/** The service's TLS files, when both are set. */
+export function tlsFiles(config: Config): { certFile: string; keyFile: string } | null {
+  return config.tlsCertFile && config.tlsKeyFile ? { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile } : null;
+}
+
 /** Reads the documented environment variables; throws a readable error listing every bad one. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = Config.safeParse({
     port: env.PORT || undefined,
     mqttPort: env.MQTT_PORT || undefined,
+    mqttsPort: env.MQTTS_PORT || undefined,
+    tlsCertFile: env.TLS_CERT_FILE || undefined,
+    tlsKeyFile: env.TLS_KEY_FILE || undefined,
+    trustProxy: env.TRUST_PROXY || undefined,
     host: env.HOST || undefined,
     databaseUrl: env.DATABASE_URL || undefined,
     dataDir: env.DATA_DIR || undefined,
@@ -88,6 +112,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
     throw new Error(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  if (Boolean(parsed.data.tlsCertFile) !== Boolean(parsed.data.tlsKeyFile)) {
+    throw new Error('Invalid configuration:\n  TLS_CERT_FILE and TLS_KEY_FILE must be set together (or neither).');
   }
   return { ...parsed.data, dataDir: path.resolve(parsed.data.dataDir) };
 }

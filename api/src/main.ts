@@ -11,8 +11,10 @@ async function main(): Promise<void> {
   const lines = [
     '',
     '  Fleet service is running',
-    `  HTTP (portal, REST /api/v1, GraphQL /graphql): ${service.httpUrl}`,
-    ...(service.mqttUrl ? [`  MQTT for devices: ${service.mqttUrl}  (WebSocket: ${service.httpUrl.replace('http', 'ws')}/mqtt)`] : []),
+    `  ${service.tlsCertificate ? 'HTTPS' : 'HTTP'} (portal, REST /api/v1, GraphQL /graphql): ${service.httpUrl}`,
+    ...(service.mqttUrl ? [`  MQTT for devices: ${service.mqttUrl}`] : []),
+    ...(service.mqttsUrl ? [`  MQTT over TLS for devices: ${service.mqttsUrl}`] : []),
+    `  MQTT over WebSocket: ${service.httpUrl.replace('http', 'ws')}/mqtt`,
     `  Database: ${service.database.kind === 'embedded' ? `embedded (${config.dataDir})` : 'PostgreSQL'}`,
     `  OpenAPI: ${service.httpUrl}/api/v1/openapi.json`,
   ];

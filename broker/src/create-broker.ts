@@ -1,4 +1,5 @@
 import net from 'node:net';
+import tls from 'node:tls';
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { AddressInfo } from 'node:net';
@@ -75,8 +76,9 @@ export class DeviceBroker implements DeviceGateway {
   private readonly takingOver = new Map<string, Client>();
   private readonly dropLog = new LogThrottle();
   private readonly refuseLog = new LogThrottle();
-  private tcp: net.Server | undefined;
-  /** Open TCP sockets, with or without an MQTT session yet (close() ends the stragglers). */
+  /** The TCP and TLS listeners (MQTT over WebSocket rides on the HTTP server). */
+  private readonly listeners: net.Server[] = [];
+  /** Open TCP and TLS sockets, with or without an MQTT session yet (close() ends the stragglers). */
   private readonly sockets = new Set<net.Socket>();
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MQTT_PACKET_BYTES });
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -164,26 +166,46 @@ export class DeviceBroker implements DeviceGateway {
     return this.sweeping as Promise<void>;
   }
 
+  /** Plain MQTT on `port` (MQTT_PORT). Resolves with the bound port. */
   listenTcp(port: number, host: string): Promise<number> {
-    const server = net.createServer((socket) => {
-      if (this.closed) {
-        socket.destroy();
-        return;
-      }
-      this.sockets.add(socket);
-      socket.once('close', () => this.sockets.delete(socket));
-      socket.setNoDelay(true);
-      this.handle(socket);
-    });
-    this.tcp = server;
+    return this.listen(net.createServer((socket) => this.accept(socket)), { port, host, what: 'MQTT', setting: 'MQTT_PORT' });
+  }
+
+  /**
+   * MQTT over TLS on `port` (MQTTS_PORT). A client that does not complete a TLS handshake (plain
+   * MQTT sent to this port, say) never reaches Aedes. `credentials.attach` keeps the listener on
+   * a renewed certificate. Devices may present a client certificate (not required: passwords
+   * work here too).
+   */
+  listenTls(port: number, host: string, credentials: { serverOptions(): tls.TlsOptions; attach(server: tls.Server): void }): Promise<number> {
+    const server = tls.createServer({ ...credentials.serverOptions(), requestCert: true, rejectUnauthorized: false }, (socket) => this.accept(socket));
+    // A failed handshake is the client's problem (wrong CA, plain text, a scanner): not an error of ours.
+    server.on('tlsClientError', (err) => this.options.logger.debug({ err: err.message }, 'MQTTS handshake failed'));
+    credentials.attach(server);
+    return this.listen(server, { port, host, what: 'MQTTS', setting: 'MQTTS_PORT' });
+  }
+
+  private accept(socket: net.Socket): void {
+    if (this.closed) {
+      socket.destroy();
+      return;
+    }
+    this.sockets.add(socket);
+    socket.once('close', () => this.sockets.delete(socket));
+    socket.setNoDelay(true);
+    this.handle(socket);
+  }
+
+  private listen(server: net.Server, at: { port: number; host: string; what: string; setting: string }): Promise<number> {
+    this.listeners.push(server);
     return new Promise((resolve, reject) => {
       const onError = (error: NodeJS.ErrnoException) => {
-        reject(error.code === 'EADDRINUSE' ? new Error(`MQTT port ${port} on ${host} is already in use. Set MQTT_PORT to a free port (0 picks any).`) : error);
+        reject(error.code === 'EADDRINUSE' ? new Error(`${at.what} port ${at.port} on ${at.host} is already in use. Set ${at.setting} to a free port (0 picks any).`) : error);
       };
       server.once('error', onError);
-      server.listen(port, host, LISTEN_BACKLOG, () => {
+      server.listen(at.port, at.host, LISTEN_BACKLOG, () => {
         server.off('error', onError);
-        server.on('error', (err) => this.options.logger.error({ err }, 'MQTT listener error'));
+        server.on('error', (err) => this.options.logger.error({ err }, `${at.what} listener error`));
         resolve((server.address() as AddressInfo).port);
       });
     });
@@ -216,7 +238,7 @@ export class DeviceBroker implements DeviceGateway {
     this.ready.close();
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     await this.sweeping;
-    const tcpClosed = this.tcp ? new Promise<void>((resolve) => this.tcp!.close(() => resolve())) : Promise.resolve();
+    const listenersClosed = Promise.all(this.listeners.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
     await new Promise<void>((resolve) => this.aedes.close(() => resolve()));
     // Aedes closes the clients it has; a socket whose CONNECT it had not finished (a device
     // reconnecting at that moment) stayed open, and the listener's close waited for it until
@@ -224,7 +246,7 @@ export class DeviceBroker implements DeviceGateway {
     for (const socket of this.sockets) socket.destroy();
     for (const ws of this.wss.clients) ws.terminate();
     this.wss.close();
-    await tcpClosed;
+    await listenersClosed;
     // Without a callback aedes-persistence-redis returns its own promise; with one, its wrapper
     // waits for a 'ready' event that may never come (measured: close hung forever).
     const persistence = this.options.backends?.persistence as { destroy?: () => unknown } | undefined;
@@ -239,7 +261,7 @@ export class DeviceBroker implements DeviceGateway {
 
   /** Readiness: listening and not closed; the detail says how much is connected and pending. */
   async health(): Promise<{ ok: boolean; detail?: string }> {
-    const listening = Boolean(this.tcp?.listening) && !this.closed && !this.aedes.closed;
+    const listening = this.listeners.every((server) => server.listening) && !this.closed && !this.aedes.closed;
     return { ok: listening, detail: `${this.current.size} devices connected, ${this.ingest.backlog} with unwritten news` };
   }
 
