@@ -119,11 +119,12 @@ export class FirmwareService {
         throw new DomainError('validation_failed', 'The firmware binary is empty.', { errors: [{ field: 'file', message: 'must not be empty' }] });
       }
       requireVersion(fields.version, 'version');
-      const signed = await this.verifySignature(actor, { sha256: file.sha256, signature: fields.signature });
       const model = await this.area.models.requireByName(actor, fields.model);
       const key = versionKey(fields.version);
       const existing = await this.deps.knex('firmware_versions').where({ model_id: model.id, version_key: key }).first('version');
       if (existing) throw alreadyExists(fields.version, model.name, (existing as { version: string }).version);
+      // After the cheap field checks, so a mistyped model or version is reported as such.
+      const signed = await this.verifySignature(actor, { sha256: file.sha256, signature: fields.signature });
       const id = newId();
       const storageKey = await this.area.storage.commit(file, id);
       const row = {
