@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import type { KeyObject } from 'node:crypto';
-import { createPublicKey } from 'node:crypto';
+import { createPublicKey, type KeyObject } from 'node:crypto';
 import type { ServiceDeps } from '../service-deps';
 import { requireAdmin, type Actor } from '../shared/actor';
 import { parseSigningKey } from './firmware-signature';
