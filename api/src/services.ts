@@ -20,6 +20,7 @@ import { newId } from './domain/shared/ids';
 import { FirmwareStorage } from './domain/firmware/firmware-storage';
 import { FirmwareDownloads } from './domain/firmware/firmware-downloads';
 import { FirmwareService } from './domain/firmware/firmware.service';
+import { SigningKeyService } from './domain/firmware/signing-key.service';
 import { DownloadLinkSigner } from './domain/firmware/download-links';
 import { DeploymentService } from './domain/deployments/deployment.service';
 import { OtaEngine, type OtaEngineOptions, type OtaMetrics } from './domain/deployments/ota-engine';
@@ -62,7 +63,8 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) 
   // Firmware versions, deployments and the OTA engine (issue 4). Download links are signed with
   // the server secret's purpose key; without one (tools that never serve downloads) a random key.
   const firmwareStorage = new FirmwareStorage(options.firmware?.dataDir ?? './data');
-  const firmware = new FirmwareService(deps, { models, storage: firmwareStorage, maxFirmwareBytes: options.firmware?.maxFirmwareBytes ?? 256 * 1024 * 1024 });
+  const signingKeys = new SigningKeyService(deps);
+  const firmware = new FirmwareService(deps, { models, storage: firmwareStorage, signingKeys, maxFirmwareBytes: options.firmware?.maxFirmwareBytes ?? 256 * 1024 * 1024 });
   const downloadLinks = new DownloadLinkSigner(options.serverSecret?.key('firmware-downloads') ?? randomBytes(32));
   const firmwareDownloads = new FirmwareDownloads(deps, { links: downloadLinks });
   const ota = new OtaEngine(deps, { gateway, links: downloadLinks, warmFirmware: (key, size) => firmwareStorage.warm(key, size), ...(options.firmware?.engine ? { options: options.firmware.engine } : {}), ...(options.firmware?.metrics ? { metrics: options.firmware.metrics } : {}) });
@@ -76,7 +78,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) 
   const otaListener = new OtaListenerRef();
   otaListener.set(ota);
   const retention = new RetentionService(deps, options.retention ?? DEFAULT_RETENTION);
-  return { retention, apiKeys, users, accounts, idempotency, models, events, webhooks, fleet, gateway, allocation, devices, claims, deviceAuth, presence, otaListener, firmware, firmwareStorage, firmwareDownloads, downloadLinks, deployments, ota };
+  return { retention, apiKeys, users, accounts, idempotency, models, events, webhooks, fleet, gateway, allocation, devices, claims, deviceAuth, presence, otaListener, firmware, signingKeys, firmwareStorage, firmwareDownloads, downloadLinks, deployments, ota };
 }
 
 export type Services = ReturnType<typeof createServices>;

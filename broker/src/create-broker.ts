@@ -277,7 +277,7 @@ export class DeviceBroker implements DeviceGateway {
 
   publishOta(serial: string, command: OtaCommand): Promise<void> {
     const { job_id, version, url, sha256, size } = command;
-    return this.publish({ topic: topics.ota(serial), payload: JSON.stringify({ job_id, version, url, sha256, size }), qos: 1, retain: false });
+    return this.publish({ topic: topics.ota(serial), payload: JSON.stringify({ job_id, version, url, sha256, size, signature: command.signature, key_id: command.key_id }), qos: 1, retain: false });
   }
 
   disconnect(serial: string, reason: string): void {

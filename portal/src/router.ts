@@ -20,6 +20,7 @@ const routes: RouteRecordRaw[] = [
       { path: 'settings', redirect: { name: 'api-keys' } },
       { path: 'settings/api-keys', name: 'api-keys', component: () => import('./features/settings/pages/ApiKeysPage.vue'), meta: { title: 'API keys' } },
       { path: 'settings/webhooks', name: 'webhooks', component: () => import('./features/settings/pages/WebhooksPage.vue'), meta: { title: 'Webhooks' } },
+      { path: 'settings/firmware-signing', name: 'firmware-signing', component: () => import('./features/settings/pages/FirmwareSigningPage.vue'), meta: { title: 'Firmware signing' } },
       { path: 'settings/users', name: 'users', component: () => import('./features/settings/pages/UsersPage.vue'), meta: { title: 'Users' } },
       { path: ':pathMatch(.*)*', name: 'not-found', component: () => import('./layout/NotFoundPage.vue'), meta: { title: 'Not found' } },
     ],

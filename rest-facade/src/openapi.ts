@@ -66,7 +66,7 @@ export function buildOpenApiDocument(routes: RouteDef[], info: { version: string
     if (route.body) {
       operation.requestBody = { required: true, content: { 'application/json': { schema: convert(route.body, 'input') } } };
     } else if (route.requestContentType) {
-      operation.requestBody = { required: true, content: { [route.requestContentType]: {} } };
+      operation.requestBody = { required: true, content: { [route.requestContentType]: route.requestSchema ? { schema: convert(route.requestSchema, 'input') } : {} } };
     }
     (paths[path] ??= {})[route.method] = operation;
   }

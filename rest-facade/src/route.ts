@@ -53,6 +53,8 @@ export interface RouteDef {
   body?: z.ZodType;
   /** Request bodies that are not JSON (multipart upload): documented, parsed by the handler. */
   requestContentType?: string;
+  /** The fields of such a body, for the document only (the handler validates them). */
+  requestSchema?: z.ZodType;
   /**
    * Idempotency-Key honoured. `requiredRole` is checked before a stored answer is looked up,
    * so a caller who may not run the operation never gets its replay. The handler must return

@@ -1,12 +1,14 @@
 import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import cliProgress from 'cli-progress';
 import { Fleet, claimDevices, loadCredentials, makeSerials, saveCredentials, type FleetStats } from './fleet';
 import { isValidVersion } from '../../api/src/domain/shared/version';
+import { parseSigningKey, type ParsedSigningKey } from '../../api/src/domain/firmware/firmware-signature';
 
 const USAGE = `Usage: npm run simulator -- --count N --broker-url URL --api-url URL --api-key KEY --model M --firmware V
          [--claim] [--serial-prefix P] [--heartbeat-s S] [--fail-rate R] [--download-kbps K]
-         [--flap-rate R] [--duration S] [--credentials FILE] [--verbose]
+         [--flap-rate R] [--duration S] [--credentials FILE] [--signing-key FILE] [--verbose]
 
   --count N            virtual devices (1..10000 per process)
   --broker-url URL     mqtt://host:1883 or ws://host:8080/mqtt
@@ -22,6 +24,8 @@ const USAGE = `Usage: npm run simulator -- --count N --broker-url URL --api-url 
   --flap-rate R        connection drops per device per minute (default 0)
   --duration S         stop after S seconds (default: until Ctrl-C)
   --credentials FILE   with --claim: save credentials there; without: read them from there
+  --signing-key FILE   the firmware signing public key (PEM, Ed25519): install only images signed
+                       with it, report others failed with error "signature_invalid: ..."
   --verbose            print every MQTT message (meant for --count 1)`;
 
 function fail(message: string): never {
@@ -54,6 +58,7 @@ const { values } = (() => {
         'flap-rate': { type: 'string' },
         duration: { type: 'string' },
         credentials: { type: 'string' },
+        'signing-key': { type: 'string' },
         verbose: { type: 'boolean', default: false },
         help: { type: 'boolean', default: false },
       },
@@ -80,6 +85,21 @@ const failRate = numberOption(values['fail-rate'], 'fail-rate', 0, 1) ?? 0;
 const downloadKbps = numberOption(values['download-kbps'], 'download-kbps', 0, 10_000_000) ?? 0;
 const flapRate = numberOption(values['flap-rate'], 'flap-rate', 0, 60) ?? 0;
 const duration = numberOption(values.duration, 'duration', 1, 365 * 24 * 3600);
+const signingKey = values['signing-key'] === undefined ? undefined : readSigningKey(values['signing-key']);
+
+function readSigningKey(file: string): ParsedSigningKey {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    fail(`--signing-key ${file} cannot be read (${(err as Error).message})`);
+  }
+  try {
+    return parseSigningKey(text);
+  } catch (err) {
+    fail(`--signing-key ${file}: ${(err as Error).message}`);
+  }
+}
 
 async function credentials() {
   if (values.claim) {
@@ -107,6 +127,7 @@ const line = (s: FleetStats) =>
 
 async function main(): Promise<void> {
   const devices = await credentials();
+  if (signingKey) console.log(`firmware signatures are checked with key ${signingKey.keyId}: unsigned or differently signed images fail with signature_invalid`);
   const fleet = new Fleet({
     devices,
     brokerUrl,
@@ -115,6 +136,7 @@ async function main(): Promise<void> {
     failRate,
     downloadKbps,
     flapRate,
+    ...(signingKey ? { signingKey: signingKey.key } : {}),
     ...(values.verbose ? { trace: (l: string) => console.log(l) } : {}),
   });
 

@@ -1,7 +1,9 @@
 import mqtt, { type MqttClient } from 'mqtt';
+import type { KeyObject } from 'node:crypto';
 import { topics } from '../../broker/src/protocol/topics';
 import { ConfigMessage, OtaCommand, parsePayload } from '../../broker/src/protocol/payloads';
 import type { OtaProgress } from '../../broker/src/protocol/payloads';
+import { decodeSignature, signingKeyId, verifyDigestSignature } from '../../api/src/domain/firmware/firmware-signature';
 import { downloadImage } from './image-download';
 import { pick, sleep } from './sim-helpers';
 
@@ -27,6 +29,12 @@ export interface SimulatedDeviceOptions {
   heartbeatQos?: 0 | 1;
   /** Probability (0..1) that an OTA update fails. Default 0. */
   failRate?: number;
+  /**
+   * The firmware signing public key (Ed25519) the module trusts (`--signing-key`). Set: every
+   * image must come with a signature by this key over its SHA-256 digest, or the update is
+   * reported `failed` with an error starting `signature_invalid`. Unset: no signature is checked.
+   */
+  signingKey?: KeyObject;
   /** Download speed in kilobits per second; 0 = as fast as possible. Default 0. */
   downloadKbps?: number;
   /** Probability per minute that the connection drops abruptly (the Last Will fires). Default 0. */
@@ -100,12 +108,14 @@ export class SimulatedDevice {
   private readonly awaitingAck = new WeakMap<MqttClient, Set<(acked: boolean) => void>>();
   private readonly random: () => number;
   private readonly ip: string;
+  private readonly trusted: { key: KeyObject; keyId: string } | null;
   private readonly startedAt = Date.now();
 
   constructor(private readonly options: SimulatedDeviceOptions) {
     this.serial = options.credentials.serial;
     this.firmware = options.firmware;
     this.random = options.random ?? Math.random;
+    this.trusted = options.signingKey ? { key: options.signingKey, keyId: signingKeyId(options.signingKey) } : null;
     this.ip = `10.${Math.floor(this.random() * 256)}.${Math.floor(this.random() * 256)}.${1 + Math.floor(this.random() * 254)}`;
   }
 
@@ -362,6 +372,8 @@ export class SimulatedDevice {
       return fail((err as Error).message);
     }
     if (digest !== command.sha256) return fail(`sha256 mismatch: expected ${command.sha256.slice(0, 12)}…, got ${digest.slice(0, 12)}…; image discarded`);
+    const untrusted = this.signatureProblem(command, digest);
+    if (untrusted) return fail(`signature_invalid: ${untrusted}; image discarded`);
     void this.report(job, 'installing', { progress: 0 });
     await sleep(100 + this.random() * 200);
     if (failAt === 'install') return fail(pick(INSTALL_ERRORS, this.random));
@@ -378,6 +390,19 @@ export class SimulatedDevice {
     void this.report(job, 'succeeded');
     this.outcomes.succeeded += 1;
     return 'succeeded';
+  }
+
+  /**
+   * Why the image must not be installed, or null: what docs/device-protocol.md "Signed firmware"
+   * asks of a module, so firmware engineers can watch the failure path against a real service.
+   */
+  private signatureProblem(command: OtaCommand, digest: string): string | null {
+    if (!this.trusted) return null;
+    if (command.signature === undefined || command.key_id === undefined) return 'the command carries no signature and this device installs signed images only';
+    if (command.key_id !== this.trusted.keyId) return `signed with key ${command.key_id}, this device trusts key ${this.trusted.keyId}`;
+    const signature = decodeSignature(command.signature);
+    if (!signature || !verifyDigestSignature({ sha256: digest, signature, key: this.trusted.key })) return `the signature does not verify with key ${this.trusted.keyId}`;
+    return null;
   }
 
   /** Disconnects cleanly, "boots" for a moment, and reconnects running `version`. */

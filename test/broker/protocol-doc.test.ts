@@ -33,5 +33,9 @@ describe('device protocol document', () => {
     expect(valid('ConfigMessage', { version: 7, config: { dim_level: 40 } })).toBe(true);
     expect(valid('ConfigReported', { version: 7 })).toBe(true);
     expect(valid('OtaCommand', { job_id: 'j', version: '1.5.0', url: 'https://x/fw', sha256: 'a'.repeat(64), size: 123456 })).toBe(true);
+    const signed = { job_id: 'j', version: '1.5.0', url: 'https://x/fw', sha256: 'a'.repeat(64), size: 123456, signature: `${'A'.repeat(86)}==`, key_id: '0123456789abcdef' };
+    expect(valid('OtaCommand', signed)).toBe(true);
+    expect(valid('OtaCommand', { ...signed, key_id: undefined })).toBe(false);
+    expect(valid('OtaCommand', { ...signed, signature: 'c2ln' })).toBe(false);
   });
 });

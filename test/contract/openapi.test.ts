@@ -1,5 +1,6 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { z } from 'zod';
+import { generateKeyPairSync } from 'node:crypto';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { ApiClient, type ApiResponse } from '../helpers/api-client';
@@ -175,5 +176,15 @@ describe('OpenAPI document matches the server', () => {
     for (const expected of ['post /devices/claim 201', 'post /devices/claim 422', 'get /devices 200', 'patch /devices/:serial 200', 'delete /devices/:serial 204', 'get /allocation 200']) {
       expect(checked).toContain(expected);
     }
+  });
+
+  it('firmware signing key answers validate (none, registered, refused)', async () => {
+    const api = account.api;
+    await call(api, 'get', '/firmware/signing-key');
+    const { publicKey } = generateKeyPairSync('ed25519');
+    await call(api, 'put', '/firmware/signing-key', { body: { public_key: publicKey.export({ type: 'spki', format: 'pem' }) } });
+    await call(api, 'put', '/firmware/signing-key', { body: { public_key: 'not a key' } }); // 422
+    await call(api, 'get', '/firmware/signing-key');
+    for (const expected of ['get /firmware/signing-key 200', 'put /firmware/signing-key 200', 'put /firmware/signing-key 422']) expect(checked).toContain(expected);
   });
 });

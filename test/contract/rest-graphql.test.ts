@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { gql } from '../graphql/graphql-client';
+import { newSigningKey, signFirmware } from '../ota/ota-helpers';
 
 /**
  * The shared contract (architecture.md rule 10): one scenario, driven once through REST and
@@ -20,6 +21,8 @@ interface Driver {
   update(serial: string, patch: { name?: string; dimLevel?: number; tags?: Record<string, string> }): Promise<Json>;
   allocation(): Promise<Json>;
   firmwareVersions(model: string): Promise<string[]>;
+  registerSigningKey(publicPem: string): Promise<Json>;
+  signedVersions(model: string): Promise<Json>;
   deploy(version: string, model: string): Promise<Json>;
   deployment(id: string): Promise<Json>;
   cancel(id: string): Promise<Json>;
@@ -68,6 +71,13 @@ function restDriver(account: TestAccount): Driver {
     },
     async firmwareVersions(model) {
       return (await api.get(`/api/v1/firmware/versions?model=${encodeURIComponent(model)}`)).body.versions.map((v: Json) => v.version);
+    },
+    async registerSigningKey(publicPem) {
+      const res = await api.request('PUT', '/api/v1/firmware/signing-key', { body: { public_key: publicPem } });
+      return res.status === 200 ? { current: res.body.signing_key.key_id, retired: res.body.retired_keys.map((k: Json) => k.key_id) } : failure(res.body.code);
+    },
+    async signedVersions(model) {
+      return (await api.get(`/api/v1/firmware/versions?model=${encodeURIComponent(model)}`)).body.versions.map((v: Json) => ({ version: v.version, signed: v.signed, keyId: v.key_id, signature: v.signature }));
     },
     async deploy(version, model) {
       const res = await api.post('/api/v1/firmware/deploy', { firmware_version: version, filter: { model } });
@@ -144,6 +154,13 @@ function graphqlDriver(server: TestServer, account: TestAccount): Driver {
     async firmwareVersions(model) {
       return (await run('query($model: String) { firmwareVersions(model: $model) { version } }', { model })).data.firmwareVersions.map((v: Json) => v.version);
     },
+    async registerSigningKey(publicPem) {
+      const r = await run('mutation($input: RegisterFirmwareSigningKeyInput!) { registerFirmwareSigningKey(input: $input) { current { keyId } retired { keyId } } }', { input: { publicKey: publicPem } });
+      return r.errors ? failure(r.errors[0]!.extensions.code) : { current: r.data.registerFirmwareSigningKey.current.keyId, retired: r.data.registerFirmwareSigningKey.retired.map((k: Json) => k.keyId) };
+    },
+    async signedVersions(model) {
+      return (await run('query($model: String) { firmwareVersions(model: $model) { version signed signingKeyId signature } }', { model })).data.firmwareVersions.map((v: Json) => ({ version: v.version, signed: v.signed, keyId: v.signingKeyId, signature: v.signature }));
+    },
     async deploy(version, model) {
       const r = await run(`mutation($input: DeployFirmwareInput!) { deployFirmware(input: $input) { ${DEPLOYMENT} } }`, { input: { firmwareVersion: version, filter: { model } } });
       return r.errors ? failure(r.errors[0]!.extensions.code) : { id: r.data.deployFirmware.id, ...deploymentOf(r.data.deployFirmware) };
@@ -173,13 +190,17 @@ function graphqlDriver(server: TestServer, account: TestAccount): Driver {
   };
 }
 
-async function uploadFirmware(server: TestServer, account: TestAccount, model: string, version: string): Promise<void> {
+/** One manufacturer's keys, registered by both accounts so both give the same key ids. */
+const SIGNING_KEYS = [newSigningKey(), newSigningKey()] as const;
+
+async function uploadFirmware(server: TestServer, account: TestAccount, model: string, version: string, signWith?: (typeof SIGNING_KEYS)[number]['privateKey']): Promise<void> {
   const form = new FormData();
   form.set('model', model);
   form.set('version', version);
   form.set('release_notes', `Release ${version}`);
   form.set('changelog', '- fixes');
   form.set('file', new Blob([Buffer.from(`firmware ${version}`)]), `fw-${version}.bin`);
+  if (signWith) form.set('signature', signFirmware(signWith, Buffer.from(`firmware ${version}`)));
   const res = await fetch(`${server.service.httpUrl}/api/v1/firmware/versions`, { method: 'POST', headers: { authorization: `Bearer ${account.apiKey}` }, body: form });
   expect(res.status, await res.clone().text()).toBe(201);
 }
@@ -219,6 +240,11 @@ async function scenario(server: TestServer, account: TestAccount, driver: Driver
   out.webhook = await driver.createWebhook('https://hooks.example.com/fleet', ['device.online', 'firmware.update.failed']);
   out.webhookBad = await driver.createWebhook('https://hooks.example.com/fleet', ['device.updated']);
   out.webhooks = await driver.webhooks();
+  out.signingKeyInvalid = await driver.registerSigningKey('not a key');
+  out.signingKey = await driver.registerSigningKey(SIGNING_KEYS[0].publicPem);
+  await uploadFirmware(server, account, 'LX-200', '2.0.0', SIGNING_KEYS[0].privateKey);
+  out.signingKeyRotated = await driver.registerSigningKey(SIGNING_KEYS[1].publicPem);
+  out.signedVersions = await driver.signedVersions('LX-200');
   return JSON.parse(JSON.stringify(out).replaceAll(`${prefix}-`, 'SN-'));
 }
 
@@ -245,6 +271,10 @@ describe('contract: the same scenario through REST and GraphQL gives the same re
     expect(viaRest.versions).toEqual(['1.10.0', '1.9.2', '1.0.0']);
     expect(viaRest.deploy).toMatchObject({ status: expect.any(String), targetCount: 3 });
     expect(viaRest.cancel.status).toBe('cancelled');
+    expect(viaRest.signingKeyInvalid.error).toBe('invalid_signing_key');
+    expect(viaRest.signingKeyRotated).toEqual({ current: SIGNING_KEYS[1].keyId, retired: [SIGNING_KEYS[0].keyId] });
+    expect(viaRest.signedVersions[0]).toMatchObject({ version: '2.0.0', signed: true, keyId: SIGNING_KEYS[0].keyId });
+    expect(viaRest.signedVersions[1]).toMatchObject({ version: '1.10.0', signed: false, keyId: null, signature: null });
     for (const step of Object.keys(viaRest)) expect(viaGraphql[step], step).toEqual(viaRest[step]);
   });
 });

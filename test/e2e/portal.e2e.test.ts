@@ -7,7 +7,7 @@ import { startTestServer, type TestServer, type TestAccount } from '../helpers/t
 import { buildModel, serials } from '../helpers/factories';
 import { claimForMqtt, type DeviceCreds } from '../helpers/mqtt';
 import { gql, login } from '../graphql/graphql-client';
-import { uploadFirmware } from '../ota/ota-helpers';
+import { newSigningKey, signFirmware, uploadFirmware } from '../ota/ota-helpers';
 import { SimulatedDevice } from '../../simulator/src/simulated-device';
 import { ensurePortalBuilt, hasChromium, launchBrowser, logIn, screenshot, skipReason, type Browser } from './browser';
 
@@ -312,6 +312,30 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
     await expect.poll(() => page.locator('dd[data-state="cancelled"]').textContent()).toBe('1');
   });
 
+  it('registers a firmware signing key in Settings, then uploads a signed version that Firmware > Versions shows as signed', async () => {
+    const key = newSigningKey();
+    await page.goto(`${base}/settings/firmware-signing`);
+    await page.getByText('No signing key registered').waitFor();
+    await page.getByLabel('Public key (PEM').fill(key.publicPem);
+    await page.getByRole('button', { name: 'Register key' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Register', exact: true }).click();
+    await expect.poll(() => page.getByTestId('signing-key-id').textContent()).toBe(key.keyId);
+    expect(await page.getByTestId('signing-key-current').textContent()).toContain('-----BEGIN PUBLIC KEY-----');
+
+    const bytes = randomBytes(32 * 1024);
+    await page.goto(`${base}/firmware?model=LX-200`);
+    await page.getByRole('button', { name: 'Upload a version' }).click();
+    await page.getByLabel('Version').fill('1.2.0');
+    await page.getByTestId('upload-file').setInputFiles({ name: 'lx200-1.2.0.bin', mimeType: 'application/octet-stream', buffer: bytes });
+    await page.getByLabel(`Signature (key ${key.keyId})`).fill(signFirmware(key.privateKey, bytes));
+    await page.getByRole('button', { name: 'Upload', exact: true }).click();
+    const versions = page.getByTestId('firmware-versions');
+    await expect.poll(() => versions.getByTestId('version-signature').first().textContent(), { timeout: 15_000 }).toBe(`signed with key ${key.keyId}`);
+    expect(await versions.getByTestId('version-signed').count()).toBe(1);
+    // The versions uploaded before the key are marked, so nobody mistakes them for signed ones.
+    expect(await versions.getByTestId('version-unsigned').count()).toBe(2);
+  });
+
   it('a viewer sees everything but cannot change anything, and the API refuses anyway', async () => {
     // The admin invites the viewer in Settings > Users.
     await page.goto(`${base}/settings/users`);
@@ -339,6 +363,9 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
     await page.goto(`${base}/settings/api-keys`);
     await page.getByTestId('api-keys-table').waitFor();
     expect(await page.getByRole('button', { name: 'Create key' }).count()).toBe(0);
+    await page.goto(`${base}/settings/firmware-signing`);
+    await page.getByTestId('signing-key-id').waitFor();
+    expect(await page.getByRole('button', { name: 'Register key' }).count()).toBe(0);
 
     // The server refuses too, even with the viewer's valid CSRF token.
     const refused = await page.evaluate(async () => {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { gql, login } from './graphql-client';
+import { newSigningKey, uploadFirmware } from '../ota/ota-helpers';
 
 const DEVICE_FIELDS = 'id serial name model firmware status lastSeen ip connectivity tags claimedAt update { state } config { desired { heartbeatIntervalS dimLevel timezone maintenanceWindow { start end } } desiredVersion reported { dimLevel } reportedVersion inSync }';
 
@@ -148,6 +149,30 @@ describe('GraphQL over HTTP', () => {
       const res = await gql(url, `mutation { ${mutation} }`, { apiKey: viewerKey });
       expect(res.body.errors[0].extensions.code, mutation).toBe('forbidden');
     }
+  });
+
+  it('registers the firmware signing key (admins only) and shows versions as signed with their key id, per account', async () => {
+    // An account of its own: this file's main key is close to its rate limit by the end.
+    const signer = await server.createAccount();
+    await signer.api.post('/api/v1/models', { name: 'LX-200' });
+    const viewerKey = (await signer.api.post('/api/v1/api-keys', { name: 'ro', role: 'viewer' })).body.secret as string;
+    const KEYS = '{ firmwareSigningKeys { current { keyId algorithm publicKey createdAt retiredAt } retired { keyId retiredAt } } }';
+    const REGISTER = 'mutation($input: RegisterFirmwareSigningKeyInput!) { registerFirmwareSigningKey(input: $input) { current { keyId } retired { keyId } } }';
+    expect((await gql(url, KEYS, { apiKey: signer.apiKey })).body.data.firmwareSigningKeys).toEqual({ current: null, retired: [] });
+    const key = newSigningKey();
+    const refused = await gql(url, REGISTER, { apiKey: viewerKey, variables: { input: { publicKey: key.publicPem } } });
+    expect(refused.body.errors[0].extensions.code).toBe('forbidden');
+    const invalid = await gql(url, REGISTER, { apiKey: signer.apiKey, variables: { input: { publicKey: 'not a key' } } });
+    expect(invalid.body.errors[0].extensions).toMatchObject({ code: 'invalid_signing_key', status: 422 });
+    const registered = await gql(url, REGISTER, { apiKey: signer.apiKey, variables: { input: { publicKey: key.publicPem } } });
+    expect(registered.body.data.registerFirmwareSigningKey).toEqual({ current: { keyId: key.keyId }, retired: [] });
+    const shown = await gql(url, KEYS, { apiKey: viewerKey });
+    expect(shown.body.data.firmwareSigningKeys.current).toMatchObject({ keyId: key.keyId, algorithm: 'ed25519', publicKey: key.publicPem, retiredAt: null });
+    expect((await gql(url, KEYS, { apiKey: other.apiKey })).body.data.firmwareSigningKeys).toEqual({ current: null, retired: [] });
+
+    await uploadFirmware(signer, { model: 'LX-200', version: '1.0.0', signature: key.privateKey, expectStatus: 201 });
+    const versions = await gql(url, '{ firmwareVersions(model: "LX-200") { version signed signingKeyId signature } }', { apiKey: viewerKey });
+    expect(versions.body.data.firmwareVersions).toEqual([{ version: '1.0.0', signed: true, signingKeyId: key.keyId, signature: expect.stringMatching(/^[A-Za-z0-9+/]{86}==$/) }]);
   });
 
   it('accepts the portal session cookie; mutations need the CSRF token', async () => {

@@ -1,11 +1,21 @@
 import { expect } from 'vitest';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
 import type { TestAccount } from '../helpers/test-server';
 
 /** Uploads a firmware binary through the multipart API; returns the record and the bytes. */
 export async function uploadFirmware(
   account: TestAccount,
-  input: { model: string; version: string; bytes?: Buffer; releaseNotes?: string; expectStatus?: number },
+  input: {
+    model: string;
+    version: string;
+    bytes?: Buffer;
+    releaseNotes?: string;
+    expectStatus?: number;
+    /** The `signature` form field (base64), or a key to sign the bytes with. */
+    signature?: string | KeyObject;
+    /** Put the signature after the file part (multipart fields may come in any order). */
+    signatureAfterFile?: boolean;
+  },
   // Test bodies are asserted field by field.
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
 ): Promise<{ status: number; body: any; bytes: Buffer }> {
@@ -15,13 +25,26 @@ export async function uploadFirmware(
   form.append('version', input.version);
   form.append('release_notes', input.releaseNotes ?? `Release ${input.version}`);
   form.append('changelog', `- changes in ${input.version}`);
+  const signature = typeof input.signature === 'object' ? signFirmware(input.signature, bytes) : input.signature;
+  if (signature !== undefined && !input.signatureAfterFile) form.append('signature', signature);
   form.append('file', new Blob([new Uint8Array(bytes)]), `fw-${input.version}.bin`);
+  if (signature !== undefined && input.signatureAfterFile) form.append('signature', signature);
   const res = await account.api.request('POST', '/api/v1/firmware/versions', { rawBody: form });
   if (input.expectStatus !== undefined) expect(res.status, JSON.stringify(res.body)).toBe(input.expectStatus);
   return { status: res.status, body: res.body, bytes };
 }
 
 export const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
+
+/** A manufacturer's Ed25519 signing key: the private half stays here, `publicPem` is what the service gets. */
+export function newSigningKey(): { privateKey: KeyObject; publicKey: KeyObject; publicPem: string; keyId: string } {
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  const der = publicKey.export({ type: 'spki', format: 'der' });
+  return { privateKey, publicKey, publicPem: String(publicKey.export({ type: 'spki', format: 'pem' })), keyId: createHash('sha256').update(der).digest('hex').slice(0, 16) };
+}
+
+/** base64 Ed25519 signature over the raw 32-byte SHA-256 digest of the image, as `openssl pkeyutl -sign -rawin` makes it. */
+export const signFirmware = (privateKey: KeyObject, bytes: Buffer): string => sign(null, createHash('sha256').update(bytes).digest(), privateKey).toString('base64');
 
 import type { TestServer } from '../helpers/test-server';
 import { SimulatedDevice, type SimulatedDeviceOptions } from '../../simulator/src/simulated-device';

@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import fs from 'node:fs';
+import { createHash, generateKeyPairSync } from 'node:crypto';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { buildFirmwareVersion, buildModel } from '../helpers/factories';
 
@@ -66,6 +67,25 @@ describe('simulator command line', () => {
     expect(res.out).toMatch(/VERB-000001 <- CONNACK/);
     expect(res.out).toMatch(/VERB-000001 -> devices\/VERB-000001\/heartbeat \{"firmware":"1.0.0"/);
     expect(res.out).toMatch(/VERB-000001 <- devices\/VERB-000001\/config \{"version":/);
+  });
+
+  it('--signing-key checks images with the key it names, and refuses a file that is not an Ed25519 public key', async () => {
+    const { publicKey } = generateKeyPairSync('ed25519');
+    const keyFile = path.join(dir, 'signing-key.pub.pem');
+    fs.writeFileSync(keyFile, publicKey.export({ type: 'spki', format: 'pem' }));
+    const keyId = createHash('sha256').update(publicKey.export({ type: 'spki', format: 'der' })).digest('hex').slice(0, 16);
+    const common = ['--count', '1', '--broker-url', server.service.mqttUrl!, '--api-url', server.service.httpUrl, '--api-key', account.apiKey, '--model', 'Luma-100', '--firmware', '1.0.0', '--heartbeat-s', '0.5'];
+    const ok = await run([...common, '--claim', '--serial-prefix', 'SIGNKEY', '--signing-key', keyFile, '--duration', '2']);
+    expect(ok.code, ok.err).toBe(0);
+    expect(ok.out).toContain(`firmware signatures are checked with key ${keyId}`);
+    const rsaFile = path.join(dir, 'rsa.pub.pem');
+    fs.writeFileSync(rsaFile, generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'pem' }));
+    const rsa = await run([...common, '--signing-key', rsaFile]);
+    expect(rsa.code).toBe(2);
+    expect(rsa.err).toContain('Expected an Ed25519 key');
+    const missing = await run([...common, '--signing-key', path.join(dir, 'nope.pem')]);
+    expect(missing.code).toBe(2);
+    expect(missing.err).toContain('cannot be read');
   });
 
   it('refuses bad arguments with a message and the usage', async () => {

@@ -3,7 +3,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import fs from 'node:fs';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { buildFirmwareVersion, buildModel } from '../helpers/factories';
@@ -202,6 +202,32 @@ describe('simulator engine', () => {
     expect(failed.error).toMatch(/sha256 mismatch/);
     expect(progress.filter((p) => p.serial === 'SHA-000001').map((p) => p.report.state)).not.toContain('installing');
     expect(fleet.devices[0]!.firmware).toBe('1.0.0');
+  });
+
+  it('with a signing key, installs an image signed by it and reports signature_invalid for a forged or missing signature', async () => {
+    const trusted = generateKeyPairSync('ed25519');
+    const other = generateKeyPairSync('ed25519');
+    const keyId = createHash('sha256').update(trusted.publicKey.export({ type: 'spki', format: 'der' })).digest('hex').slice(0, 16);
+    const digest = createHash('sha256').update(image).digest();
+    const fleet = await newFleet('SIGNED', 3, { signingKey: trusted.publicKey });
+    await fleet.start();
+    await expect.poll(() => fleet.devices.every((d) => ready.has(d.serial))).toBe(true);
+    const command = (n: number) => ({ job_id: `6b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a0${n}`, version: '1.3.0', url: `${filesUrl}/fw.bin`, sha256, size: image.length });
+    const [good, forged, missing] = fleet.devices as [(typeof fleet.devices)[0], (typeof fleet.devices)[0], (typeof fleet.devices)[0]];
+    await server.service.services.gateway.publishOta(good.serial, { ...command(1), signature: sign(null, digest, trusted.privateKey).toString('base64'), key_id: keyId });
+    // Names the trusted key but was made by another one: only the verification can tell.
+    await server.service.services.gateway.publishOta(forged.serial, { ...command(2), signature: sign(null, digest, other.privateKey).toString('base64'), key_id: keyId });
+    await server.service.services.gateway.publishOta(missing.serial, command(3));
+    await expect.poll(() => good.outcomes.succeeded, { timeout: 10_000 }).toBe(1);
+    expect(good.firmware).toBe('1.3.0');
+    await expect.poll(() => forged.outcomes.failed + missing.outcomes.failed, { timeout: 10_000 }).toBe(2);
+    const failure = (serial: string) => progress.find((p) => p.serial === serial && p.report.state === 'failed')?.report.error;
+    await expect.poll(() => failure(forged.serial)).toMatch(/^signature_invalid: the signature does not verify with key [0-9a-f]{16}/);
+    await expect.poll(() => failure(missing.serial)).toMatch(/^signature_invalid: the command carries no signature/);
+    for (const d of [forged, missing]) {
+      expect(d.firmware).toBe('1.0.0');
+      expect(progress.filter((p) => p.serial === d.serial).map((p) => p.report.state)).not.toContain('installing');
+    }
   });
 
   it('fails at the requested rate with realistic errors, rolling back when the new image does not boot', async () => {

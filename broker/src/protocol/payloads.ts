@@ -65,7 +65,11 @@ export const ConfigReported = z
   .meta({ id: 'ConfigReported', description: 'devices/{serial}/config/reported: the configuration version the device applied.' });
 export type ConfigReported = z.infer<typeof ConfigReported>;
 
-/** Service to device (strict: the service never sends anything else). */
+/**
+ * Service to device (strict: the service never sends anything else). `signature` and `key_id`
+ * come together, with every command of a version uploaded signed (docs/device-protocol.md
+ * "Signed firmware"); versions uploaded before the account registered a key have neither.
+ */
 export const OtaCommand = z
   .strictObject({
     job_id: z.string().min(1).max(64),
@@ -73,8 +77,24 @@ export const OtaCommand = z
     url: z.url({ protocol: /^https?$/ }),
     sha256: z.string().regex(/^[0-9a-f]{64}$/),
     size: z.number().int().min(0),
+    signature: z
+      .string()
+      .regex(/^[A-Za-z0-9+/]{86}==$/)
+      .optional()
+      .meta({ description: 'base64 Ed25519 signature (64 bytes) over the raw 32-byte SHA-256 digest of the image.' }),
+    key_id: z
+      .string()
+      .regex(/^[0-9a-f]{16}$/)
+      .optional()
+      .meta({ description: 'The signing key: first 16 hex digits of SHA-256 over the public key in SPKI DER form.' }),
   })
-  .meta({ id: 'OtaCommand', description: 'devices/{serial}/ota: install this firmware (download, verify sha256, install, reboot).' });
+  .refine((c) => (c.signature === undefined) === (c.key_id === undefined), { message: 'signature and key_id come together', path: ['key_id'] })
+  .meta({
+    id: 'OtaCommand',
+    description: 'devices/{serial}/ota: install this firmware (download, verify sha256 and the signature when there is one, install, reboot).',
+    // The refinement above, for readers of the JSON Schema (zod does not translate refinements).
+    dependentRequired: { signature: ['key_id'], key_id: ['signature'] },
+  });
 export type OtaCommand = z.infer<typeof OtaCommand>;
 
 export const ConfigMessage = z

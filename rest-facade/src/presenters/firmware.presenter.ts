@@ -1,4 +1,5 @@
 import type { FirmwareVersion } from '../../../api/src/domain/firmware/firmware.service';
+import type { SigningKey, SigningKeys } from '../../../api/src/domain/firmware/signing-key.service';
 import type { Deployment, DeviceUpdateView } from '../../../api/src/domain/deployments/deployment-types';
 
 export const presentFirmwareVersion = (v: FirmwareVersion) => ({
@@ -10,7 +11,23 @@ export const presentFirmwareVersion = (v: FirmwareVersion) => ({
   size: v.size,
   sha256: v.sha256,
   file_available: v.fileAvailable,
+  signed: v.signed,
+  key_id: v.signingKeyId,
+  signature: v.signature,
   created_at: v.createdAt,
+});
+
+const presentSigningKey = (k: SigningKey) => ({
+  key_id: k.keyId,
+  algorithm: k.algorithm,
+  public_key: k.publicKey,
+  created_at: k.createdAt,
+  retired_at: k.retiredAt,
+});
+
+export const presentSigningKeys = (keys: SigningKeys) => ({
+  signing_key: keys.current ? presentSigningKey(keys.current) : null,
+  retired_keys: keys.retired.map(presentSigningKey),
 });
 
 export const presentDeployment = (d: Deployment) => ({

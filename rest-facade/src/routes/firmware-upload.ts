@@ -4,14 +4,16 @@ import type { Readable } from 'node:stream';
 import { DomainError } from '../../../api/src/domain/shared/errors';
 import type { StoredTemp } from '../../../api/src/domain/firmware/firmware-storage';
 
-const ALLOWED_FIELDS = new Set(['model', 'version', 'release_notes', 'changelog']);
+const ALLOWED_FIELDS = new Set(['model', 'version', 'release_notes', 'changelog', 'signature']);
 /** Room for the text fields and multipart framing on top of the binary. */
 const FORM_OVERHEAD_BYTES = 1024 * 1024;
 
 /**
  * The multipart adapter of POST /firmware/versions: text fields are collected, the one `file`
  * part is handed as a stream to `receive` (the FirmwareService writes it to disk while hashing),
- * so the binary is never held in memory. Any failure removes the received file.
+ * so the binary is never held in memory. Any failure removes the received file. Fields are only
+ * collected here, whatever their place in the form: the service checks them (the signature
+ * against the file's digest included) once the whole form was read.
  */
 export async function readFirmwareUpload(
   req: Request,
@@ -60,7 +62,7 @@ export async function readFirmwareUpload(
       void finish();
     };
     parser.on('field', (name, value, info) => {
-      if (!ALLOWED_FIELDS.has(name)) return fail(new DomainError('validation_failed', `Unknown form field "${name}".`, { errors: [{ field: name, message: 'is not a field of this form (model, version, release_notes, changelog, file)' }] }));
+      if (!ALLOWED_FIELDS.has(name)) return fail(new DomainError('validation_failed', `Unknown form field "${name}".`, { errors: [{ field: name, message: 'is not a field of this form (model, version, release_notes, changelog, signature, file)' }] }));
       if (info.valueTruncated) return fail(new DomainError('payload_too_large', `The form field "${name}" is too long.`));
       if (name in fields) return fail(new DomainError('validation_failed', `The form field "${name}" is given twice.`, { errors: [{ field: name, message: 'is given twice' }] }));
       fields[name] = value;

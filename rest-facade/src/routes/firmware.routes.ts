@@ -4,20 +4,24 @@ import type { Services } from '../../../api/src/services';
 import { DeployInput } from '../../../api/src/domain/deployments/deployment.service';
 import { requireAdmin } from '../../../api/src/domain/shared/actor';
 import { IdParams } from '../schemas/common';
-import { DeployAcceptedSchema, DeployDryRunSchema, FirmwareVersionSchema, ListFirmwareQuery } from '../schemas/firmware.schema';
-import { presentDeployment, presentFirmwareVersion } from '../presenters/firmware.presenter';
+import { RegisterSigningKeyInput } from '../../../api/src/domain/firmware/signing-key.service';
+import { DeployAcceptedSchema, DeployDryRunSchema, FirmwareUploadForm, FirmwareVersionSchema, ListFirmwareQuery, SigningKeysSchema } from '../schemas/firmware.schema';
+import { presentDeployment, presentFirmwareVersion, presentSigningKeys } from '../presenters/firmware.presenter';
 import { readFirmwareUpload } from './firmware-upload';
 
-/** Firmware versions (upload, list, delete the binary) and deploy (docs/ota.md). */
+/** Firmware versions (upload, list, delete the binary), the signing key (docs/signed-firmware.md) and deploy (docs/ota.md). */
 export function firmwareRoutes(services: Services): RouteDef[] {
   return [
     {
       method: 'post',
       path: '/firmware/versions',
       operationId: 'uploadFirmwareVersion',
-      summary: 'Upload a firmware version (multipart/form-data: model, version, release_notes, changelog, file). 409 when the model has that version (1.4 = 1.4.0), 413 past MAX_FIRMWARE_BYTES',
+      summary:
+        'Upload a firmware version (multipart/form-data: model, version, release_notes, changelog, signature, file). 409 when the model has that version (1.4 = 1.4.0), 413 past MAX_FIRMWARE_BYTES, ' +
+        '422 signature_invalid when a signing key is registered and the signature is missing or does not verify (nothing is stored)',
       tag: 'Firmware',
       requestContentType: 'multipart/form-data',
+      requestSchema: FirmwareUploadForm,
       responses: { 201: { description: 'Stored; sha256 and size computed by the service', schema: z.object({ firmware_version: FirmwareVersionSchema }) } },
       handler: async ({ actor, req }) => {
         requireAdmin(actor);
@@ -29,6 +33,27 @@ export function firmwareRoutes(services: Services): RouteDef[] {
         const created = await services.firmware.create(actor, { fields: upload.fields as never, file: upload.file });
         return { status: 201, body: { firmware_version: presentFirmwareVersion(created) } };
       },
+    },
+    {
+      method: 'get',
+      path: '/firmware/signing-key',
+      operationId: 'getFirmwareSigningKey',
+      summary: 'The Ed25519 public key firmware uploads must be signed with (null when none is registered), and the keys it replaced',
+      tag: 'Firmware',
+      responses: { 200: { description: 'The current key and the retired ones', schema: SigningKeysSchema } },
+      handler: async ({ actor }) => ({ status: 200, body: presentSigningKeys(await services.signingKeys.get(actor)) }),
+    },
+    {
+      method: 'put',
+      path: '/firmware/signing-key',
+      operationId: 'registerFirmwareSigningKey',
+      summary:
+        'Register the public half of the firmware signing key (PEM SPKI, Ed25519; admin). A new key rotates: the old one is retired, versions it signed stay valid. ' +
+        '422 invalid_signing_key for anything else (a private key included)',
+      tag: 'Firmware',
+      body: RegisterSigningKeyInput,
+      responses: { 200: { description: 'Registered: uploads must now be signed with this key', schema: SigningKeysSchema } },
+      handler: async ({ actor, body }) => ({ status: 200, body: presentSigningKeys(await services.signingKeys.register(actor, body)) }),
     },
     {
       method: 'get',

@@ -12,6 +12,8 @@ export interface Candidate extends UpdateRef {
   sha256: string;
   size: number | string;
   storage_key: string | null;
+  signature: string | null;
+  signing_key_id: string | null;
 }
 
 /**
@@ -53,7 +55,7 @@ export async function lockDispatchPage(
   const rows = (await trx.raw(
     `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.firmware_version_id,
             CASE WHEN d.firmware IS NULL THEN NULL ELSE d.firmware_key END AS firmware_key, d.connectivity, ${input.withConfig ? 'd.desired_config' : 'NULL AS desired_config'}, ${input.withTags ? 'd.tags' : 'NULL AS tags'},
-            f.sha256, f.size, f.storage_key
+            f.sha256, f.size, f.storage_key, f.signature, f.signing_key_id
        FROM device_updates u
        JOIN devices d ON d.id = u.device_id
        JOIN firmware_versions f ON f.id = u.firmware_version_id

@@ -13,6 +13,9 @@ export interface CommandRow {
   size: number | string;
   /** The binary's key in firmware storage (warmed before the commands go out). */
   storage_key?: string | null;
+  /** The version's signature and key id (both null when it was uploaded unsigned). */
+  signature?: string | null;
+  signing_key_id?: string | null;
 }
 
 /**
@@ -107,7 +110,8 @@ export class OtaCommandPublisher {
         timer = setTimeout(() => reject(new Error(`broker did not take the command within ${this.publishTimeoutMs} ms`)), this.publishTimeoutMs);
         timer.unref();
       });
-      await Promise.race([this.deps.gateway.publishOta(r.serial, { job_id: r.id, version: r.target_version, url, sha256: r.sha256, size: Number(r.size) }), gaveUp]);
+      const signed = r.signature && r.signing_key_id ? { signature: r.signature, key_id: r.signing_key_id } : {};
+      await Promise.race([this.deps.gateway.publishOta(r.serial, { job_id: r.id, version: r.target_version, url, sha256: r.sha256, size: Number(r.size), ...signed }), gaveUp]);
       this.deps.onPublished?.();
     } catch (err) {
       this.deps.logger.warn({ err, serial: r.serial, jobId: r.id }, 'OTA publish failed; will re-send');

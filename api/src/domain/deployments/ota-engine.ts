@@ -313,7 +313,7 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     const accountOf = new Map(items.map((i) => [i.deviceId, i.accountId]));
     const active = ((await knex.raw(
       `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.firmware_version_id, u.state,
-              f.sha256, f.size, f.storage_key
+              f.sha256, f.size, f.storage_key, f.signature, f.signing_key_id
          FROM device_updates u JOIN devices d ON d.id = u.device_id JOIN firmware_versions f ON f.id = u.firmware_version_id
         WHERE u.device_id = ANY(?::uuid[]) AND u.state IN (${ACTIVE_SQL})`,
       [ids],

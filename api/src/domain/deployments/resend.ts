@@ -10,7 +10,7 @@ type ResendDeps = Pick<ServiceDeps, 'knex' | 'clock'>;
 export async function staleSentCommands(deps: ResendDeps, resendAfterMs: number): Promise<Candidate[]> {
   const before = new Date(deps.clock.now().getTime() - resendAfterMs);
   return (await deps.knex.raw(
-    `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.firmware_version_id, f.sha256, f.size, f.storage_key
+    `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.firmware_version_id, f.sha256, f.size, f.storage_key, f.signature, f.signing_key_id
        FROM device_updates u JOIN devices d ON d.id = u.device_id JOIN firmware_versions f ON f.id = u.firmware_version_id
       WHERE u.state = 'sent' AND u.sent_at < ? AND d.connectivity = 'online' LIMIT 5000`,
     [before],

@@ -10,6 +10,10 @@ export interface OtaCommand {
   url: string;
   sha256: string;
   size: number;
+  /** base64 Ed25519 signature over the image's SHA-256 digest; only for versions uploaded signed. */
+  signature?: string;
+  /** The key that made `signature` (sent with it). */
+  key_id?: string;
 }
 
 /** What a device reports on `devices/{serial}/ota/progress`. */

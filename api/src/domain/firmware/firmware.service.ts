@@ -7,12 +7,16 @@ import { isUuid, newId } from '../shared/ids';
 import { requireVersion, versionKey } from '../shared/version';
 import type { ModelService } from '../models/model.service';
 import type { FirmwareStorage, StoredTemp } from './firmware-storage';
+import type { SigningKeyService } from './signing-key.service';
+import { decodeSignature, verifyDigestSignature } from './firmware-signature';
 
 export const UploadFirmwareFields = z.strictObject({
   model: z.string().min(1).max(64),
   version: z.string().min(1).max(64),
   release_notes: z.string().max(64 * 1024).default(''),
   changelog: z.string().max(256 * 1024).default(''),
+  /** base64 Ed25519 signature over the binary's 32-byte SHA-256 digest; required once the account registered a signing key. */
+  signature: z.string().optional(),
 });
 export type UploadFirmwareFields = z.input<typeof UploadFirmwareFields>;
 
@@ -27,6 +31,12 @@ export interface FirmwareVersion {
   sha256: string;
   /** False once the binary was deleted (the record stays: rollbacks can say the file is gone). */
   fileAvailable: boolean;
+  /** Uploaded with a signature that verified with the account's signing key of the time. */
+  signed: boolean;
+  /** base64 Ed25519 signature over the SHA-256 digest; null when unsigned. */
+  signature: string | null;
+  /** The key it was signed with (retired keys stay valid for what they signed). */
+  signingKeyId: string | null;
   createdAt: string;
 }
 
@@ -42,6 +52,8 @@ export interface FirmwareRow {
   size: number | string;
   sha256: string;
   storage_key: string | null;
+  signature: string | null;
+  signing_key_id: string | null;
   created_at: Date;
 }
 
@@ -55,6 +67,9 @@ export const toFirmwareVersion = (row: FirmwareRow): FirmwareVersion => ({
   size: Number(row.size),
   sha256: row.sha256,
   fileAvailable: row.storage_key !== null,
+  signed: row.signature !== null,
+  signature: row.signature,
+  signingKeyId: row.signing_key_id,
   createdAt: new Date(row.created_at).toISOString(),
 });
 
@@ -64,7 +79,7 @@ const ACTIVE = ['queued', 'sent', 'downloading', 'installing', 'rebooting'];
 export class FirmwareService {
   constructor(
     private readonly deps: ServiceDeps,
-    private readonly area: { models: ModelService; storage: FirmwareStorage; maxFirmwareBytes: number },
+    private readonly area: { models: ModelService; storage: FirmwareStorage; signingKeys: SigningKeyService; maxFirmwareBytes: number },
   ) {}
 
   get maxFirmwareBytes(): number {
@@ -87,8 +102,10 @@ export class FirmwareService {
 
   /**
    * Step 2: validates the fields and records the version; the temp file becomes its binary.
-   * 422 unknown_model / invalid_version, 409 already_exists (`1.4` and `1.4.0` are the same version).
-   * The temp file is removed whenever this throws.
+   * 422 unknown_model / invalid_version, 409 already_exists (`1.4` and `1.4.0` are the same version),
+   * 422 signature_invalid (see `verifySignature`). The temp file is removed whenever this throws.
+   * The signature is checked only here, once the whole form was read, so the form field may
+   * come before or after the file part.
    */
   async create(actor: Actor, input: { fields: UploadFirmwareFields; file: StoredTemp | null }): Promise<FirmwareVersion> {
     const { file } = input;
@@ -106,6 +123,8 @@ export class FirmwareService {
       const key = versionKey(fields.version);
       const existing = await this.deps.knex('firmware_versions').where({ model_id: model.id, version_key: key }).first('version');
       if (existing) throw alreadyExists(fields.version, model.name, (existing as { version: string }).version);
+      // After the cheap field checks, so a mistyped model or version is reported as such.
+      const signed = await this.verifySignature(actor, { sha256: file.sha256, signature: fields.signature });
       const id = newId();
       const storageKey = await this.area.storage.commit(file, id);
       const row = {
@@ -119,6 +138,8 @@ export class FirmwareService {
         size: file.size,
         sha256: file.sha256,
         storage_key: storageKey,
+        signature: signed?.signature ?? null,
+        signing_key_id: signed?.keyId ?? null,
         created_at: this.deps.clock.now(),
       };
       try {
@@ -133,6 +154,30 @@ export class FirmwareService {
       if (file) await this.area.storage.discard(file);
       throw error;
     }
+  }
+
+  /**
+   * With a signing key registered, the upload must carry a valid signature by it: 422
+   * signature_invalid when it is missing, malformed or does not verify. Without one, uploads
+   * stay unsigned, and a signature is refused rather than dropped: storing the version unsigned
+   * would let devices that require signatures fail in the field instead of here.
+   */
+  private async verifySignature(actor: Actor, input: { sha256: string; signature: string | undefined }): Promise<{ keyId: string; signature: string } | null> {
+    const current = await this.area.signingKeys.currentKey({ accountId: actor.accountId });
+    const given = input.signature?.trim() ? input.signature : undefined;
+    if (!current) {
+      if (given === undefined) return null;
+      throw signatureInvalid('No firmware signing key is registered for this account: register its public key (PUT /api/v1/firmware/signing-key) or upload without a signature.');
+    }
+    if (given === undefined) {
+      throw signatureInvalid(`Firmware of this account must be signed: send the form field "signature" (base64 Ed25519 signature over the file's SHA-256 digest, key ${current.keyId}).`);
+    }
+    const signature = decodeSignature(given);
+    if (!signature) throw signatureInvalid('The signature is not a base64 Ed25519 signature (64 bytes).');
+    if (!verifyDigestSignature({ sha256: input.sha256, signature, key: current.key })) {
+      throw signatureInvalid(`The signature does not verify with the account's signing key ${current.keyId} over the SHA-256 digest of this file (${input.sha256}).`);
+    }
+    return { keyId: current.keyId, signature: signature.toString('base64') };
   }
 
   /** Newest version first (by version, not by upload time); optionally one model. */
@@ -182,6 +227,10 @@ export class FirmwareService {
     if (storageKey) await this.area.storage.remove(storageKey);
     return toFirmwareVersion(row);
   }
+}
+
+function signatureInvalid(message: string): DomainError {
+  return new DomainError('signature_invalid', message, { errors: [{ field: 'signature', message }] });
 }
 
 function alreadyExists(version: string, model: string, existing: string): DomainError {

@@ -13,6 +13,10 @@ export const ERROR_CODES = {
   budget_exceeded: 422,
   version_not_found: 422,
   firmware_file_missing: 422,
+  /** A firmware signing key that is not a PEM SPKI Ed25519 public key (or is a private key). */
+  invalid_signing_key: 422,
+  /** A firmware upload whose signature is missing, malformed or does not verify with the account's key. */
+  signature_invalid: 422,
   /** A firmware download link that expired, or whose job finished or file was deleted. */
   gone: 410,
   range_not_satisfiable: 416,

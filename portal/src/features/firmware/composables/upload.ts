@@ -6,6 +6,8 @@ export interface UploadFields {
   version: string;
   releaseNotes: string;
   changelog: string;
+  /** base64 Ed25519 signature over the file's SHA-256 digest; empty when the account signs nothing. */
+  signature: string;
   file: File;
 }
 
@@ -21,6 +23,7 @@ export function uploadFirmware(fields: UploadFields, onProgress: (percent: numbe
     body.append('version', fields.version);
     body.append('release_notes', fields.releaseNotes);
     body.append('changelog', fields.changelog);
+    if (fields.signature.trim()) body.append('signature', fields.signature.trim());
     body.append('file', fields.file, fields.file.name);
     xhr.open('POST', '/api/v1/firmware/versions');
     xhr.setRequestHeader('x-csrf-token', session.csrfToken);

@@ -9,6 +9,9 @@ export interface FirmwareVersion {
   changelog: string;
   size: number;
   sha256: string;
+  /** Uploaded with a signature by the account's signing key of the time. */
+  signed: boolean;
+  signingKeyId: string | null;
   createdAt: string;
 }
 
@@ -21,7 +24,8 @@ export interface Model {
 export const FIRMWARE_PAGE = gql`
   query FirmwarePage {
     models { id name description }
-    firmwareVersions { id model version releaseNotes changelog size sha256 createdAt }
+    firmwareVersions { id model version releaseNotes changelog size sha256 signed signingKeyId createdAt }
+    firmwareSigningKeys { current { keyId } }
   }
 `;
 

@@ -66,3 +66,21 @@ export interface User {
 }
 export const USERS = gql`query Users { users { id email role createdAt } }`;
 export const CREATE_USER = gql`mutation CreateUser($input: CreateUserInput!) { createUser(input: $input) { id email role createdAt } }`;
+
+export interface FirmwareSigningKey {
+  keyId: string;
+  algorithm: string;
+  publicKey: string;
+  createdAt: string;
+  retiredAt: string | null;
+}
+export interface FirmwareSigningKeys {
+  current: FirmwareSigningKey | null;
+  retired: FirmwareSigningKey[];
+}
+const SIGNING_KEY_FIELDS = 'keyId algorithm publicKey createdAt retiredAt';
+const SIGNING_KEYS_FIELDS = `current { ${SIGNING_KEY_FIELDS} } retired { ${SIGNING_KEY_FIELDS} }`;
+export const FIRMWARE_SIGNING_KEYS = gql`query FirmwareSigningKeys { firmwareSigningKeys { ${SIGNING_KEYS_FIELDS} } }`;
+export const REGISTER_FIRMWARE_SIGNING_KEY = gql`
+  mutation RegisterFirmwareSigningKey($input: RegisterFirmwareSigningKeyInput!) { registerFirmwareSigningKey(input: $input) { ${SIGNING_KEYS_FIELDS} } }
+`;

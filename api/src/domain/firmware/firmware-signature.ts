@@ -1,0 +1,81 @@
+import { createHash, createPublicKey, verify, type KeyObject } from 'node:crypto';
+import { DomainError } from '../shared/errors';
+
+/**
+ * Ed25519 firmware signatures (docs/signed-firmware.md, docs/device-protocol.md "Signed
+ * firmware"). The signed message is the raw 32-byte SHA-256 digest of the image, not the image:
+ * a module verifies after hashing the download it already hashes for `sha256`, without holding
+ * the image in RAM, and `openssl pkeyutl -sign -rawin` signs the digest file as it is.
+ *
+ * Pure functions with no service around them: the service, the simulator and the tests verify
+ * the same way a device does.
+ */
+
+/** An Ed25519 signature is 64 bytes: 88 base64 characters with padding. */
+const SIGNATURE_BYTES = 64;
+const PUBLIC_KEY_PEM = /^-----BEGIN PUBLIC KEY-----\r?\n[A-Za-z0-9+/=\r\n]+-----END PUBLIC KEY-----$/;
+const PRIVATE_KEY_PEM = /-----BEGIN [A-Z ]*PRIVATE KEY-----/;
+/** base64 (standard alphabet), padding optional: what `openssl base64 -A` and `base64 -w0` print. */
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+
+export interface ParsedSigningKey {
+  /** First 16 hex digits of SHA-256 over the key's SPKI DER: the `key_id` of OTA commands. */
+  keyId: string;
+  /** The key in canonical PEM (SPKI), as stored and shown. */
+  pem: string;
+  key: KeyObject;
+}
+
+/**
+ * The key id a device can compute from the public key it embeds, so it never needs a table
+ * from us to pick the right key: 16 hex digits (64 bits) tell a manufacturer's few keys apart.
+ */
+export function signingKeyId(key: KeyObject): string {
+  return createHash('sha256').update(key.export({ type: 'spki', format: 'der' })).digest('hex').slice(0, 16);
+}
+
+/**
+ * Parses a PEM SPKI Ed25519 public key, or throws 422 `invalid_signing_key` saying what is
+ * wrong. A private key is refused outright, although Node would derive the public half from
+ * it: it must never have reached the service, and accepting it would hide that mistake.
+ */
+export function parseSigningKey(text: string): ParsedSigningKey {
+  const pem = text.trim();
+  if (PRIVATE_KEY_PEM.test(pem)) {
+    throw invalidKey('This is a private key. Keep it offline and send only its public half (openssl pkey -in key.pem -pubout).');
+  }
+  if (!PUBLIC_KEY_PEM.test(pem)) {
+    throw invalidKey('Expected a PEM public key: "-----BEGIN PUBLIC KEY-----" ... "-----END PUBLIC KEY-----" (SubjectPublicKeyInfo).');
+  }
+  let key: KeyObject;
+  try {
+    key = createPublicKey({ key: pem, format: 'pem' });
+  } catch {
+    throw invalidKey('The PEM public key could not be read.');
+  }
+  if (key.asymmetricKeyType !== 'ed25519') {
+    throw invalidKey(`Expected an Ed25519 key (openssl genpkey -algorithm ed25519), got ${key.asymmetricKeyType ?? 'an unknown type'}.`);
+  }
+  return { keyId: signingKeyId(key), pem: String(key.export({ type: 'spki', format: 'pem' })), key };
+}
+
+/** The 64 signature bytes of a base64 text (whitespace ignored), or null when it cannot be one. */
+export function decodeSignature(text: string): Buffer | null {
+  const compact = text.replace(/\s+/g, '');
+  if (!BASE64.test(compact)) return null;
+  const bytes = Buffer.from(compact, 'base64');
+  // Node's decoder skips what it cannot read; re-encoding tells a real 64-byte value apart.
+  if (bytes.length !== SIGNATURE_BYTES || bytes.toString('base64').replace(/=+$/, '') !== compact.replace(/=+$/, '')) return null;
+  return bytes;
+}
+
+/** True when `signature` is the key's Ed25519 signature over the 32 digest bytes (hex `sha256`). */
+export function verifyDigestSignature(input: { sha256: string; signature: Buffer; key: KeyObject }): boolean {
+  const digest = Buffer.from(input.sha256, 'hex');
+  if (digest.length !== 32) return false;
+  return verify(null, digest, input.key, input.signature);
+}
+
+function invalidKey(message: string): DomainError {
+  return new DomainError('invalid_signing_key', message, { errors: [{ field: 'public_key', message }] });
+}
