@@ -460,9 +460,23 @@ export class DeviceBroker implements DeviceGateway {
     callback(null, { ...sub, qos: Math.min(sub.qos, MAX_GRANTED_QOS) as Subscription['qos'] });
   }
 
-  /** Delivery guard: a device only ever receives its own `ota` and `config` (live, retained or queued). */
+  /**
+   * Delivery guard: a device only ever receives its own `ota` and `config` (live, retained or
+   * queued), and no OTA command before its connection is ready.
+   */
   private authorizeForward<P extends PublishPacket>(client: Client, packet: P): P | null {
-    const serial = this.connections.get(client)?.session.serial;
+    const conn = this.connections.get(client);
+    const serial = conn?.session.serial;
+    if (serial !== undefined && conn && !conn.ready && packet.topic === topics.ota(serial)) {
+      // Aedes replays a persistent session's queued QoS 1 messages while the connection is being
+      // set up (before clientReady): a command stored there and never delivered (its publisher
+      // was killed between storing and sending it, or the device was away) would reach the
+      // device after it carried the job out meanwhile, typically right after the reboot that
+      // finished it. Refused here, Aedes removes it from the session; what the device still has
+      // to do the OTA engine sends again from PostgreSQL once it has heard from the device.
+      this.options.logger.debug({ serial }, 'OTA command replayed from the stored session dropped');
+      return null;
+    }
     if (serial !== undefined && mayReceive(serial, packet.topic)) return packet;
     this.options.metrics.mqttAuthorizationDenied.inc({ action: 'forward' });
     this.logDrop(serial ?? client.id, 'acl-forward', { topic: packet.topic.slice(0, 200) }, 'delivery outside the device\'s own topics refused');

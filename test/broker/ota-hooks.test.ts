@@ -1,6 +1,7 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
-import { claimForMqtt, connectDevice, heartbeat, type DeviceCreds } from '../helpers/mqtt';
+import mqtt from 'mqtt';
+import { claimForMqtt, connectDevice, deviceOptions, heartbeat, type DeviceCreds } from '../helpers/mqtt';
 import { topics } from '../../broker/src/protocol/topics';
 import type { OtaDeviceListener } from '../../api/src/domain/devices/device-gateway';
 
@@ -41,6 +42,24 @@ describe('OTA hooks of the broker', () => {
     await server.service.services.gateway.publishOta('OTA-1', { job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0', url: 'http://127.0.0.1/fw', sha256: 'a'.repeat(64), size: 10 });
     await expect.poll(() => received.length).toBe(1);
     expect(JSON.parse(received[0]!)).toMatchObject({ job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0' });
+    await again.endAsync();
+  });
+
+  it('does not replay an OTA command that waited in the persistent session (the engine sends again what is still due)', async () => {
+    const dev = await connectDevice(server.service.mqttUrl!, creds);
+    await dev.subscribeAsync(topics.ota('OTA-1'), { qos: 1 });
+    await dev.endAsync();
+    await server.service.services.gateway.publishOta('OTA-1', { job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0', url: 'http://127.0.0.1/fw', sha256: 'a'.repeat(64), size: 10 });
+    const received: string[] = [];
+    const again = mqtt.connect(server.service.mqttUrl!, deviceOptions(creds));
+    again.on('message', (topic) => received.push(topic));
+    await new Promise<void>((resolve) => again.once('connect', () => resolve()));
+    await expect.poll(() => server.service.services.gateway.isConnected('OTA-1')).toBe(true);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(received.filter((t) => t === topics.ota('OTA-1'))).toEqual([]);
+    // Live commands still arrive once the connection is ready.
+    await server.service.services.gateway.publishOta('OTA-1', { job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0', url: 'http://127.0.0.1/fw', sha256: 'a'.repeat(64), size: 10 });
+    await expect.poll(() => received.filter((t) => t === topics.ota('OTA-1')).length).toBe(1);
     await again.endAsync();
   });
 
