@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import mqtt, { type MqttClient } from 'mqtt';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startTestServer, type TestAccount, type TestServer } from '../helpers/test-server';
@@ -14,8 +14,10 @@ type Creds = { serial: string; username: string; password: string };
 /**
  * A device whose connection died mid-update (the process holding it was killed, its Wi-Fi
  * dropped) carries on, and on its next connection says where it stands: first the report it
- * kept, then a heartbeat. Whatever reaches that connection must not be a job it already
- * finished, such as a copy of the command left in its persistent session.
+ * kept, then a heartbeat. Whatever reaches that connection in the meantime must not be a job it
+ * already finished: not a copy of the command left in its persistent session, not the re-send
+ * for a (re)connected device, not the sweep's re-send of a stale command. The device's reports
+ * are made slow to store here, the window in which those used to slip through.
  */
 describe('OTA: a finished job is not sent again when its device comes back', { timeout: 90_000 }, () => {
   const clock = new ManualClock('2026-03-02T10:00:00Z');
@@ -31,6 +33,7 @@ describe('OTA: a finished job is not sent again when its device comes back', { t
     await buildModel(a, 'LX-200');
     for (const v of ['1.0.0', '2.0.0']) await uploadFirmware(a, { model: 'LX-200', version: v, bytes: Buffer.alloc(2000, v), expectStatus: 201 });
   }, 60_000);
+  afterEach(() => server.service.services.otaListener.set(ota()));
   afterAll(async () => {
     await Promise.all(clients.map((c) => c.endAsync(true).catch(() => undefined)));
     await server?.close();
@@ -71,6 +74,20 @@ describe('OTA: a finished job is not sent again when its device comes back', { t
     return { c, dev, id, job: dev.commands[0]! };
   };
 
+  /** The engine stores progress reports `ms` late (a busy engine; the broker acknowledges them only once stored). */
+  const slowReports = (ms: number) => {
+    const engine = ota();
+    server.service.services.otaListener.set({
+      onDeviceReady: (input) => engine.onDeviceReady(input),
+      onDeviceHeard: (input) => engine.onDeviceHeard(input),
+      onFirmwareReported: (reports) => engine.onFirmwareReported(reports),
+      onProgress: async (input) => {
+        await sleep(ms);
+        await engine.onProgress(input);
+      },
+    });
+  };
+
   /** Whatever the service was going to send has been sent and delivered. */
   const quiet = async () => {
     await ota().idle();
@@ -92,6 +109,36 @@ describe('OTA: a finished job is not sent again when its device comes back', { t
     await beat(back.client, 'RP-1', '2.0.0');
     await report(back.client, 'RP-1', { job_id: job, state: 'succeeded' });
     await expect.poll(() => stateOf(id, 'RP-1'), poll).toBe('succeeded');
+    await quiet();
+    expect(back.commands).toEqual([]);
+  });
+
+  it('the re-send to a device that came back waits for the report it kept: a job it gave up on meanwhile is not sent again', async () => {
+    const { c, dev, id, job } = await commanded('RR-1');
+    // The connection dies before any report of this job was stored; the download fails meanwhile.
+    dev.client.end(true);
+    slowReports(500);
+    const back = await open(c);
+    void report(back.client, 'RR-1', { job_id: job, state: 'failed', error: 'download broken: connection reset' });
+    void beat(back.client, 'RR-1', '1.0.0');
+    await expect.poll(() => stateOf(id, 'RR-1'), poll).toBe('failed');
+    await quiet();
+    expect(back.commands).toEqual([]);
+  });
+
+  it('the sweep does not re-send a stale command to a device that came back with its report still being stored', async () => {
+    const { c, dev, id, job } = await commanded('SW-1');
+    dev.client.end(true);
+    // Unanswered for longer than OTA_RESEND_AFTER_S: the sweep's re-send applies.
+    clock.advance(61_000);
+    slowReports(1500);
+    const back = await open(c);
+    void report(back.client, 'SW-1', { job_id: job, state: 'failed', error: 'download broken: connection reset' });
+    await beat(back.client, 'SW-1', '1.0.0');
+    await expect.poll(async () => (await a.api.get('/api/v1/devices/SW-1')).body.connectivity, poll).toBe('online');
+    expect(await stateOf(id, 'SW-1')).toBe('sent');
+    await ota().sweep();
+    await expect.poll(() => stateOf(id, 'SW-1'), poll).toBe('failed');
     await quiet();
     expect(back.commands).toEqual([]);
   });
