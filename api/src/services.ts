@@ -67,14 +67,15 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) 
   const firmware = new FirmwareService(deps, { models, storage: firmwareStorage, signingKeys, maxFirmwareBytes: options.firmware?.maxFirmwareBytes ?? 256 * 1024 * 1024 });
   const downloadLinks = new DownloadLinkSigner(options.serverSecret?.key('firmware-downloads') ?? randomBytes(32));
   const firmwareDownloads = new FirmwareDownloads(deps, { links: downloadLinks });
-  const ota = new OtaEngine(deps, { gateway, links: downloadLinks, warmFirmware: (key, size) => firmwareStorage.warm(key, size), ...(options.firmware?.engine ? { options: options.firmware.engine } : {}), ...(options.firmware?.metrics ? { metrics: options.firmware.metrics } : {}) });
+  const nodeId = options.brokerNodeId ?? newId();
+  const ota = new OtaEngine(deps, { gateway, links: downloadLinks, nodeId, warmFirmware: (key, size) => firmwareStorage.warm(key, size), ...(options.firmware?.engine ? { options: options.firmware.engine } : {}), ...(options.firmware?.metrics ? { metrics: options.firmware.metrics } : {}) });
   const deployments = new DeploymentService(deps, { models, engine: ota });
   // Claims schedule their firmware through the deployment service (a deployment of kind `claim`).
   const claims = new ClaimService(deps, { models, allocation, firmware: deployments, onClaimed: (accountId) => devices.forgetCounts(accountId) });
   // Device gateway (broker): password checks, presence, heartbeats and applied configuration (batched).
   // The OTA engine registers itself with `otaListener.set(...)` to hear about devices.
   const deviceAuth = new DeviceAuthService(deps);
-  const presence = new PresenceService(deps, options.brokerNodeId ?? newId());
+  const presence = new PresenceService(deps, nodeId);
   const otaListener = new OtaListenerRef();
   otaListener.set(ota);
   const retention = new RetentionService(deps, options.retention ?? DEFAULT_RETENTION);

@@ -25,7 +25,7 @@ import { LogThrottle } from './log-throttle';
 import { guardPacketSize, MAX_MQTT_PACKET_BYTES } from './packet-size-guard';
 import { createIndexedMemoryPersistence } from './retained-index';
 import { DELIVERY_CONCURRENCY, PUBLISH_WINDOW } from './broker-limits';
-import { ReadyNotifier } from './ready-notifier';
+import { ReadyNotifier, type ReadyDevice } from './ready-notifier';
 import { forgetDevice } from './forget-device';
 
 export interface DeviceBrokerOptions {
@@ -59,6 +59,15 @@ interface Connection {
   subscribedOta: boolean;
   ready: boolean;
   keepaliveTimedOut: boolean;
+  /** The OTA engine was told the device is ready (its `ota` subscription is in place). */
+  otaReady: boolean;
+  /** What the first heartbeat on this connection said the device runs. */
+  firstFirmware: string | null;
+  /** Settles once every progress report received so far on this connection is stored (or refused). */
+  reportsStored: Promise<unknown> | null;
+  /** onDeviceHeard is on its way (`heardSent` once it went out). */
+  heardQueued: boolean;
+  heardSent: boolean;
 }
 
 /**
@@ -87,12 +96,14 @@ export class DeviceBroker implements DeviceGateway {
   /** Device publishes already handled in `authorizePublish`: not routed (consumeDeviceReports). */
   private readonly consumed = new WeakSet<PublishPacket>();
   private readonly ready: ReadyNotifier;
+  private readonly heard: ReadyNotifier<ReadyDevice & { firmware: string }>;
 
   private constructor(
     private readonly aedes: Aedes,
     private readonly options: DeviceBrokerOptions,
   ) {
-    this.ready = new ReadyNotifier(options.otaListener, options.logger);
+    this.ready = new ReadyNotifier(options.otaListener, options.logger, (listener, device) => listener.onDeviceReady(device));
+    this.heard = new ReadyNotifier(options.otaListener, options.logger, (listener, device) => listener.onDeviceHeard(device), 'device heard');
     this.ingest = new HeartbeatIngest({
       presence: options.presence,
       clock: options.clock,
@@ -236,6 +247,7 @@ export class DeviceBroker implements DeviceGateway {
     if (this.closed) return;
     this.closed = true;
     this.ready.close();
+    this.heard.close();
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     await this.sweeping;
     const listenersClosed = Promise.all(this.listeners.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
@@ -289,6 +301,11 @@ export class DeviceBroker implements DeviceGateway {
 
   isConnected(serial: string): boolean {
     return this.current.has(serial);
+  }
+
+  heardSinceConnect(serial: string): boolean {
+    const client = this.current.get(serial);
+    return client !== undefined && this.connections.get(client)?.heardSent === true;
   }
 
   readonly publishWindow = PUBLISH_WINDOW;
@@ -348,7 +365,7 @@ export class DeviceBroker implements DeviceGateway {
   }
 
   private onAuthenticated(client: Client, session: DeviceSession): void {
-    this.connections.set(client, { session, flood: new FloodGuard(), subscribedOta: false, ready: false, keepaliveTimedOut: false });
+    this.connections.set(client, { session, flood: new FloodGuard(), subscribedOta: false, ready: false, keepaliveTimedOut: false, otaReady: false, firstFirmware: null, reportsStored: null, heardQueued: false, heardSent: false });
     const existing = this.clientById(session.serial);
     if (existing && existing !== client) this.takingOver.set(session.serial, client);
   }
@@ -407,7 +424,30 @@ export class DeviceBroker implements DeviceGateway {
 
   private notifyReady(conn: Connection): void {
     const { accountId, deviceId, serial } = conn.session;
+    conn.otaReady = true;
     this.ready.notify({ accountId, deviceId, serial });
+    this.notifyHeard(conn);
+  }
+
+  /**
+   * Once per connection, when the device is ready and its first heartbeat arrived (whichever
+   * comes last), and the progress reports it sent before that heartbeat are stored: only then
+   * may the OTA engine re-send what the device has still not answered. A device back from a
+   * killed process or a reboot sends the report it kept right after its CONNACK, before its
+   * heartbeat; a re-send decided before that report is stored reaches it after it finished the
+   * job (test/ota/ota-finished-not-resent.test.ts).
+   */
+  private notifyHeard(conn: Connection): void {
+    if (conn.heardQueued || !conn.otaReady || conn.firstFirmware === null) return;
+    conn.heardQueued = true;
+    const { accountId, deviceId, serial } = conn.session;
+    const firmware = conn.firstFirmware;
+    void Promise.resolve(conn.reportsStored).then(() => {
+      const client = this.current.get(serial);
+      if (this.closed || !client || this.connections.get(client) !== conn) return;
+      conn.heardSent = true;
+      this.heard.notify({ accountId, deviceId, serial, firmware });
+    });
   }
 
   private authorizePublish(client: Client | null, packet: PublishPacket, callback: (error?: Error | null) => void): void {
@@ -457,7 +497,14 @@ export class DeviceBroker implements DeviceGateway {
       metrics.mqttMessagesDropped.inc({ kind, reason: result.reason });
       this.logDrop(serial, 'malformed', { kind, reason: result.reason, bytes: (packet.payload as Buffer).length }, 'malformed device message dropped');
     }
+    // A device's messages right after its CONNACK may be handled before Aedes marks it connected
+    // (isWill is then true): the first heartbeat counts all the same.
+    if (result.ok && result.firmware !== undefined && conn.firstFirmware === null) {
+      conn.firstFirmware = result.firmware;
+      this.notifyHeard(conn);
+    }
     if (!result.ok || !result.applied) return callback(null);
+    conn.reportsStored = Promise.allSettled([conn.reportsStored, result.applied]).then(() => undefined);
     // No PUBACK for a message the service could not store: the connection closes and the device
     // sends it again on its next one.
     result.applied.then(
@@ -482,9 +529,23 @@ export class DeviceBroker implements DeviceGateway {
     callback(null, { ...sub, qos: Math.min(sub.qos, MAX_GRANTED_QOS) as Subscription['qos'] });
   }
 
-  /** Delivery guard: a device only ever receives its own `ota` and `config` (live, retained or queued). */
+  /**
+   * Delivery guard: a device only ever receives its own `ota` and `config` (live, retained or
+   * queued), and no OTA command before its connection is ready.
+   */
   private authorizeForward<P extends PublishPacket>(client: Client, packet: P): P | null {
-    const serial = this.connections.get(client)?.session.serial;
+    const conn = this.connections.get(client);
+    const serial = conn?.session.serial;
+    if (serial !== undefined && conn && !conn.ready && packet.topic === topics.ota(serial)) {
+      // Aedes replays a persistent session's queued QoS 1 messages while the connection is being
+      // set up (before clientReady): a command stored there and never delivered (its publisher
+      // was killed between storing and sending it, or the device was away) would reach the
+      // device after it carried the job out meanwhile, typically right after the reboot that
+      // finished it. Refused here, Aedes removes it from the session; what the device still has
+      // to do the OTA engine sends again from PostgreSQL once it has heard from the device.
+      this.options.logger.debug({ serial }, 'OTA command replayed from the stored session dropped');
+      return null;
+    }
     if (serial !== undefined && mayReceive(serial, packet.topic)) return packet;
     this.options.metrics.mqttAuthorizationDenied.inc({ action: 'forward' });
     this.logDrop(serial ?? client.id, 'acl-forward', { topic: packet.topic.slice(0, 200) }, 'delivery outside the device\'s own topics refused');

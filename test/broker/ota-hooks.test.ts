@@ -1,10 +1,11 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
-import { claimForMqtt, connectDevice, heartbeat, type DeviceCreds } from '../helpers/mqtt';
+import mqtt from 'mqtt';
+import { claimForMqtt, connectDevice, deviceOptions, heartbeat, type DeviceCreds } from '../helpers/mqtt';
 import { topics } from '../../broker/src/protocol/topics';
 import type { OtaDeviceListener } from '../../api/src/domain/devices/device-gateway';
 
-/** The hooks the OTA engine plugs into: device ready, progress reports, firmware reports; and OTA delivery. */
+/** The hooks the OTA engine plugs into: device ready and heard, progress reports, firmware reports; and OTA delivery. */
 describe('OTA hooks of the broker', () => {
   let server: TestServer;
   let account: TestAccount;
@@ -12,6 +13,7 @@ describe('OTA hooks of the broker', () => {
   const calls: Array<{ kind: string; input: unknown }> = [];
   const listener: OtaDeviceListener = {
     onDeviceReady: async (input) => void calls.push({ kind: 'ready', input }),
+    onDeviceHeard: async (input) => void calls.push({ kind: 'heard', input }),
     onProgress: async (input) => void calls.push({ kind: 'progress', input }),
     onFirmwareReported: async (input) => void calls.push({ kind: 'firmware', input }),
   };
@@ -41,6 +43,54 @@ describe('OTA hooks of the broker', () => {
     await server.service.services.gateway.publishOta('OTA-1', { job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0', url: 'http://127.0.0.1/fw', sha256: 'a'.repeat(64), size: 10 });
     await expect.poll(() => received.length).toBe(1);
     expect(JSON.parse(received[0]!)).toMatchObject({ job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0' });
+    await again.endAsync();
+  });
+
+  it('hears a device once per connection: ready, its first heartbeat in, and the reports it sent before that heartbeat stored', async () => {
+    const JOB = '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11';
+    let store: () => void = () => undefined;
+    server.service.services.otaListener.set({ ...listener, onProgress: () => new Promise<void>((resolve) => (store = resolve)) });
+    const gateway = server.service.services.gateway;
+    const heard = () => calls.filter((c) => c.kind === 'heard');
+    const before = heard().length;
+    try {
+      const dev = await connectDevice(server.service.mqttUrl!, creds);
+      await dev.subscribeAsync(topics.ota('OTA-1'), { qos: 1 });
+      // The report it kept while it was away comes first; the engine is slow to store it.
+      void dev.publishAsync(topics.otaProgress('OTA-1'), JSON.stringify({ job_id: JOB, state: 'failed', error: 'download broken' }), { qos: 1 });
+      await dev.publishAsync(topics.heartbeat('OTA-1'), heartbeat({ firmware: '1.0.0' }), { qos: 1 });
+      await new Promise((r) => setTimeout(r, 300));
+      expect(heard()).toHaveLength(before);
+      expect(gateway.heardSinceConnect('OTA-1')).toBe(false);
+      store();
+      await expect.poll(() => heard().length).toBe(before + 1);
+      expect(heard().at(-1)!.input).toMatchObject({ serial: 'OTA-1', accountId: account.accountId, firmware: '1.0.0' });
+      expect(gateway.heardSinceConnect('OTA-1')).toBe(true);
+      await dev.publishAsync(topics.heartbeat('OTA-1'), heartbeat({ firmware: '1.0.0' }), { qos: 1 });
+      await new Promise((r) => setTimeout(r, 100));
+      expect(heard()).toHaveLength(before + 1);
+      await dev.endAsync();
+      expect(gateway.heardSinceConnect('OTA-1')).toBe(false);
+    } finally {
+      server.service.services.otaListener.set(listener);
+    }
+  });
+
+  it('does not replay an OTA command that waited in the persistent session (the engine sends again what is still due)', async () => {
+    const dev = await connectDevice(server.service.mqttUrl!, creds);
+    await dev.subscribeAsync(topics.ota('OTA-1'), { qos: 1 });
+    await dev.endAsync();
+    await server.service.services.gateway.publishOta('OTA-1', { job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0', url: 'http://127.0.0.1/fw', sha256: 'a'.repeat(64), size: 10 });
+    const received: string[] = [];
+    const again = mqtt.connect(server.service.mqttUrl!, deviceOptions(creds));
+    again.on('message', (topic) => received.push(topic));
+    await new Promise<void>((resolve) => again.once('connect', () => resolve()));
+    await expect.poll(() => server.service.services.gateway.isConnected('OTA-1')).toBe(true);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(received.filter((t) => t === topics.ota('OTA-1'))).toEqual([]);
+    // Live commands still arrive once the connection is ready.
+    await server.service.services.gateway.publishOta('OTA-1', { job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0', url: 'http://127.0.0.1/fw', sha256: 'a'.repeat(64), size: 10 });
+    await expect.poll(() => received.filter((t) => t === topics.ota('OTA-1')).length).toBe(1);
     await again.endAsync();
   });
 

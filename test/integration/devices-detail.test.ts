@@ -19,6 +19,9 @@ class RecordingGateway implements DeviceGateway {
   isConnected() {
     return false;
   }
+  heardSinceConnect() {
+    return false;
+  }
   readonly publishWindow = 10;
 }
 

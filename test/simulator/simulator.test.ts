@@ -30,6 +30,7 @@ describe('simulator engine', () => {
     await buildFirmwareVersion(server, { accountId: account.accountId, model: 'Luma-100', version: '1.0.0' });
     server.service.services.otaListener.set({
       onDeviceReady: async ({ serial }) => void ready.add(serial),
+      onDeviceHeard: async () => undefined,
       onProgress: async ({ serial, report }) => void progress.push({ serial, report }),
       onFirmwareReported: async () => undefined,
     });
@@ -167,6 +168,7 @@ describe('simulator engine', () => {
     let refused = 0;
     server.service.services.otaListener.set({
       onDeviceReady: async ({ serial }) => void ready.add(serial),
+      onDeviceHeard: async () => undefined,
       onFirmwareReported: async () => undefined,
       onProgress: async ({ serial, report }) => {
         // The first `failed` cannot be stored (database away): the broker closes the connection.
@@ -184,6 +186,7 @@ describe('simulator engine', () => {
     } finally {
       server.service.services.otaListener.set({
         onDeviceReady: async ({ serial }) => void ready.add(serial),
+      onDeviceHeard: async () => undefined,
         onProgress: async ({ serial, report }) => void progress.push({ serial, report }),
         onFirmwareReported: async () => undefined,
       });

@@ -18,7 +18,9 @@ export type DropReason = 'too_large' | 'not_json' | 'invalid' | 'rate_limited';
 /**
  * `applied`: the message is acknowledged (PUBACK) only once this settles, and the connection is
  * closed instead when it fails, so a device keeps and re-sends what the service did not store.
+ * `firmware`: what a heartbeat says the device runs (its first on a connection lets the OTA
+ * engine re-send an unanswered command).
  */
-export type HandlerResult = { ok: true; applied?: Promise<void> } | { ok: false; reason: DropReason };
+export type HandlerResult = { ok: true; applied?: Promise<void>; firmware?: string } | { ok: false; reason: DropReason };
 
 export type TopicHandler = (ctx: HandlerContext, session: DeviceSession, payload: Buffer) => HandlerResult;

@@ -6,5 +6,5 @@ export const handleHeartbeat: TopicHandler = (ctx, session, payload) => {
   const parsed = parsePayload(Heartbeat, payload);
   if (!parsed.ok) return parsed;
   ctx.ingest.heartbeat(session.deviceId, parsed.value);
-  return { ok: true };
+  return { ok: true, firmware: parsed.value.firmware };
 };

@@ -16,7 +16,7 @@ import type { DeploymentChangeListener } from './deployment.service';
 import { OtaCommandPublisher } from './ota-command-publisher';
 import { retryingTransaction } from './retrying-transaction';
 import { lockDispatchPage, type Candidate } from './dispatch-page';
-import { keepStillSent, staleSentCommands } from './resend';
+import { keepStillSent, staleSentCommands, unansweredCommands } from './resend';
 
 /** Engine timing; every value configurable (config.ts OTA_* variables, tests pass small ones). */
 export interface OtaEngineOptions {
@@ -73,6 +73,7 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
   private sweeping: Promise<void> | null = null;
   /** A connect storm or a burst of reports becomes a few batched transactions, not one each. */
   private readonly readyQueue = new BatchQueue<{ accountId: string; deviceId: string }>((items) => this.devicesReady(items), { delayMs: 20, maxBatch: 1000 });
+  private readonly heardQueue = new BatchQueue<{ accountId: string; deviceId: string; firmware: string }>((items) => this.devicesHeard(items), { delayMs: 20, maxBatch: 1000 });
   private readonly progressQueue = new BatchQueue<ProgressItem>((items) => this.progressBatch(items), { delayMs: 10, maxBatch: 1000 });
 
   private readonly deps: ServiceDeps;
@@ -86,6 +87,8 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
       options?: Partial<OtaEngineOptions>;
       /** Firmware binaries loaded before their commands go out (FirmwareStorage.warm). */
       warmFirmware?: (storageKey: string, size: number) => Promise<void>;
+      /** This process's `devices.broker_node`: the sweep re-sends only to devices connected here. */
+      nodeId?: string;
     },
   ) {
     // The engine's transactions touch devices rows that the heartbeat flush updates in batches
@@ -154,6 +157,11 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     await this.track(this.readyQueue.add({ accountId: input.accountId, deviceId: input.deviceId }));
   }
 
+  async onDeviceHeard(input: { accountId: string; deviceId: string; serial: string; firmware: string }): Promise<void> {
+    if (this.stopped) return;
+    await this.track(this.heardQueue.add({ accountId: input.accountId, deviceId: input.deviceId, firmware: input.firmware }));
+  }
+
   /**
    * Resolves once the report is stored (or judged: unknown and late jobs are ignored), rejects
    * when it could not be: the broker acknowledges the device's message only then.
@@ -214,9 +222,15 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     await this.resendStale();
   }
 
-  /** `sent` commands nobody answered (lost publish, crash between commit and publish): same job again. */
+  /**
+   * `sent` commands nobody answered (lost publish, crash between commit and publish): same job
+   * again, to devices on this process that it has heard from since they connected. A device that
+   * just came back may have finished the job while away, its report on its way; one held by a
+   * dead process would find the command in its session after the reboot that finished it. Both
+   * get it from onDeviceHeard when it is still due.
+   */
   private async resendStale(): Promise<void> {
-    const rows = await staleSentCommands(this.deps, this.options.resendAfterMs);
+    const rows = (await staleSentCommands(this.deps, this.options.resendAfterMs, this.area.nodeId)).filter((r) => this.area.gateway.heardSinceConnect(r.serial));
     if (rows.length > 0) await this.commands.publish(await keepStillSent(this.deps, rows));
   }
 
@@ -306,25 +320,30 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
 
   // ---- device events
 
-  /** Devices that connected and subscribed: re-send `sent` commands, dispatch queued ones, health gate. */
+  /** Devices that connected and subscribed: dispatch their queued updates, health gate. */
   private async devicesReady(items: Array<{ accountId: string; deviceId: string }>): Promise<void> {
     const { knex } = this.deps;
     const ids = [...new Set(items.map((i) => i.deviceId))];
     const accountOf = new Map(items.map((i) => [i.deviceId, i.accountId]));
-    const active = ((await knex.raw(
-      `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.firmware_version_id, u.state,
-              f.sha256, f.size, f.storage_key, f.signature, f.signing_key_id
-         FROM device_updates u JOIN devices d ON d.id = u.device_id JOIN firmware_versions f ON f.id = u.firmware_version_id
-        WHERE u.device_id = ANY(?::uuid[]) AND u.state IN (${ACTIVE_SQL})`,
+    const queued = ((await knex.raw(
+      `SELECT u.device_id, u.account_id, u.deployment_id FROM device_updates u WHERE u.device_id = ANY(?::uuid[]) AND u.state = 'queued'`,
       [ids],
-    )).rows as Array<Candidate & { state: UpdateState }>).filter((r) => accountOf.get(r.device_id) === r.account_id);
-    // The connect/subscribe race: the first publish may have found no subscription. Same job id.
-    const resend = active.filter((r) => r.state === 'sent');
-    if (resend.length > 0) await this.commands.publish(await keepStillSent(this.deps, resend));
+    )).rows as Array<{ device_id: string; account_id: string; deployment_id: string }>).filter((r) => accountOf.get(r.device_id) === r.account_id);
     const queuedByDeployment = new Map<string, string[]>();
-    for (const r of active) if (r.state === 'queued') queuedByDeployment.set(r.deployment_id, [...(queuedByDeployment.get(r.deployment_id) ?? []), r.device_id]);
+    for (const r of queued) queuedByDeployment.set(r.deployment_id, [...(queuedByDeployment.get(r.deployment_id) ?? []), r.device_id]);
     for (const [deploymentId, deviceIds] of queuedByDeployment) await this.dispatch({ deploymentId, readyDeviceIds: deviceIds });
     await this.healthGate(ids);
+  }
+
+  /**
+   * Devices heard since they (re)connected, their earlier reports stored: a `sent` command still
+   * unanswered is published again (same job id; its first publish may have raced the
+   * subscription, or been lost with a process). Not one whose target the device's heartbeat
+   * already shows: the heartbeat completes that update.
+   */
+  private async devicesHeard(items: Array<{ accountId: string; deviceId: string; firmware: string }>): Promise<void> {
+    const rows = await unansweredCommands(this.deps, items);
+    if (rows.length > 0) await this.commands.publish(await keepStillSent(this.deps, rows));
   }
 
   private async healthGate(deviceIds: string[]): Promise<void> {

@@ -40,6 +40,11 @@ export interface DeviceGateway {
   /** Connected to this process. */
   isConnected(serial: string): boolean;
   /**
+   * Connected to this process and heard since it connected (OtaDeviceListener.onDeviceHeard went
+   * out): what it reports from now on follows whatever it did while it was away.
+   */
+  heardSinceConnect(serial: string): boolean;
+  /**
    * Publishes a sender may keep in flight at once without a queue building up inside the
    * broker (below its delivery concurrency).
    */
@@ -51,8 +56,15 @@ export const DEFAULT_PUBLISH_WINDOW = 100;
 
 /** Implemented by the OTA engine: what the broker tells it about devices. */
 export interface OtaDeviceListener {
-  /** The device is connected and subscribed to its `ota` topic: queued or `sent` commands go out now. */
+  /** The device is connected and subscribed to its `ota` topic: queued commands go out now. */
   onDeviceReady(input: { accountId: string; deviceId: string; serial: string }): Promise<void>;
+  /**
+   * Once per connection, after onDeviceReady: the device's first heartbeat on it arrived, and
+   * every progress report it sent before that heartbeat (the one it kept while it was away comes
+   * first) is stored. A `sent` command it has still not answered goes out again now; before
+   * this, the device may have carried it out while it was away.
+   */
+  onDeviceHeard(input: { accountId: string; deviceId: string; serial: string; firmware: string }): Promise<void>;
   onProgress(input: { accountId: string; deviceId: string; serial: string; report: OtaProgressReport }): Promise<void>;
   /**
    * After heartbeats were persisted, for each device whose reported firmware changed or that has
@@ -82,6 +94,9 @@ export class DeviceGatewayRef implements DeviceGateway {
   }
   isConnected(serial: string): boolean {
     return this.target?.isConnected(serial) ?? false;
+  }
+  heardSinceConnect(serial: string): boolean {
+    return this.target?.heardSinceConnect(serial) ?? false;
   }
   get publishWindow(): number {
     return this.target?.publishWindow ?? DEFAULT_PUBLISH_WINDOW;
