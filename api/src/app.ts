@@ -22,6 +22,7 @@ import { FlexibleRateLimiter, type RateLimiter } from './rate-limit/rate-limiter
 import { createRedisRateLimiter } from './rate-limit/redis-rate-limiter';
 import { RedisEventBus } from './events/redis-event-bus';
 import { createClusterConnections } from './cluster/cluster-connections';
+import { RedisDisconnectRequests } from './cluster/redis-disconnect-requests';
 import { redisHealthy } from './cluster/redis-connection';
 import { createRestRouter } from '../../rest-facade/src/router';
 import { allRoutes } from '../../rest-facade/src/routes/index';
@@ -108,6 +109,8 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
       webhookAllowPrivate: config.webhookAllowPrivate,
       ...(options.resolveHost ? { webhookResolveHost: options.resolveHost } : {}),
       retention: { historyDays: config.historyRetentionDays, eventDays: config.eventRetentionDays },
+      // Rotation, unclaim and revocation close the device's session on whichever process holds it.
+      ...(cluster ? { disconnectRequests: new RedisDisconnectRequests(cluster.publisher, cluster.subscriber, logger, `${config.redisKeyPrefix}:disconnects`) } : {}),
       firmware: {
         dataDir: config.dataDir,
         maxFirmwareBytes: config.maxFirmwareBytes,

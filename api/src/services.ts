@@ -25,6 +25,7 @@ import { DeploymentService } from './domain/deployments/deployment.service';
 import { OtaEngine, type OtaEngineOptions, type OtaMetrics } from './domain/deployments/ota-engine';
 import { RetentionService, DEFAULT_RETENTION, type RetentionPolicy } from './domain/housekeeping/retention.service';
 import { randomBytes } from 'node:crypto';
+import type { DisconnectRequests } from './domain/devices/disconnect-requests';
 
 /**
  * The one set of domain services. REST routes, GraphQL resolvers and MQTT handlers are thin
@@ -44,6 +45,8 @@ export interface ServiceOptions {
   firmware?: { dataDir: string; maxFirmwareBytes: number; engine?: Partial<OtaEngineOptions>; metrics?: OtaMetrics };
   /** HISTORY_RETENTION_DAYS, EVENT_RETENTION_DAYS. */
   retention?: RetentionPolicy;
+  /** How requests to close a device's session reach every process (cluster: Redis). Default: this process only. */
+  disconnectRequests?: DisconnectRequests;
 }
 
 export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) {
@@ -55,7 +58,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) 
   const events = new EventLogService(deps);
   const webhooks = new WebhookService(deps, { serverSecret: options.serverSecret, allowPrivate: options.webhookAllowPrivate, resolveHost: options.webhookResolveHost });
   // Filled in by the broker when it starts (`services.gateway.set(...)`); a no-op until then.
-  const gateway = new DeviceGatewayRef();
+  const gateway = new DeviceGatewayRef(options.disconnectRequests);
   const allocation = new AllocationService(deps);
   const fleet = new FleetReadService(deps, { allocation });
   const devices = new DeviceService(deps, { gateway });

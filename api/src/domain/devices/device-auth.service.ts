@@ -12,6 +12,11 @@ export interface DeviceSession {
   /** Desired configuration to (re)publish retained on connect when version > 0. */
   desiredConfigVersion: number;
   desiredConfig: Record<string, unknown>;
+  /**
+   * Set when the session authenticated with a client certificate (SHA-256 of its DER, lowercase
+   * hex): revoking that certificate closes this session and no other.
+   */
+  certificateFingerprint?: string;
 }
 
 export type DeviceAuthResult =
