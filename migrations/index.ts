@@ -10,6 +10,7 @@ import * as statusChangesInPlace from './20261124010000_status_changes_in_place'
 import * as idempotencyKeyPrincipal from './20261125000000_idempotency_key_principal';
 import * as claimFirmwareForComparisons from './20261125020000_claim_firmware_for_comparisons';
 import * as loginThrottlePerAddress from './20261125010000_login_throttle_per_address';
+import * as deviceCertificates from './20261125110000_device_certificates';
 
 /**
  * Static list of migrations: knex's folder scanning cannot load .ts files under vitest,
@@ -27,6 +28,7 @@ const migrations: Array<{ name: string; module: Knex.Migration }> = [
   { name: '20261125000000_idempotency_key_principal', module: idempotencyKeyPrincipal },
   { name: '20261125010000_login_throttle_per_address', module: loginThrottlePerAddress },
   { name: '20261125020000_claim_firmware_for_comparisons', module: claimFirmwareForComparisons },
+  { name: '20261125110000_device_certificates', module: deviceCertificates },
 ];
 
 export const migrationSource: Knex.MigrationSource<{ name: string; module: Knex.Migration }> = {

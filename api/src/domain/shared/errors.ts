@@ -13,6 +13,8 @@ export const ERROR_CODES = {
   budget_exceeded: 422,
   version_not_found: 422,
   firmware_file_missing: 422,
+  /** A certificate signing request that is unreadable, not self-signed, or of a key type not taken. */
+  csr_invalid: 422,
   /** A firmware download link that expired, or whose job finished or file was deleted. */
   gone: 410,
   range_not_satisfiable: 416,
