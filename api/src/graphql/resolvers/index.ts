@@ -6,6 +6,7 @@ import { webhookResolvers } from './webhooks.resolvers';
 import { deviceResolvers } from './devices.resolvers';
 import { fleetResolvers, presentSummary } from './fleet.resolvers';
 import { deploymentResolvers } from './deployments.resolvers';
+import { certificateResolvers } from './certificates.resolvers';
 import { DomainError } from '../../domain/shared/errors';
 import type { LiveDevice } from '../live/live-views';
 import type { Services } from '../../services';
@@ -26,5 +27,5 @@ export function createResolvers(live: LiveViews, services: Services): IResolvers
     }
   };
   // The resolver maps are plain objects keyed by type name; graphql-tools merges them.
-  return [accountResolvers, eventResolvers, webhookResolvers, deviceResolvers, fleetResolvers, deploymentResolvers] as unknown as IResolvers[];
+  return [accountResolvers, eventResolvers, webhookResolvers, deviceResolvers, fleetResolvers, deploymentResolvers, certificateResolvers] as unknown as IResolvers[];
 }
