@@ -207,7 +207,7 @@ async function toSigner(key: KeyObject, what: string): Promise<DeviceCaSigner> {
   return { key: cryptoKey, algorithm };
 }
 
-/** 16 random bytes, positive and without a leading zero byte (RFC 5280 4.1.2.2: at most 20 octets). */
+/** 16 random bytes, top bit clear (positive) and first byte non-zero (DER integers are minimal): TLS libraries refuse negative serial numbers and ones over 20 bytes. */
 export function randomSerialNumber(): string {
   const bytes = randomBytes(16);
   bytes[0] = (bytes[0]! & 0x7f) | 0x40;
