@@ -11,6 +11,7 @@ import * as idempotencyKeyPrincipal from './20261125000000_idempotency_key_princ
 import * as claimFirmwareForComparisons from './20261125020000_claim_firmware_for_comparisons';
 import * as loginThrottlePerAddress from './20261125010000_login_throttle_per_address';
 import * as addFirmwareSigningKeys from './20261125100000_add_firmware_signing_keys';
+import * as deviceCertificates from './20261125110000_device_certificates';
 
 /**
  * Static list of migrations: knex's folder scanning cannot load .ts files under vitest,
@@ -29,6 +30,7 @@ const migrations: Array<{ name: string; module: Knex.Migration }> = [
   { name: '20261125010000_login_throttle_per_address', module: loginThrottlePerAddress },
   { name: '20261125020000_claim_firmware_for_comparisons', module: claimFirmwareForComparisons },
   { name: '20261125100000_add_firmware_signing_keys', module: addFirmwareSigningKeys },
+  { name: '20261125110000_device_certificates', module: deviceCertificates },
 ];
 
 export const migrationSource: Knex.MigrationSource<{ name: string; module: Knex.Migration }> = {

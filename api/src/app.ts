@@ -24,6 +24,7 @@ import { FlexibleRateLimiter, type RateLimiter } from './rate-limit/rate-limiter
 import { createRedisRateLimiter } from './rate-limit/redis-rate-limiter';
 import { RedisEventBus } from './events/redis-event-bus';
 import { createClusterConnections } from './cluster/cluster-connections';
+import { RedisDisconnectRequests } from './cluster/redis-disconnect-requests';
 import { redisHealthy } from './cluster/redis-connection';
 import { createRestRouter } from '../../rest-facade/src/router';
 import { allRoutes } from '../../rest-facade/src/routes/index';
@@ -119,6 +120,12 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
       webhookAllowPrivate: config.webhookAllowPrivate,
       ...(options.resolveHost ? { webhookResolveHost: options.resolveHost } : {}),
       retention: { historyDays: config.historyRetentionDays, eventDays: config.eventRetentionDays },
+      deviceCertificates: {
+        caFiles: config.deviceCaCertFile && config.deviceCaKeyFile ? { certFile: config.deviceCaCertFile, keyFile: config.deviceCaKeyFile } : undefined,
+        days: config.deviceCertDays,
+      },
+      // Rotation, unclaim and revocation close the device's session on whichever process holds it.
+      ...(cluster ? { disconnectRequests: new RedisDisconnectRequests(cluster.publisher, cluster.subscriber, logger, `${config.redisKeyPrefix}:disconnects`) } : {}),
       firmware: {
         dataDir: config.dataDir,
         maxFirmwareBytes: config.maxFirmwareBytes,
@@ -139,6 +146,9 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
       },
     },
   );
+  // The device CA now: a bad DEVICE_CA_* file stops the start, and a CA created on first start
+  // exists before any request (nothing creates it inside a request's transaction).
+  await services.deviceCa.load();
   // Webhook deliveries are rows created in the dispatcher's transaction: never lost, never doubled.
   outbox = new OutboxDispatcher({ knex: database.knex, bus, logger, clock, onBatch: async (trx, events) => void (await fanOutWebhookDeliveries(trx, clock, events)) });
   const webhookWorker = new WebhookDeliveryWorker({

@@ -70,6 +70,19 @@ export const Config = z.object({
   historyRetentionDays: z.coerce.number().min(0).max(36500).default(365),
   /** Dispatched events (and their webhook deliveries) kept this many days; 0 keeps them forever. Default 30. */
   eventRetentionDays: z.coerce.number().min(0).max(36500).default(30),
+  /**
+   * The manufacturer's device CA (PEM certificate with CA:TRUE, and its unencrypted PEM private
+   * key), which signs device certificates. Both or neither; unset: a CA created once and kept in
+   * the database, its key sealed with the server secret.
+   */
+  deviceCaCertFile: z.string().min(1).optional(),
+  deviceCaKeyFile: z.string().min(1).optional(),
+  /** Validity of issued device certificates in days (never past the CA's own). Default 3650. */
+  deviceCertDays: z.coerce.number().int().min(1).max(36500).default(3650),
+}).superRefine((config, ctx) => {
+  if ((config.deviceCaCertFile === undefined) !== (config.deviceCaKeyFile === undefined)) {
+    ctx.addIssue({ code: 'custom', path: ['deviceCaCertFile'], message: 'DEVICE_CA_CERT_FILE and DEVICE_CA_KEY_FILE go together: set both or neither' });
+  }
 });
 export type Config = z.infer<typeof Config>;
 
@@ -108,6 +121,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     otaDispatchMaxPage: env.OTA_DISPATCH_MAX_PAGE || undefined,
     historyRetentionDays: env.HISTORY_RETENTION_DAYS || undefined,
     eventRetentionDays: env.EVENT_RETENTION_DAYS || undefined,
+    deviceCaCertFile: env.DEVICE_CA_CERT_FILE || undefined,
+    deviceCaKeyFile: env.DEVICE_CA_KEY_FILE || undefined,
+    deviceCertDays: env.DEVICE_CERT_DAYS || undefined,
   });
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);

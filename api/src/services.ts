@@ -26,6 +26,9 @@ import { DeploymentService } from './domain/deployments/deployment.service';
 import { OtaEngine, type OtaEngineOptions, type OtaMetrics } from './domain/deployments/ota-engine';
 import { RetentionService, DEFAULT_RETENTION, type RetentionPolicy } from './domain/housekeeping/retention.service';
 import { randomBytes } from 'node:crypto';
+import { DeviceCa, type DeviceCaFiles } from './domain/certificates/device-ca';
+import { DeviceCertificateService } from './domain/certificates/device-certificate.service';
+import type { DisconnectRequests } from './domain/devices/disconnect-requests';
 
 /**
  * The one set of domain services. REST routes, GraphQL resolvers and MQTT handlers are thin
@@ -45,6 +48,13 @@ export interface ServiceOptions {
   firmware?: { dataDir: string; maxFirmwareBytes: number; engine?: Partial<OtaEngineOptions>; metrics?: OtaMetrics };
   /** HISTORY_RETENTION_DAYS, EVENT_RETENTION_DAYS. */
   retention?: RetentionPolicy;
+  /**
+   * Device CA and certificates: `caFiles` (DEVICE_CA_CERT_FILE, DEVICE_CA_KEY_FILE) is the
+   * manufacturer's CA; without it one is created once in the database. `days`: DEVICE_CERT_DAYS.
+   */
+  deviceCertificates?: { caFiles?: DeviceCaFiles | undefined; days?: number | undefined };
+  /** How requests to close a device's session reach every process (cluster: Redis). Default: this process only. */
+  disconnectRequests?: DisconnectRequests;
 }
 
 export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) {
@@ -56,10 +66,13 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) 
   const events = new EventLogService(deps);
   const webhooks = new WebhookService(deps, { serverSecret: options.serverSecret, allowPrivate: options.webhookAllowPrivate, resolveHost: options.webhookResolveHost });
   // Filled in by the broker when it starts (`services.gateway.set(...)`); a no-op until then.
-  const gateway = new DeviceGatewayRef();
+  const gateway = new DeviceGatewayRef(options.disconnectRequests);
   const allocation = new AllocationService(deps);
   const fleet = new FleetReadService(deps, { allocation });
   const devices = new DeviceService(deps, { gateway });
+  // Device certificates (mutual TLS): the CA is loaded or created once per process (app.ts loads it at start).
+  const deviceCa = new DeviceCa(deps, { serverSecret: options.serverSecret, files: options.deviceCertificates?.caFiles });
+  const certificates = new DeviceCertificateService(deps, { ca: deviceCa, gateway, certificateDays: options.deviceCertificates?.days });
   // Firmware versions, deployments and the OTA engine (issue 4). Download links are signed with
   // the server secret's purpose key; without one (tools that never serve downloads) a random key.
   const firmwareStorage = new FirmwareStorage(options.firmware?.dataDir ?? './data');
@@ -71,15 +84,15 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) 
   const ota = new OtaEngine(deps, { gateway, links: downloadLinks, nodeId, warmFirmware: (key, size) => firmwareStorage.warm(key, size), ...(options.firmware?.engine ? { options: options.firmware.engine } : {}), ...(options.firmware?.metrics ? { metrics: options.firmware.metrics } : {}) });
   const deployments = new DeploymentService(deps, { models, engine: ota });
   // Claims schedule their firmware through the deployment service (a deployment of kind `claim`).
-  const claims = new ClaimService(deps, { models, allocation, firmware: deployments, onClaimed: (accountId) => devices.forgetCounts(accountId) });
+  const claims = new ClaimService(deps, { models, allocation, firmware: deployments, certificates, onClaimed: (accountId) => devices.forgetCounts(accountId) });
   // Device gateway (broker): password checks, presence, heartbeats and applied configuration (batched).
   // The OTA engine registers itself with `otaListener.set(...)` to hear about devices.
-  const deviceAuth = new DeviceAuthService(deps);
+  const deviceAuth = new DeviceAuthService(deps, { ca: deviceCa });
   const presence = new PresenceService(deps, nodeId);
   const otaListener = new OtaListenerRef();
   otaListener.set(ota);
   const retention = new RetentionService(deps, options.retention ?? DEFAULT_RETENTION);
-  return { retention, apiKeys, users, accounts, idempotency, models, events, webhooks, fleet, gateway, allocation, devices, claims, deviceAuth, presence, otaListener, firmware, signingKeys, firmwareStorage, firmwareDownloads, downloadLinks, deployments, ota };
+  return { deviceCa, certificates, retention, apiKeys, users, accounts, idempotency, models, events, webhooks, fleet, gateway, allocation, devices, claims, deviceAuth, presence, otaListener, firmware, signingKeys, firmwareStorage, firmwareDownloads, downloadLinks, deployments, ota };
 }
 
 export type Services = ReturnType<typeof createServices>;

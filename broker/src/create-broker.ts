@@ -292,9 +292,12 @@ export class DeviceBroker implements DeviceGateway {
     return this.publish({ topic: topics.ota(serial), payload: JSON.stringify({ job_id, version, url, sha256, size, signature: command.signature, key_id: command.key_id }), qos: 1, retain: false });
   }
 
-  disconnect(serial: string, reason: string): void {
+  /** Closes the serial's connection on this process; with a fingerprint, only if it authenticated with that certificate. */
+  disconnect(serial: string, reason: string, match?: { certificateFingerprint?: string }): void {
     const client = this.clientById(serial);
     if (!client) return;
+    const wanted = match?.certificateFingerprint;
+    if (wanted !== undefined && this.connections.get(client)?.session.certificateFingerprint !== wanted) return;
     this.options.logger.info({ serial, reason }, 'disconnecting device');
     client.close();
   }

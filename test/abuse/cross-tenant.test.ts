@@ -4,6 +4,7 @@ import { allRoutes } from '../../rest-facade/src/routes/index';
 import type { RouteDef } from '../../rest-facade/src/route';
 import { buildModel, claimDevices } from '../helpers/factories';
 import { uploadFirmware } from '../ota/ota-helpers';
+import { makeCsr } from '../helpers/certificates';
 
 /**
  * OWASP API1 (BOLA), generated from the route table: for every route with an id in its path,
@@ -18,6 +19,7 @@ interface Fixtures {
   deliveryId: string;
   firmwareVersionId: string;
   deploymentId: string;
+  certificateFingerprint: string;
 }
 
 /** Which of A's ids each path parameter takes, by route path. */
@@ -26,6 +28,8 @@ const FIXTURE_BY_PATH: Record<string, (f: Fixtures) => Record<string, string>> =
   '/devices/:serial': (f) => ({ serial: f.serial }),
   '/devices/:serial/history': (f) => ({ serial: f.serial }),
   '/devices/:serial/credentials': (f) => ({ serial: f.serial }),
+  '/devices/:serial/certificates': (f) => ({ serial: f.serial }),
+  '/devices/:serial/certificates/:fingerprint': (f) => ({ serial: f.serial, fingerprint: f.certificateFingerprint }),
   '/firmware/versions/:id': (f) => ({ id: f.firmwareVersionId }),
   '/firmware/deployments/:id': (f) => ({ id: f.deploymentId }),
   '/firmware/deployments/:id/devices': (f) => ({ id: f.deploymentId }),
@@ -43,6 +47,8 @@ const FIXTURE_BY_PATH: Record<string, (f: Fixtures) => Record<string, string>> =
 const BODY_BY_OPERATION: Record<string, unknown> = {
   updateDevice: { name: 'stolen', config: { dim_level: 1 } },
   updateWebhook: { enabled: false },
+  // A valid CSR (set in beforeAll), so the answer cannot be a 422 about the request.
+  issueDeviceCertificate: undefined,
 };
 
 describe("another account's ids answer 404 on every route (generated from the route table)", () => {
@@ -62,6 +68,9 @@ describe("another account's ids answer 404 on every route (generated from the ro
     await uploadFirmware(a, { model: 'LX-200', version: '1.1.0', expectStatus: 201 });
     const claimed = await claimDevices(a, { serials: ['TENANT-A-1', 'TENANT-A-2'], model: 'LX-200' });
     expect(claimed.devices).toHaveLength(2);
+    BODY_BY_OPERATION.issueDeviceCertificate = { csr: (await makeCsr()).pem };
+    const certificate = await a.api.post('/api/v1/devices/TENANT-A-1/certificates', BODY_BY_OPERATION.issueDeviceCertificate);
+    expect(certificate.status, JSON.stringify(certificate.body)).toBe(201);
     const deploy = await a.api.post('/api/v1/firmware/deploy', { firmware_version: '1.1.0', filter: { model: 'LX-200' } });
     expect(deploy.status, JSON.stringify(deploy.body)).toBe(202);
     const hook = await a.api.post('/api/v1/webhooks', { url: 'http://127.0.0.1:9/hook', event_types: ['device.online'] });
@@ -76,6 +85,7 @@ describe("another account's ids answer 404 on every route (generated from the ro
       deliveryId: delivery?.id ?? '00000000-0000-4000-8000-000000000001',
       firmwareVersionId: (fw1.body.firmware_version ?? fw1.body).id as string,
       deploymentId: deploy.body.deployment_id as string,
+      certificateFingerprint: certificate.body.fingerprint_sha256 as string,
     };
     await server.service.services.apiKeys.setRateLimit(b.apiKeyId, 100_000);
     routes = allRoutes(server.service.services).filter((r) => r.path.includes(':'));
@@ -94,6 +104,7 @@ describe("another account's ids answer 404 on every route (generated from the ro
       hooks: (await a.api.get('/api/v1/webhooks')).body,
       deployment: (await a.api.get(`/api/v1/firmware/deployments/${fixtures.deploymentId}`)).body,
       versions: (await a.api.get('/api/v1/firmware/versions')).body,
+      certificates: (await a.api.get(`/api/v1/devices/${fixtures.serial}/certificates`)).body,
     });
     const before = await snapshot();
     const failures: string[] = [];
@@ -113,6 +124,7 @@ describe("another account's ids answer 404 on every route (generated from the ro
     expect(after.hooks).toEqual(before.hooks);
     expect(after.deployment.deployment?.status ?? after.deployment.status).toBe(before.deployment.deployment?.status ?? before.deployment.status);
     expect(after.versions).toEqual(before.versions);
+    expect(after.certificates).toEqual(before.certificates);
   });
 
   it("gives B the same answer for A's serial as for a serial that does not exist", async () => {
@@ -161,6 +173,9 @@ describe("another account's ids are not found through any GraphQL field (generat
   const OTHER_ARGS: Record<string, Record<string, unknown>> = {
     updateDevice: { input: { name: 'stolen' } },
     updateWebhook: { input: { enabled: false } },
+    // Set in beforeAll: a valid CSR, and A's real certificate fingerprint.
+    issueDeviceCertificate: {},
+    revokeDeviceCertificate: {},
   };
 
   let server: TestServer;
@@ -176,12 +191,18 @@ describe("another account's ids are not found through any GraphQL field (generat
     const fw1 = await uploadFirmware(a, { model: 'LX-200', version: '1.0.0', expectStatus: 201 });
     await uploadFirmware(a, { model: 'LX-200', version: '1.1.0', expectStatus: 201 });
     await claimDevices(a, { serials: ['GQL-A-1'], model: 'LX-200' });
+    const csr = (await makeCsr()).pem;
+    OTHER_ARGS.issueDeviceCertificate = { csr };
+    const certificate = await a.api.post('/api/v1/devices/GQL-A-1/certificates', { csr });
+    expect(certificate.status).toBe(201);
+    OTHER_ARGS.revokeDeviceCertificate = { fingerprint: certificate.body.fingerprint_sha256 };
     const deploy = await a.api.post('/api/v1/firmware/deploy', { firmware_version: '1.1.0', filter: { model: 'LX-200' } });
     const hook = await a.api.post('/api/v1/webhooks', { url: 'http://127.0.0.1:9/hook', event_types: ['device.online'] });
     const webhookId = (hook.body.webhook ?? hook.body).id as string;
     fixtures = {
       serial: 'GQL-A-1', apiKeyId: a.apiKeyId, webhookId, deliveryId: '00000000-0000-4000-8000-000000000001',
       firmwareVersionId: (fw1.body.firmware_version ?? fw1.body).id as string, deploymentId: deploy.body.deployment_id as string,
+      certificateFingerprint: certificate.body.fingerprint_sha256 as string,
     };
     await server.service.services.apiKeys.setRateLimit(b.apiKeyId, 100_000);
   });
@@ -223,5 +244,7 @@ describe("another account's ids are not found through any GraphQL field (generat
     const device = await a.api.get(`/api/v1/devices/${fixtures.serial}`);
     expect(device.body.name).not.toBe('stolen');
     expect((await a.api.get('/api/v1/api-keys')).body.api_keys.every((k: { revoked_at: unknown }) => k.revoked_at === null)).toBe(true);
+    const certificates = (await a.api.get(`/api/v1/devices/${fixtures.serial}/certificates`)).body.certificates as Array<{ revoked_at: unknown }>;
+    expect(certificates.map((c) => c.revoked_at)).toEqual([null]);
   });
 });

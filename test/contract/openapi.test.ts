@@ -7,6 +7,7 @@ import { ApiClient, type ApiResponse } from '../helpers/api-client';
 import { allRoutes } from '../../rest-facade/src/routes/index';
 import type { RouteDef } from '../../rest-facade/src/route';
 import { buildModel, buildFirmwareVersion, serials, setReported } from '../helpers/factories';
+import { makeCsr } from '../helpers/certificates';
 
 /**
  * The OpenAPI document is the contract: every route the server registers is in it, and every
@@ -173,6 +174,21 @@ describe('OpenAPI document matches the server', () => {
     await call(api, 'delete', '/devices/:serial', { params: { serial: 'C-0004' } });
     await call(api, 'delete', '/devices/:serial', { params: { serial: 'C-0004' } }); // 404
     await call(api, 'get', '/allocation');
+    // Device certificates: the CA, a claim carrying CSRs, issue, list, revoke, refusals.
+    await call(api, 'get', '/device-ca');
+    await call(api, 'post', '/devices/claim', { body: { serials: ['CC-1'], model: 'LX-200', csrs: { 'CC-1': (await makeCsr()).pem } } });
+    await call(api, 'post', '/devices/claim', { body: { serials: ['CC-2'], model: 'LX-200', csrs: { 'CC-2': 'not a csr' } } }); // 422 csr_invalid
+    const issued = await call(api, 'post', '/devices/:serial/certificates', { params: { serial: 'C-0005' }, body: { csr: (await makeCsr({ type: 'Ed25519' })).pem } });
+    await call(api, 'post', '/devices/:serial/certificates', { params: { serial: 'C-0005' }, body: { csr: 'nope' } }); // 422
+    await call(api, 'get', '/devices/:serial/certificates', { params: { serial: 'C-0005' } });
+    await call(api, 'delete', '/devices/:serial/certificates/:fingerprint', { params: { serial: 'C-0005', fingerprint: issued.body.fingerprint_sha256 } });
+    await call(api, 'delete', '/devices/:serial/certificates/:fingerprint', { params: { serial: 'C-0005', fingerprint: '0'.repeat(64) } }); // 404
+    for (const expected of [
+      'get /device-ca 200', 'post /devices/:serial/certificates 201', 'post /devices/:serial/certificates 422', 'get /devices/:serial/certificates 200',
+      'delete /devices/:serial/certificates/:fingerprint 200', 'delete /devices/:serial/certificates/:fingerprint 404',
+    ]) {
+      expect(checked).toContain(expected);
+    }
     for (const expected of ['post /devices/claim 201', 'post /devices/claim 422', 'get /devices 200', 'patch /devices/:serial 200', 'delete /devices/:serial 204', 'get /allocation 200']) {
       expect(checked).toContain(expected);
     }

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { gql } from '../graphql/graphql-client';
 import { newSigningKey, signFirmware } from '../ota/ota-helpers';
+import { makeCsr } from '../helpers/certificates';
 
 /**
  * The shared contract (architecture.md rule 10): one scenario, driven once through REST and
@@ -29,7 +30,21 @@ interface Driver {
   createKey(name: string): Promise<Json>;
   createWebhook(url: string, types: string[]): Promise<Json>;
   webhooks(): Promise<Json>;
+  /** Device certificates: what the portal's device page shows and does. */
+  issueCertificate(serial: string, csr: string): Promise<Json>;
+  certificates(serial: string): Promise<Json>;
+  revokeCertificate(serial: string, fingerprint: string): Promise<Json>;
 }
+
+/** A certificate in neutral form: no fingerprint or dates (they differ per issue), whether it is revoked. */
+const certificateOf = (c: { serial: string; keyAlgorithm: string; revoked: boolean; reason: string | null; pem: string; fingerprint: string }) => ({
+  serial: c.serial,
+  keyAlgorithm: c.keyAlgorithm,
+  revoked: c.revoked,
+  reason: c.reason,
+  pem: c.pem.startsWith('-----BEGIN CERTIFICATE-----'),
+  fingerprint: /^[0-9a-f]{64}$/.test(c.fingerprint),
+});
 
 /** A transport error as {error: code}. */
 const failure = (code: string) => ({ error: code });
@@ -102,8 +117,26 @@ function restDriver(account: TestAccount): Driver {
     async webhooks() {
       return (await api.get('/api/v1/webhooks')).body.webhooks.map((w: Json) => ({ url: w.url, types: w.event_types, enabled: w.enabled }));
     },
+    async issueCertificate(serial, csr) {
+      const res = await api.post(`/api/v1/devices/${encodeURIComponent(serial)}/certificates`, { csr });
+      return res.status === 201 ? { ...certificateOfRest(res.body), id: res.body.fingerprint_sha256 } : failure(res.body.code);
+    },
+    async certificates(serial) {
+      const res = await api.get(`/api/v1/devices/${encodeURIComponent(serial)}/certificates`);
+      return res.status === 200 ? res.body.certificates.map(certificateOfRest) : failure(res.body.code);
+    },
+    async revokeCertificate(serial, fingerprint) {
+      const res = await api.delete(`/api/v1/devices/${encodeURIComponent(serial)}/certificates/${encodeURIComponent(fingerprint)}`);
+      return res.status === 200 ? certificateOfRest(res.body) : failure(res.body.code);
+    },
   };
 }
+
+const certificateOfRest = (c: Json) =>
+  certificateOf({ serial: c.serial, keyAlgorithm: c.key_algorithm, revoked: c.revoked_at !== null, reason: c.revoked_reason, pem: c.certificate, fingerprint: c.fingerprint_sha256 });
+const certificateOfGraphql = (c: Json) =>
+  certificateOf({ serial: c.serial, keyAlgorithm: c.keyAlgorithm, revoked: c.revokedAt !== null, reason: c.revokedReason, pem: c.pem, fingerprint: c.fingerprintSha256 });
+const CERTIFICATE = 'serial keyAlgorithm revokedAt revokedReason pem fingerprintSha256';
 
 function graphqlDriver(server: TestServer, account: TestAccount): Driver {
   const run = async (query: string, variables: Record<string, unknown> = {}) => {
@@ -187,6 +220,18 @@ function graphqlDriver(server: TestServer, account: TestAccount): Driver {
     async webhooks() {
       return (await run('{ webhooks { url eventTypes enabled } }')).data.webhooks.map((w: Json) => ({ url: w.url, types: w.eventTypes, enabled: w.enabled }));
     },
+    async issueCertificate(serial, csr) {
+      const r = await run(`mutation($serial: String!, $csr: String!) { issueDeviceCertificate(serial: $serial, csr: $csr) { ${CERTIFICATE} } }`, { serial, csr });
+      return r.errors ? failure(r.errors[0]!.extensions.code) : { ...certificateOfGraphql(r.data.issueDeviceCertificate), id: r.data.issueDeviceCertificate.fingerprintSha256 };
+    },
+    async certificates(serial) {
+      const r = await run(`query($serial: String!) { device(serial: $serial) { certificates { ${CERTIFICATE} } } }`, { serial });
+      return r.data.device ? r.data.device.certificates.map(certificateOfGraphql) : failure('not_found');
+    },
+    async revokeCertificate(serial, fingerprint) {
+      const r = await run(`mutation($serial: String!, $fingerprint: String!) { revokeDeviceCertificate(serial: $serial, fingerprint: $fingerprint) { ${CERTIFICATE} } }`, { serial, fingerprint });
+      return r.errors ? failure(r.errors[0]!.extensions.code) : certificateOfGraphql(r.data.revokeDeviceCertificate);
+    },
   };
 }
 
@@ -245,6 +290,14 @@ async function scenario(server: TestServer, account: TestAccount, driver: Driver
   await uploadFirmware(server, account, 'LX-200', '2.0.0', SIGNING_KEYS[0].privateKey);
   out.signingKeyRotated = await driver.registerSigningKey(SIGNING_KEYS[1].publicPem);
   out.signedVersions = await driver.signedVersions('LX-200');
+  const issued = await driver.issueCertificate(s(3), (await makeCsr({ type: 'Ed25519' })).pem);
+  out.certificate = { ...issued, id: typeof issued.id === 'string' };
+  out.certificateBadCsr = await driver.issueCertificate(s(3), 'not a csr');
+  out.certificateMissing = await driver.issueCertificate(s(99), (await makeCsr()).pem);
+  out.certificates = await driver.certificates(s(3));
+  out.revoke = await driver.revokeCertificate(s(3), issued.id);
+  out.revokeUnknown = await driver.revokeCertificate(s(3), '0'.repeat(64));
+  out.certificatesAfter = await driver.certificates(s(3));
   return JSON.parse(JSON.stringify(out).replaceAll(`${prefix}-`, 'SN-'));
 }
 
@@ -275,6 +328,10 @@ describe('contract: the same scenario through REST and GraphQL gives the same re
     expect(viaRest.signingKeyRotated).toEqual({ current: SIGNING_KEYS[1].keyId, retired: [SIGNING_KEYS[0].keyId] });
     expect(viaRest.signedVersions[0]).toMatchObject({ version: '2.0.0', signed: true, keyId: SIGNING_KEYS[0].keyId });
     expect(viaRest.signedVersions[1]).toMatchObject({ version: '1.10.0', signed: false, keyId: null, signature: null });
+    expect(viaRest.certificate).toMatchObject({ serial: 'SN-3', keyAlgorithm: 'Ed25519', revoked: false, pem: true });
+    expect(viaRest.certificateBadCsr.error).toBe('csr_invalid');
+    expect(viaRest.revoke).toMatchObject({ revoked: true, reason: 'revoked' });
+    expect(viaRest.revokeUnknown.error).toBe('not_found');
     for (const step of Object.keys(viaRest)) expect(viaGraphql[step], step).toEqual(viaRest[step]);
   });
 });

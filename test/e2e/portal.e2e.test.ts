@@ -8,6 +8,7 @@ import { buildModel, serials } from '../helpers/factories';
 import { claimForMqtt, type DeviceCreds } from '../helpers/mqtt';
 import { gql, login } from '../graphql/graphql-client';
 import { newSigningKey, signFirmware, uploadFirmware } from '../ota/ota-helpers';
+import { makeCsr } from '../helpers/certificates';
 import { SimulatedDevice } from '../../simulator/src/simulated-device';
 import { ensurePortalBuilt, hasChromium, launchBrowser, logIn, screenshot, skipReason, type Browser } from './browser';
 
@@ -249,6 +250,21 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
     await page.getByRole('button', { name: 'I have stored it' }).click();
     await page.getByTestId('device-history').getByText('MQTT credentials rotated').waitFor();
     expect(await page.getByText(password).count()).toBe(0);
+  });
+
+  it("lists a device's certificates and revokes one after a confirmation", async () => {
+    const issued = await account.api.post('/api/v1/devices/SPOT-0002/certificates', { csr: (await makeCsr()).pem });
+    expect(issued.status).toBe(201);
+    await page.goto(`${base}/devices/SPOT-0002`);
+    const row = page.getByTestId('device-certificates').locator(`tr[data-fingerprint="${issued.body.fingerprint_sha256}"]`);
+    await row.getByText('valid', { exact: true }).waitFor();
+    await row.getByRole('button', { name: 'Revoke' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Revoke', exact: true }).click();
+    await row.getByText('revoked', { exact: true }).waitFor();
+    expect(await row.getByRole('button', { name: 'Revoke' }).count()).toBe(0);
+    await page.getByTestId('device-history').getByText(/Certificate revoked/).waitFor();
+    const listed = await account.api.get('/api/v1/devices/SPOT-0002/certificates');
+    expect(listed.body.certificates[0]).toMatchObject({ fingerprint_sha256: issued.body.fingerprint_sha256, revoked_reason: 'revoked' });
   });
 
   it('creates a webhook whose secret is shown once, shows its deliveries and redelivers one', async () => {

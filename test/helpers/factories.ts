@@ -41,7 +41,7 @@ export async function buildFirmwareVersion(server: TestServer, input: { accountI
 /** Claims through POST /api/v1/devices/claim and expects success; returns the response body. */
 export async function claimDevices(
   account: TestAccount,
-  input: { serials: string[]; model: string; firmware?: string; names?: Record<string, string> },
+  input: { serials: string[]; model: string; firmware?: string; names?: Record<string, string>; csrs?: Record<string, string> },
   // Test bodies are asserted field by field.
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
 ): Promise<any> {

@@ -2,6 +2,8 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { buildModel, buildFirmwareVersion, claimDevices, serials } from '../helpers/factories';
 import { sha256Hex } from '../../api/src/domain/shared/secrets';
+import { X509Certificate } from 'node:crypto';
+import { makeCsr, peerCertificate, tamperCsr } from '../helpers/certificates';
 
 describe('POST /api/v1/devices/claim', () => {
   let server: TestServer;
@@ -134,6 +136,63 @@ describe('POST /api/v1/devices/claim', () => {
     expect(res.status).toBe(403);
     expect(res.body.code).toBe('forbidden');
     expect((await a.api.get('/api/v1/devices/VIEW-1')).status).toBe(404);
+  });
+
+  describe('CSRs in the batch claim (csrs: serial -> PEM)', () => {
+    it('signs a certificate per CSR and answers it with its device; devices without a CSR get none', async () => {
+      const [p256, ed25519] = await Promise.all([makeCsr({ type: 'P-256', commonName: 'line-3' }), makeCsr({ type: 'Ed25519' })]);
+      const body = await claimDevices(a, { serials: ['CSR-1', 'CSR-2', 'CSR-3'], model: 'LX-200', csrs: { 'CSR-1': p256.pem, 'CSR-3': ed25519.pem } });
+      const [first, second, third] = body.devices;
+      expect(second.certificate).toBeUndefined();
+      const ca = new X509Certificate((await a.api.get('/api/v1/device-ca')).body);
+      for (const [device, csr] of [[first, p256], [third, ed25519]] as const) {
+        const cert = new X509Certificate(device.certificate.certificate);
+        expect(cert.subject).toBe(`CN=${device.serial}`);
+        expect(cert.checkIssued(ca) && cert.verify(ca.publicKey)).toBe(true);
+        expect(cert.publicKey.export({ type: 'spki', format: 'der' }).equals(csr.publicKeySpki)).toBe(true);
+        expect(device.certificate).toMatchObject({ serial: device.serial, fingerprint_sha256: sha256Hex(cert.raw), revoked_at: null });
+        const listed = await a.api.get(`/api/v1/devices/${device.serial}/certificates`);
+        expect(listed.body.certificates).toEqual([device.certificate]);
+        const auth = await server.service.services.deviceAuth.authenticateCertificate({ clientId: device.serial, username: undefined, certificate: peerCertificate(device.certificate.certificate) });
+        expect(auth.ok).toBe(true);
+      }
+      expect(first.certificate.key_algorithm).toBe('P-256');
+      expect(third.certificate.key_algorithm).toBe('Ed25519');
+    });
+
+    it('refuses the whole claim when one CSR is invalid, naming each bad one; nothing is claimed or signed', async () => {
+      const before = await deviceCount(a.accountId);
+      const certificatesBefore = (await knex()('device_certificates').select('fingerprint_sha256')).length;
+      const good = await makeCsr();
+      const res = await a.api.post('/api/v1/devices/claim', {
+        serials: ['CSRX-1', 'CSRX-2', 'CSRX-3'],
+        model: 'LX-200',
+        csrs: { 'CSRX-1': good.pem, 'CSRX-2': tamperCsr(good.pem), 'CSRX-3': 'not a csr' },
+      });
+      expect(res.status).toBe(422);
+      expect(res.body.code).toBe('csr_invalid');
+      expect(res.body.offending_serials).toEqual(['CSRX-2', 'CSRX-3']);
+      expect(res.body.errors.map((e: { field: string }) => e.field)).toEqual(['csrs.CSRX-2', 'csrs.CSRX-3']);
+      expect(await deviceCount(a.accountId)).toBe(before);
+      expect((await knex()('device_certificates').select('fingerprint_sha256')).length).toBe(certificatesBefore);
+      // A CSR for a serial the claim does not list, or in the single form, is a validation error.
+      const stray = await a.api.post('/api/v1/devices/claim', { serials: ['CSRX-1'], model: 'LX-200', csrs: { 'CSRX-9': good.pem } });
+      expect(stray.status).toBe(422);
+      expect(stray.body.code).toBe('validation_failed');
+      const single = await a.api.post('/api/v1/devices/claim', { serial: 'CSRX-1', model: 'LX-200', csrs: { 'CSRX-1': good.pem } });
+      expect(single.status).toBe(422);
+      expect(await deviceCount(a.accountId)).toBe(before);
+    });
+
+    it('replays the certificates of an idempotent claim instead of signing again', async () => {
+      const request = { serials: ['CSRI-1'], model: 'LX-200', csrs: { 'CSRI-1': (await makeCsr()).pem } };
+      const first = await a.api.post('/api/v1/devices/claim', request, { 'Idempotency-Key': 'csr-claim-1' });
+      expect(first.status).toBe(201);
+      const replay = await a.api.post('/api/v1/devices/claim', request, { 'Idempotency-Key': 'csr-claim-1' });
+      expect(replay.status).toBe(201);
+      expect(replay.body.devices[0].certificate).toEqual(first.body.devices[0].certificate);
+      expect((await a.api.get('/api/v1/devices/CSRI-1/certificates')).body.certificates).toHaveLength(1);
+    });
   });
 
   describe('Idempotency-Key', () => {

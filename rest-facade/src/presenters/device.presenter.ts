@@ -2,6 +2,7 @@ import type { Device, DeviceHistoryEntry } from '../../../api/src/domain/devices
 import type { ClaimResult } from '../../../api/src/domain/devices/claim.service';
 import type { Allocation } from '../../../api/src/domain/accounts/allocation.service';
 import { fromMinor } from '../../../api/src/domain/accounts/money';
+import { presentCertificate } from './certificate.presenter';
 
 /**
  * Domain device -> wire format (snake_case, fields in the spec's order first). Lists render the
@@ -64,9 +65,10 @@ export function presentAllocation(a: Allocation) {
 export function presentClaim(result: ClaimResult) {
   return {
     claimed: result.claimed,
-    devices: result.devices.map(({ device, credentials }) => ({
+    devices: result.devices.map(({ device, credentials, certificate }) => ({
       ...presentDevice(device),
       credentials: { username: credentials.username, password: credentials.password },
+      ...(certificate ? { certificate: presentCertificate(certificate) } : {}),
     })),
     deployment_id: result.deploymentId,
     charged: { amount: fromMinor(result.charged.amountMinor), currency: result.charged.currency },

@@ -46,8 +46,8 @@ export function deviceRoutes(services: Services): RouteDef[] {
       path: '/devices/claim',
       operationId: 'claimDevices',
       summary:
-        'Claim devices, all or nothing: batch `{serials, model, firmware?, names?}` (at most 1000) or single `{serial, model, firmware?, name?}`. ' +
-        'Returns each device with its MQTT credentials (shown once) and schedules `firmware` for installation.',
+        'Claim devices, all or nothing: batch `{serials, model, firmware?, names?, csrs?}` (at most 1000) or single `{serial, model, firmware?, name?}`. ' +
+        'Returns each device with its MQTT credentials (shown once) and, for each serial in `csrs` (PEM certificate requests), its signed certificate; schedules `firmware` for installation.',
       tag: 'Devices',
       body: ClaimDevicesInput,
       idempotent: { requiredRole: 'admin' },

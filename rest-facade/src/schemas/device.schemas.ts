@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DEVICE_STATUSES } from '../../../api/src/domain/devices/device-types';
 import { MAX_PAGE_SIZE } from '../../../api/src/domain/devices/device.service';
+import { DeviceCertificateSchema } from './certificate.schemas';
 
 /**
  * Wire schemas (snake_case) of the device, claim, model and allocation routes. Request schemas
@@ -119,7 +120,12 @@ export const AllocationSchema = z
 export const ClaimResponseSchema = z
   .object({
     claimed: z.number().int(),
-    devices: z.array(DeviceSchema.extend({ credentials: z.object({ username: z.string(), password: z.string() }) })),
+    devices: z.array(
+      DeviceSchema.extend({
+        credentials: z.object({ username: z.string(), password: z.string() }),
+        certificate: DeviceCertificateSchema.optional().describe('Signed from the CSR the claim carried for this device (`csrs`); absent without one'),
+      }),
+    ),
     deployment_id: z.string().nullable().describe('Deployment installing the requested firmware once each device connects; null when none'),
     charged: z.object({ amount: z.number(), currency: z.string() }),
     allocation: AllocationSchema,

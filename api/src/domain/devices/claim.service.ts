@@ -14,6 +14,9 @@ import { DEFAULT_DEVICE_CONFIG } from './device-config';
 import { isValidSerial, type Device, type DeviceCredentials } from './device-types';
 import type { ClaimFirmwareScheduler } from './claim-firmware';
 import { selectDevicesByIds } from './device.repository';
+import { Csr, type DeviceCertificate, type DeviceCertificateService } from '../certificates/device-certificate.service';
+import { insertCertificates } from '../certificates/device-certificate.repository';
+import type { IssuedCertificate } from '../certificates/certificate-issuer';
 
 export const MAX_SERIALS_PER_CLAIM = 1000;
 
@@ -21,7 +24,8 @@ const Name = z.string().trim().min(1).max(200);
 
 /**
  * Claim request, two forms (decisions.md "Devices"):
- * - batch: `{serials, model, firmware?, names?}` (names: optional map serial -> name);
+ * - batch: `{serials, model, firmware?, names?, csrs?}` (names: optional map serial -> name;
+ *   csrs: optional map serial -> PEM certificate request, signed into device certificates);
  * - single: `{serial, model, firmware?, name?}`.
  * Serial format is checked by the service (not the schema) so that every offending serial is
  * listed in one answer. A device's name defaults to its serial.
@@ -30,6 +34,7 @@ export const ClaimDevicesInput = z
   .strictObject({
     serials: z.array(z.string()).min(1).max(MAX_SERIALS_PER_CLAIM, `at most ${MAX_SERIALS_PER_CLAIM} serials per claim`).optional(),
     names: z.record(z.string(), Name).optional(),
+    csrs: z.record(z.string(), Csr).optional(),
     serial: z.string().optional(),
     name: Name.optional(),
     model: z.string().min(1).max(64),
@@ -47,6 +52,13 @@ export const ClaimDevicesInput = z
         if (!listed.has(key)) ctx.addIssue({ code: 'custom', path: ['names', key], message: 'is not one of the claimed serials' });
       }
     }
+    if (input.csrs !== undefined) {
+      if (input.serials === undefined) ctx.addIssue({ code: 'custom', path: ['csrs'], message: 'only with "serials"' });
+      const listed = new Set(input.serials ?? []);
+      for (const key of Object.keys(input.csrs)) {
+        if (!listed.has(key)) ctx.addIssue({ code: 'custom', path: ['csrs', key], message: 'is not one of the claimed serials' });
+      }
+    }
   });
 export type ClaimDevicesInput = z.input<typeof ClaimDevicesInput>;
 
@@ -54,7 +66,8 @@ export type ClaimOffenceReason = 'invalid' | 'duplicate' | 'already_claimed';
 
 export interface ClaimResult {
   claimed: number;
-  devices: Array<{ device: Device; credentials: DeviceCredentials }>;
+  /** `certificate`: signed from the device's CSR, when the claim carried one for it. */
+  devices: Array<{ device: Device; credentials: DeviceCredentials; certificate?: DeviceCertificate }>;
   /** Deployment that installs the claim's firmware; null when none was scheduled. */
   deploymentId: string | null;
   charged: { amountMinor: number; currency: string };
@@ -65,6 +78,8 @@ export interface ClaimServiceDeps {
   models: ModelService;
   allocation: AllocationService;
   firmware: ClaimFirmwareScheduler;
+  /** Signs the claim's CSRs; a claim with `csrs` is refused (service_unavailable) without it. */
+  certificates?: DeviceCertificateService;
   /** Called after a claim committed (the device list drops its cached totals). */
   onClaimed?: (accountId: string) => void;
 }
@@ -101,8 +116,12 @@ export class ClaimService {
     }
     const validSerials = [...seen].filter((s) => isValidSerial(s));
 
+    // Signed before the transaction (all or nothing: one bad CSR refuses the claim), unless the
+    // serials are already refused: the answer then names them, as without CSRs.
+    const certificates = input.csrs !== undefined && offending.size === 0 ? await this.signCsrs(input.csrs) : new Map<string, IssuedCertificate>();
+
     const outer = options.unitOfWork;
-    const claimIn = (trx: Knex.Transaction) => this.claimInTransaction(trx, actor, { input, items, offending, validSerials });
+    const claimIn = (trx: Knex.Transaction) => this.claimInTransaction(trx, actor, { input, items, offending, validSerials, certificates });
     try {
       // In the caller's transaction, a savepoint: a lost race for a serial (below) rolls back the
       // claim's writes and leaves the caller's transaction usable for the answer.
@@ -121,10 +140,21 @@ export class ClaimService {
     }
   }
 
+  private signCsrs(csrs: Record<string, string>): Promise<Map<string, IssuedCertificate>> {
+    if (!this.area.certificates) throw new DomainError('service_unavailable', 'This process cannot sign device certificates.');
+    return this.area.certificates.signForClaim(csrs);
+  }
+
   private async claimInTransaction(
     trx: Knex.Transaction,
     actor: Actor,
-    ctx: { input: z.output<typeof ClaimDevicesInput>; items: Array<{ serial: string; name: string }>; offending: Map<string, ClaimOffenceReason>; validSerials: string[] },
+    ctx: {
+      input: z.output<typeof ClaimDevicesInput>;
+      items: Array<{ serial: string; name: string }>;
+      offending: Map<string, ClaimOffenceReason>;
+      validSerials: string[];
+      certificates: Map<string, IssuedCertificate>;
+    },
   ): Promise<ClaimResult> {
     const { input, items, offending } = ctx;
     // Serializes claims of this account from here on (20 racing claims take turns).
@@ -196,11 +226,18 @@ export class ClaimService {
       })),
     );
     await trx('device_credentials').insert(devices.map((d) => ({ device_id: d.id, secret_hash: sha256Hex(d.password), rotated_at: now })));
-    await appendDeviceEvents(
-      trx,
-      this.deps.clock,
-      devices.map((d) => ({ accountId: actor.accountId, deviceId: d.id, type: 'claimed', data: { model: model.name, firmware: input.firmware ?? null, by: actor.principal, claim_id: claimId } })),
-    );
+    const withCertificate = devices.filter((d) => ctx.certificates.has(d.serial)).map((d) => ({ deviceId: d.id, issued: ctx.certificates.get(d.serial)! }));
+    const recorded = await insertCertificates(trx, { accountId: actor.accountId, now, certificates: withCertificate });
+    const certificateBySerial = new Map(recorded.map((c) => [c.serial, c]));
+    await appendDeviceEvents(trx, this.deps.clock, [
+      ...devices.map((d) => ({ accountId: actor.accountId, deviceId: d.id, type: 'claimed' as const, data: { model: model.name, firmware: input.firmware ?? null, by: actor.principal, claim_id: claimId } })),
+      ...withCertificate.map(({ deviceId, issued }) => ({
+        accountId: actor.accountId,
+        deviceId,
+        type: 'certificate_issued' as const,
+        data: { fingerprint_sha256: issued.fingerprintSha256, not_after: issued.notAfter.toISOString(), key_algorithm: issued.keyAlgorithm, by: actor.principal, claim_id: claimId },
+      })),
+    ]);
     await appendEvents(
       trx,
       this.deps.clock,
@@ -223,7 +260,10 @@ export class ClaimService {
     const allocation = await this.area.allocation.get(actor, trx);
     return {
       claimed: n,
-      devices: devices.map((d) => ({ device: byId.get(d.id)!, credentials: { serial: d.serial, username: d.serial, password: d.password } })),
+      devices: devices.map((d) => {
+        const certificate = certificateBySerial.get(d.serial);
+        return { device: byId.get(d.id)!, credentials: { serial: d.serial, username: d.serial, password: d.password }, ...(certificate ? { certificate } : {}) };
+      }),
       deploymentId,
       charged: { amountMinor: charge.amountMinor, currency: account.currency },
       allocation,

@@ -2,6 +2,9 @@ import type { Knex } from 'knex';
 import { timingSafeEqual } from 'node:crypto';
 import type { ServiceDeps } from '../service-deps';
 import { sha256Hex } from '../shared/secrets';
+import { LookupBatcher } from '../shared/lookup-batcher';
+import type { DeviceCa } from '../certificates/device-ca';
+import { checkPeerCertificate, type PeerCertificate, type PeerCertificateRefusal } from '../certificates/peer-certificate';
 import { isValidSerial } from './device-types';
 
 /** What the broker keeps about an authenticated connection (nothing secret). */
@@ -12,89 +15,148 @@ export interface DeviceSession {
   /** Desired configuration to (re)publish retained on connect when version > 0. */
   desiredConfigVersion: number;
   desiredConfig: Record<string, unknown>;
+  /**
+   * Set when the session authenticated with a client certificate (SHA-256 of its DER, lowercase
+   * hex): revoking that certificate closes this session and no other.
+   */
+  certificateFingerprint?: string;
 }
 
-export type DeviceAuthResult =
-  | { ok: true; session: DeviceSession }
-  | { ok: false; reason: 'unknown_serial' | 'bad_password' | 'invalid_client' };
+/**
+ * Why a connection is refused. The broker answers `invalid_client` with CONNACK 2 (identifier
+ * rejected) and everything else with 4 (bad user name or password), so a client learns nothing
+ * about which serials exist; the reasons are for logs and metrics.
+ */
+export type DeviceAuthRefusal =
+  | 'unknown_serial'
+  | 'bad_password'
+  | 'invalid_client'
+  /** Not an X.509 certificate we can read. */
+  | 'certificate_invalid'
+  /** Not signed by our device CA, or a CA certificate. */
+  | 'certificate_untrusted'
+  /** Outside its validity (expired, or not valid yet). */
+  | 'certificate_expired'
+  /** Signed by our CA but not issued by this service to this device (or the device is gone). */
+  | 'certificate_unknown'
+  | 'certificate_revoked';
 
-interface CredentialRow {
+export type DeviceAuthResult = { ok: true; session: DeviceSession } | { ok: false; reason: DeviceAuthRefusal };
+
+interface DeviceRow {
   id: string;
   account_id: string;
   serial: string;
   desired_config_version: number;
   desired_config: Record<string, unknown> | string;
+}
+
+interface CredentialRow extends DeviceRow {
   secret_hash: string;
 }
 
+interface CertificateRow {
+  fingerprint_sha256: string;
+  revoked_at: Date | null;
+  /** Of the device row the certificate belongs to; null once that device is gone. */
+  id: string | null;
+  account_id: string | null;
+  serial: string | null;
+  desired_config_version: number | null;
+  desired_config: Record<string, unknown> | string | null;
+}
+
 /**
- * Device password check. Device passwords are 256-bit random secrets, stored only as
- * sha256(password), so one SHA-256 and a constant-time compare is enough (scrypt would make a
- * reconnect storm of 10,000 devices cost minutes of CPU). Nothing is cached: every connection
- * reads the current hash, so a rotation or an unclaim refuses the very next attempt.
- * Lookups arriving within 2 ms are answered by one query (a reconnect storm becomes a
- * few `serial = ANY(...)` reads instead of thousands of single-row ones).
+ * Device authentication: a password, or a client certificate of our device CA.
+ *
+ * Device passwords are 256-bit random secrets, stored only as sha256(password), so one SHA-256
+ * and a constant-time compare is enough (scrypt would make a reconnect storm of 10,000 devices
+ * cost minutes of CPU). Certificates are checked against the CA (signature, validity, CN) and
+ * then looked up by fingerprint: known to this service, not revoked, device still claimed.
+ *
+ * Nothing is cached: every connection reads the current hash or certificate row, so a rotation,
+ * an unclaim or a revocation refuses the very next attempt on every process. Lookups arriving
+ * within 2 ms are answered by one query (a reconnect storm becomes a few `= ANY(...)` reads
+ * instead of thousands of single-row ones).
  */
 export class DeviceAuthService {
-  private pending = new Map<string, Array<(row: CredentialRow | null | Error) => void>>();
-  private scheduled = false;
+  private readonly credentials: LookupBatcher<CredentialRow>;
+  private readonly certificates: LookupBatcher<CertificateRow>;
 
-  constructor(private readonly deps: Pick<ServiceDeps, 'knex' | 'logger'>) {}
+  constructor(
+    private readonly deps: Pick<ServiceDeps, 'knex' | 'logger' | 'clock'>,
+    private readonly area: { ca?: DeviceCa | undefined } = {},
+  ) {
+    this.credentials = new LookupBatcher({ fetch: (serials) => credentialsBySerial(deps.knex, serials), keyOf: (r) => r.serial, logger: deps.logger, what: 'device credential lookup' });
+    this.certificates = new LookupBatcher({
+      fetch: (fingerprints) => certificatesByFingerprint(deps.knex, fingerprints),
+      keyOf: (r) => r.fingerprint_sha256,
+      logger: deps.logger,
+      what: 'device certificate lookup',
+    });
+  }
 
   async authenticate(input: { clientId: string; username: string | undefined; password: Buffer | undefined }): Promise<DeviceAuthResult> {
     const { clientId, username, password } = input;
     // Client id = username = serial; anything else is an identifier we do not issue.
     if (!isValidSerial(clientId) || username !== clientId) return { ok: false, reason: 'invalid_client' };
-    const row = await this.lookup(clientId);
+    const row = await this.credentials.lookup(clientId);
     if (!row) return { ok: false, reason: 'unknown_serial' };
     if (!password || password.length === 0 || password.length > 256) return { ok: false, reason: 'bad_password' };
     const actual = Buffer.from(sha256Hex(password), 'hex');
     const expected = Buffer.from(row.secret_hash, 'hex');
     if (actual.length !== expected.length || !timingSafeEqual(actual, expected)) return { ok: false, reason: 'bad_password' };
+    return { ok: true, session: toSession(row) };
+  }
+
+  /**
+   * A connection that presented a client certificate (mutual TLS) instead of a password.
+   * `certificate` is what node:tls returns from `socket.getPeerCertificate(true)`; only its DER
+   * (`raw`) is read. Accepted when: the client id is a serial and the username, if given, equals
+   * it; the certificate is signed by our device CA and within its validity now; its subject CN
+   * equals the client id; its fingerprint is one this service issued to the device currently
+   * claimed under that serial; and it is not revoked.
+   *
+   * Refusals: `invalid_client` (client id not a serial, username or CN different from the client
+   * id), `certificate_invalid`, `certificate_untrusted`, `certificate_expired`,
+   * `certificate_unknown`, `certificate_revoked`. Throws when the database cannot be asked
+   * (the broker answers CONNACK 3).
+   */
+  async authenticateCertificate(input: { clientId: string; username: string | undefined; certificate: PeerCertificate }): Promise<DeviceAuthResult> {
+    const { clientId, username } = input;
+    if (!isValidSerial(clientId) || (username !== undefined && username !== clientId)) return { ok: false, reason: 'invalid_client' };
+    if (!this.area.ca) return refuse('certificate_untrusted');
+    const ca = await this.area.ca.certificate();
+    const checked = checkPeerCertificate({ certificate: input.certificate, ca, now: this.deps.clock.now() });
+    if (!checked.ok) return refuse(checked.reason);
+    if (checked.commonName !== clientId) return { ok: false, reason: 'invalid_client' };
+    const row = await this.certificates.lookup(checked.fingerprintSha256);
+    if (!row) return refuse('certificate_unknown');
+    if (row.revoked_at !== null) return refuse('certificate_revoked');
+    // Unclaiming revokes in the same transaction; a row without its device is refused all the same.
+    if (row.id === null || row.account_id === null || row.serial !== clientId) return refuse('certificate_unknown');
     return {
       ok: true,
       session: {
-        deviceId: row.id,
-        accountId: row.account_id,
-        serial: row.serial,
-        desiredConfigVersion: Number(row.desired_config_version),
-        desiredConfig: typeof row.desired_config === 'string' ? (JSON.parse(row.desired_config) as Record<string, unknown>) : row.desired_config,
+        ...toSession({ id: row.id, account_id: row.account_id, serial: row.serial, desired_config_version: row.desired_config_version ?? 0, desired_config: row.desired_config ?? {} }),
+        certificateFingerprint: checked.fingerprintSha256,
       },
     };
   }
+}
 
-  private lookup(serial: string): Promise<CredentialRow | null> {
-    return new Promise((resolve, reject) => {
-      const waiters = this.pending.get(serial);
-      const waiter = (r: CredentialRow | null | Error) => (r instanceof Error ? reject(r) : resolve(r));
-      if (waiters) waiters.push(waiter);
-      else this.pending.set(serial, [waiter]);
-      if (!this.scheduled) {
-        this.scheduled = true;
-        // A 2 ms window: in a reconnect storm connections arrive one per tick, so waiting a
-        // moment turns hundreds of single-row reads into one; a lone device barely notices.
-        setTimeout(() => void this.runBatch(), 2);
-      }
-    });
-  }
+function refuse(reason: PeerCertificateRefusal | 'certificate_unknown' | 'certificate_revoked'): DeviceAuthResult {
+  return { ok: false, reason };
+}
 
-  private async runBatch(): Promise<void> {
-    this.scheduled = false;
-    const batch = this.pending;
-    this.pending = new Map();
-    const serials = [...batch.keys()];
-    for (let i = 0; i < serials.length; i += 1000) {
-      const chunk = serials.slice(i, i + 1000);
-      try {
-        const rows = await credentialsBySerial(this.deps.knex, chunk);
-        const bySerial = new Map(rows.map((r) => [r.serial, r]));
-        for (const serial of chunk) for (const w of batch.get(serial)!) w(bySerial.get(serial) ?? null);
-      } catch (error) {
-        this.deps.logger.error({ err: error }, 'device credential lookup failed');
-        for (const serial of chunk) for (const w of batch.get(serial)!) w(error as Error);
-      }
-    }
-  }
+function toSession(row: DeviceRow): DeviceSession {
+  return {
+    deviceId: row.id,
+    accountId: row.account_id,
+    serial: row.serial,
+    desiredConfigVersion: Number(row.desired_config_version),
+    desiredConfig: typeof row.desired_config === 'string' ? (JSON.parse(row.desired_config) as Record<string, unknown>) : row.desired_config,
+  };
 }
 
 function credentialsBySerial(knex: Knex, serials: string[]): Promise<CredentialRow[]> {
@@ -102,4 +164,14 @@ function credentialsBySerial(knex: Knex, serials: string[]): Promise<CredentialR
     .join('device_credentials as c', 'c.device_id', 'd.id')
     .whereRaw('d.serial = ANY(?::text[])', [serials])
     .select('d.id', 'd.account_id', 'd.serial', 'd.desired_config_version', 'd.desired_config', 'c.secret_hash');
+}
+
+function certificatesByFingerprint(knex: Knex, fingerprints: string[]): Promise<CertificateRow[]> {
+  // The device is matched by id and serial: a certificate never follows its serial to a later claim.
+  return knex('device_certificates as c')
+    .leftJoin('devices as d', function () {
+      this.on('d.id', '=', 'c.device_id').andOn('d.serial', '=', 'c.serial');
+    })
+    .whereRaw('c.fingerprint_sha256 = ANY(?::text[])', [fingerprints])
+    .select('c.fingerprint_sha256', 'c.revoked_at', 'd.id', 'd.account_id', 'd.serial', 'd.desired_config_version', 'd.desired_config');
 }

@@ -1,3 +1,5 @@
+import { InProcessDisconnectRequests, type DisconnectRequests } from './disconnect-requests';
+
 /**
  * The seam between the domain and the MQTT broker, in both directions. Services are built before
  * the broker starts, so they hold a `DeviceGatewayRef` that the broker fills in when it is up.
@@ -30,8 +32,13 @@ export interface DeviceGateway {
   publishConfig(serial: string, message: { version: number; config: Record<string, unknown> }): Promise<void>;
   /** QoS 1 publish on `devices/{serial}/ota`. */
   publishOta(serial: string, command: OtaCommand): Promise<void>;
-  /** Drop the device's connection now (credentials rotated, device unclaimed). */
-  disconnect(serial: string, reason: string): void;
+  /**
+   * Drop the device's connection now (credentials rotated, device unclaimed, certificate
+   * revoked). The broker closes what it holds itself; `DeviceGatewayRef`, which services hold,
+   * asks every process of the deployment. `match.certificateFingerprint`: only a session that
+   * authenticated with that certificate.
+   */
+  disconnect(serial: string, reason: string, match?: { certificateFingerprint?: string }): void;
   /**
    * Forget what the broker keeps for a serial (unclaim): its retained configuration and its
    * persistent session (subscriptions, queued messages), so whoever claims it next starts clean.
@@ -73,9 +80,18 @@ export interface OtaDeviceListener {
   onFirmwareReported(reports: Array<{ accountId: string; deviceId: string; serial: string; firmware: string; previous: string | null }>): Promise<void>;
 }
 
-/** Late-bound holder: a no-op until the broker (or the OTA engine) registers itself. */
+/**
+ * Late-bound holder: a no-op until the broker (or the OTA engine) registers itself.
+ * `disconnect` goes through `DisconnectRequests` to every process (Redis in cluster mode), and
+ * each process's holder hands the request to its own broker.
+ */
 export class DeviceGatewayRef implements DeviceGateway {
   private target: DeviceGateway | undefined;
+  constructor(private readonly disconnects: DisconnectRequests = new InProcessDisconnectRequests()) {
+    disconnects.subscribe((request) =>
+      this.target?.disconnect(request.serial, request.reason, request.certificateFingerprint !== undefined ? { certificateFingerprint: request.certificateFingerprint } : undefined),
+    );
+  }
   set(gateway: DeviceGateway | undefined): void {
     this.target = gateway;
   }
@@ -86,8 +102,9 @@ export class DeviceGatewayRef implements DeviceGateway {
     if (!this.target) throw new Error('no MQTT broker is running in this process');
     await this.target.publishOta(serial, command);
   }
-  disconnect(serial: string, reason: string): void {
-    this.target?.disconnect(serial, reason);
+  /** Every process closes the serial's session (or only the one of that certificate). Returns at once. */
+  disconnect(serial: string, reason: string, match?: { certificateFingerprint?: string }): void {
+    void this.disconnects.publish({ serial, reason, ...(match?.certificateFingerprint !== undefined ? { certificateFingerprint: match.certificateFingerprint } : {}) });
   }
   async forget(serial: string): Promise<void> {
     await this.target?.forget(serial);

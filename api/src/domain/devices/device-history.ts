@@ -13,6 +13,8 @@ export const DEVICE_EVENT_TYPES = [
   'config_changed',
   'config_applied',
   'credentials_rotated',
+  'certificate_issued',
+  'certificate_revoked',
   'renamed',
   'tags_changed',
   'update_step',

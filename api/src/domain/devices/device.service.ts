@@ -14,6 +14,7 @@ import {
 } from './device.repository';
 import type { DeviceGateway } from './device-gateway';
 import { DeviceCountCache } from './device-count-cache';
+import { revokeCertificatesOfDevice } from '../certificates/device-certificate.repository';
 
 export const MAX_PAGE_SIZE = 1000;
 /** Rows per keyset batch of the streamed (unpaged) list: memory stays flat with fleet size. */
@@ -307,7 +308,7 @@ export class DeviceService {
     return this.get(actor, { serial: input.serial });
   }
 
-  /** New MQTT password, shown once; the old one is refused at once and the session dropped. */
+  /** New MQTT password, shown once; the old one is refused at once and the session dropped on every process. */
   async rotateCredentials(actor: Actor, input: { serial: string }): Promise<DeviceCredentials> {
     requireAdmin(actor);
     if (!isValidSerial(input.serial)) throw notFound('Device');
@@ -327,9 +328,9 @@ export class DeviceService {
   }
 
   /**
-   * Unclaim: the device, its credentials, history and updates are deleted and its connection
-   * dropped; the serial can be claimed again. Nothing is credited: the claim charge stays in
-   * the ledger, but the quota slot is free again.
+   * Unclaim: the device, its credentials, history and updates are deleted, its certificates
+   * revoked and its connection dropped on every process; the serial can be claimed again.
+   * Nothing is credited: the claim charge stays in the ledger, but the quota slot is free again.
    */
   async unclaim(actor: Actor, input: { serial: string }): Promise<void> {
     requireAdmin(actor);
@@ -344,6 +345,8 @@ export class DeviceService {
       if (!row) throw notFound('Device');
       await trx('device_updates').where({ device_id: row.id }).delete();
       await trx('device_events').where({ device_id: row.id }).delete();
+      // Certificates stay, revoked: whoever claims the serial next must not inherit them.
+      await revokeCertificatesOfDevice(trx, { deviceId: row.id, now: this.deps.clock.now(), reason: 'unclaimed' });
       await trx('devices').where({ id: row.id }).delete();
       await appendEvents(trx, this.deps.clock, [
         { accountId: actor.accountId, type: 'device.unclaimed', subject: row.serial, data: { serial: row.serial, device_id: row.id, by: actor.principal } },

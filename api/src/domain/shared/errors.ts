@@ -17,6 +17,8 @@ export const ERROR_CODES = {
   invalid_signing_key: 422,
   /** A firmware upload whose signature is missing, malformed or does not verify with the account's key. */
   signature_invalid: 422,
+  /** A certificate signing request that is unreadable, not self-signed, or of a key type not taken. */
+  csr_invalid: 422,
   /** A firmware download link that expired, or whose job finished or file was deleted. */
   gone: 410,
   range_not_satisfiable: 416,

@@ -6,6 +6,7 @@ import type { ClaimResult } from '../../domain/devices/claim.service';
 import type { DeviceSortField } from '../../domain/devices/device.service';
 import { MAX_DEVICE_PAGE } from '../limits';
 import { connection, money } from './presenters';
+import { presentCertificate } from './certificates.resolvers';
 
 interface DeviceFilterArgs {
   model?: string | null;
@@ -50,6 +51,7 @@ export function presentClaim(result: ClaimResult) {
     count: result.claimed,
     devices: result.devices.map((d) => d.device),
     credentials: result.devices.map((d) => d.credentials),
+    certificates: result.devices.flatMap((d) => (d.certificate ? [presentCertificate(d.certificate)] : [])),
     charged: money(result.charged.amountMinor, result.charged.currency),
     deploymentId: result.deploymentId,
   };
@@ -90,7 +92,7 @@ export const deviceResolvers = {
   Mutation: {
     claimDevices: async (
       _: unknown,
-      args: { input: { serials: string[]; model: string; firmware?: string | null; names?: Record<string, string> | null; idempotencyKey?: string | null } },
+      args: { input: { serials: string[]; model: string; firmware?: string | null; names?: Record<string, string> | null; csrs?: Record<string, string> | null; idempotencyKey?: string | null } },
       ctx: GraphQLContext,
     ) => {
       const { idempotencyKey, ...rest } = args.input;
@@ -99,6 +101,7 @@ export const deviceResolvers = {
         model: rest.model,
         ...(rest.firmware != null ? { firmware: rest.firmware } : {}),
         ...(rest.names != null ? { names: rest.names } : {}),
+        ...(rest.csrs != null ? { csrs: rest.csrs } : {}),
       };
       if (idempotencyKey == null) return presentClaim(await ctx.services.claims.claim(ctx.actor, input));
       // Same semantics as REST's Idempotency-Key header (IdempotencyService.run), per account.

@@ -7,6 +7,7 @@ import { deviceResolvers } from './devices.resolvers';
 import { fleetResolvers, presentSummary } from './fleet.resolvers';
 import { deploymentResolvers } from './deployments.resolvers';
 import { firmwareResolvers } from './firmware.resolvers';
+import { certificateResolvers } from './certificates.resolvers';
 import { DomainError } from '../../domain/shared/errors';
 import type { LiveDevice } from '../live/live-views';
 import type { Services } from '../../services';
@@ -27,5 +28,5 @@ export function createResolvers(live: LiveViews, services: Services): IResolvers
     }
   };
   // The resolver maps are plain objects keyed by type name; graphql-tools merges them.
-  return [accountResolvers, eventResolvers, webhookResolvers, deviceResolvers, fleetResolvers, deploymentResolvers, firmwareResolvers] as unknown as IResolvers[];
+  return [accountResolvers, eventResolvers, webhookResolvers, deviceResolvers, fleetResolvers, deploymentResolvers, firmwareResolvers, certificateResolvers] as unknown as IResolvers[];
 }

@@ -173,3 +173,26 @@ export const ROTATE_CREDENTIALS = gql`
     rotateDeviceCredentials(serial: $serial) { serial username password }
   }
 `;
+
+export interface DeviceCertificate {
+  fingerprintSha256: string;
+  keyAlgorithm: string;
+  notAfter: string;
+  createdAt: string;
+  revokedAt: string | null;
+  revokedReason: 'revoked' | 'unclaimed' | null;
+}
+
+const DEVICE_CERTIFICATE_FIELDS = 'fingerprintSha256 keyAlgorithm notAfter createdAt revokedAt revokedReason';
+
+export const DEVICE_CERTIFICATES = gql`
+  query DeviceCertificates($serial: String!) {
+    device(serial: $serial) { serial certificates { ${DEVICE_CERTIFICATE_FIELDS} } }
+  }
+`;
+
+export const REVOKE_DEVICE_CERTIFICATE = gql`
+  mutation RevokeDeviceCertificate($serial: String!, $fingerprint: String!) {
+    revokeDeviceCertificate(serial: $serial, fingerprint: $fingerprint) { ${DEVICE_CERTIFICATE_FIELDS} }
+  }
+`;
