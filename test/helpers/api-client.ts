@@ -1,3 +1,5 @@
+import { Agent, fetch as undiciFetch } from 'undici';
+
 /** A small fetch wrapper for tests: JSON in, status + headers + parsed body out. */
 // Test bodies are asserted field by field; `any` keeps those assertions short.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -8,13 +10,20 @@ export interface ApiResponse<T = any> {
 }
 
 export class ApiClient {
+  /** For an HTTPS service with a private CA: Node's fetch takes no CA of its own. */
+  private readonly agent: Agent | undefined;
+
   constructor(
     readonly baseUrl: string,
     readonly apiKey?: string,
-  ) {}
+    /** PEM of the CA that signed the service's certificate (HTTPS tests). */
+    readonly ca?: string,
+  ) {
+    this.agent = ca ? new Agent({ connect: { ca } }) : undefined;
+  }
 
   withKey(apiKey: string): ApiClient {
-    return new ApiClient(this.baseUrl, apiKey);
+    return new ApiClient(this.baseUrl, apiKey, this.ca);
   }
 
   async request<T = any>(
@@ -30,11 +39,8 @@ export class ApiClient {
       headers['content-type'] ??= 'application/json';
     }
     // Paths are absolute on the server: '/api/v1/devices', '/healthz'.
-    const res = await fetch(this.baseUrl + path, {
-      method,
-      headers,
-      ...(body !== undefined ? { body } : {}),
-    });
+    const init = { method, headers, ...(body !== undefined ? { body } : {}) };
+    const res = this.agent ? ((await undiciFetch(this.baseUrl + path, { ...init, dispatcher: this.agent } as Parameters<typeof undiciFetch>[1])) as unknown as Response) : await fetch(this.baseUrl + path, init);
     const text = await res.text();
     let parsed: unknown = text;
     const type = res.headers.get('content-type') ?? '';

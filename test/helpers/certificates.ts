@@ -66,6 +66,11 @@ export function peerCertificate(pem: string): { raw: Buffer; fingerprint256: str
 
 /** A CA that is not ours and a client certificate it signed for `commonName`. */
 export async function foreignCertificate(commonName: string): Promise<string> {
+  return (await foreignCertificateWithKey(commonName)).certificate;
+}
+
+/** A certificate for `commonName` from a CA that is not ours, with its private key (PKCS#8 PEM), so a TLS client can present it. */
+export async function foreignCertificateWithKey(commonName: string): Promise<{ certificate: string; privateKeyPem: string }> {
   const alg = { name: 'ECDSA', namedCurve: 'P-256' } as EcKeyGenParams;
   const sign = { name: 'ECDSA', hash: 'SHA-256' } as EcdsaParams;
   const caKeys = (await webCrypto.subtle.generateKey(alg, true, ['sign', 'verify'])) as CryptoKeyPair;
@@ -78,7 +83,8 @@ export async function foreignCertificate(commonName: string): Promise<string> {
     { subject: [{ CN: [commonName] }], issuer: ca.subjectName, publicKey: leafKeys.publicKey, signingKey: caKeys.privateKey, signingAlgorithm: sign, serialNumber: '02' },
     webCrypto,
   );
-  return leaf.toString('pem');
+  const pkcs8 = Buffer.from(await webCrypto.subtle.exportKey('pkcs8', leafKeys.privateKey));
+  return { certificate: leaf.toString('pem'), privateKeyPem: createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' }).export({ format: 'pem', type: 'pkcs8' }) as string };
 }
 
 export function opensslAvailable(): boolean {

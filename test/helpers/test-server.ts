@@ -39,7 +39,7 @@ export interface TestAccount {
 let accountCounter = 0;
 
 /** A real server on free ports (HTTP and MQTT) with its own database; no demo account. */
-export async function startTestServer(options: { clock?: Clock; env?: Record<string, string>; resolveHost?: HostResolver } = {}): Promise<TestServer> {
+export async function startTestServer(options: { clock?: Clock; env?: Record<string, string>; resolveHost?: HostResolver; /** CA of the service certificate, for the account API clients over HTTPS. */ tlsCa?: string } = {}): Promise<TestServer> {
   const db = await createTestDatabase();
   const config = loadConfig({
     PORT: '0',
@@ -81,7 +81,7 @@ export async function startTestServer(options: { clock?: Clock; env?: Record<str
         apiKeyId: created.apiKeyId,
         adminEmail,
         adminPassword,
-        api: new ApiClient(service.httpUrl, created.apiKey),
+        api: new ApiClient(service.httpUrl, created.apiKey, options.tlsCa),
       };
     },
     async restart() {

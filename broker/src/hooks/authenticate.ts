@@ -1,3 +1,4 @@
+import tls from 'node:tls';
 import type { AuthenticateError, Client, ConnectPacket } from 'aedes';
 import type { Logger } from '../../../api/src/logger';
 import type { DeviceAuthService, DeviceSession } from '../../../api/src/domain/devices/device-auth.service';
@@ -9,6 +10,14 @@ const BAD_USERNAME_OR_PASSWORD = 4;
 
 function refusal(message: string, returnCode: number): AuthenticateError {
   return Object.assign(new Error(message), { returnCode }) as AuthenticateError;
+}
+
+/** The certificate a device presented on a TLS connection, or null (plain TCP, WebSocket, none sent). */
+function clientCertificate(client: Client): { raw: Buffer } | null {
+  const conn: unknown = client.conn;
+  if (!(conn instanceof tls.TLSSocket)) return null;
+  const peer = conn.getPeerCertificate(true);
+  return peer && Buffer.isBuffer(peer.raw) && peer.raw.length > 0 ? { raw: peer.raw } : null;
 }
 
 /** Clients whose CONNECT carried an empty client id (Aedes 1.2 would invent one and accept it). */
@@ -40,8 +49,11 @@ export function makeAuthenticate(input: {
       input.onRefused(client, 'empty_client_id', undefined);
       return done(refusal('identifier rejected', IDENTIFIER_REJECTED), false);
     }
-    input.auth
-      .authenticate({ clientId: client.id, username, password })
+    // MQTTS: a device that presents a client certificate and no password is authenticated by
+    // the certificate; with a password, the password decides (both work side by side).
+    const certificate = password === undefined ? clientCertificate(client) : null;
+    const attempt = certificate ? input.auth.authenticateCertificate({ clientId: client.id, username, certificate }) : input.auth.authenticate({ clientId: client.id, username, password });
+    attempt
       .then((result) => {
         if (result.ok) {
           input.onAuthenticated(client, result.session);
