@@ -3,16 +3,18 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import cliProgress from 'cli-progress';
 import { Fleet, claimDevices, loadCredentials, makeSerials, saveCredentials, type FleetStats } from './fleet';
+import { loadDeviceCertificates, saveDeviceCertificates } from './device-certificates';
 import { isValidVersion } from '../../api/src/domain/shared/version';
 import { parseSigningKey, type ParsedSigningKey } from '../../api/src/domain/firmware/firmware-signature';
 
 const USAGE = `Usage: npm run simulator -- --count N --broker-url URL --api-url URL --api-key KEY --model M --firmware V
          [--claim] [--serial-prefix P] [--heartbeat-s S] [--fail-rate R] [--download-kbps K]
-         [--flap-rate R] [--duration S] [--credentials FILE] [--signing-key FILE] [--verbose]
+         [--flap-rate R] [--duration S] [--credentials FILE] [--signing-key FILE]
+         [--ca FILE] [--cert-dir DIR] [--verbose]
 
   --count N            virtual devices (1..10000 per process)
-  --broker-url URL     mqtt://host:1883 or ws://host:8080/mqtt
-  --api-url URL        the service's HTTP address (used by --claim)
+  --broker-url URL     mqtt://host:1883, mqtts://host:8883, ws://host:8080/mqtt or wss://...
+  --api-url URL        the service's HTTP(S) address (used by --claim)
   --api-key KEY        an admin API key of the account (used by --claim)
   --model M            model of the devices (must be registered in the account)
   --firmware V         version the devices run at start (and claim with)
@@ -26,6 +28,11 @@ const USAGE = `Usage: npm run simulator -- --count N --broker-url URL --api-url 
   --credentials FILE   with --claim: save credentials there; without: read them from there
   --signing-key FILE   the firmware signing public key (PEM, Ed25519): install only images signed
                        with it, report others failed with error "signature_invalid: ..."
+  --ca FILE            CA certificate (PEM) that signed the service's TLS certificate, for
+                       mqtts://, wss:// and an https --api-url
+  --cert-dir DIR       device certificates: with --claim, each device makes a key and CSR and
+                       the claim signs them (DIR/<serial>.key and DIR/<serial>.pem); without,
+                       devices with both files in DIR connect by certificate, no password
   --verbose            print every MQTT message (meant for --count 1)`;
 
 function fail(message: string): never {
@@ -59,6 +66,8 @@ const { values } = (() => {
         duration: { type: 'string' },
         credentials: { type: 'string' },
         'signing-key': { type: 'string' },
+        ca: { type: 'string' },
+        'cert-dir': { type: 'string' },
         verbose: { type: 'boolean', default: false },
         help: { type: 'boolean', default: false },
       },
@@ -86,6 +95,16 @@ const downloadKbps = numberOption(values['download-kbps'], 'download-kbps', 0, 1
 const flapRate = numberOption(values['flap-rate'], 'flap-rate', 0, 60) ?? 0;
 const duration = numberOption(values.duration, 'duration', 1, 365 * 24 * 3600);
 const signingKey = values['signing-key'] === undefined ? undefined : readSigningKey(values['signing-key']);
+const ca = values.ca === undefined ? undefined : readText(values.ca, '--ca');
+const certDir = values['cert-dir'];
+
+function readText(file: string, option: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    fail(`${option} ${file} cannot be read (${(err as Error).message})`);
+  }
+}
 
 function readSigningKey(file: string): ParsedSigningKey {
   let text: string;
@@ -109,17 +128,31 @@ async function credentials() {
     const prefix = values['serial-prefix'] ?? `SIM-${randomBytes(2).toString('hex').toUpperCase()}`;
     const serials = makeSerials(prefix, count);
     console.log(`claiming ${count} devices ${serials[0]}..${serials.at(-1)} (model ${model}, firmware ${firmware}) at ${apiUrl}`);
-    const creds = await claimDevices({ apiUrl, apiKey, model, firmware, serials, onBatch: (done) => console.log(`  claimed ${done}/${count}`), onNote: (m) => console.log(`  note: ${m}`) });
+    const creds = await claimDevices({
+      apiUrl, apiKey, model, firmware, serials,
+      certificates: certDir !== undefined,
+      ...(ca !== undefined ? { ca } : {}),
+      onBatch: (done) => console.log(`  claimed ${done}/${count}`),
+      onNote: (m) => console.log(`  note: ${m}`),
+    });
     if (values.credentials) {
       await saveCredentials(values.credentials, creds);
       console.log(`credentials saved to ${values.credentials} (keep it private: it holds the device passwords)`);
     }
+    if (certDir !== undefined) {
+      const certified = creds.flatMap((c) => (c.certificate && c.privateKey ? [{ serial: c.serial, certificate: c.certificate, privateKey: c.privateKey }] : []));
+      await saveDeviceCertificates(certDir, certified);
+      console.log(`${certified.length} device keys and certificates saved in ${certDir} (the devices connect with them, no password)`);
+    }
     return creds;
   }
   if (!values.credentials) fail('without --claim, --credentials FILE must name the credentials saved by an earlier --claim run');
-  const creds = await loadCredentials(values.credentials);
+  const creds = (await loadCredentials(values.credentials)).slice(0, count);
   if (creds.length < count) fail(`${values.credentials} holds ${creds.length} devices, fewer than --count ${count}`);
-  return creds.slice(0, count);
+  if (certDir === undefined) return creds;
+  const certificates = await loadDeviceCertificates(certDir, creds.map((c) => c.serial));
+  console.log(`${certificates.size} of ${count} devices connect by certificate (from ${certDir})`);
+  return creds.map((c) => ({ ...c, ...certificates.get(c.serial) }));
 }
 
 const line = (s: FleetStats) =>
@@ -137,6 +170,7 @@ async function main(): Promise<void> {
     downloadKbps,
     flapRate,
     ...(signingKey ? { signingKey: signingKey.key } : {}),
+    ...(ca !== undefined ? { ca } : {}),
     ...(values.verbose ? { trace: (l: string) => console.log(l) } : {}),
   });
 

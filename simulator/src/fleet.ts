@@ -1,5 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
+import { Agent, fetch as undiciFetch } from 'undici';
 import { SimulatedDevice, type DeviceCredentials, type SimulatedDeviceOptions } from './simulated-device';
+import { makeKeyAndCsr, type DeviceKeyAndCsr } from './device-certificates';
 
 export type { DeviceCredentials } from './simulated-device';
 
@@ -144,19 +146,42 @@ export function makeSerials(prefix: string, count: number): string[] {
  * Claims the serials through the REST batch claim (`POST /api/v1/devices/claim`, at most 1000
  * per request, all or nothing per request) and returns their MQTT credentials.
  */
-export async function claimDevices(input: { apiUrl: string; apiKey: string; model: string; firmware: string; serials: string[]; onBatch?: (done: number) => void; onNote?: (message: string) => void }): Promise<DeviceCredentials[]> {
+export async function claimDevices(input: {
+  apiUrl: string;
+  apiKey: string;
+  model: string;
+  firmware: string;
+  serials: string[];
+  /** Also get each device a client certificate: a key and CSR made here, signed in the claim (`csrs`). */
+  certificates?: boolean;
+  /** CA (PEM) of the service's HTTPS certificate, when it is not one the system trusts. */
+  ca?: string;
+  onBatch?: (done: number) => void;
+  onNote?: (message: string) => void;
+}): Promise<DeviceCredentials[]> {
   const out: DeviceCredentials[] = [];
   const base = input.apiUrl.replace(/\/+$/, '');
+  // Node's own fetch takes no CA: undici's, with an agent that trusts it.
+  const agent = input.ca ? new Agent({ connect: { ca: input.ca } }) : undefined;
   let withFirmware = true;
   for (let i = 0; i < input.serials.length; i += 1000) {
     const serials = input.serials.slice(i, i + 1000);
+    const keys = new Map<string, DeviceKeyAndCsr>();
+    if (input.certificates) for (const serial of serials) keys.set(serial, await makeKeyAndCsr(serial));
+    const csrs = input.certificates ? { csrs: Object.fromEntries([...keys].map(([serial, k]) => [serial, k.csr])) } : {};
     const post = (firmware: boolean) =>
-      fetch(`${base}/api/v1/devices/claim`, {
+      undiciFetch(`${base}/api/v1/devices/claim`, {
         method: 'POST',
         headers: { authorization: `Bearer ${input.apiKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ serials, model: input.model, ...(firmware ? { firmware: input.firmware } : {}) }),
+        body: JSON.stringify({ serials, model: input.model, ...(firmware ? { firmware: input.firmware } : {}), ...csrs }),
+        ...(agent ? { dispatcher: agent } : {}),
       });
-    type ClaimBody = { devices?: Array<{ serial: string; credentials: { username: string; password: string } }>; detail?: string; code?: string; errors?: Array<{ field: string; message: string }> };
+    type ClaimBody = {
+      devices?: Array<{ serial: string; credentials: { username: string; password: string }; certificate?: { certificate: string } }>;
+      detail?: string;
+      code?: string;
+      errors?: Array<{ field: string; message: string }>;
+    };
     let res = await post(withFirmware);
     let body = (await res.json().catch(() => ({}))) as ClaimBody;
     if (res.status === 422 && body.code === 'version_not_found' && withFirmware) {
@@ -170,7 +195,15 @@ export async function claimDevices(input: { apiUrl: string; apiKey: string; mode
       const details = (body.errors ?? []).slice(0, 5).map((e) => `${e.field}: ${e.message}`).join('; ');
       throw new Error(`claim of serials ${serials[0]}..${serials.at(-1)} failed: HTTP ${res.status} ${body.code ?? ''} ${body.detail ?? ''}${details ? ` (${details})` : ''}`.trim());
     }
-    for (const d of body.devices) out.push({ serial: d.serial, username: d.credentials.username, password: d.credentials.password });
+    for (const d of body.devices) {
+      const key = keys.get(d.serial);
+      out.push({
+        serial: d.serial,
+        username: d.credentials.username,
+        password: d.credentials.password,
+        ...(key && d.certificate ? { certificate: d.certificate.certificate, privateKey: key.privateKey } : {}),
+      });
+    }
     input.onBatch?.(out.length);
   }
   return out;
@@ -178,7 +211,9 @@ export async function claimDevices(input: { apiUrl: string; apiKey: string; mode
 
 /** Credentials file: a JSON array of {serial, username, password}. Written with mode 0600: it holds secrets. */
 export async function saveCredentials(file: string, devices: DeviceCredentials[]): Promise<void> {
-  await writeFile(file, JSON.stringify(devices, null, 1), { mode: 0o600 });
+  // Keys and certificates go to --cert-dir, one pair of files per device, never in here.
+  const passwords = devices.map(({ serial, username, password }) => ({ serial, username, password }));
+  await writeFile(file, JSON.stringify(passwords, null, 1), { mode: 0o600 });
 }
 
 export async function loadCredentials(file: string): Promise<DeviceCredentials[]> {

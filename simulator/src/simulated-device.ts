@@ -15,12 +15,20 @@ export interface DeviceCredentials {
   serial: string;
   username: string;
   password: string;
+  /**
+   * A client certificate of the service's device CA and its key (PEM). With them the device
+   * authenticates on MQTTS by its certificate and sends no username or password.
+   */
+  certificate?: string;
+  privateKey?: string;
 }
 
 export interface SimulatedDeviceOptions {
   credentials: DeviceCredentials;
-  /** mqtt://host:port or ws://host:port/mqtt */
+  /** mqtt://host:port, mqtts://host:port, ws://host:port/mqtt or wss://host:port/mqtt */
   brokerUrl: string;
+  /** CA certificate(s) (PEM) the device trusts for the service's TLS certificate (`--ca`). */
+  ca?: string;
   /** Version the device runs at start. */
   firmware: string;
   /** Heartbeat period in seconds (fractions allowed for load tests). Default: the configured `heartbeat_interval_s`, else 60. */
@@ -147,10 +155,11 @@ export class SimulatedDevice {
   private connect(): Promise<void> {
     const { credentials } = this.options;
     return new Promise((resolve, reject) => {
+      const byCertificate = credentials.certificate !== undefined && credentials.privateKey !== undefined;
       const client = mqtt.connect(this.options.brokerUrl, {
         clientId: credentials.serial,
-        username: credentials.username,
-        password: credentials.password,
+        ...(byCertificate ? { cert: credentials.certificate, key: credentials.privateKey } : { username: credentials.username, password: credentials.password }),
+        ...(this.options.ca !== undefined ? { ca: this.options.ca } : {}),
         clean: this.options.clean ?? false,
         keepalive: 30,
         reconnectPeriod: 0,
