@@ -25,8 +25,10 @@ export interface BenchAccount {
 
 export interface BenchServer {
   httpUrl: string;
-  /** mqtt://host:port of the server's device broker. */
+  /** mqtt://host:port of the server's device broker (null with MQTT_PORT=off). */
   mqttUrl: string;
+  /** mqtts://host:port when the server was given TLS files, else null. */
+  mqttsUrl: string | null;
   database: 'postgres' | 'embedded';
   pid: number;
   createAccount(input?: Partial<{ name: string; quota: number; budget: number; unitPrice: number; rateLimitPerMinute: number }>): Promise<BenchAccount>;
@@ -76,10 +78,10 @@ export async function startBenchServer(options: { env?: Record<string, string> }
 
   let nextId = 1;
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
-  const ready = new Promise<{ httpUrl: string; mqttUrl: string; database: 'postgres' | 'embedded' }>((resolve, reject) => {
+  const ready = new Promise<{ httpUrl: string; mqttUrl: string; mqttsUrl: string | null; database: 'postgres' | 'embedded' }>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`bench server exited with ${code} before it was ready`)));
     child.on('message', (raw) => {
-      const msg = raw as { ready?: boolean; httpUrl: string; mqttUrl: string; database: 'postgres' | 'embedded'; id?: number; ok?: boolean; result?: unknown; error?: string };
+      const msg = raw as { ready?: boolean; httpUrl: string; mqttUrl: string; mqttsUrl: string | null; database: 'postgres' | 'embedded'; id?: number; ok?: boolean; result?: unknown; error?: string };
       if (msg.ready) return resolve(msg);
       const waiter = msg.id === undefined ? undefined : pending.get(msg.id);
       if (!waiter) return;
@@ -88,7 +90,7 @@ export async function startBenchServer(options: { env?: Record<string, string> }
       else waiter.reject(new Error(msg.error));
     });
   });
-  const { httpUrl, mqttUrl, database } = await ready;
+  const { httpUrl, mqttUrl, mqttsUrl, database } = await ready;
   const request = <T>(message: Record<string, unknown>): Promise<T> =>
     new Promise<T>((resolve, reject) => {
       const id = nextId++;
@@ -100,6 +102,7 @@ export async function startBenchServer(options: { env?: Record<string, string> }
   return {
     httpUrl,
     mqttUrl,
+    mqttsUrl,
     database,
     pid: child.pid!,
     async createAccount(input = {}) {

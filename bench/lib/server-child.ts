@@ -77,4 +77,4 @@ process.on('message', (raw) => {
 
 const config = loadConfig({ ...process.env, PORT: '0', MQTT_PORT: '0', HOST: '127.0.0.1', DEMO_ACCOUNT: 'false' });
 service = await startFleetService({ config, logger: createLogger(config.logLevel) });
-process.send?.({ ready: true, httpUrl: service.httpUrl, mqttUrl: service.mqttUrl, database: service.database.kind });
+process.send?.({ ready: true, httpUrl: service.httpUrl, mqttUrl: service.mqttUrl, mqttsUrl: service.mqttsUrl, database: service.database.kind });

@@ -16,7 +16,8 @@ function refusal(message: string, returnCode: number): AuthenticateError {
 function clientCertificate(client: Client): { raw: Buffer } | null {
   const conn: unknown = client.conn;
   if (!(conn instanceof tls.TLSSocket)) return null;
-  const peer = conn.getPeerCertificate(true);
+  // Not `detailed`: only the DER is read, and the detailed form walks the issuer chain.
+  const peer = conn.getPeerCertificate(false);
   return peer && Buffer.isBuffer(peer.raw) && peer.raw.length > 0 ? { raw: peer.raw } : null;
 }
 
