@@ -1,0 +1,103 @@
+import { describe, it, expect } from 'vitest';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+
+const root = path.resolve(__dirname, '../..');
+
+function filesUnder(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(path.join(root, dir))) {
+    const rel = path.join(dir, name);
+    if (statSync(path.join(root, rel)).isDirectory()) out.push(...filesUnder(rel));
+    else if (/\.(ts|vue)$/.test(name)) out.push(rel);
+  }
+  return out;
+}
+
+const importsOf = (file: string) => [...readFileSync(path.join(root, file), 'utf8').matchAll(/^\s*(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]/gm)].map((m) => m[1]!);
+const resolvesInto = (file: string, spec: string, folder: string) => spec.startsWith('.') && path.resolve(path.dirname(path.join(root, file)), spec).startsWith(path.join(root, folder) + path.sep);
+
+/**
+ * The layering the code keeps (docs/architecture.md): SQL only in stores beneath the domain
+ * services, adapters that never import each other, and a device protocol module that depends
+ * on nothing but zod.
+ */
+describe('architecture', () => {
+  it('issues SQL under api/src/domain only from store/ folders', () => {
+    const sql = /\b(?:knex|trx|db)\s*\(|\.raw\s*\(/;
+    const offenders = filesUnder('api/src/domain')
+      .filter((f) => !f.split(path.sep).includes('store'))
+      .filter((f) => sql.test(readFileSync(path.join(root, f), 'utf8')));
+    expect(offenders.filter((f) => !SQL_NOT_YET_IN_STORES.has(f))).toEqual([]);
+    // The list only shrinks: a file that no longer issues SQL leaves it.
+    expect([...SQL_NOT_YET_IN_STORES].filter((f) => !offenders.includes(f))).toEqual([]);
+  });
+
+  it('keeps adapters apart: REST, GraphQL, the HTTP downloads and the broker never import each other', () => {
+    const adapters: Record<string, string[]> = {
+      'rest-facade/src': ['api/src/graphql', 'api/src/http', 'broker/src'],
+      'api/src/graphql': ['rest-facade/src', 'api/src/http', 'broker/src'],
+      'api/src/http': ['rest-facade/src', 'api/src/graphql', 'broker/src'],
+      'broker/src': ['rest-facade/src', 'api/src/graphql', 'api/src/http'],
+    };
+    const crossings: string[] = [];
+    const seen = new Set<string>();
+    for (const [adapter, others] of Object.entries(adapters)) {
+      for (const file of filesUnder(adapter)) {
+        for (const spec of importsOf(file)) {
+          const other = others.find((o) => resolvesInto(file, spec, o));
+          if (!other) continue;
+          seen.add(`${file} -> ${other}`);
+          if (!ADAPTER_IMPORTS_NOT_YET_REMOVED.has(`${file} -> ${other}`)) crossings.push(`${file} -> ${other}`);
+        }
+      }
+    }
+    expect(crossings).toEqual([]);
+    expect([...ADAPTER_IMPORTS_NOT_YET_REMOVED].filter((c) => !seen.has(c))).toEqual([]);
+  });
+});
+
+/** Files that still issue SQL outside a store: moved into stores one area at a time, then removed here. */
+const SQL_NOT_YET_IN_STORES = new Set<string>([
+  'api/src/domain/accounts/account.service.ts',
+  'api/src/domain/accounts/allocation.service.ts',
+  'api/src/domain/accounts/api-key.service.ts',
+  'api/src/domain/accounts/login-throttle.ts',
+  'api/src/domain/accounts/user.service.ts',
+  'api/src/domain/certificates/device-ca.ts',
+  'api/src/domain/certificates/device-certificate.repository.ts',
+  'api/src/domain/certificates/device-certificate.service.ts',
+  'api/src/domain/deployments/deployment-progress.ts',
+  'api/src/domain/deployments/deployment-targets.ts',
+  'api/src/domain/deployments/deployment.repository.ts',
+  'api/src/domain/deployments/deployment.service.ts',
+  'api/src/domain/deployments/dispatch-page.ts',
+  'api/src/domain/deployments/ota-engine.ts',
+  'api/src/domain/deployments/ota-reports.ts',
+  'api/src/domain/deployments/resend.ts',
+  'api/src/domain/deployments/update-transitions.ts',
+  'api/src/domain/devices/claim-firmware.ts',
+  'api/src/domain/devices/claim.service.ts',
+  'api/src/domain/devices/device-auth.service.ts',
+  'api/src/domain/devices/device-history.ts',
+  'api/src/domain/devices/device.repository.ts',
+  'api/src/domain/devices/device.service.ts',
+  'api/src/domain/firmware/firmware-downloads.ts',
+  'api/src/domain/firmware/firmware.service.ts',
+  'api/src/domain/firmware/signing-key.service.ts',
+  'api/src/domain/fleet/fleet-read.service.ts',
+  'api/src/domain/housekeeping/retention.service.ts',
+  'api/src/domain/models/model.service.ts',
+  'api/src/domain/shared/idempotency.service.ts',
+  'api/src/domain/webhooks/delivery-worker.ts',
+  'api/src/domain/webhooks/webhook-fanout.ts',
+  'api/src/domain/webhooks/webhook.service.ts',
+]);
+
+/** Adapter-to-adapter imports still to be replaced by the shared HTTP edge. */
+const ADAPTER_IMPORTS_NOT_YET_REMOVED = new Set<string>([
+  'api/src/graphql/context.ts -> rest-facade/src',
+  'api/src/graphql/input-guards.ts -> rest-facade/src',
+  'api/src/http/firmware-download.ts -> rest-facade/src',
+  'api/src/http/metrics-auth.ts -> rest-facade/src',
+]);
