@@ -98,7 +98,7 @@ async function dispatch(command: string, values: Values, services: Services): Pr
     case 'account list': {
       const accounts = await services.accounts.list();
       const rows = accounts.map((a) => ({
-        account_id: a.id, name: a.name, quota: a.quota, budget: fromMinor(a.budget_minor), currency: a.currency, unit_price: fromMinor(a.unit_price_minor),
+        account_id: a.id, name: a.name, quota: a.quota, budget: fromMinor(a.budgetMinor), currency: a.currency, unit_price: fromMinor(a.unitPriceMinor),
       }));
       print(values, { accounts: rows }, rows.map((r) => `${r.account_id}  ${r.name}  quota ${r.quota}  budget ${r.budget} ${r.currency}`).join('\n') || 'No accounts.');
       return 0;
@@ -111,7 +111,7 @@ async function dispatch(command: string, values: Values, services: Services): Pr
         currency: values.currency,
         unitPrice: num(values['unit-price'], 'unit-price'),
       });
-      print(values, { account_id: a.id, quota: a.quota, budget: fromMinor(a.budget_minor), currency: a.currency, unit_price: fromMinor(a.unit_price_minor) }, `Account ${a.id} updated.`);
+      print(values, { account_id: a.id, quota: a.quota, budget: fromMinor(a.budgetMinor), currency: a.currency, unit_price: fromMinor(a.unitPriceMinor) }, `Account ${a.id} updated.`);
       return 0;
     }
     case 'user create': {

@@ -1,7 +1,7 @@
 import DataLoader from 'dataloader';
 import type { Actor } from '../domain/shared/actor';
 import type { Services } from '../services';
-import type { AccountRow } from '../domain/accounts/account.service';
+import type { Account } from '../domain/accounts/account.service';
 import type { DeviceHistoryEntry } from '../domain/devices/device-types';
 
 /**
@@ -9,7 +9,7 @@ import type { DeviceHistoryEntry } from '../domain/devices/device-types';
  * the caller's actor, so a loader can only ever return the caller's own account's rows.
  */
 export interface Loaders {
-  account: DataLoader<string, AccountRow>;
+  account: DataLoader<string, Account>;
   /** `${deviceId}|${limit}` -> that device's first history page (batched per limit). */
   historyHead: DataLoader<string, { events: DeviceHistoryEntry[]; nextCursor: string | null }>;
 }

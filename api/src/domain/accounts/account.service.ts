@@ -6,6 +6,11 @@ import { hashPassword } from '../shared/secrets';
 import { toMinor } from './money';
 import type { ApiKeyService } from './api-key.service';
 import { systemActor } from '../shared/actor';
+import type { Account } from './account-types';
+import { countAccounts, findAccount, insertAccount, listAccounts, updateAccount } from './store/accounts.store';
+import { insertUser, isEmailTaken } from './store/users.store';
+
+export type { Account } from './account-types';
 
 export const CreateAccountInput = z.object({
   name: z.string().trim().min(1).max(200),
@@ -28,17 +33,6 @@ export const UpdateAccountInput = z.object({
 });
 export type UpdateAccountInput = z.infer<typeof UpdateAccountInput>;
 
-export interface AccountRow {
-  id: string;
-  name: string;
-  quota: number;
-  budget_minor: number;
-  currency: string;
-  unit_price_minor: number;
-  thresholds: number[];
-  created_at: Date;
-}
-
 export interface CreatedAccount {
   accountId: string;
   adminUserId: string;
@@ -57,58 +51,51 @@ export class AccountService {
     const input = CreateAccountInput.parse(raw);
     const passwordHash = await hashPassword(input.adminPassword);
     return this.deps.transaction(async (trx) => {
-      const taken = await trx('users').where({ email: input.adminEmail }).first('id');
-      if (taken) throw new DomainError('already_exists', `A user with e-mail ${input.adminEmail} exists already.`);
+      if (await isEmailTaken(trx, input.adminEmail)) throw new DomainError('already_exists', `A user with e-mail ${input.adminEmail} exists already.`);
       const accountId = newId();
-      await trx('accounts').insert({
+      await insertAccount(trx, {
         id: accountId,
         name: input.name,
         quota: input.quota,
-        budget_minor: toMinor(input.budget),
+        budgetMinor: toMinor(input.budget),
         currency: input.currency,
-        unit_price_minor: toMinor(input.unitPrice),
+        unitPriceMinor: toMinor(input.unitPrice),
         thresholds: input.thresholds ?? [80, 90, 100],
       });
       const adminUserId = newId();
-      await trx('users').insert({
-        id: adminUserId,
-        account_id: accountId,
-        email: input.adminEmail,
-        password_hash: passwordHash,
-        role: 'admin',
-      });
+      await insertUser(trx, { id: adminUserId, accountId, email: input.adminEmail, passwordHash, role: 'admin' });
       const key = await this.apiKeys.create(systemActor(accountId), { name: 'admin (created with the account)', role: 'admin' }, trx);
       return { accountId, adminUserId, apiKey: key.secret, apiKeyId: key.apiKey.id };
     });
   }
 
-  async update(accountId: string, raw: UpdateAccountInput): Promise<AccountRow> {
+  async update(accountId: string, raw: UpdateAccountInput): Promise<Account> {
     const input = UpdateAccountInput.parse(raw);
-    const patch: Record<string, unknown> = {};
-    if (input.quota !== undefined) patch.quota = input.quota;
-    if (input.budget !== undefined) patch.budget_minor = toMinor(input.budget);
-    if (input.currency !== undefined) patch.currency = input.currency;
-    if (input.unitPrice !== undefined) patch.unit_price_minor = toMinor(input.unitPrice);
-    if (input.name !== undefined) patch.name = input.name;
-    if (Object.keys(patch).length > 0) {
-      const n = await this.deps.knex('accounts').where({ id: accountId }).update(patch);
-      if (n === 0) throw notFound('Account');
-    }
+    const found = await updateAccount(this.deps.knex, {
+      id: accountId,
+      patch: {
+        quota: input.quota,
+        budgetMinor: input.budget === undefined ? undefined : toMinor(input.budget),
+        currency: input.currency,
+        unitPriceMinor: input.unitPrice === undefined ? undefined : toMinor(input.unitPrice),
+        name: input.name,
+      },
+    });
+    if (!found) throw notFound('Account');
     return this.get(accountId);
   }
 
-  async get(accountId: string): Promise<AccountRow> {
-    const row = (await this.deps.knex('accounts').where({ id: accountId }).first()) as AccountRow | undefined;
-    if (!row) throw notFound('Account');
-    return row;
+  async get(accountId: string): Promise<Account> {
+    const account = await findAccount(this.deps.knex, accountId);
+    if (!account) throw notFound('Account');
+    return account;
   }
 
-  async list(): Promise<AccountRow[]> {
-    return (await this.deps.knex('accounts').orderBy('created_at')) as AccountRow[];
+  async list(): Promise<Account[]> {
+    return listAccounts(this.deps.knex);
   }
 
   async count(): Promise<number> {
-    const row = (await this.deps.knex('accounts').count<{ count: string }[]>('* as count'))[0];
-    return Number(row?.count ?? 0);
+    return countAccounts(this.deps.knex);
   }
 }

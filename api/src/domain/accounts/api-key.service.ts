@@ -4,7 +4,11 @@ import type { ServiceDeps } from '../service-deps';
 import { newId, isUuid } from '../shared/ids';
 import { notFound } from '../shared/errors';
 import { generateSecret, sha256Hex } from '../shared/secrets';
-import { requireAdmin, type Actor, type Role } from '../shared/actor';
+import { requireAdmin, type Actor } from '../shared/actor';
+import type { ApiKey } from './account-types';
+import { findActiveApiKey, insertApiKey, listApiKeys, recordApiKeyUse, revokeApiKey, setApiKeyRateLimit } from './store/api-keys.store';
+
+export type { ApiKey } from './account-types';
 
 export const API_KEY_PREFIX = 'flk_';
 
@@ -13,30 +17,6 @@ export const CreateApiKeyInput = z.object({
   role: z.enum(['admin', 'viewer']).default('viewer'),
 });
 export type CreateApiKeyInput = z.input<typeof CreateApiKeyInput>;
-
-export interface ApiKey {
-  id: string;
-  name: string;
-  /** First characters of the secret, enough to recognise it in a list. */
-  prefix: string;
-  role: Role;
-  rateLimitPerMinute: number | null;
-  lastUsedAt: string | null;
-  revokedAt: string | null;
-  createdAt: string;
-}
-
-interface ApiKeyRow {
-  id: string;
-  account_id: string;
-  name: string;
-  prefix: string;
-  role: Role;
-  rate_limit_per_minute: number | null;
-  last_used_at: Date | null;
-  revoked_at: Date | null;
-  created_at: Date;
-}
 
 export interface AuthenticatedKey {
   actor: Actor;
@@ -50,17 +30,6 @@ const AUTH_CACHE_MS = 2000;
 /** `last_used_at` is written at most this often per key (ms), not on every request. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
-const toApiKey = (row: ApiKeyRow): ApiKey => ({
-  id: row.id,
-  name: row.name,
-  prefix: row.prefix,
-  role: row.role,
-  rateLimitPerMinute: row.rate_limit_per_minute,
-  lastUsedAt: row.last_used_at ? new Date(row.last_used_at).toISOString() : null,
-  revokedAt: row.revoked_at ? new Date(row.revoked_at).toISOString() : null,
-  createdAt: new Date(row.created_at).toISOString(),
-});
-
 export class ApiKeyService {
   private readonly cache = new Map<string, { key: AuthenticatedKey; until: number; lastUsedWritten: number }>();
   private readonly revokeListeners = new Set<(keyId: string) => void>();
@@ -71,39 +40,30 @@ export class ApiKeyService {
     requireAdmin(actor);
     const input = CreateApiKeyInput.parse(raw);
     const secret = generateSecret(API_KEY_PREFIX);
-    const row: ApiKeyRow = {
+    const apiKey = await insertApiKey(trx ?? this.deps.knex, {
       id: newId(),
-      account_id: actor.accountId,
+      accountId: actor.accountId,
       name: input.name,
       prefix: secret.slice(0, API_KEY_PREFIX.length + 6),
       role: input.role,
-      rate_limit_per_minute: null,
-      last_used_at: null,
-      revoked_at: null,
-      created_at: this.deps.clock.now(),
-    };
-    await (trx ?? this.deps.knex)('api_keys').insert({ ...row, secret_hash: sha256Hex(secret) });
-    return { apiKey: toApiKey(row), secret };
+      secretHash: sha256Hex(secret),
+      createdAt: this.deps.clock.now(),
+    });
+    return { apiKey, secret };
   }
 
   async list(actor: Actor): Promise<ApiKey[]> {
-    const rows = (await this.deps.knex('api_keys')
-      .where({ account_id: actor.accountId })
-      .orderBy('created_at', 'desc')) as ApiKeyRow[];
-    return rows.map(toApiKey);
+    return listApiKeys(this.deps.knex, actor.accountId);
   }
 
   async revoke(actor: Actor, id: string): Promise<ApiKey> {
     requireAdmin(actor);
     if (!isUuid(id)) throw notFound('API key');
-    const [row] = (await this.deps.knex('api_keys')
-      .where({ id, account_id: actor.accountId })
-      .update({ revoked_at: this.deps.knex.raw('coalesce(revoked_at, ?)', [this.deps.clock.now()]) })
-      .returning('*')) as ApiKeyRow[];
-    if (!row) throw notFound('API key');
+    const revoked = await revokeApiKey(this.deps.knex, { id, accountId: actor.accountId, now: this.deps.clock.now() });
+    if (!revoked) throw notFound('API key');
     for (const [hash, entry] of this.cache) if (entry.key.actor.apiKeyId === id) this.cache.delete(hash);
     for (const listener of this.revokeListeners) listener(id);
-    return toApiKey(row);
+    return revoked;
   }
 
   /** Called with the key id when a key is revoked (open subscriptions close). */
@@ -114,8 +74,7 @@ export class ApiKeyService {
 
   /** Operator tool: raise (or reset with null) one key's per-minute limit. */
   async setRateLimit(id: string, perMinute: number | null): Promise<void> {
-    const n = await this.deps.knex('api_keys').where({ id }).update({ rate_limit_per_minute: perMinute });
-    if (n === 0) throw notFound('API key');
+    if (!(await setApiKeyRateLimit(this.deps.knex, { id, perMinute }))) throw notFound('API key');
     this.cache.clear();
   }
 
@@ -129,19 +88,17 @@ export class ApiKeyService {
       this.touch(hash, cached, now);
       return cached.key;
     }
-    // The lookup is by digest (indexed, unique); equality of a 256-bit digest leaks nothing useful.
-    const row = (await this.deps.knex('api_keys').where({ secret_hash: hash }).whereNull('revoked_at').first()) as
-      | ApiKeyRow
-      | undefined;
-    if (!row) {
+    const found = await findActiveApiKey(this.deps.knex, hash);
+    if (!found) {
       this.cache.delete(hash);
       return null;
     }
+    const { apiKey } = found;
     const key: AuthenticatedKey = {
-      actor: { accountId: row.account_id, role: row.role, principal: `api_key:${row.id}`, apiKeyId: row.id },
-      rateLimitPerMinute: row.rate_limit_per_minute ?? DEFAULT_RATE_LIMIT_PER_MINUTE,
+      actor: { accountId: found.accountId, role: apiKey.role, principal: `api_key:${apiKey.id}`, apiKeyId: apiKey.id },
+      rateLimitPerMinute: apiKey.rateLimitPerMinute ?? DEFAULT_RATE_LIMIT_PER_MINUTE,
     };
-    const lastUsed = row.last_used_at ? new Date(row.last_used_at).getTime() : 0;
+    const lastUsed = apiKey.lastUsedAt ? new Date(apiKey.lastUsedAt).getTime() : 0;
     const entry = { key, until: now + AUTH_CACHE_MS, lastUsedWritten: lastUsed };
     if (this.cache.size > 10_000) this.cache.clear();
     this.cache.set(hash, entry);
@@ -152,10 +109,8 @@ export class ApiKeyService {
   private touch(hash: string, entry: { key: AuthenticatedKey; lastUsedWritten: number }, now: number): void {
     if (now - entry.lastUsedWritten < LAST_USED_RESOLUTION_MS) return;
     entry.lastUsedWritten = now;
-    this.deps
-      .knex('api_keys')
-      .where({ secret_hash: hash })
-      .update({ last_used_at: this.deps.clock.now() })
-      .catch((error: unknown) => this.deps.logger.warn({ err: error }, 'could not record API key use'));
+    recordApiKeyUse(this.deps.knex, { secretHash: hash, now: this.deps.clock.now() }).catch((error: unknown) =>
+      this.deps.logger.warn({ err: error }, 'could not record API key use'),
+    );
   }
 }

@@ -184,17 +184,17 @@ export class ClaimService {
         details: { quota: account.quota, provisioned: snapshot.provisioned, available, requested: n, offending_serials: items.slice(available).map((i) => i.serial) },
       });
     }
-    const remainingMinor = Math.max(0, account.budget_minor - snapshot.spentMinor);
-    const costMinor = account.unit_price_minor * n;
+    const remainingMinor = Math.max(0, account.budgetMinor - snapshot.spentMinor);
+    const costMinor = account.unitPriceMinor * n;
     if (costMinor > remainingMinor) {
-      const affordable = account.unit_price_minor > 0 ? Math.floor(remainingMinor / account.unit_price_minor) : n;
+      const affordable = account.unitPriceMinor > 0 ? Math.floor(remainingMinor / account.unitPriceMinor) : n;
       throw new DomainError('budget_exceeded', `Claiming ${n} devices costs ${costMinor / 100} ${account.currency}; ${remainingMinor / 100} remain in the budget.`, {
         details: {
           currency: account.currency,
-          budget: account.budget_minor / 100,
+          budget: account.budgetMinor / 100,
           spent: snapshot.spentMinor / 100,
           remaining: remainingMinor / 100,
-          unit_price: account.unit_price_minor / 100,
+          unit_price: account.unitPriceMinor / 100,
           required: costMinor / 100,
           requested: n,
           offending_serials: items.slice(affordable).map((i) => i.serial),

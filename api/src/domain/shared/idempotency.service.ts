@@ -1,10 +1,10 @@
 import type { Knex } from 'knex';
 import type { ServiceDeps } from '../service-deps';
-import { IDEMPOTENCY_LOCK_SPACE } from '../../db/advisory-lock';
 import { requireRole, type Actor, type Role } from './actor';
 import { DomainError } from './errors';
 import { sha256Hex } from './secrets';
 import type { ServerSecret } from './server-secret';
+import { deleteStaleKey, findKey, findKeySince, insertDoneKey, tryHoldKey, type StoredKey } from './store/idempotency-keys.store';
 
 const SEAL_PURPOSE = 'idempotent-responses';
 
@@ -46,14 +46,6 @@ export type IdempotentOutcome<R extends IdempotentResponse> =
   | { kind: 'replayed'; status: number; body: unknown }
   | { kind: 'ran'; response: R };
 
-interface KeyRow {
-  principal: string | null;
-  request_hash: string;
-  state: string;
-  response_status: number;
-  response_body: unknown;
-}
-
 /**
  * Idempotency-Key semantics (IETF draft, as Stripe does it), scoped per account: a retry with
  * the same key and body replays the stored response; the same key with another body is 422;
@@ -87,38 +79,31 @@ export class IdempotencyService {
         errors: [{ field: 'Idempotency-Key', message: 'must be 1 to 255 characters' }],
       });
     }
-    const scope = { account_id: request.actor.accountId, key: request.key };
+    const scope = { accountId: request.actor.accountId, key: request.key };
     const caller = { principal: request.actor.principal, requestHash: sha256Hex(`${request.operation}\n${JSON.stringify(request.body ?? null)}`) };
     const now = this.deps.clock.now();
     const expired = new Date(now.getTime() - KEY_TTL_MS);
 
     // A finished request is answered without a transaction.
-    const stored = (await this.deps.knex('idempotency_keys').where(scope).where('created_at', '>=', expired).first()) as KeyRow | undefined;
+    const stored = await findKeySince(this.deps.knex, { ...scope, createdSince: expired });
     if (stored?.state === 'done') return this.replay(stored, caller);
 
     try {
       return await this.deps.transaction(async (trx) => {
-        const held = (await trx.raw('SELECT pg_try_advisory_xact_lock(?, hashtext(?)) AS locked', [IDEMPOTENCY_LOCK_SPACE, `${scope.account_id}\n${scope.key}`])) as {
-          rows: Array<{ locked: boolean }>;
-        };
-        if (held.rows[0]?.locked !== true) throw stillRunning();
-        await trx('idempotency_keys')
-          .where(scope)
-          .where((q) => q.where('created_at', '<', expired).orWhere((legacy) => legacy.where('state', 'in_progress').where('created_at', '<', new Date(now.getTime() - LEGACY_MARKER_MS))))
-          .delete();
+        if (!(await tryHoldKey(trx, scope))) throw stillRunning();
+        await deleteStaleKey(trx, { ...scope, expiredBefore: expired, markerBefore: new Date(now.getTime() - LEGACY_MARKER_MS) });
         // Read again under the lock: the first request may have committed since the read above.
-        const row = (await trx('idempotency_keys').where(scope).first()) as KeyRow | undefined;
+        const row = await findKey(trx, scope);
         if (row) return this.replay(row, caller);
         const response = await work(trx);
-        await trx('idempotency_keys').insert({
+        await insertDoneKey(trx, {
           ...scope,
           principal: caller.principal,
           operation: request.operation,
-          request_hash: caller.requestHash,
-          state: 'done',
-          response_status: response.status,
-          response_body: JSON.stringify(this.seal(response.body ?? null)),
-          created_at: now,
+          requestHash: caller.requestHash,
+          responseStatus: response.status,
+          responseJson: JSON.stringify(this.seal(response.body ?? null)),
+          createdAt: now,
         });
         return { kind: 'ran' as const, response };
       });
@@ -131,15 +116,15 @@ export class IdempotencyService {
     }
   }
 
-  private replay(row: KeyRow, request: { principal: string; requestHash: string }): IdempotentOutcome<never> {
+  private replay(row: StoredKey, request: { principal: string; requestHash: string }): IdempotentOutcome<never> {
     if (row.principal !== request.principal) {
       throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used by another API key or user of the account; choose a new key.');
     }
-    if (row.request_hash !== request.requestHash) {
+    if (row.requestHash !== request.requestHash) {
       throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used with a different request.');
     }
     if (row.state !== 'done') throw stillRunning();
-    return { kind: 'replayed', status: row.response_status, body: this.unseal(row.response_body) };
+    return { kind: 'replayed', status: row.responseStatus, body: this.unseal(row.responseBody) };
   }
 
   private seal(body: unknown): unknown {

@@ -1,6 +1,8 @@
 /** Delivery states. Persisted values: never rename. */
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+/** Deliveries not settled yet: the worker still sends them (unless their endpoint is disabled). */
+export const UNSETTLED_DELIVERY_STATUSES = ['pending'] as const satisfies readonly DeliveryStatus[];
 
 export interface Webhook {
   id: string;
@@ -45,70 +47,42 @@ export interface WebhookDelivery {
   payload: WebhookEventBody;
 }
 
-export interface WebhookRow {
+/** A delivery as stored: the worker, a redelivery and the log work from it. */
+export interface DeliveryRecord {
   id: string;
-  account_id: string;
-  url: string;
-  event_types: string[];
-  secret_ciphertext: string;
-  secret_prefix: string;
-  enabled: boolean;
-  disabled_reason: string | null;
-  failing_since: Date | null;
-  created_at: Date;
-}
-
-export interface DeliveryRow {
-  id: string;
-  account_id: string;
-  webhook_id: string;
-  event_id: string;
-  event_seq: number;
-  ordering_key: string | null;
+  accountId: string;
+  webhookId: string;
+  eventId: string;
+  eventSeq: number;
+  /** The event's subject: deliveries of one key to one endpoint are sent in event order. */
+  orderingKey: string | null;
   status: DeliveryStatus;
   attempts: number;
-  next_attempt_at: Date;
-  locked_until: Date | null;
-  last_status_code: number | null;
-  last_error: string | null;
-  last_duration_ms: number | null;
-  delivered_at: Date | null;
-  created_at: Date;
+  nextAttemptAt: Date;
+  /** The lease of the process sending it. */
+  lockedUntil: Date | null;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  lastDurationMs: number | null;
+  deliveredAt: Date | null;
+  createdAt: Date;
 }
 
-const iso = (d: Date | null | undefined): string | null => (d ? new Date(d).toISOString() : null);
+const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
-export const toWebhook = (row: WebhookRow): Webhook => ({
-  id: row.id,
-  url: row.url,
-  eventTypes: row.event_types,
-  enabled: row.enabled,
-  disabledReason: row.disabled_reason,
-  failingSince: iso(row.failing_since),
-  secretPrefix: row.secret_prefix,
-  createdAt: new Date(row.created_at).toISOString(),
-});
-
-export const eventBody = (row: { id: string; type: string; occurred_at: Date; data: Record<string, unknown> }): WebhookEventBody => ({
-  id: row.id,
-  type: row.type,
-  occurred_at: new Date(row.occurred_at).toISOString(),
-  data: row.data,
-});
-
-export const toDelivery = (row: DeliveryRow, event: WebhookEventBody, attempts: WebhookDeliveryAttempt[]): WebhookDelivery => ({
-  id: row.id,
-  webhookId: row.webhook_id,
-  eventId: row.event_id,
+export const toDelivery = (record: DeliveryRecord, event: WebhookEventBody, attempts: WebhookDeliveryAttempt[]): WebhookDelivery => ({
+  id: record.id,
+  webhookId: record.webhookId,
+  eventId: record.eventId,
   eventType: event.type,
-  status: row.status,
-  attempts: row.attempts,
-  nextAttemptAt: row.status === 'pending' ? iso(row.next_attempt_at) : null,
-  lastStatusCode: row.last_status_code,
-  lastError: row.last_error,
-  lastDurationMs: row.last_duration_ms,
-  deliveredAt: iso(row.delivered_at),
-  createdAt: new Date(row.created_at).toISOString(),
+  status: record.status,
+  attempts: record.attempts,
+  nextAttemptAt: record.status === 'pending' ? iso(record.nextAttemptAt) : null,
+  lastStatusCode: record.lastStatusCode,
+  lastError: record.lastError,
+  lastDurationMs: record.lastDurationMs,
+  deliveredAt: iso(record.deliveredAt),
+  createdAt: record.createdAt.toISOString(),
   attemptLog: attempts,
   payload: event,
 });

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import type { Knex } from 'knex';
 import type { ServiceDeps } from '../service-deps';
 import { newId, isUuid } from '../shared/ids';
 import { DomainError, notFound } from '../shared/errors';
@@ -8,10 +7,10 @@ import { requireAdmin, type Actor } from '../shared/actor';
 import type { ServerSecret } from '../shared/server-secret';
 import { PUBLIC_EVENT_TYPES } from '../../events/event-types';
 import { checkWebhookDestination, type HostResolver } from './url-guard';
-import {
-  DELIVERY_STATUSES, eventBody, toDelivery, toWebhook,
-  type DeliveryRow, type Webhook, type WebhookDelivery, type WebhookDeliveryAttempt, type WebhookRow,
-} from './webhook-types';
+import { DELIVERY_STATUSES, toDelivery, type DeliveryRecord, type Webhook, type WebhookDelivery } from './webhook-types';
+import { redelivered } from './delivery-rules';
+import * as webhooks from './store/webhooks.store';
+import * as deliveries from './store/deliveries.store';
 
 export const WEBHOOK_SECRET_PREFIX = 'whsec_';
 /** Purpose of the server key that seals webhook secrets (server-secret.ts). */
@@ -55,7 +54,7 @@ export interface WebhookServiceOptions {
   resolveHost?: HostResolver | undefined;
 }
 
-const encodeCursor = (row: { event_seq: number; id: string }) => Buffer.from(JSON.stringify([Number(row.event_seq), row.id])).toString('base64url');
+const encodeCursor = (delivery: { eventSeq: number; id: string }) => Buffer.from(JSON.stringify([delivery.eventSeq, delivery.id])).toString('base64url');
 function decodeCursor(cursor: string): [number, string] {
   try {
     const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
@@ -98,42 +97,35 @@ export class WebhookService {
     await this.checkUrl(input.url);
     const secret = generateSecret(WEBHOOK_SECRET_PREFIX);
     const sealed = this.sealer().encrypt(WEBHOOK_SECRET_PURPOSE, secret);
-    const row: WebhookRow = {
+    const hook = {
       id: newId(),
-      account_id: actor.accountId,
+      accountId: actor.accountId,
       url: input.url,
-      event_types: input.eventTypes,
-      secret_ciphertext: sealed,
-      secret_prefix: secret.slice(0, WEBHOOK_SECRET_PREFIX.length + 6),
+      eventTypes: input.eventTypes,
+      secretCiphertext: sealed,
+      secretPrefix: secret.slice(0, WEBHOOK_SECRET_PREFIX.length + 6),
       enabled: input.enabled,
-      disabled_reason: null,
-      failing_since: null,
-      created_at: this.deps.clock.now(),
+      createdAt: this.deps.clock.now(),
     };
-    await this.deps.transaction(async (trx) => {
+    const webhook = await this.deps.transaction(async (trx) => {
       // Serialises concurrent creates of one account so the cap holds.
-      await trx('accounts').where({ id: actor.accountId }).forUpdate().first('id');
-      const count = Number((await trx('webhooks').where({ account_id: actor.accountId }).count<{ count: string }[]>('* as count'))[0]?.count ?? 0);
+      await webhooks.lockAccountForWebhooks(trx, actor.accountId);
+      const count = await webhooks.countWebhooks(trx, actor.accountId);
       if (count >= MAX_WEBHOOKS_PER_ACCOUNT) throw new DomainError('conflict', `An account can have at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks.`);
-      await trx('webhooks').insert(row);
+      return webhooks.insertWebhook(trx, hook);
     });
-    return { webhook: toWebhook(row), secret };
+    return { webhook, secret };
   }
 
   async list(actor: Actor): Promise<Webhook[]> {
-    const rows = (await this.deps.knex('webhooks').where({ account_id: actor.accountId }).orderBy('created_at')) as WebhookRow[];
-    return rows.map(toWebhook);
+    return webhooks.listWebhooks(this.deps.knex, actor.accountId);
   }
 
   async get(actor: Actor, id: string): Promise<Webhook> {
-    return toWebhook(await this.row(this.deps.knex, actor, id));
-  }
-
-  private async row(db: Knex | Knex.Transaction, actor: Actor, id: string): Promise<WebhookRow> {
     if (!isUuid(id)) throw notFound('Webhook');
-    const row = (await db('webhooks').where({ id, account_id: actor.accountId }).first()) as WebhookRow | undefined;
-    if (!row) throw notFound('Webhook');
-    return row;
+    const webhook = await webhooks.findWebhook(this.deps.knex, { id, accountId: actor.accountId });
+    if (!webhook) throw notFound('Webhook');
+    return webhook;
   }
 
   /** Change url, types or enabled; enabling clears the reason it was disabled and its failure run. */
@@ -141,54 +133,52 @@ export class WebhookService {
     requireAdmin(actor);
     const input = UpdateWebhookInput.parse(raw);
     if (input.url !== undefined) await this.checkUrl(input.url);
-    await this.row(this.deps.knex, actor, id);
-    const patch: Record<string, unknown> = {};
-    if (input.url !== undefined) patch.url = input.url;
-    if (input.eventTypes !== undefined) patch.event_types = input.eventTypes;
-    if (input.enabled !== undefined) {
-      patch.enabled = input.enabled;
-      patch.disabled_reason = input.enabled ? null : 'disabled by a user';
-      if (input.enabled) patch.failing_since = null;
-    }
-    if (Object.keys(patch).length === 0) return this.get(actor, id);
-    const [row] = (await this.deps.knex('webhooks').where({ id, account_id: actor.accountId }).update(patch).returning('*')) as WebhookRow[];
-    if (!row) throw notFound('Webhook');
-    return toWebhook(row);
+    const current = await this.get(actor, id);
+    if (input.url === undefined && input.eventTypes === undefined && input.enabled === undefined) return current;
+    const updated = await webhooks.updateWebhook(this.deps.knex, {
+      id,
+      accountId: actor.accountId,
+      patch: {
+        url: input.url,
+        eventTypes: input.eventTypes,
+        enabled: input.enabled,
+        ...(input.enabled === undefined ? {} : { disabledReason: input.enabled ? null : 'disabled by a user' }),
+        ...(input.enabled ? { failingSince: null } : {}),
+      },
+    });
+    if (!updated) throw notFound('Webhook');
+    return updated;
   }
 
   /** Deletes the endpoint with its deliveries (and their pending retries). */
   async delete(actor: Actor, id: string): Promise<Webhook> {
     requireAdmin(actor);
     if (!isUuid(id)) throw notFound('Webhook');
-    const [row] = (await this.deps.knex('webhooks').where({ id, account_id: actor.accountId }).delete().returning('*')) as WebhookRow[];
-    if (!row) throw notFound('Webhook');
-    return toWebhook(row);
+    const deleted = await webhooks.deleteWebhook(this.deps.knex, { id, accountId: actor.accountId });
+    if (!deleted) throw notFound('Webhook');
+    return deleted;
   }
 
   /** The delivery log of one endpoint, newest event first, with every attempt. */
   async deliveries(actor: Actor, webhookId: string, raw: ListDeliveriesInput = {}): Promise<{ deliveries: WebhookDelivery[]; nextCursor: string | null }> {
     const input = ListDeliveriesInput.parse(raw);
-    await this.row(this.deps.knex, actor, webhookId);
-    const query = this.deps
-      .knex('webhook_deliveries')
-      .where({ webhook_id: webhookId, account_id: actor.accountId })
-      .orderBy([{ column: 'event_seq', order: 'desc' }, { column: 'id', order: 'desc' }])
-      .limit(input.first + 1);
-    if (input.status) query.where({ status: input.status });
-    if (input.after) {
-      const [seq, id] = decodeCursor(input.after);
-      query.whereRaw('(event_seq, id) < (?, ?)', [seq, id]);
-    }
-    const rows = (await query) as DeliveryRow[];
-    const page = rows.slice(0, input.first);
-    return { deliveries: await this.present(page), nextCursor: rows.length > input.first ? encodeCursor(page[page.length - 1]!) : null };
+    await this.get(actor, webhookId);
+    const found = await deliveries.listDeliveries(this.deps.knex, {
+      webhookId,
+      accountId: actor.accountId,
+      limit: input.first + 1,
+      status: input.status ?? null,
+      after: input.after ? decodeCursor(input.after) : null,
+    });
+    const page = found.slice(0, input.first);
+    return { deliveries: await this.present(page), nextCursor: found.length > input.first ? encodeCursor(page[page.length - 1]!) : null };
   }
 
   async delivery(actor: Actor, id: string): Promise<WebhookDelivery> {
     if (!isUuid(id)) throw notFound('Delivery');
-    const row = (await this.deps.knex('webhook_deliveries').where({ id, account_id: actor.accountId }).first()) as DeliveryRow | undefined;
-    if (!row) throw notFound('Delivery');
-    return (await this.present([row]))[0]!;
+    const found = await deliveries.findDelivery(this.deps.knex, { id, accountId: actor.accountId });
+    if (!found) throw notFound('Delivery');
+    return (await this.present([found]))[0]!;
   }
 
   /**
@@ -200,38 +190,32 @@ export class WebhookService {
     if (!isUuid(deliveryId)) throw notFound('Delivery');
     const now = this.deps.clock.now();
     await this.deps.transaction(async (trx) => {
-      const found = (await trx('webhook_deliveries').where({ id: deliveryId, account_id: actor.accountId }).first('event_seq')) as { event_seq: string } | undefined;
-      if (!found) throw notFound('Delivery');
+      const key = { id: deliveryId, accountId: actor.accountId };
+      const seq = await deliveries.deliveryEventSeq(trx, key);
+      if (seq === null) throw notFound('Delivery');
       // The event first, then the delivery: the retention pass locks in the same order, so a
       // redelivery either keeps the event alive or finds it gone, never a pending delivery without one.
-      const event = await trx('events').where({ seq: found.event_seq }).forShare().first('seq');
-      if (!event) throw new DomainError('invalid_state', 'The event of this delivery is past its retention (EVENT_RETENTION_DAYS) and can no longer be sent.');
-      const row = (await trx('webhook_deliveries').where({ id: deliveryId, account_id: actor.accountId }).forUpdate().first()) as DeliveryRow | undefined;
-      if (!row || (options.webhookId !== undefined && row.webhook_id !== options.webhookId)) throw notFound('Delivery');
-      const hook = (await trx('webhooks').where({ id: row.webhook_id }).first('enabled')) as { enabled: boolean } | undefined;
-      if (!hook?.enabled) throw new DomainError('invalid_state', 'The webhook is disabled; enable it before redelivering.');
-      await trx('webhook_deliveries')
-        .where({ id: deliveryId })
-        .update({ status: 'pending', next_attempt_at: now, delivered_at: null, locked_until: null, created_at: row.status === 'pending' ? row.created_at : now });
+      if (!(await deliveries.shareLockEvent(trx, seq))) {
+        throw new DomainError('invalid_state', 'The event of this delivery is past its retention (EVENT_RETENTION_DAYS) and can no longer be sent.');
+      }
+      const current = await deliveries.lockDelivery(trx, key);
+      if (!current || (options.webhookId !== undefined && current.webhookId !== options.webhookId)) throw notFound('Delivery');
+      if (!(await webhooks.isWebhookEnabled(trx, current.webhookId))) throw new DomainError('invalid_state', 'The webhook is disabled; enable it before redelivering.');
+      const next = redelivered(current, now);
+      await deliveries.requeueDelivery(trx, { id: deliveryId, nextAttemptAt: next.nextAttemptAt, createdAt: next.createdAt });
     });
     return this.delivery(actor, deliveryId);
   }
 
-  private async present(rows: DeliveryRow[]): Promise<WebhookDelivery[]> {
-    if (rows.length === 0) return [];
+  private async present(page: DeliveryRecord[]): Promise<WebhookDelivery[]> {
+    if (page.length === 0) return [];
     const [events, attempts] = await Promise.all([
-      this.deps.knex('events').whereIn('id', [...new Set(rows.map((r) => r.event_id))]).select('id', 'type', 'occurred_at', 'data'),
-      this.deps.knex('webhook_delivery_attempts').whereIn('delivery_id', rows.map((r) => r.id)).orderBy('id'),
+      deliveries.eventBodiesOf(this.deps.knex, [...new Set(page.map((d) => d.eventId))]),
+      deliveries.attemptsOf(this.deps.knex, page.map((d) => d.id)),
     ]);
-    const eventById = new Map((events as Array<{ id: string; type: string; occurred_at: Date; data: Record<string, unknown> }>).map((e) => [e.id, eventBody(e)]));
-    const attemptsByDelivery = new Map<string, WebhookDeliveryAttempt[]>();
-    for (const a of attempts as Array<{ delivery_id: string; attempted_at: Date; status_code: number | null; duration_ms: number; error: string | null }>) {
-      const list = attemptsByDelivery.get(a.delivery_id) ?? [];
-      list.push({ attemptedAt: new Date(a.attempted_at).toISOString(), statusCode: a.status_code, durationMs: a.duration_ms, error: a.error });
-      attemptsByDelivery.set(a.delivery_id, list);
-    }
-    return rows.map((row) =>
-      toDelivery(row, eventById.get(row.event_id) ?? { id: row.event_id, type: 'unknown', occurred_at: new Date(row.created_at).toISOString(), data: {} }, attemptsByDelivery.get(row.id) ?? []),
+    const eventById = new Map(events.map((e) => [e.id, e]));
+    return page.map((d) =>
+      toDelivery(d, eventById.get(d.eventId) ?? { id: d.eventId, type: 'unknown', occurred_at: d.createdAt.toISOString(), data: {} }, attempts.get(d.id) ?? []),
     );
   }
 }

@@ -16,8 +16,8 @@ export const accountResolvers = {
   },
   Viewer: {
     account: async (_: unknown, __: unknown, ctx: GraphQLContext) => {
-      const row = await ctx.loaders.account.load(ctx.actor.accountId);
-      return { id: row.id, name: row.name, quota: row.quota, currency: row.currency, createdAt: row.created_at };
+      const account = await ctx.loaders.account.load(ctx.actor.accountId);
+      return { id: account.id, name: account.name, quota: account.quota, currency: account.currency, createdAt: account.createdAt };
     },
     user: (_: unknown, __: unknown, ctx: GraphQLContext) => ctx.user ?? null,
     apiKey: async (_: unknown, __: unknown, ctx: GraphQLContext) => {
