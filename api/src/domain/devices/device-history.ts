@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Clock } from '../shared/clock';
+import { defineCursor } from '../shared/cursor';
 
 /**
  * Device history: every change of status, firmware, configuration, claim and update step is a
@@ -28,6 +29,19 @@ export interface NewDeviceEvent {
   data?: Record<string, unknown>;
   occurredAt?: Date;
 }
+
+/**
+ * The cursor of a device's history (newest first): the id of the last entry seen, `h:<id>`.
+ * Every reader of history (REST, GraphQL edges, the batched first pages) makes it here, so a
+ * cursor from any of them continues the others.
+ */
+export const historyCursor = defineCursor<number>({
+  write: (id) => `h:${id}`,
+  read: (text) => {
+    const id = /^h:(\d{1,15})$/.exec(text)?.[1];
+    return id === undefined ? null : Number(id);
+  },
+});
 
 export async function appendDeviceEvents(trx: Knex | Knex.Transaction, clock: Clock, events: NewDeviceEvent[]): Promise<void> {
   if (events.length === 0) return;

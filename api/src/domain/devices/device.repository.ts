@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { versionKey } from '../shared/version';
 import type { DeviceConfig } from './device-config';
 import { ACTIVE_UPDATE_STATES, type Device, type DeviceStatus, type Connectivity } from './device-types';
+import { DEFAULT_DEVICE_SORT, type DeviceFilter, type DeviceSort, type DeviceSortField } from './device-list';
 
 /**
  * SQL of the device list and detail: one statement per page that joins the model name and the
@@ -9,22 +10,6 @@ import { ACTIVE_UPDATE_STATES, type Device, type DeviceStatus, type Connectivity
  * it is the hot path of the REST list and the 100,000-device stream (bench/devices-list.bench.ts).
  * Every statement is scoped by `account_id` (tenant isolation).
  */
-
-export interface DeviceFilter {
-  /** Registered model name (exact). An unknown name matches nothing. */
-  model?: string | undefined;
-  status?: DeviceStatus | undefined;
-  /** Installed version, exact string. */
-  firmware?: string | undefined;
-  /**
-   * Installed version older than this one (compared as versions via firmware_key). A device that
-   * never reported counts as running the version its claim installs; one claimed without a
-   * firmware is not matched.
-   */
-  firmwareLt?: string | undefined;
-  /** Case-insensitive substring of serial or name. */
-  q?: string | undefined;
-}
 
 type Db = Knex | Knex.Transaction;
 
@@ -149,15 +134,6 @@ function whereClause(accountId: string, filter: DeviceFilter): { sql: string; bi
   }
   return { sql: parts.join(' AND '), bindings };
 }
-
-/** Columns a device list can be ordered by (serial breaks ties, so every order is total). */
-export const DEVICE_SORT_FIELDS = ['serial', 'name', 'model', 'firmware', 'status', 'last_seen', 'ip'] as const;
-export type DeviceSortField = (typeof DEVICE_SORT_FIELDS)[number];
-export interface DeviceSort {
-  field: DeviceSortField;
-  direction: 'asc' | 'desc';
-}
-export const DEFAULT_DEVICE_SORT: DeviceSort = { field: 'serial', direction: 'asc' };
 
 /**
  * The sort key of each order as text in the "C" collation, so a keyset cursor is one string and

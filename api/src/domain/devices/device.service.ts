@@ -5,13 +5,11 @@ import { DomainError, notFound } from '../shared/errors';
 import { generateSecret, sha256Hex } from '../shared/secrets';
 import { requireVersion } from '../shared/version';
 import { appendEvents } from '../../events/outbox';
-import { appendDeviceEvents, type NewDeviceEvent } from './device-history';
+import { appendDeviceEvents, historyCursor, type NewDeviceEvent } from './device-history';
 import { DeviceConfigPatch, TagsPatch, TAG_LIMITS, mergeConfig, mergeTags, type DeviceConfig } from './device-config';
 import { DEVICE_STATUSES, isValidSerial, type Device, type DeviceCredentials, type DeviceHistoryEntry } from './device-types';
-import {
-  countDevicesAndQuota, lockDevice, selectDeviceBySerial, selectDeviceJsonPage, selectDevicePage, selectQuota,
-  DEFAULT_DEVICE_SORT, DEVICE_SORT_FIELDS, type DeviceFilter, type DevicePageQuery, type DeviceSort, type Keyed,
-} from './device.repository';
+import { countDevicesAndQuota, lockDevice, selectDeviceBySerial, selectDeviceJsonPage, selectDevicePage, selectQuota, type DevicePageQuery, type Keyed } from './device.repository';
+import { DEFAULT_DEVICE_SORT, DEVICE_SORT_FIELDS, deviceListCursor, type DeviceFilter, type DeviceSort } from './device-list';
 import type { DeviceGateway } from './device-gateway';
 import { DeviceCountCache } from './device-count-cache';
 import { revokeCertificatesOfDevice } from '../certificates/device-certificate.repository';
@@ -29,7 +27,7 @@ export const DeviceFilterInput = z.strictObject({
 });
 export type DeviceFilterInput = z.infer<typeof DeviceFilterInput>;
 
-export type { DeviceSortField } from './device.repository';
+export type { DeviceSortField } from './device-list';
 
 export const DeviceSortInput = z.strictObject({
   field: z.enum(DEVICE_SORT_FIELDS),
@@ -93,48 +91,6 @@ export const HistoryInput = z.strictObject({
   cursor: z.string().max(200).optional(),
 });
 
-/**
- * Opaque keyset cursors: base64url of the last row's keys, checked on the way back in. Serial
- * order keeps its original form (`s:<serial>`); other orders carry the order and the sort key,
- * so a cursor from one order is refused in another instead of skipping rows.
- */
-export const deviceCursor = {
-  encode: (serial: string, sort: DeviceSort = DEFAULT_DEVICE_SORT, sortKey = serial): string =>
-    Buffer.from(sort.field === 'serial' && sort.direction === 'asc' ? `s:${serial}` : `k:${JSON.stringify([sort.field, sort.direction, sortKey, serial])}`, 'utf8').toString('base64url'),
-  decode: (cursor: string, sort: DeviceSort = DEFAULT_DEVICE_SORT): { serial: string; sortKey: string } => {
-    const text = Buffer.from(cursor, 'base64url').toString('utf8');
-    if (sort.field === 'serial' && sort.direction === 'asc') {
-      const serial = text.startsWith('s:') ? text.slice(2) : '';
-      if (!isValidSerial(serial)) throw invalidCursor();
-      return { serial, sortKey: serial };
-    }
-    let parsed: unknown;
-    try {
-      parsed = text.startsWith('k:') ? JSON.parse(text.slice(2)) : null;
-    } catch {
-      parsed = null;
-    }
-    if (!Array.isArray(parsed) || parsed.length !== 4) throw invalidCursor();
-    const [field, direction, sortKey, serial] = parsed as unknown[];
-    if (field !== sort.field || direction !== sort.direction || typeof sortKey !== 'string' || sortKey.length > 400 || typeof serial !== 'string' || !isValidSerial(serial)) {
-      throw invalidCursor();
-    }
-    return { serial, sortKey };
-  },
-};
-const historyCursor = {
-  encode: (id: number): string => Buffer.from(`h:${id}`, 'utf8').toString('base64url'),
-  decode: (cursor: string): number => {
-    const text = Buffer.from(cursor, 'base64url').toString('utf8');
-    const id = /^h:(\d{1,15})$/.exec(text)?.[1];
-    if (id === undefined) throw invalidCursor();
-    return Number(id);
-  },
-};
-function invalidCursor(): DomainError {
-  return new DomainError('validation_failed', 'The cursor is not one this list returned.', { errors: [{ field: 'cursor', message: 'is invalid' }] });
-}
-
 function toRepositoryFilter(filter: DeviceFilterInput): DeviceFilter {
   if (filter.firmwareLt !== undefined) requireVersion(filter.firmwareLt, 'firmware_lt');
   return filter;
@@ -187,7 +143,8 @@ export class DeviceService {
     const input = ListDevicesInput.parse(raw);
     const filter = toRepositoryFilter(input.filter);
     const sort: DeviceSort = input.sort ?? DEFAULT_DEVICE_SORT;
-    const after = input.cursor === undefined ? null : deviceCursor.decode(input.cursor, sort);
+    const cursor = deviceListCursor(sort);
+    const after = input.cursor === undefined ? null : cursor.decode(input.cursor);
     const filterKey = JSON.stringify([filter.model, filter.status, filter.firmware, filter.firmwareLt, filter.q]);
     const cached = this.counts.get(actor.accountId, filterKey);
     // Page and count run side by side (two pool connections on PostgreSQL).
@@ -198,7 +155,7 @@ export class DeviceService {
     if (!cached) this.counts.set(actor.accountId, filterKey, counts);
     const more = rows.length > input.limit;
     const page = more ? rows.slice(0, input.limit) : rows;
-    const cursors = page.map((r) => deviceCursor.encode(r.serial, sort, r.sortKey));
+    const cursors = page.map((r) => cursor.encode({ serial: r.serial, sortKey: r.sortKey }));
     return { rows: page.map((r) => r.item), cursors, total: counts.total, quota: counts.quota, nextCursor: more ? cursors[cursors.length - 1]! : null };
   }
 

@@ -3,6 +3,7 @@ import type { Actor } from '../shared/actor';
 import { isUuid } from '../shared/ids';
 import type { AllocationService } from '../accounts/allocation.service';
 import type { Device, DeviceHistoryEntry } from '../devices/device-types';
+import { historyCursor } from '../devices/device-history';
 import { selectDevicesByIds } from '../devices/device.repository';
 
 export interface FleetSummary {
@@ -87,7 +88,7 @@ export class FleetReadService {
       const entry = out.get(r.device_id)!;
       if (entry.events.length === input.limit) {
         const last = entry.events[entry.events.length - 1]!;
-        entry.nextCursor = Buffer.from(`h:${last.id}`, 'utf8').toString('base64url');
+        entry.nextCursor = historyCursor.encode(last.id);
         continue;
       }
       entry.events.push({ id: Number(r.id), type: r.type, occurredAt: new Date(r.occurred_at).toISOString(), data: r.data });
