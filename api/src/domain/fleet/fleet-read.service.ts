@@ -4,7 +4,7 @@ import { isUuid } from '../shared/ids';
 import type { AllocationService } from '../accounts/allocation.service';
 import type { Device, DeviceHistoryEntry } from '../devices/device-types';
 import { historyCursor } from '../devices/device-history';
-import { selectDevicesByIds } from '../devices/device.repository';
+import { selectDevicesByIds } from '../devices/store/devices.store';
 
 export interface FleetSummary {
   total: number;

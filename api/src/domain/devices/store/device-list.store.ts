@@ -1,108 +1,17 @@
 import type { Knex } from 'knex';
-import { versionKey } from '../shared/version';
-import type { DeviceConfig } from './device-config';
-import { ACTIVE_UPDATE_STATES, type Device, type DeviceStatus, type Connectivity } from './device-types';
-import { DEFAULT_DEVICE_SORT, type DeviceFilter, type DeviceSort, type DeviceSortField } from './device-list';
+import { versionKey } from '../../shared/version';
+import { DEFAULT_DEVICE_SORT, type DeviceFilter, type DeviceSort, type DeviceSortField } from '../device-list';
+import type { Device } from '../device-types';
+import { SELECT_DEVICE, toDevice, type DeviceRow } from './device-row';
 
 /**
- * SQL of the device list and detail: one statement per page that joins the model name and the
- * current update, so a page of 100 costs one round trip (plus the count). Raw SQL on purpose:
- * it is the hot path of the REST list and the 100,000-device stream (bench/devices-list.bench.ts).
+ * SQL of the device list: one statement per page that joins the model name and the current
+ * update, so a page of 100 costs one round trip (plus the count). Raw SQL on purpose: it is the
+ * hot path of the REST list and the 100,000-device stream (bench/devices-list.bench.ts).
  * Every statement is scoped by `account_id` (tenant isolation).
  */
 
 type Db = Knex | Knex.Transaction;
-
-const ACTIVE_STATES_SQL = ACTIVE_UPDATE_STATES.map((s) => `'${s}'`).join(',');
-
-/**
- * Timestamps leave PostgreSQL already in the wire format (the same text as Date#toISOString),
- * which spares parsing and re-formatting three dates per row on lists of 100,000.
- */
-const isoUtc = (column: string): string => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
-
-// `a` is the device's unfinished update (unique partial index device_updates_one_active);
-// `c` the one devices.current_update_id points at (the OTA engine may keep the last finished one).
-const SELECT_DEVICE = `
-SELECT d.id, d.serial, d.name, m.name AS model, d.firmware, d.status, d.connectivity, ${isoUtc('d.last_seen')} AS last_seen, d.ip,
-       d.uptime_s, d.rssi, d.tags, d.desired_config, d.desired_config_version, d.reported_config,
-       d.reported_config_version, ${isoUtc('d.claimed_at')} AS claimed_at,
-       COALESCE(a.id, c.id) AS u_id, COALESCE(a.deployment_id, c.deployment_id) AS u_deployment_id,
-       COALESCE(a.state, c.state) AS u_state, COALESCE(a.progress, c.progress) AS u_progress,
-       CASE WHEN a.id IS NOT NULL THEN a.from_version ELSE c.from_version END AS u_from_version,
-       COALESCE(a.target_version, c.target_version) AS u_target_version,
-       CASE WHEN a.id IS NOT NULL THEN a.error ELSE c.error END AS u_error,
-       ${isoUtc('COALESCE(a.state_changed_at, c.state_changed_at)')} AS u_state_changed_at
-  FROM devices d
-  JOIN models m ON m.id = d.model_id
-  LEFT JOIN device_updates a ON a.device_id = d.id AND a.state IN (${ACTIVE_STATES_SQL})
-  LEFT JOIN device_updates c ON c.id = d.current_update_id`;
-
-export interface DeviceRow {
-  id: string;
-  serial: string;
-  name: string;
-  model: string;
-  firmware: string | null;
-  status: DeviceStatus;
-  connectivity: Connectivity;
-  last_seen: string | null;
-  ip: string | null;
-  uptime_s: number | null;
-  rssi: number | null;
-  tags: Record<string, string>;
-  desired_config: DeviceConfig;
-  desired_config_version: number;
-  reported_config: DeviceConfig | null;
-  reported_config_version: number | null;
-  claimed_at: string;
-  u_id: string | null;
-  u_deployment_id: string | null;
-  u_state: string | null;
-  u_progress: number | null;
-  u_from_version: string | null;
-  u_target_version: string | null;
-  u_error: string | null;
-  u_state_changed_at: string | null;
-}
-
-export function toDevice(row: DeviceRow): Device {
-  return {
-    id: row.id,
-    serial: row.serial,
-    name: row.name,
-    model: row.model,
-    firmware: row.firmware,
-    status: row.status,
-    connectivity: row.connectivity,
-    lastSeen: row.last_seen,
-    ip: row.ip,
-    uptimeS: row.uptime_s,
-    rssi: row.rssi,
-    tags: row.tags ?? {},
-    config: {
-      desired: row.desired_config ?? {},
-      desiredVersion: row.desired_config_version,
-      reported: row.reported_config,
-      reportedVersion: row.reported_config_version,
-      inSync: row.reported_config_version !== null && row.reported_config_version === row.desired_config_version,
-    },
-    update:
-      row.u_id === null
-        ? null
-        : {
-            jobId: row.u_id,
-            deploymentId: row.u_deployment_id!,
-            state: row.u_state!,
-            progress: row.u_progress ?? 0,
-            fromVersion: row.u_from_version,
-            targetVersion: row.u_target_version!,
-            error: row.u_error,
-            stateChangedAt: row.u_state_changed_at!,
-          },
-    claimedAt: row.claimed_at,
-  };
-}
 
 /** `%`, `_` and `\` are LIKE wildcards; escape them so `q` is a plain substring. */
 const likeSubstring = (text: string): string => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
@@ -174,7 +83,7 @@ export interface Keyed<T> {
 /** One keyset page in the requested order (serial ascending by default), at most `limit` rows. */
 export async function selectDevicePage(db: Db, input: DevicePageQuery): Promise<Array<Keyed<Device>>> {
   const query = devicePageQuery(input);
-  const result = (await db.raw(query.sql, query.bindings)) as { rows: Array<DeviceRow & { sort_key: string }> };
+  const result = await db.raw<{ rows: Array<DeviceRow & { sort_key: string }> }>(query.sql, query.bindings);
   return result.rows.map((r) => ({ item: toDevice(r), serial: r.serial, sortKey: r.sort_key }));
 }
 
@@ -186,7 +95,7 @@ export async function selectDevicePage(db: Db, input: DevicePageQuery): Promise<
  */
 export async function selectDeviceJsonPage(db: Db, input: DevicePageQuery): Promise<Array<Keyed<string>>> {
   const page = devicePageQuery(input);
-  const result = (await db.raw(
+  const result = await db.raw<{ rows: Array<{ serial: string; sort_key: string; json: string }> }>(
     // row_to_json writes compact JSON (json_build_object pads every key with spaces).
     `SELECT s.serial, s.sort_key, row_to_json(r)::text AS json
      FROM (${page.sql}) s
@@ -201,12 +110,14 @@ export async function selectDeviceJsonPage(db: Db, input: DevicePageQuery): Prom
        s.uptime_s, s.rssi, s.claimed_at) r
      ORDER BY ${page.outerOrder}`,
     page.bindings,
-  )) as { rows: Array<{ serial: string; sort_key: string; json: string }> };
+  );
   return result.rows.map((r) => ({ item: r.json, serial: r.serial, sortKey: r.sort_key }));
 }
 
-/** The statement behind a page (exported so benchmarks can EXPLAIN exactly what runs). */
-/** `outerOrder` re-applies the order to a statement that wraps this one (the JSON page). */
+/**
+ * The statement behind a page (exported so benchmarks can EXPLAIN exactly what runs).
+ * `outerOrder` re-applies the order to a statement that wraps this one (the JSON page).
+ */
 export function devicePageQuery(input: DevicePageQuery): { sql: string; bindings: Knex.Value[]; outerOrder: string } {
   const where = whereClause(input.accountId, input.filter);
   const sort = input.sort ?? DEFAULT_DEVICE_SORT;
@@ -233,49 +144,16 @@ export function devicePageQuery(input: DevicePageQuery): { sql: string; bindings
 /** Matches of the filter in the account, and the account's quota, in one round trip. */
 export async function countDevicesAndQuota(db: Db, input: { accountId: string; filter: DeviceFilter }): Promise<{ total: number; quota: number }> {
   const where = whereClause(input.accountId, input.filter);
-  const result = (await db.raw(
+  const result = await db.raw<{ rows: Array<{ total: string | number; quota: number }> }>(
     `SELECT (SELECT count(*) FROM devices d WHERE ${where.sql}) AS total, a.quota FROM accounts a WHERE a.id = ?`,
     [...where.bindings, input.accountId],
-  )) as { rows: Array<{ total: string | number; quota: number }> };
+  );
   const row = result.rows[0];
   return { total: Number(row?.total ?? 0), quota: row?.quota ?? 0 };
 }
 
-export async function selectQuota(db: Db, accountId: string): Promise<number> {
-  const row = (await db('accounts').where({ id: accountId }).first('quota')) as { quota: number } | undefined;
+/** The account's device quota (the streamed list's header); 0 for an unknown account. */
+export async function selectQuota(db: Db, input: { accountId: string }): Promise<number> {
+  const row: { quota: number } | undefined = await db('accounts').where({ id: input.accountId }).first('quota');
   return row?.quota ?? 0;
-}
-
-export async function selectDeviceBySerial(db: Db, input: { accountId: string; serial: string }): Promise<Device | null> {
-  const result = (await db.raw(`${SELECT_DEVICE} WHERE d.account_id = ? AND d.serial = ?`, [input.accountId, input.serial])) as {
-    rows: DeviceRow[];
-  };
-  const row = result.rows[0];
-  return row ? toDevice(row) : null;
-}
-
-export async function selectDevicesByIds(db: Db, input: { accountId: string; ids: string[] }): Promise<Device[]> {
-  if (input.ids.length === 0) return [];
-  const result = (await db.raw(`${SELECT_DEVICE} WHERE d.account_id = ? AND d.id = ANY(?::uuid[]) ORDER BY d.serial`, [input.accountId, input.ids])) as {
-    rows: DeviceRow[];
-  };
-  return result.rows.map(toDevice);
-}
-
-/** The raw row, locked for the rest of the transaction (PATCH, rotation, unclaim). */
-export interface LockedDeviceRow {
-  id: string;
-  serial: string;
-  name: string;
-  tags: Record<string, string>;
-  desired_config: DeviceConfig;
-  desired_config_version: number;
-}
-
-export async function lockDevice(trx: Knex.Transaction, input: { accountId: string; serial: string }): Promise<LockedDeviceRow | null> {
-  const row = (await trx('devices')
-    .where({ account_id: input.accountId, serial: input.serial })
-    .forUpdate()
-    .first('id', 'serial', 'name', 'tags', 'desired_config', 'desired_config_version')) as LockedDeviceRow | undefined;
-  return row ?? null;
 }
