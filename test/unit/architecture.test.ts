@@ -76,7 +76,6 @@ const SQL_NOT_YET_IN_STORES = new Set<string>([
   'api/src/domain/firmware/firmware-downloads.ts',
   'api/src/domain/firmware/firmware.service.ts',
   'api/src/domain/firmware/signing-key.service.ts',
-  'api/src/domain/fleet/fleet-read.service.ts',
   'api/src/domain/housekeeping/retention.service.ts',
   'api/src/domain/shared/idempotency.service.ts',
   'api/src/domain/webhooks/delivery-worker.ts',
