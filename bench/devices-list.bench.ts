@@ -2,7 +2,7 @@ import { startBenchServer } from './lib/bench-server';
 import { runLoad } from './lib/load';
 import { postgresCpuMicros } from './lib/postgres-cpu';
 import { isSmoke, recordResults } from './lib/results';
-import { devicePageQuery } from '../api/src/domain/devices/device.repository';
+import { devicePageQuery } from '../api/src/domain/devices/store/device-list.store';
 
 /**
  * GET /api/v1/devices with 100,000 devices in one account (issue 2 targets):

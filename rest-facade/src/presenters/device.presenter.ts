@@ -6,7 +6,7 @@ import { presentCertificate } from './certificate.presenter';
 
 /**
  * Domain device -> wire format (snake_case, fields in the spec's order first). Lists render the
- * same document in SQL (device.repository.ts selectDeviceJsonPage); devices-list.test.ts keeps
+ * same document in SQL (devices/store/device-list.store.ts selectDeviceJsonPage); devices-list.test.ts keeps
  * the two equal.
  */
 export function presentDevice(d: Device) {

@@ -6,11 +6,10 @@ import { DomainError } from '../shared/errors';
 import { sha256Hex } from '../shared/secrets';
 import { keyAlgorithmOf, ACCEPTED_KEY_TYPES, type KeyAlgorithm } from './key-algorithms';
 import { webCrypto, x509 } from './x509';
+import { insertCaUnlessStored, selectStoredCa } from './store/device-ca.store';
 
 /** Purpose key of the server secret that seals the created CA's private key. */
 export const DEVICE_CA_KEY_PURPOSE = 'device-ca-key';
-/** The one row of `device_ca`. */
-const ROW_ID = 'device-ca';
 /** Lifetime of a CA the service creates: lighting stays installed for decades. */
 const CREATED_CA_YEARS = 30;
 
@@ -118,19 +117,18 @@ export class DeviceCa {
   }
 
   private async fromDatabase(): Promise<Loaded> {
-    const read = () => this.deps.knex('device_ca').where({ id: ROW_ID }).first('certificate_pem', 'private_key_sealed') as Promise<{ certificate_pem: string; private_key_sealed: string } | undefined>;
-    let row = await read();
-    if (!row) {
+    let stored = await selectStoredCa(this.deps.knex);
+    if (!stored) {
       const created = await this.create();
       // Processes starting together may each create one: the first insert wins, the others
       // read it back and drop their own.
-      await this.deps.knex('device_ca').insert({ id: ROW_ID, certificate_pem: created.certificatePem, private_key_sealed: created.sealedKey, created_at: this.deps.clock.now() }).onConflict('id').ignore();
-      row = await read();
-      if (!row) throw new Error('the device CA row vanished right after it was written');
-      if (row.certificate_pem === created.certificatePem) this.deps.logger.info('device CA created and stored in the database');
+      await insertCaUnlessStored(this.deps.knex, { ca: created, now: this.deps.clock.now() });
+      stored = await selectStoredCa(this.deps.knex);
+      if (!stored) throw new Error('the device CA row vanished right after it was written');
+      if (stored.certificatePem === created.certificatePem) this.deps.logger.info('device CA created and stored in the database');
     }
-    const sealed = row.private_key_sealed;
-    return { certificate: parseCaCertificate(row.certificate_pem, 'database', 'the stored device CA'), signer: () => this.unseal(sealed) };
+    const sealed = stored.sealedKey;
+    return { certificate: parseCaCertificate(stored.certificatePem, 'database', 'the stored device CA'), signer: () => this.unseal(sealed) };
   }
 
   private async unseal(sealed: string): Promise<DeviceCaSigner> {

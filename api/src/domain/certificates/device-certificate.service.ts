@@ -4,14 +4,16 @@ import type { ServiceDeps } from '../service-deps';
 import { requireAdmin, type Actor } from '../shared/actor';
 import { notFound, type FieldError } from '../shared/errors';
 import { isValidSerial } from '../devices/device-types';
-import { appendDeviceEvents } from '../devices/device-history';
+import { appendDeviceEvents } from '../devices/store/history.store';
+import { findDeviceId } from '../devices/store/devices.store';
 import type { DeviceGateway } from '../devices/device-gateway';
 import type { DeviceCa } from './device-ca';
 import { CsrProblem, csrInvalid, issueCertificate, verifyCsr, MAX_CSR_CHARS, type IssuedCertificate, type VerifiedCsr } from './certificate-issuer';
-import { insertCertificates, revokeCertificate, selectCertificatesOfDevice, type DeviceCertificate } from './device-certificate.repository';
+import { insertCertificates, revokeCertificate, selectCertificatesOfDevice } from './store/certificates.store';
+import type { DeviceCertificate } from './device-certificate-types';
 import { normalizeFingerprint } from './peer-certificate';
 
-export type { DeviceCertificate } from './device-certificate.repository';
+export type { DeviceCertificate } from './device-certificate-types';
 
 /** A PEM PKCS#10 request; its subject and requested extensions are ignored. */
 export const Csr = z.string().min(1).max(MAX_CSR_CHARS);
@@ -51,17 +53,21 @@ export class DeviceCertificateService {
     if (!isValidSerial(input.serial)) throw notFound('Device');
     const db = options.unitOfWork ?? this.deps.knex;
     // The device first: another account's serial is 404 whatever the CSR holds.
-    if (!(await findDevice(db, { accountId: actor.accountId, serial: input.serial }))) throw notFound('Device');
+    if ((await findDeviceId(db, { accountId: actor.accountId, serial: input.serial })) === null) throw notFound('Device');
     const request = await verifyCsrField(csr, 'csr');
     const issued = await this.sign(request, input.serial);
     const write = async (trx: Knex.Transaction): Promise<DeviceCertificate> => {
       // Shares the lock unclaim takes: a certificate is never recorded for a device being deleted.
-      const device = (await trx('devices').where({ account_id: actor.accountId, serial: input.serial }).forShare().first('id')) as { id: string } | undefined;
-      if (!device) throw notFound('Device');
-      const [certificate] = await insertCertificates(trx, { accountId: actor.accountId, now: this.deps.clock.now(), certificates: [{ deviceId: device.id, issued }] });
-      await appendDeviceEvents(trx, this.deps.clock, [
-        { accountId: actor.accountId, deviceId: device.id, type: 'certificate_issued', data: { fingerprint_sha256: issued.fingerprintSha256, not_after: issued.notAfter.toISOString(), key_algorithm: issued.keyAlgorithm, by: actor.principal } },
-      ]);
+      const deviceId = await findDeviceId(trx, { accountId: actor.accountId, serial: input.serial, lock: 'share' });
+      if (deviceId === null) throw notFound('Device');
+      const now = this.deps.clock.now();
+      const [certificate] = await insertCertificates(trx, { accountId: actor.accountId, now, certificates: [{ deviceId, issued }] });
+      await appendDeviceEvents(trx, {
+        now,
+        events: [
+          { accountId: actor.accountId, deviceId, type: 'certificate_issued', data: { fingerprint_sha256: issued.fingerprintSha256, not_after: issued.notAfter.toISOString(), key_algorithm: issued.keyAlgorithm, by: actor.principal } },
+        ],
+      });
       return certificate!;
     };
     return options.unitOfWork ? write(options.unitOfWork) : this.deps.transaction(write);
@@ -70,9 +76,9 @@ export class DeviceCertificateService {
   /** The device's certificates, newest first, revoked ones included (any role). */
   async list(actor: Actor, input: { serial: string }): Promise<DeviceCertificate[]> {
     if (!isValidSerial(input.serial)) throw notFound('Device');
-    const device = await findDevice(this.deps.knex, { accountId: actor.accountId, serial: input.serial });
-    if (!device) throw notFound('Device');
-    return selectCertificatesOfDevice(this.deps.knex, { accountId: actor.accountId, deviceId: device.id });
+    const deviceId = await findDeviceId(this.deps.knex, { accountId: actor.accountId, serial: input.serial });
+    if (deviceId === null) throw notFound('Device');
+    return selectCertificatesOfDevice(this.deps.knex, { accountId: actor.accountId, deviceId });
   }
 
   /**
@@ -85,12 +91,13 @@ export class DeviceCertificateService {
     const fingerprint = normalizeFingerprint(input.fingerprint);
     if (!isValidSerial(input.serial) || fingerprint === null) throw notFound('Certificate');
     const result = await this.deps.transaction(async (trx) => {
-      const device = (await trx('devices').where({ account_id: actor.accountId, serial: input.serial }).forShare().first('id')) as { id: string } | undefined;
-      if (!device) throw notFound('Certificate');
-      const revoked = await revokeCertificate(trx, { accountId: actor.accountId, deviceId: device.id, fingerprint, now: this.deps.clock.now() });
+      const deviceId = await findDeviceId(trx, { accountId: actor.accountId, serial: input.serial, lock: 'share' });
+      if (deviceId === null) throw notFound('Certificate');
+      const now = this.deps.clock.now();
+      const revoked = await revokeCertificate(trx, { accountId: actor.accountId, deviceId, fingerprint, now });
       if (!revoked) throw notFound('Certificate');
       if (revoked.newlyRevoked) {
-        await appendDeviceEvents(trx, this.deps.clock, [{ accountId: actor.accountId, deviceId: device.id, type: 'certificate_revoked', data: { fingerprint_sha256: fingerprint, by: actor.principal } }]);
+        await appendDeviceEvents(trx, { now, events: [{ accountId: actor.accountId, deviceId, type: 'certificate_revoked', data: { fingerprint_sha256: fingerprint, by: actor.principal } }] });
       }
       return revoked.certificate;
     });
@@ -141,8 +148,4 @@ async function verifyCsrField(pem: string, field: string): Promise<VerifiedCsr> 
     if (error instanceof CsrProblem) throw csrInvalid([{ field, message: error.message }]);
     throw error;
   }
-}
-
-function findDevice(db: Knex | Knex.Transaction, input: { accountId: string; serial: string }): Promise<{ id: string } | undefined> {
-  return db('devices').where({ account_id: input.accountId, serial: input.serial }).first('id') as Promise<{ id: string } | undefined>;
 }

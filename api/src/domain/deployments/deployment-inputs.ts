@@ -59,18 +59,7 @@ export interface FirmwareRef {
   storage_key: string | null;
 }
 
-export const cursorCodec = {
-  encode: (parts: string[]): string => Buffer.from(JSON.stringify(parts), 'utf8').toString('base64url'),
-  decode: (cursor: string, n: number): string[] => {
-    try {
-      const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-      if (Array.isArray(parts) && parts.length === n && parts.every((p) => typeof p === 'string' && p.length <= 100)) return parts as string[];
-    } catch {
-      // fall through: not one of ours
-    }
-    throw new DomainError('validation_failed', 'The cursor is not one this list returned.', { errors: [{ field: 'cursor', message: 'is invalid' }] });
-  },
-};
+export { stringKeysCursor as cursorCodec } from '../shared/cursor';
 
 
 export function versionNotFound(version: string, where: string): DomainError {

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Actor } from '../shared/actor';
 import { versionKey } from '../shared/version';
+import { selectFirmwareVersionId } from './store/claim-firmware.store';
 
 /**
  * The seam between claiming and the OTA engine (decisions.md: "claiming schedules that update
@@ -27,10 +28,8 @@ export interface ClaimFirmwareScheduler {
  */
 export class VersionOnlyClaimFirmwareScheduler implements ClaimFirmwareScheduler {
   async resolveVersion(trx: Knex.Transaction, input: { accountId: string; modelId: string; version: string }): Promise<{ id: string } | null> {
-    const row = (await trx('firmware_versions')
-      .where({ account_id: input.accountId, model_id: input.modelId, version_key: versionKey(input.version) })
-      .first('id')) as { id: string } | undefined;
-    return row ?? null;
+    const id = await selectFirmwareVersionId(trx, { accountId: input.accountId, modelId: input.modelId, versionKey: versionKey(input.version) });
+    return id === null ? null : { id };
   }
 
   async scheduleForClaim(): Promise<{ deploymentId: string } | null> {

@@ -9,13 +9,14 @@ import { requireVersion, versionKey } from '../shared/version';
 import { appendEvents } from '../../events/outbox';
 import type { ModelService } from '../models/model.service';
 import type { AllocationService, Allocation } from '../accounts/allocation.service';
-import { appendDeviceEvents } from './device-history';
 import { DEFAULT_DEVICE_CONFIG } from './device-config';
 import { isValidSerial, type Device, type DeviceCredentials } from './device-types';
 import type { ClaimFirmwareScheduler } from './claim-firmware';
-import { selectDevicesByIds } from './device.repository';
+import { insertClaimedDevices, selectDevicesByIds, selectTakenSerials } from './store/devices.store';
+import { insertCredentials } from './store/credentials.store';
+import { appendDeviceEvents } from './store/history.store';
 import { Csr, type DeviceCertificate, type DeviceCertificateService } from '../certificates/device-certificate.service';
-import { insertCertificates } from '../certificates/device-certificate.repository';
+import { insertCertificates } from '../certificates/store/certificates.store';
 import type { IssuedCertificate } from '../certificates/certificate-issuer';
 
 export const MAX_SERIALS_PER_CLAIM = 1000;
@@ -132,7 +133,7 @@ export class ClaimService {
     } catch (error) {
       // Another account claimed one of these serials between our check and our insert.
       if ((error as { code?: string; constraint?: string }).code === '23505' && (error as { constraint?: string }).constraint === 'devices_serial_unique') {
-        const taken = (await (outer ?? this.deps.knex)('devices').whereRaw('serial = ANY(?)', [validSerials]).pluck('serial')) as string[];
+        const taken = await selectTakenSerials(outer ?? this.deps.knex, { serials: validSerials });
         for (const serial of taken) offending.set(serial, 'already_claimed');
         throw claimRejected(offending);
       }
@@ -172,7 +173,7 @@ export class ClaimService {
     }
 
     // Any account: a serial is claimed once. The answer never says by whom.
-    const taken = (await trx('devices').whereRaw('serial = ANY(?)', [ctx.validSerials]).pluck('serial')) as string[];
+    const taken = await selectTakenSerials(trx, { serials: ctx.validSerials });
     for (const serial of taken) if (!offending.has(serial)) offending.set(serial, 'already_claimed');
     if (offending.size > 0) throw claimRejected(offending);
 
@@ -205,39 +206,32 @@ export class ClaimService {
     const now = this.deps.clock.now();
     const claimId = newId();
     const devices = items.map((item) => ({ id: newId(), serial: item.serial, name: item.name, password: generateSecret('') }));
-    await trx('devices').insert(
-      devices.map((d) => ({
-        id: d.id,
-        account_id: actor.accountId,
-        serial: d.serial,
-        name: d.name,
-        model_id: model.id,
-        status: 'offline',
-        connectivity: 'offline',
-        tags: '{}',
-        desired_config: JSON.stringify(DEFAULT_DEVICE_CONFIG),
-        desired_config_version: 1,
-        heartbeat_interval_s: DEFAULT_DEVICE_CONFIG.heartbeat_interval_s,
-        // Until the device reports, version comparisons (firmware_lt in lists, dry runs and
-        // deploys) take it as running what its claim installs; `firmware` stays null.
-        firmware_key: input.firmware !== undefined ? versionKey(input.firmware) : null,
-        claimed_at: now,
-        updated_at: now,
-      })),
-    );
-    await trx('device_credentials').insert(devices.map((d) => ({ device_id: d.id, secret_hash: sha256Hex(d.password), rotated_at: now })));
+    await insertClaimedDevices(trx, {
+      accountId: actor.accountId,
+      modelId: model.id,
+      // Until the device reports, version comparisons (firmware_lt in lists, dry runs and
+      // deploys) take it as running what its claim installs.
+      firmwareKey: input.firmware !== undefined ? versionKey(input.firmware) : null,
+      config: DEFAULT_DEVICE_CONFIG,
+      now,
+      devices,
+    });
+    await insertCredentials(trx, { now, credentials: devices.map((d) => ({ deviceId: d.id, secretHash: sha256Hex(d.password) })) });
     const withCertificate = devices.filter((d) => ctx.certificates.has(d.serial)).map((d) => ({ deviceId: d.id, issued: ctx.certificates.get(d.serial)! }));
     const recorded = await insertCertificates(trx, { accountId: actor.accountId, now, certificates: withCertificate });
     const certificateBySerial = new Map(recorded.map((c) => [c.serial, c]));
-    await appendDeviceEvents(trx, this.deps.clock, [
-      ...devices.map((d) => ({ accountId: actor.accountId, deviceId: d.id, type: 'claimed' as const, data: { model: model.name, firmware: input.firmware ?? null, by: actor.principal, claim_id: claimId } })),
-      ...withCertificate.map(({ deviceId, issued }) => ({
-        accountId: actor.accountId,
-        deviceId,
-        type: 'certificate_issued' as const,
-        data: { fingerprint_sha256: issued.fingerprintSha256, not_after: issued.notAfter.toISOString(), key_algorithm: issued.keyAlgorithm, by: actor.principal, claim_id: claimId },
-      })),
-    ]);
+    await appendDeviceEvents(trx, {
+      now,
+      events: [
+        ...devices.map((d) => ({ accountId: actor.accountId, deviceId: d.id, type: 'claimed' as const, data: { model: model.name, firmware: input.firmware ?? null, by: actor.principal, claim_id: claimId } })),
+        ...withCertificate.map(({ deviceId, issued }) => ({
+          accountId: actor.accountId,
+          deviceId,
+          type: 'certificate_issued' as const,
+          data: { fingerprint_sha256: issued.fingerprintSha256, not_after: issued.notAfter.toISOString(), key_algorithm: issued.keyAlgorithm, by: actor.principal, claim_id: claimId },
+        })),
+      ],
+    });
     await appendEvents(
       trx,
       this.deps.clock,

@@ -1,11 +1,11 @@
-import type { Knex } from 'knex';
 import { timingSafeEqual } from 'node:crypto';
 import type { ServiceDeps } from '../service-deps';
 import { sha256Hex } from '../shared/secrets';
 import { LookupBatcher } from '../shared/lookup-batcher';
 import type { DeviceCa } from '../certificates/device-ca';
 import { checkPeerCertificate, type PeerCertificate, type PeerCertificateRefusal } from '../certificates/peer-certificate';
-import { isValidSerial } from './device-types';
+import { isValidSerial, type DeviceIdentity } from './device-types';
+import { selectCertificateCredentials, selectCredentialsBySerials, type StoredCertificateCredential, type StoredCredential } from './store/credentials.store';
 
 /** What the broker keeps about an authenticated connection (nothing secret). */
 export interface DeviceSession {
@@ -43,29 +43,6 @@ export type DeviceAuthRefusal =
 
 export type DeviceAuthResult = { ok: true; session: DeviceSession } | { ok: false; reason: DeviceAuthRefusal };
 
-interface DeviceRow {
-  id: string;
-  account_id: string;
-  serial: string;
-  desired_config_version: number;
-  desired_config: Record<string, unknown> | string;
-}
-
-interface CredentialRow extends DeviceRow {
-  secret_hash: string;
-}
-
-interface CertificateRow {
-  fingerprint_sha256: string;
-  revoked_at: Date | null;
-  /** Of the device row the certificate belongs to; null once that device is gone. */
-  id: string | null;
-  account_id: string | null;
-  serial: string | null;
-  desired_config_version: number | null;
-  desired_config: Record<string, unknown> | string | null;
-}
-
 /**
  * Device authentication: a password, or a client certificate of our device CA.
  *
@@ -80,17 +57,22 @@ interface CertificateRow {
  * instead of thousands of single-row ones).
  */
 export class DeviceAuthService {
-  private readonly credentials: LookupBatcher<CredentialRow>;
-  private readonly certificates: LookupBatcher<CertificateRow>;
+  private readonly credentials: LookupBatcher<StoredCredential>;
+  private readonly certificates: LookupBatcher<StoredCertificateCredential>;
 
   constructor(
     private readonly deps: Pick<ServiceDeps, 'knex' | 'logger' | 'clock'>,
     private readonly area: { ca?: DeviceCa | undefined } = {},
   ) {
-    this.credentials = new LookupBatcher({ fetch: (serials) => credentialsBySerial(deps.knex, serials), keyOf: (r) => r.serial, logger: deps.logger, what: 'device credential lookup' });
+    this.credentials = new LookupBatcher({
+      fetch: (serials) => selectCredentialsBySerials(deps.knex, { serials }),
+      keyOf: (r) => r.device.serial,
+      logger: deps.logger,
+      what: 'device credential lookup',
+    });
     this.certificates = new LookupBatcher({
-      fetch: (fingerprints) => certificatesByFingerprint(deps.knex, fingerprints),
-      keyOf: (r) => r.fingerprint_sha256,
+      fetch: (fingerprints) => selectCertificateCredentials(deps.knex, { fingerprints }),
+      keyOf: (r) => r.fingerprintSha256,
       logger: deps.logger,
       what: 'device certificate lookup',
     });
@@ -104,9 +86,9 @@ export class DeviceAuthService {
     if (!row) return { ok: false, reason: 'unknown_serial' };
     if (!password || password.length === 0 || password.length > 256) return { ok: false, reason: 'bad_password' };
     const actual = Buffer.from(sha256Hex(password), 'hex');
-    const expected = Buffer.from(row.secret_hash, 'hex');
+    const expected = Buffer.from(row.secretHash, 'hex');
     if (actual.length !== expected.length || !timingSafeEqual(actual, expected)) return { ok: false, reason: 'bad_password' };
-    return { ok: true, session: toSession(row) };
+    return { ok: true, session: toSession(row.device) };
   }
 
   /**
@@ -132,16 +114,10 @@ export class DeviceAuthService {
     if (checked.commonName !== clientId) return { ok: false, reason: 'invalid_client' };
     const row = await this.certificates.lookup(checked.fingerprintSha256);
     if (!row) return refuse('certificate_unknown');
-    if (row.revoked_at !== null) return refuse('certificate_revoked');
+    if (row.revokedAt !== null) return refuse('certificate_revoked');
     // Unclaiming revokes in the same transaction; a row without its device is refused all the same.
-    if (row.id === null || row.account_id === null || row.serial !== clientId) return refuse('certificate_unknown');
-    return {
-      ok: true,
-      session: {
-        ...toSession({ id: row.id, account_id: row.account_id, serial: row.serial, desired_config_version: row.desired_config_version ?? 0, desired_config: row.desired_config ?? {} }),
-        certificateFingerprint: checked.fingerprintSha256,
-      },
-    };
+    if (row.device === null || row.device.serial !== clientId) return refuse('certificate_unknown');
+    return { ok: true, session: { ...toSession(row.device), certificateFingerprint: checked.fingerprintSha256 } };
   }
 }
 
@@ -149,29 +125,12 @@ function refuse(reason: PeerCertificateRefusal | 'certificate_unknown' | 'certif
   return { ok: false, reason };
 }
 
-function toSession(row: DeviceRow): DeviceSession {
+function toSession(device: DeviceIdentity): DeviceSession {
   return {
-    deviceId: row.id,
-    accountId: row.account_id,
-    serial: row.serial,
-    desiredConfigVersion: Number(row.desired_config_version),
-    desiredConfig: typeof row.desired_config === 'string' ? (JSON.parse(row.desired_config) as Record<string, unknown>) : row.desired_config,
+    deviceId: device.id,
+    accountId: device.accountId,
+    serial: device.serial,
+    desiredConfigVersion: device.desiredConfigVersion,
+    desiredConfig: device.desiredConfig,
   };
-}
-
-function credentialsBySerial(knex: Knex, serials: string[]): Promise<CredentialRow[]> {
-  return knex('devices as d')
-    .join('device_credentials as c', 'c.device_id', 'd.id')
-    .whereRaw('d.serial = ANY(?::text[])', [serials])
-    .select('d.id', 'd.account_id', 'd.serial', 'd.desired_config_version', 'd.desired_config', 'c.secret_hash');
-}
-
-function certificatesByFingerprint(knex: Knex, fingerprints: string[]): Promise<CertificateRow[]> {
-  // The device is matched by id and serial: a certificate never follows its serial to a later claim.
-  return knex('device_certificates as c')
-    .leftJoin('devices as d', function () {
-      this.on('d.id', '=', 'c.device_id').andOn('d.serial', '=', 'c.serial');
-    })
-    .whereRaw('c.fingerprint_sha256 = ANY(?::text[])', [fingerprints])
-    .select('c.fingerprint_sha256', 'c.revoked_at', 'd.id', 'd.account_id', 'd.serial', 'd.desired_config_version', 'd.desired_config');
 }

@@ -78,7 +78,7 @@ export type TagsPatch = z.infer<typeof TagsPatch>;
 export function mergeConfig(current: DeviceConfig, patch: DeviceConfigPatch): { config: DeviceConfig; changed: string[] } {
   const next: Record<string, unknown> = { ...current };
   const changed: string[] = [];
-  for (const [key, value] of Object.entries(patch) as Array<[keyof DeviceConfig, unknown]>) {
+  for (const [key, value] of Object.entries(patch)) {
     if (value === undefined) continue;
     if (value === null) {
       if (key in next && next[key] !== null) changed.push(key);

@@ -70,3 +70,13 @@ export interface DeviceHistoryEntry {
   occurredAt: string;
   data: Record<string, unknown>;
 }
+
+/** What authenticating a connection reads of a claimed device. */
+export interface DeviceIdentity {
+  id: string;
+  accountId: string;
+  serial: string;
+  /** Desired configuration to (re)publish retained on connect when version > 0. */
+  desiredConfigVersion: number;
+  desiredConfig: Record<string, unknown>;
+}

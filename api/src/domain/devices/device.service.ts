@@ -1,20 +1,23 @@
 import { z } from 'zod';
 import type { ServiceDeps } from '../service-deps';
 import { requireAdmin, type Actor } from '../shared/actor';
-import { DomainError, notFound } from '../shared/errors';
+import { notFound } from '../shared/errors';
 import { generateSecret, sha256Hex } from '../shared/secrets';
 import { requireVersion } from '../shared/version';
 import { appendEvents } from '../../events/outbox';
-import { appendDeviceEvents, type NewDeviceEvent } from './device-history';
-import { DeviceConfigPatch, TagsPatch, TAG_LIMITS, mergeConfig, mergeTags, type DeviceConfig } from './device-config';
+import { historyCursor } from './device-history';
 import { DEVICE_STATUSES, isValidSerial, type Device, type DeviceCredentials, type DeviceHistoryEntry } from './device-types';
-import {
-  countDevicesAndQuota, lockDevice, selectDeviceBySerial, selectDeviceJsonPage, selectDevicePage, selectQuota,
-  DEFAULT_DEVICE_SORT, DEVICE_SORT_FIELDS, type DeviceFilter, type DevicePageQuery, type DeviceSort, type Keyed,
-} from './device.repository';
+import { DEFAULT_DEVICE_SORT, DEVICE_SORT_FIELDS, deviceListCursor, type DeviceFilter, type DeviceSort } from './device-list';
+import { UpdateDeviceInput, planDeviceUpdate } from './device-update';
 import type { DeviceGateway } from './device-gateway';
 import { DeviceCountCache } from './device-count-cache';
-import { revokeCertificatesOfDevice } from '../certificates/device-certificate.repository';
+import { countDevicesAndQuota, selectDeviceJsonPage, selectDevicePage, selectQuota, type DevicePageQuery, type Keyed } from './store/device-list.store';
+import { deleteDevice, deleteUpdatesOfDevice, findDeviceId, lockDevice, selectDeviceBySerial, shareLockAccount, updateDevice } from './store/devices.store';
+import { replaceCredential } from './store/credentials.store';
+import { appendDeviceEvents, deleteHistoryOfDevice, selectHistoryPage } from './store/history.store';
+import { revokeCertificatesOfDevice } from '../certificates/store/certificates.store';
+
+export { UpdateDeviceInput } from './device-update';
 
 export const MAX_PAGE_SIZE = 1000;
 /** Rows per keyset batch of the streamed (unpaged) list: memory stays flat with fleet size. */
@@ -29,7 +32,7 @@ export const DeviceFilterInput = z.strictObject({
 });
 export type DeviceFilterInput = z.infer<typeof DeviceFilterInput>;
 
-export type { DeviceSortField } from './device.repository';
+export type { DeviceSortField } from './device-list';
 
 export const DeviceSortInput = z.strictObject({
   field: z.enum(DEVICE_SORT_FIELDS),
@@ -64,78 +67,12 @@ export interface DevicePage {
   nextCursor: string | null;
 }
 
-/** Fields that exist on a device but are not the caller's to set (OWASP API3, mass assignment). */
-const READ_ONLY_FIELDS = new Set(['id', 'serial', 'model', 'firmware', 'status', 'connectivity', 'last_seen', 'ip', 'update', 'claimed_at', 'uptime_s', 'rssi', 'credentials']);
-
-/** PATCH /devices/:serial body: merge semantics, unknown and read-only fields refused. */
-export const UpdateDeviceInput = z.strictObject(
-  {
-    name: z.string().trim().min(1).max(200).optional(),
-    tags: TagsPatch.optional(),
-    config: DeviceConfigPatch.optional(),
-  },
-  {
-    error: (issue) => {
-      if (issue.code !== 'unrecognized_keys') return undefined;
-      const keys = (issue as { keys?: string[] }).keys ?? [];
-      const readOnly = keys.filter((k) => READ_ONLY_FIELDS.has(k));
-      const unknown = keys.filter((k) => !READ_ONLY_FIELDS.has(k));
-      return [readOnly.length ? `read-only: ${readOnly.join(', ')}` : '', unknown.length ? `unknown: ${unknown.join(', ')}` : '']
-        .filter(Boolean)
-        .join('; ') + ' (settable: name, tags, config)';
-    },
-  },
-);
-export type UpdateDeviceInput = z.input<typeof UpdateDeviceInput>;
-
 export const HistoryInput = z.strictObject({
   limit: z.number().int().min(1).max(1000).default(50),
   cursor: z.string().max(200).optional(),
 });
 
-/**
- * Opaque keyset cursors: base64url of the last row's keys, checked on the way back in. Serial
- * order keeps its original form (`s:<serial>`); other orders carry the order and the sort key,
- * so a cursor from one order is refused in another instead of skipping rows.
- */
-export const deviceCursor = {
-  encode: (serial: string, sort: DeviceSort = DEFAULT_DEVICE_SORT, sortKey = serial): string =>
-    Buffer.from(sort.field === 'serial' && sort.direction === 'asc' ? `s:${serial}` : `k:${JSON.stringify([sort.field, sort.direction, sortKey, serial])}`, 'utf8').toString('base64url'),
-  decode: (cursor: string, sort: DeviceSort = DEFAULT_DEVICE_SORT): { serial: string; sortKey: string } => {
-    const text = Buffer.from(cursor, 'base64url').toString('utf8');
-    if (sort.field === 'serial' && sort.direction === 'asc') {
-      const serial = text.startsWith('s:') ? text.slice(2) : '';
-      if (!isValidSerial(serial)) throw invalidCursor();
-      return { serial, sortKey: serial };
-    }
-    let parsed: unknown;
-    try {
-      parsed = text.startsWith('k:') ? JSON.parse(text.slice(2)) : null;
-    } catch {
-      parsed = null;
-    }
-    if (!Array.isArray(parsed) || parsed.length !== 4) throw invalidCursor();
-    const [field, direction, sortKey, serial] = parsed as unknown[];
-    if (field !== sort.field || direction !== sort.direction || typeof sortKey !== 'string' || sortKey.length > 400 || typeof serial !== 'string' || !isValidSerial(serial)) {
-      throw invalidCursor();
-    }
-    return { serial, sortKey };
-  },
-};
-const historyCursor = {
-  encode: (id: number): string => Buffer.from(`h:${id}`, 'utf8').toString('base64url'),
-  decode: (cursor: string): number => {
-    const text = Buffer.from(cursor, 'base64url').toString('utf8');
-    const id = /^h:(\d{1,15})$/.exec(text)?.[1];
-    if (id === undefined) throw invalidCursor();
-    return Number(id);
-  },
-};
-function invalidCursor(): DomainError {
-  return new DomainError('validation_failed', 'The cursor is not one this list returned.', { errors: [{ field: 'cursor', message: 'is invalid' }] });
-}
-
-function toRepositoryFilter(filter: DeviceFilterInput): DeviceFilter {
+function toListFilter(filter: DeviceFilterInput): DeviceFilter {
   if (filter.firmwareLt !== undefined) requireVersion(filter.firmwareLt, 'firmware_lt');
   return filter;
 }
@@ -185,9 +122,10 @@ export class DeviceService {
     fetch: (query: DevicePageQuery) => Promise<Array<Keyed<T>>>,
   ): Promise<{ rows: T[]; cursors: string[]; total: number; quota: number; nextCursor: string | null }> {
     const input = ListDevicesInput.parse(raw);
-    const filter = toRepositoryFilter(input.filter);
+    const filter = toListFilter(input.filter);
     const sort: DeviceSort = input.sort ?? DEFAULT_DEVICE_SORT;
-    const after = input.cursor === undefined ? null : deviceCursor.decode(input.cursor, sort);
+    const cursor = deviceListCursor(sort);
+    const after = input.cursor === undefined ? null : cursor.decode(input.cursor);
     const filterKey = JSON.stringify([filter.model, filter.status, filter.firmware, filter.firmwareLt, filter.q]);
     const cached = this.counts.get(actor.accountId, filterKey);
     // Page and count run side by side (two pool connections on PostgreSQL).
@@ -198,7 +136,7 @@ export class DeviceService {
     if (!cached) this.counts.set(actor.accountId, filterKey, counts);
     const more = rows.length > input.limit;
     const page = more ? rows.slice(0, input.limit) : rows;
-    const cursors = page.map((r) => deviceCursor.encode(r.serial, sort, r.sortKey));
+    const cursors = page.map((r) => cursor.encode({ serial: r.serial, sortKey: r.sortKey }));
     return { rows: page.map((r) => r.item), cursors, total: counts.total, quota: counts.quota, nextCursor: more ? cursors[cursors.length - 1]! : null };
   }
 
@@ -221,9 +159,9 @@ export class DeviceService {
     raw: { filter?: DeviceFilterInput; batchSize?: number },
     fetch: (query: DevicePageQuery) => Promise<Array<Keyed<T>>>,
   ): Promise<{ quota: number; batches: AsyncGenerator<T[]> }> {
-    const filter = toRepositoryFilter(DeviceFilterInput.parse(raw.filter ?? {}));
+    const filter = toListFilter(DeviceFilterInput.parse(raw.filter ?? {}));
     const batchSize = Math.min(Math.max(raw.batchSize ?? STREAM_BATCH_SIZE, 1), 10_000);
-    const quota = await selectQuota(this.deps.knex, actor.accountId);
+    const quota = await selectQuota(this.deps.knex, { accountId: actor.accountId });
     const fetchAfter = (afterSerial: string | null) => fetch({ accountId: actor.accountId, filter, afterSerial, limit: batchSize });
     async function* batches(): AsyncGenerator<T[]> {
       // One batch ahead: the next query runs while the caller writes this one (at most two
@@ -252,51 +190,22 @@ export class DeviceService {
     const patch = UpdateDeviceInput.parse(input.patch);
     if (!isValidSerial(input.serial)) throw notFound('Device');
     const pushed = await this.deps.transaction(async (trx) => {
-      const row = await lockDevice(trx, { accountId: actor.accountId, serial: input.serial });
-      if (!row) throw notFound('Device');
-      const update: Record<string, unknown> = {};
-      const history: NewDeviceEvent[] = [];
-      const changes: string[] = [];
-      const base = { accountId: actor.accountId, deviceId: row.id };
-      if (patch.name !== undefined && patch.name !== row.name) {
-        update.name = patch.name;
-        changes.push('name');
-        history.push({ ...base, type: 'renamed', data: { from: row.name, to: patch.name, by: actor.principal } });
-      }
-      if (patch.tags !== undefined) {
-        const merged = mergeTags(row.tags ?? {}, patch.tags);
-        if (Object.keys(merged.tags).length > TAG_LIMITS.maxTags) {
-          throw new DomainError('validation_failed', `A device has at most ${TAG_LIMITS.maxTags} tags.`, {
-            errors: [{ field: 'tags', message: `would have ${Object.keys(merged.tags).length} tags; at most ${TAG_LIMITS.maxTags}` }],
-          });
-        }
-        if (Object.keys(merged.set).length > 0 || merged.removed.length > 0) {
-          update.tags = JSON.stringify(merged.tags);
-          changes.push('tags');
-          history.push({ ...base, type: 'tags_changed', data: { set: merged.set, removed: merged.removed, by: actor.principal } });
-        }
-      }
-      let config: { version: number; config: DeviceConfig } | null = null;
-      if (patch.config !== undefined) {
-        const merged = mergeConfig(row.desired_config ?? {}, patch.config);
-        if (merged.changed.length > 0) {
-          const version = row.desired_config_version + 1;
-          config = { version, config: merged.config };
-          update.desired_config = JSON.stringify(merged.config);
-          update.desired_config_version = version;
-          if (merged.config.heartbeat_interval_s !== undefined) update.heartbeat_interval_s = merged.config.heartbeat_interval_s;
-          changes.push('config');
-          history.push({ ...base, type: 'config_changed', data: { version, changed: merged.changed, config: merged.config, by: actor.principal } });
-        }
-      }
-      if (changes.length === 0) return null;
-      update.updated_at = this.deps.clock.now();
-      await trx('devices').where({ id: row.id }).update(update);
-      await appendDeviceEvents(trx, this.deps.clock, history);
+      const device = await lockDevice(trx, { accountId: actor.accountId, serial: input.serial });
+      if (!device) throw notFound('Device');
+      const plan = planDeviceUpdate(device, patch, { accountId: actor.accountId, principal: actor.principal });
+      if (plan.changes.length === 0) return null;
+      const now = this.deps.clock.now();
+      await updateDevice(trx, { deviceId: device.id, update: plan, now });
+      await appendDeviceEvents(trx, { now, events: plan.history });
       await appendEvents(trx, this.deps.clock, [
-        { accountId: actor.accountId, type: 'device.updated', subject: row.serial, data: { serial: row.serial, device_id: row.id, changes, config_version: config?.version ?? row.desired_config_version } },
+        {
+          accountId: actor.accountId,
+          type: 'device.updated',
+          subject: device.serial,
+          data: { serial: device.serial, device_id: device.id, changes: plan.changes, config_version: plan.config?.version ?? device.desiredConfigVersion },
+        },
       ]);
-      return config;
+      return plan.config ?? null;
     });
     this.counts.invalidate(actor.accountId);
     if (pushed) {
@@ -314,14 +223,11 @@ export class DeviceService {
     if (!isValidSerial(input.serial)) throw notFound('Device');
     const password = generateSecret('');
     await this.deps.transaction(async (trx) => {
-      const row = await lockDevice(trx, { accountId: actor.accountId, serial: input.serial });
-      if (!row) throw notFound('Device');
+      const device = await lockDevice(trx, { accountId: actor.accountId, serial: input.serial });
+      if (!device) throw notFound('Device');
       const now = this.deps.clock.now();
-      await trx('device_credentials')
-        .insert({ device_id: row.id, secret_hash: sha256Hex(password), rotated_at: now })
-        .onConflict('device_id')
-        .merge(['secret_hash', 'rotated_at']);
-      await appendDeviceEvents(trx, this.deps.clock, [{ accountId: actor.accountId, deviceId: row.id, type: 'credentials_rotated', data: { by: actor.principal } }]);
+      await replaceCredential(trx, { deviceId: device.id, secretHash: sha256Hex(password), now });
+      await appendDeviceEvents(trx, { now, events: [{ accountId: actor.accountId, deviceId: device.id, type: 'credentials_rotated', data: { by: actor.principal } }] });
     });
     this.area.gateway.disconnect(input.serial, 'credentials rotated');
     return { serial: input.serial, username: input.serial, password };
@@ -340,16 +246,16 @@ export class DeviceService {
       // holds the lock while it writes update rows for the devices it read), so no update row
       // outlives its device: updates and history carry no foreign key (migration
       // 20261123000000_lean_update_targets) and are deleted here.
-      await trx('accounts').where({ id: actor.accountId }).forShare().first('id');
-      const row = await lockDevice(trx, { accountId: actor.accountId, serial: input.serial });
-      if (!row) throw notFound('Device');
-      await trx('device_updates').where({ device_id: row.id }).delete();
-      await trx('device_events').where({ device_id: row.id }).delete();
+      await shareLockAccount(trx, { accountId: actor.accountId });
+      const device = await lockDevice(trx, { accountId: actor.accountId, serial: input.serial });
+      if (!device) throw notFound('Device');
+      await deleteUpdatesOfDevice(trx, { deviceId: device.id });
+      await deleteHistoryOfDevice(trx, { deviceId: device.id });
       // Certificates stay, revoked: whoever claims the serial next must not inherit them.
-      await revokeCertificatesOfDevice(trx, { deviceId: row.id, now: this.deps.clock.now(), reason: 'unclaimed' });
-      await trx('devices').where({ id: row.id }).delete();
+      await revokeCertificatesOfDevice(trx, { deviceId: device.id, now: this.deps.clock.now(), reason: 'unclaimed' });
+      await deleteDevice(trx, { deviceId: device.id });
       await appendEvents(trx, this.deps.clock, [
-        { accountId: actor.accountId, type: 'device.unclaimed', subject: row.serial, data: { serial: row.serial, device_id: row.id, by: actor.principal } },
+        { accountId: actor.accountId, type: 'device.unclaimed', subject: device.serial, data: { serial: device.serial, device_id: device.id, by: actor.principal } },
       ]);
     });
     this.counts.invalidate(actor.accountId);
@@ -363,13 +269,12 @@ export class DeviceService {
   async history(actor: Actor, input: { serial: string; limit?: number; cursor?: string }): Promise<{ events: DeviceHistoryEntry[]; nextCursor: string | null }> {
     const page = HistoryInput.parse({ limit: input.limit, cursor: input.cursor });
     if (!isValidSerial(input.serial)) throw notFound('Device');
-    const device = (await this.deps.knex('devices').where({ account_id: actor.accountId, serial: input.serial }).first('id')) as { id: string } | undefined;
-    if (!device) throw notFound('Device');
-    const query = this.deps.knex('device_events').where({ device_id: device.id, account_id: actor.accountId }).orderBy('id', 'desc').limit(page.limit + 1);
-    if (page.cursor !== undefined) query.where('id', '<', historyCursor.decode(page.cursor));
-    const rows = (await query.select('id', 'type', 'data', 'occurred_at')) as Array<{ id: number; type: string; data: Record<string, unknown>; occurred_at: Date }>;
+    const deviceId = await findDeviceId(this.deps.knex, { accountId: actor.accountId, serial: input.serial });
+    if (deviceId === null) throw notFound('Device');
+    const beforeId = page.cursor === undefined ? null : historyCursor.decode(page.cursor);
+    const rows = await selectHistoryPage(this.deps.knex, { accountId: actor.accountId, deviceId, beforeId, limit: page.limit + 1 });
     const more = rows.length > page.limit;
-    const events = (more ? rows.slice(0, page.limit) : rows).map((r) => ({ id: Number(r.id), type: r.type, occurredAt: new Date(r.occurred_at).toISOString(), data: r.data }));
+    const events = more ? rows.slice(0, page.limit) : rows;
     return { events, nextCursor: more ? historyCursor.encode(events[events.length - 1]!.id) : null };
   }
 }

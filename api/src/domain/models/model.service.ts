@@ -4,34 +4,16 @@ import type { ServiceDeps } from '../service-deps';
 import { newId } from '../shared/ids';
 import { DomainError } from '../shared/errors';
 import { requireAdmin, type Actor } from '../shared/actor';
+import type { FixtureModel } from './model-types';
+import { insertModel, selectModelByName, selectModels, selectModelsByIds } from './store/models.store';
+
+export type { FixtureModel } from './model-types';
 
 export const RegisterModelInput = z.object({
   name: z.string().trim().min(1).max(64).regex(/^[A-Za-z0-9][A-Za-z0-9 ._:+-]*$/, 'letters, digits, space and . _ : + -'),
   description: z.string().max(2000).default(''),
 });
 export type RegisterModelInput = z.input<typeof RegisterModelInput>;
-
-export interface FixtureModel {
-  id: string;
-  name: string;
-  description: string;
-  createdAt: string;
-}
-
-interface ModelRow {
-  id: string;
-  account_id: string;
-  name: string;
-  description: string;
-  created_at: Date;
-}
-
-const toModel = (row: ModelRow): FixtureModel => ({
-  id: row.id,
-  name: row.name,
-  description: row.description,
-  createdAt: new Date(row.created_at).toISOString(),
-});
 
 /** Fixture models are registered per account before devices or firmware of that model exist. */
 export class ModelService {
@@ -40,34 +22,33 @@ export class ModelService {
   async register(actor: Actor, raw: RegisterModelInput): Promise<FixtureModel> {
     requireAdmin(actor);
     const input = RegisterModelInput.parse(raw);
-    const row: ModelRow = { id: newId(), account_id: actor.accountId, name: input.name, description: input.description, created_at: this.deps.clock.now() };
-    const inserted = await this.deps.knex('models').insert(row).onConflict(['account_id', 'name']).ignore().returning('id');
-    if (inserted.length === 0) {
+    const now = this.deps.clock.now();
+    const model = { id: newId(), name: input.name, description: input.description };
+    if (!(await insertModel(this.deps.knex, { accountId: actor.accountId, model, now }))) {
       throw new DomainError('already_exists', `Model "${input.name}" is registered already.`, { errors: [{ field: 'name', message: 'is taken' }] });
     }
-    return toModel(row);
+    return { ...model, createdAt: now.toISOString() };
   }
 
   async list(actor: Actor): Promise<FixtureModel[]> {
-    const rows = (await this.deps.knex('models').where({ account_id: actor.accountId }).orderBy('name')) as ModelRow[];
-    return rows.map(toModel);
+    return selectModels(this.deps.knex, { accountId: actor.accountId });
   }
 
-  /** The model of this account with that name, or 422 `unknown_model` (decisions.md "Models"). */
+  /** The model of this account with that name, or 422 `unknown_model` (a model is registered before devices or firmware of it). */
   async requireByName(actor: Actor, name: string, trx?: Knex.Transaction, field = 'model'): Promise<FixtureModel> {
-    const row = (await (trx ?? this.deps.knex)('models').where({ account_id: actor.accountId, name }).first()) as ModelRow | undefined;
-    if (!row) {
+    const model = await selectModelByName(trx ?? this.deps.knex, { accountId: actor.accountId, name });
+    if (!model) {
       throw new DomainError('unknown_model', `Model "${name}" is not registered for this account.`, {
         errors: [{ field, message: 'is not a registered model' }],
       });
     }
-    return toModel(row);
+    return model;
   }
 
   /** Id to model within the account; used by presenters. */
   async byIds(actor: Actor, ids: string[]): Promise<Map<string, FixtureModel>> {
     if (ids.length === 0) return new Map();
-    const rows = (await this.deps.knex('models').where({ account_id: actor.accountId }).whereIn('id', ids)) as ModelRow[];
-    return new Map(rows.map((r) => [r.id, toModel(r)]));
+    const models = await selectModelsByIds(this.deps.knex, { accountId: actor.accountId, ids });
+    return new Map(models.map((m) => [m.id, m]));
   }
 }

@@ -4,6 +4,7 @@ import { newId, isUuid } from '../shared/ids';
 import { DomainError, notFound } from '../shared/errors';
 import { generateSecret } from '../shared/secrets';
 import { requireAdmin, type Actor } from '../shared/actor';
+import { jsonCursor } from '../shared/cursor';
 import type { ServerSecret } from '../shared/server-secret';
 import { PUBLIC_EVENT_TYPES } from '../../events/event-types';
 import { checkWebhookDestination, type HostResolver } from './url-guard';
@@ -54,16 +55,12 @@ export interface WebhookServiceOptions {
   resolveHost?: HostResolver | undefined;
 }
 
-const encodeCursor = (delivery: { eventSeq: number; id: string }) => Buffer.from(JSON.stringify([delivery.eventSeq, delivery.id])).toString('base64url');
-function decodeCursor(cursor: string): [number, string] {
-  try {
-    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(value) && Number.isInteger(value[0]) && isUuid(value[1])) return [value[0] as number, value[1] as string];
-  } catch {
-    // fall through: a cursor we did not issue
-  }
-  throw new DomainError('validation_failed', 'The cursor is not valid.', { errors: [{ field: 'after', message: 'is not a cursor from this list' }] });
-}
+const deliveryCursor = jsonCursor<[number, string]>({
+  read: (value) => (Array.isArray(value) && Number.isInteger(value[0]) && isUuid(value[1]) ? [Number(value[0]), value[1]] : null),
+  invalid: () => new DomainError('validation_failed', 'The cursor is not valid.', { errors: [{ field: 'after', message: 'is not a cursor from this list' }] }),
+});
+const encodeCursor = (delivery: { eventSeq: number; id: string }) => deliveryCursor.encode([delivery.eventSeq, delivery.id]);
+const decodeCursor = (cursor: string): [number, string] => deliveryCursor.decode(cursor);
 
 /**
  * Webhook endpoints per account and their delivery log. The secret is shown once, stored

@@ -2,6 +2,7 @@ import type { GraphQLContext } from '../context';
 import { DomainError } from '../../domain/shared/errors';
 import type { Deployment, DeviceUpdateView, Rollout } from '../../domain/deployments/deployment-types';
 import type { DeployInput } from '../../domain/deployments/deployment.service';
+import { cursorCodec } from '../../domain/deployments/deployment-inputs';
 import { MAX_PAGE } from '../limits';
 import { connection } from './presenters';
 
@@ -104,7 +105,7 @@ export const deploymentResolvers = {
       const totalCount = args.state ? (d.counts[args.state as keyof Deployment['counts']] ?? 0) : d.targetCount;
       return connection(
         page.devices.map((u: DeviceUpdateView) => ({ ...u, deploymentId: d.id })),
-        (u) => Buffer.from(JSON.stringify([u.serial])).toString('base64url'),
+        (u) => cursorCodec.encode([u.serial]),
         page.nextCursor,
         { totalCount },
       );

@@ -2,6 +2,7 @@ import type { GraphQLContext } from '../context';
 import { DomainError } from '../../domain/shared/errors';
 import type { Device } from '../../domain/devices/device-types';
 import type { DeviceConfig } from '../../domain/devices/device-config';
+import { historyCursor } from '../../domain/devices/device-history';
 import type { ClaimResult } from '../../domain/devices/claim.service';
 import type { DeviceSortField } from '../../domain/devices/device.service';
 import { MAX_DEVICE_PAGE } from '../limits';
@@ -131,7 +132,7 @@ export const deviceResolvers = {
         !args.after && Number.isInteger(limit) && limit >= 1 && limit <= 100
           ? await ctx.loaders.historyHead.load(`${device.id}|${limit}`)
           : await ctx.services.devices.history(ctx.actor, { serial: device.serial, limit, ...(args.after ? { cursor: args.after } : {}) });
-      return connection(page.events, (e) => Buffer.from(`h:${e.id}`).toString('base64url'), page.nextCursor);
+      return connection(page.events, (e) => historyCursor.encode(e.id), page.nextCursor);
     },
   },
   DeviceConfig: {

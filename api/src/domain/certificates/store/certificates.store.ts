@@ -1,23 +1,11 @@
 import type { Knex } from 'knex';
-import type { IssuedCertificate } from './certificate-issuer';
+import { sqlList } from '../../shared/sql-list';
+import type { IssuedCertificate } from '../certificate-issuer';
+import type { DeviceCertificate, RevocationReason } from '../device-certificate-types';
 
-/** Why a certificate stopped being accepted. Persisted values: never rename. */
-export const REVOCATION_REASONS = ['revoked', 'unclaimed'] as const;
-export type RevocationReason = (typeof REVOCATION_REASONS)[number];
+/** Certificates issued to devices (`device_certificates`), recorded by SHA-256 fingerprint. */
 
-/** A certificate the service issued to a device, as services return it. */
-export interface DeviceCertificate {
-  serial: string;
-  fingerprintSha256: string;
-  serialNumber: string;
-  keyAlgorithm: string;
-  certificatePem: string;
-  notBefore: string;
-  notAfter: string;
-  createdAt: string;
-  revokedAt: string | null;
-  revokedReason: RevocationReason | null;
-}
+type Db = Knex | Knex.Transaction;
 
 interface CertificateRow {
   fingerprint_sha256: string;
@@ -32,7 +20,10 @@ interface CertificateRow {
   revoked_reason: RevocationReason | null;
 }
 
-const COLUMNS = ['fingerprint_sha256', 'serial', 'serial_number', 'key_algorithm', 'certificate_pem', 'not_before', 'not_after', 'created_at', 'revoked_at', 'revoked_reason'];
+const COLUMNS: string[] = ['fingerprint_sha256', 'serial', 'serial_number', 'key_algorithm', 'certificate_pem', 'not_before', 'not_after', 'created_at', 'revoked_at', 'revoked_reason'];
+
+/** The reason an administrator's revocation records. */
+const REVOKED: RevocationReason[] = ['revoked'];
 
 const iso = (value: Date | string): string => new Date(value).toISOString();
 
@@ -52,11 +43,11 @@ function toCertificate(row: CertificateRow): DeviceCertificate {
 }
 
 export async function insertCertificates(
-  trx: Knex | Knex.Transaction,
+  db: Db,
   input: { accountId: string; now: Date; certificates: Array<{ deviceId: string; issued: IssuedCertificate }> },
 ): Promise<DeviceCertificate[]> {
   if (input.certificates.length === 0) return [];
-  const rows = (await trx('device_certificates')
+  const rows: CertificateRow[] = await db('device_certificates')
     .insert(
       input.certificates.map(({ deviceId, issued }) => ({
         fingerprint_sha256: issued.fingerprintSha256,
@@ -71,16 +62,16 @@ export async function insertCertificates(
         created_at: input.now,
       })),
     )
-    .returning(COLUMNS)) as CertificateRow[];
+    .returning(COLUMNS);
   return rows.map(toCertificate);
 }
 
 /** Every certificate of one device, newest first (revoked ones included). */
-export async function selectCertificatesOfDevice(knex: Knex | Knex.Transaction, input: { accountId: string; deviceId: string }): Promise<DeviceCertificate[]> {
-  const rows = (await knex('device_certificates')
+export async function selectCertificatesOfDevice(db: Db, input: { accountId: string; deviceId: string }): Promise<DeviceCertificate[]> {
+  const rows: CertificateRow[] = await db('device_certificates')
     .where({ account_id: input.accountId, device_id: input.deviceId })
     .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'fingerprint_sha256', order: 'asc' }])
-    .select(COLUMNS)) as CertificateRow[];
+    .select(COLUMNS);
   return rows.map(toCertificate);
 }
 
@@ -89,27 +80,27 @@ export async function selectCertificatesOfDevice(knex: Knex | Knex.Transaction, 
  * device has no certificate with that fingerprint.
  */
 export async function revokeCertificate(
-  trx: Knex | Knex.Transaction,
+  trx: Knex.Transaction,
   input: { accountId: string; deviceId: string; fingerprint: string; now: Date },
 ): Promise<{ certificate: DeviceCertificate; newlyRevoked: boolean } | null> {
-  const before = (await trx('device_certificates')
+  const before: { revoked_at: Date | null } | undefined = await trx('device_certificates')
     .where({ account_id: input.accountId, device_id: input.deviceId, fingerprint_sha256: input.fingerprint })
     .forUpdate()
-    .first('revoked_at')) as { revoked_at: Date | null } | undefined;
+    .first('revoked_at');
   if (!before) return null;
-  const [row] = (await trx('device_certificates')
+  const [row]: CertificateRow[] = await trx('device_certificates')
     .where({ fingerprint_sha256: input.fingerprint })
-    .update({ revoked_at: trx.raw('coalesce(revoked_at, ?)', [input.now]), revoked_reason: trx.raw("coalesce(revoked_reason, 'revoked')") })
-    .returning(COLUMNS)) as CertificateRow[];
+    .update({ revoked_at: trx.raw('coalesce(revoked_at, ?)', [input.now]), revoked_reason: trx.raw(`coalesce(revoked_reason, ${sqlList(REVOKED)})`) })
+    .returning(COLUMNS);
   return { certificate: toCertificate(row!), newlyRevoked: before.revoked_at === null };
 }
 
 /** Revokes every certificate of a device (unclaim); returns the fingerprints it revoked. */
-export async function revokeCertificatesOfDevice(trx: Knex | Knex.Transaction, input: { deviceId: string; now: Date; reason: RevocationReason }): Promise<string[]> {
-  const rows = (await trx('device_certificates')
+export async function revokeCertificatesOfDevice(trx: Knex.Transaction, input: { deviceId: string; now: Date; reason: RevocationReason }): Promise<string[]> {
+  const rows: Array<{ fingerprint_sha256: string }> = await trx('device_certificates')
     .where({ device_id: input.deviceId })
     .whereNull('revoked_at')
     .update({ revoked_at: input.now, revoked_reason: input.reason })
-    .returning('fingerprint_sha256')) as Array<{ fingerprint_sha256: string }>;
+    .returning('fingerprint_sha256');
   return rows.map((r) => r.fingerprint_sha256);
 }

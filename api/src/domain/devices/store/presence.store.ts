@@ -1,0 +1,181 @@
+import type { Knex } from 'knex';
+import type { Connectivity, DeviceStatus } from '../device-types';
+import type { PresenceChange, PresenceRow } from '../presence-changes';
+
+/**
+ * Presence writes: each is ONE statement over many devices (a flush of the heartbeat ingest, a
+ * page of the timeout sweep, a page of the restart reconciliation) that returns only the rows
+ * whose status, connectivity, firmware or applied configuration changed.
+ */
+
+interface ChangedRow {
+  id: string;
+  account_id: string;
+  serial: string;
+  prev_connectivity: Connectivity;
+  prev_status: DeviceStatus;
+  prev_firmware: string | null;
+  connectivity: Connectivity;
+  status: DeviceStatus;
+  firmware: string | null;
+  ip: string | null;
+  last_seen: Date | null;
+  current_update_id: string | null;
+  firmware_reported: boolean;
+  prev_reported_config_version: number | null;
+  reported_config_version: number | null;
+}
+
+function toChange(row: ChangedRow): PresenceChange {
+  return {
+    deviceId: row.id,
+    accountId: row.account_id,
+    serial: row.serial,
+    prevConnectivity: row.prev_connectivity,
+    prevStatus: row.prev_status,
+    prevFirmware: row.prev_firmware,
+    connectivity: row.connectivity,
+    status: row.status,
+    firmware: row.firmware,
+    ip: row.ip,
+    lastSeen: row.last_seen,
+    currentUpdateId: row.current_update_id,
+    firmwareReported: row.firmware_reported,
+    prevReportedConfigVersion: row.prev_reported_config_version,
+    reportedConfigVersion: row.reported_config_version,
+  };
+}
+
+/**
+ * Writes one coalesced batch with ONE `UPDATE devices ... FROM unnest(...)` statement. Status:
+ * `offline` when disconnected; while connected `updating` if an update is in progress
+ * (`current_update_id`, set by the OTA engine), else `online`. Applied configuration reports
+ * ride in the same statement (a reconnect storm of 10,000 devices also reports 10,000 configs).
+ * `nodeId` is written to `devices.broker_node` of devices that connect. Rows should come sorted
+ * by device id: a stable lock order keeps two concurrent writers from deadlocking.
+ */
+export async function applyPresenceBatch(trx: Knex.Transaction, input: { nodeId: string; now: Date; rows: PresenceRow[] }): Promise<PresenceChange[]> {
+  const { nodeId, now, rows } = input;
+  const result = await trx.raw<{ rows: ChangedRow[] }>(
+    `WITH written AS (
+         UPDATE devices d SET
+           connectivity = COALESCE(u.connectivity, d.connectivity),
+           status = CASE WHEN COALESCE(u.connectivity, d.connectivity) = 'offline' THEN 'offline'
+                         WHEN d.current_update_id IS NOT NULL THEN 'updating' ELSE 'online' END,
+           last_seen = COALESCE(u.seen_at, d.last_seen),
+           -- A lower bound of the exact deadline (last_seen + 3 intervals), moved only by a whole
+           -- interval or more (or earlier, when the interval shrank): between those writes a flush
+           -- changes no indexed column and PostgreSQL updates the row in place (HOT, no index
+           -- entries). The sweep checks last_seen before it marks anyone offline.
+           offline_after = CASE WHEN u.deadline IS NOT NULL AND (
+                                  d.offline_after IS NULL
+                                  OR u.deadline < d.offline_after
+                                  OR u.deadline - make_interval(secs => d.heartbeat_interval_s) >= d.offline_after)
+                                THEN u.deadline
+                                ELSE d.offline_after END,
+           firmware = COALESCE(u.firmware, d.firmware),
+           firmware_key = COALESCE(u.firmware_key, d.firmware_key),
+           ip = COALESCE(u.ip, d.ip),
+           uptime_s = COALESCE(u.uptime_s, d.uptime_s),
+           rssi = COALESCE(u.rssi, d.rssi),
+           broker_node = CASE WHEN u.connectivity = 'online' THEN ?::text ELSE d.broker_node END,
+           -- Only the current desired version counts as applied: its content is the desired configuration.
+           reported_config_version = CASE WHEN u.reported_version = d.desired_config_version THEN u.reported_version ELSE d.reported_config_version END,
+           reported_config = CASE WHEN u.reported_version = d.desired_config_version THEN d.desired_config ELSE d.reported_config END,
+           updated_at = CASE WHEN COALESCE(u.connectivity, d.connectivity) <> d.connectivity
+                              OR u.firmware IS DISTINCT FROM d.firmware AND u.firmware IS NOT NULL THEN ?::timestamptz
+                             ELSE d.updated_at END
+         FROM (SELECT x.id, x.seen_at, x.firmware, x.firmware_key, x.ip, x.uptime_s, x.rssi, x.reported_version,
+                      -- Cluster mode: a disconnect seen by this process is ignored once the device
+                      -- has connected to another process (its row names that process).
+                      CASE WHEN x.connectivity = 'offline' AND old.broker_node IS DISTINCT FROM ?::text
+                           THEN NULL ELSE x.connectivity END AS connectivity,
+                      old.connectivity AS prev_connectivity, old.status AS prev_status, old.firmware AS prev_firmware,
+                      old.reported_config_version AS prev_reported_config_version,
+                      -- The exact presence deadline this news gives (null without a sighting).
+                      x.seen_at + make_interval(secs => old.heartbeat_interval_s * 3) AS deadline
+               FROM unnest(?::uuid[], ?::timestamptz[], ?::text[], ?::text[], ?::text[], ?::int[], ?::int[], ?::text[], ?::int[])
+                      AS x(id, seen_at, firmware, firmware_key, ip, uptime_s, rssi, connectivity, reported_version)
+               JOIN devices old ON old.id = x.id) u
+         WHERE d.id = u.id
+         RETURNING d.id, d.account_id, d.serial, u.prev_connectivity, u.prev_status,
+                   u.prev_firmware, d.connectivity, d.status, d.firmware, d.ip, d.last_seen,
+                   d.current_update_id, (u.firmware IS NOT NULL) AS firmware_reported,
+                   u.prev_reported_config_version, d.reported_config_version)
+         -- Only what changed comes back: a steady heartbeat (nearly every row) is not sent to Node.
+         SELECT * FROM written
+          WHERE status <> prev_status OR connectivity <> prev_connectivity
+             OR (firmware_reported AND (firmware IS DISTINCT FROM prev_firmware OR current_update_id IS NOT NULL))
+             OR reported_config_version IS DISTINCT FROM prev_reported_config_version`,
+    // knex's RawBinding typing does not admit arrays of nullable values; pg serializes them.
+    [
+      nodeId,
+      now,
+      nodeId,
+      rows.map((r) => r.deviceId),
+      rows.map((r) => r.seenAt),
+      rows.map((r) => r.firmware),
+      rows.map((r) => r.firmwareKey),
+      rows.map((r) => r.ip),
+      rows.map((r) => r.uptimeS),
+      rows.map((r) => r.rssi),
+      rows.map((r) => r.connectivity),
+      rows.map((r) => r.reportedConfigVersion),
+    ] as unknown as readonly string[],
+  );
+  return result.rows.map(toChange);
+}
+
+/**
+ * One page of the timeout sweep: every online device whose presence deadline passed (3 of its
+ * heartbeat intervals without news) goes offline. One indexed range scan on
+ * `devices_online_offline_after`; since that column is a lower bound (see applyPresenceBatch),
+ * each candidate's exact deadline is checked against `last_seen`, and one still alive gets its
+ * exact deadline instead (`expired: false`).
+ */
+export async function sweepPresenceDeadlines(trx: Knex.Transaction, input: { now: Date; limit: number }): Promise<Array<PresenceChange & { expired: boolean }>> {
+  const { now, limit } = input;
+  const result = await trx.raw<{ rows: Array<ChangedRow & { expired: boolean }> }>(
+    `UPDATE devices d SET
+           connectivity = CASE WHEN old.expired THEN 'offline' ELSE d.connectivity END,
+           status = CASE WHEN old.expired THEN 'offline' ELSE d.status END,
+           updated_at = CASE WHEN old.expired THEN ?::timestamptz ELSE d.updated_at END,
+           offline_after = CASE WHEN old.expired THEN d.offline_after ELSE old.deadline END
+         FROM (SELECT c.*, c.deadline IS NULL OR c.deadline < ?::timestamptz AS expired
+                 FROM (SELECT id, status, connectivity, firmware, last_seen + make_interval(secs => heartbeat_interval_s * 3) AS deadline
+                         FROM devices
+                        WHERE connectivity = 'online' AND offline_after < ?::timestamptz
+                        ORDER BY offline_after LIMIT ? FOR UPDATE SKIP LOCKED) c) old
+         WHERE d.id = old.id
+         RETURNING d.id, d.account_id, d.serial, old.connectivity AS prev_connectivity, old.status AS prev_status,
+                   old.firmware AS prev_firmware, d.connectivity, d.status, d.firmware, d.ip, d.last_seen,
+                   d.current_update_id, false AS firmware_reported,
+                   d.reported_config_version AS prev_reported_config_version, d.reported_config_version, old.expired`,
+    [now, now, now, limit],
+  );
+  return result.rows.map((r) => ({ ...toChange(r), expired: r.expired }));
+}
+
+/** Rows per page of markOnlineDevicesOffline (the statement's LIMIT). */
+export const RESTART_PAGE = 5000;
+
+/**
+ * One page (at most RESTART_PAGE) of devices marked offline after a restart: every online
+ * device, or only those connected to one of `onlyNodes`.
+ */
+export async function markOnlineDevicesOffline(trx: Knex.Transaction, input: { now: Date; onlyNodes: string[] | null }): Promise<PresenceChange[]> {
+  const { now } = input;
+  const filter = input.onlyNodes ? 'AND broker_node = ANY(?::text[])' : '';
+  const result = await trx.raw<{ rows: ChangedRow[] }>(
+    `UPDATE devices d SET connectivity = 'offline', status = 'offline', updated_at = ?::timestamptz
+           FROM (SELECT id, status, connectivity, firmware FROM devices
+                 WHERE connectivity = 'online' ${filter} ORDER BY id LIMIT 5000 FOR UPDATE) old
+           WHERE d.id = old.id
+           RETURNING d.id, d.account_id, d.serial, old.connectivity AS prev_connectivity, old.status AS prev_status,
+                     old.firmware AS prev_firmware, d.connectivity, d.status, d.firmware, d.ip, d.last_seen,
+                     d.current_update_id, false AS firmware_reported,
+                     d.reported_config_version AS prev_reported_config_version, d.reported_config_version`,
+    input.onlyNodes ? [now, input.onlyNodes] : [now],
+  );
+  return result.rows.map(toChange);
+}

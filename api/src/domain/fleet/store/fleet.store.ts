@@ -1,0 +1,28 @@
+import type { Knex } from 'knex';
+import type { DeviceStatus } from '../../devices/device-types';
+
+/** One group of the account's devices: same model, installed firmware and status. */
+export interface DeviceGroupCount {
+  model: string;
+  firmware: string | null;
+  status: DeviceStatus;
+  count: number;
+}
+
+interface GroupRow {
+  model: string;
+  firmware: string | null;
+  status: DeviceStatus;
+  count: string | number;
+}
+
+/** The account's devices counted by model, firmware and status, in one grouped statement. */
+export async function countDevicesByGroup(db: Knex | Knex.Transaction, input: { accountId: string }): Promise<DeviceGroupCount[]> {
+  const rows: GroupRow[] = await db('devices as d')
+    .join('models as m', 'm.id', 'd.model_id')
+    .where('d.account_id', input.accountId)
+    .groupBy('m.name', 'd.firmware', 'd.status')
+    .select('m.name as model', 'd.firmware', 'd.status')
+    .count('* as count');
+  return rows.map((r) => ({ model: r.model, firmware: r.firmware, status: r.status, count: Number(r.count) }));
+}
