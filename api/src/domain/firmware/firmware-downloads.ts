@@ -3,6 +3,8 @@ import type { ServiceDeps } from '../service-deps';
 import type { DownloadLinkSigner } from './download-links';
 import { DomainError } from '../shared/errors';
 import { isUuid } from '../shared/ids';
+import { IN_FLIGHT_STATES, type UpdateState } from '../deployments/deployment-types';
+import { downloadJobs, type DownloadJob } from './store/download-jobs.store';
 
 /** What a valid link gives access to: one binary, as the firmware record describes it. */
 export interface DownloadGrant {
@@ -11,19 +13,8 @@ export interface DownloadGrant {
   sha256: string;
 }
 
-interface JobRow {
-  id: string;
-  device_id: string;
-  firmware_version_id: string;
-  state: string;
-  sha256: string;
-  size: number | string;
-  storage_key: string | null;
-  version: string;
-}
-
-/** Update states in which the device may fetch its image. */
-const DOWNLOADABLE = new Set(['sent', 'downloading', 'installing', 'rebooting']);
+/** Update states in which the device may fetch its image: a command went out, no final answer came. */
+const DOWNLOADABLE = new Set<UpdateState>(IN_FLIGHT_STATES);
 
 /**
  * The rules of a device's firmware download link (docs/ota.md "Downloads"): signed for one job
@@ -36,21 +27,15 @@ export class FirmwareDownloads {
    * pool, starving the OTA dispatcher's transactions). Not cached: each request sees the job's
    * current state.
    */
-  private readonly jobs: DataLoader<string, JobRow | undefined>;
+  private readonly jobs: DataLoader<string, DownloadJob | undefined>;
 
   constructor(
     private readonly deps: ServiceDeps,
     private readonly area: { links: DownloadLinkSigner },
   ) {
-    this.jobs = new DataLoader<string, JobRow | undefined>(
+    this.jobs = new DataLoader<string, DownloadJob | undefined>(
       async (ids) => {
-        // One array parameter rather than a list of up to 500 (parsed and planned each time).
-        const rows = (await this.deps.knex.raw(
-          `SELECT u.id, u.device_id, u.firmware_version_id, u.state, f.sha256, f.size, f.storage_key, f.version
-             FROM device_updates u JOIN firmware_versions f ON f.id = u.firmware_version_id
-            WHERE u.id = ANY(?::uuid[])`,
-          [[...ids]],
-        )).rows as JobRow[];
+        const rows = await downloadJobs(this.deps.knex, ids);
         const byId = new Map(rows.map((r) => [r.id, r]));
         return ids.map((id) => byId.get(id));
       },
@@ -66,12 +51,12 @@ export class FirmwareDownloads {
     }
     const row = await this.jobs.load(jobId);
     // Unknown jobs and bad signatures answer alike, so a link reveals nothing about other jobs.
-    if (!row || !this.area.links.verify({ jobId, deviceId: row.device_id, firmwareVersionId: row.firmware_version_id, expiresAt }, signature)) {
+    if (!row || !this.area.links.verify({ jobId, deviceId: row.deviceId, firmwareVersionId: row.firmwareVersionId, expiresAt }, signature)) {
       throw new DomainError('forbidden', 'This download link is not valid for this job.');
     }
     if (expiresAt * 1000 < this.deps.clock.now().getTime()) throw new DomainError('gone', 'This download link expired; the device gets a fresh one when the command is re-sent.');
     if (!DOWNLOADABLE.has(row.state)) throw new DomainError('gone', `The update is ${row.state}; nothing to download.`);
-    if (!row.storage_key) throw new DomainError('gone', `The binary of firmware ${row.version} was deleted.`);
-    return { storageKey: row.storage_key, size: Number(row.size), sha256: row.sha256 };
+    if (!row.storageKey) throw new DomainError('gone', `The binary of firmware ${row.version} was deleted.`);
+    return { storageKey: row.storageKey, size: row.size, sha256: row.sha256 };
   }
 }
