@@ -1,25 +1,13 @@
 import DataLoader from 'dataloader';
 import type { ServiceDeps } from '../service-deps';
 import type { DownloadLinkSigner } from './download-links';
+import { isWellFormedLink, judgeDownload, type DownloadGrant, type PresentedLink } from './download-rules';
 import { DomainError } from '../shared/errors';
-import { isUuid } from '../shared/ids';
-import { IN_FLIGHT_STATES, type UpdateState } from '../deployments/deployment-types';
 import { downloadJobs, type DownloadJob } from './store/download-jobs.store';
 
-/** What a valid link gives access to: one binary, as the firmware record describes it. */
-export interface DownloadGrant {
-  storageKey: string;
-  size: number;
-  sha256: string;
-}
+export type { DownloadGrant } from './download-rules';
 
-/** Update states in which the device may fetch its image: a command went out, no final answer came. */
-const DOWNLOADABLE = new Set<UpdateState>(IN_FLIGHT_STATES);
-
-/**
- * The rules of a device's firmware download link (docs/ota.md "Downloads"): signed for one job
- * (device and binary) until its expiry, and only while that job is under way.
- */
+/** Serves the rules of download links (download-rules.ts) with the jobs they name. */
 export class FirmwareDownloads {
   /**
    * A deployment's devices all ask at once: the jobs of the requests that arrive within 2 ms are
@@ -44,19 +32,10 @@ export class FirmwareDownloads {
   }
 
   /** The binary a link grants, or why not: `forbidden` (invalid, tampered, foreign, unknown job) or `gone`. */
-  async authorize(input: { jobId: string; expiresAt: number; signature: string }): Promise<DownloadGrant> {
-    const { jobId, expiresAt, signature } = input;
-    if (!isUuid(jobId) || !Number.isInteger(expiresAt) || signature.length === 0 || signature.length > 100) {
-      throw new DomainError('forbidden', 'This download link is not valid.');
-    }
-    const row = await this.jobs.load(jobId);
-    // Unknown jobs and bad signatures answer alike, so a link reveals nothing about other jobs.
-    if (!row || !this.area.links.verify({ jobId, deviceId: row.deviceId, firmwareVersionId: row.firmwareVersionId, expiresAt }, signature)) {
-      throw new DomainError('forbidden', 'This download link is not valid for this job.');
-    }
-    if (expiresAt * 1000 < this.deps.clock.now().getTime()) throw new DomainError('gone', 'This download link expired; the device gets a fresh one when the command is re-sent.');
-    if (!DOWNLOADABLE.has(row.state)) throw new DomainError('gone', `The update is ${row.state}; nothing to download.`);
-    if (!row.storageKey) throw new DomainError('gone', `The binary of firmware ${row.version} was deleted.`);
-    return { storageKey: row.storageKey, size: row.size, sha256: row.sha256 };
+  async authorize(link: PresentedLink): Promise<DownloadGrant> {
+    // A link that cannot be one of ours costs no query.
+    if (!isWellFormedLink(link)) throw new DomainError('forbidden', 'This download link is not valid.');
+    const job = await this.jobs.load(link.jobId);
+    return judgeDownload({ link, job, links: this.area.links, now: this.deps.clock.now() });
   }
 }

@@ -8,7 +8,7 @@ import { requireVersion, versionKey } from '../shared/version';
 import type { ModelService } from '../models/model.service';
 import type { FirmwareStorage, StoredTemp } from './firmware-storage';
 import type { SigningKeyService } from './signing-key.service';
-import { decodeSignature, verifyDigestSignature } from './firmware-signature';
+import { uploadSignature } from './firmware-signature';
 import { clearStorageKey, findFirmwareVersion, insertFirmwareVersion, isTargetOfUnfinishedUpdates, listFirmwareVersions, lockFirmwareVersion, versionWithKey, type FirmwareVersionRecord } from './store/firmware-versions.store';
 
 export const UploadFirmwareFields = z.strictObject({
@@ -143,28 +143,10 @@ export class FirmwareService {
     }
   }
 
-  /**
-   * With a signing key registered, the upload must carry a valid signature by it: 422
-   * signature_invalid when it is missing, malformed or does not verify. Without one, uploads
-   * stay unsigned, and a signature is refused rather than dropped: storing the version unsigned
-   * would let devices that require signatures fail in the field instead of here.
-   */
+  /** The signature the upload is stored with, under the account's current key (firmware-signature.ts uploadSignature). */
   private async verifySignature(actor: Actor, input: { sha256: string; signature: string | undefined }): Promise<{ keyId: string; signature: string } | null> {
     const current = await this.area.signingKeys.currentKey({ accountId: actor.accountId });
-    const given = input.signature?.trim() ? input.signature : undefined;
-    if (!current) {
-      if (given === undefined) return null;
-      throw signatureInvalid('No firmware signing key is registered for this account: register its public key (PUT /api/v1/firmware/signing-key) or upload without a signature.');
-    }
-    if (given === undefined) {
-      throw signatureInvalid(`Firmware of this account must be signed: send the form field "signature" (base64 Ed25519 signature over the file's SHA-256 digest, key ${current.keyId}).`);
-    }
-    const signature = decodeSignature(given);
-    if (!signature) throw signatureInvalid('The signature is not a base64 Ed25519 signature (64 bytes).');
-    if (!verifyDigestSignature({ sha256: input.sha256, signature, key: current.key })) {
-      throw signatureInvalid(`The signature does not verify with the account's signing key ${current.keyId} over the SHA-256 digest of this file (${input.sha256}).`);
-    }
-    return { keyId: current.keyId, signature: signature.toString('base64') };
+    return uploadSignature({ current, given: input.signature, sha256: input.sha256 });
   }
 
   /** Newest version first (by version, not by upload time); optionally one model. */
@@ -198,10 +180,6 @@ export class FirmwareService {
     if (storageKey) await this.area.storage.remove(storageKey);
     return toFirmwareVersion(version);
   }
-}
-
-function signatureInvalid(message: string): DomainError {
-  return new DomainError('signature_invalid', message, { errors: [{ field: 'signature', message }] });
 }
 
 function alreadyExists(version: string, model: string, existing: string): DomainError {
