@@ -2,7 +2,6 @@ import { assertNever } from '../shared/errors';
 import { versionKey } from '../shared/version';
 import type { OtaProgressReport } from '../devices/device-gateway';
 import type { UpdateRef, UpdateState } from './deployment-types';
-import type { StepWrite } from './update-transitions';
 
 /** What a device may report on ota/progress. */
 export type ReportedState = 'downloading' | 'installing' | 'rebooting' | 'succeeded' | 'failed' | 'rolled_back';
@@ -52,6 +51,17 @@ export function decideReport(current: UpdateState, reported: ReportedState): Rep
     default:
       return assertNever(current, 'update state');
   }
+}
+
+/** A reported step to write for one update: its last state and progress, every state it passed. */
+export interface StepWrite {
+  row: UpdateRef;
+  state: 'downloading' | 'installing' | 'rebooting';
+  progress: number | null;
+  /** The states the update passed through in this batch (each gets a history row and event). */
+  transitions: string[];
+  reportedSuccess: boolean;
+  deadline: Date;
 }
 
 /** An update a progress report names, with its state and what its device last said it runs. */

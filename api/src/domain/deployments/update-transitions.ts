@@ -3,14 +3,15 @@ import type { Clock } from '../shared/clock';
 import { appendEvents } from '../../events/outbox';
 import type { NewEvent } from '../../events/event-types';
 import type { UpdateRef, UpdateState } from './deployment-types';
+import type { StepWrite } from './report-rules';
 import { finishUpdateRows, markUpdatesSent, writeSteps } from './store/device-updates.store';
 
-/**
- * The per-device state machine's transitions: the rows (device-updates.store.ts, set-based so
- * that thousands of devices cost a few statements) and their outbox events, in the caller's
- * transaction.
- */
+// The per-device state machine's transitions: the rows (device-updates.store.ts, set-based so
+// that thousands of devices cost a few statements) and their outbox events, in the caller's
+// transaction.
+
 export type { UpdateRef } from './deployment-types';
+export type { StepWrite } from './report-rules';
 
 /** queued -> sent (first publish). Devices show `updating` while connected. */
 export async function markSent(trx: Knex.Transaction, clock: Clock, rows: UpdateRef[], deadline: Date): Promise<void> {
@@ -55,16 +56,6 @@ function progressEvent(r: UpdateRef, state: string, progress: number | null): Ne
     subject: r.serial,
     data: { serial: r.serial, device_id: r.deviceId, job_id: r.id, deployment_id: r.deploymentId, version: r.targetVersion, state, progress },
   };
-}
-
-export interface StepWrite {
-  row: UpdateRef;
-  state: 'downloading' | 'installing' | 'rebooting';
-  progress: number | null;
-  /** The states the update passed through in this batch (each gets a history row and event). */
-  transitions: string[];
-  reportedSuccess: boolean;
-  deadline: Date;
 }
 
 /** Several reported steps at once (one statement per table). */
