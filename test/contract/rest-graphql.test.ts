@@ -52,7 +52,7 @@ const failure = (code: string) => ({ error: code });
 function restDriver(account: TestAccount): Driver {
   const api = account.api;
   const deviceOf = (d: Json) => ({ serial: d.serial, name: d.name, model: d.model, firmware: d.firmware, status: d.status, ip: d.ip, tags: d.tags, dimLevel: d.config.desired.dim_level ?? null, desiredVersion: d.config.desired_version, inSync: d.config.in_sync });
-  const deploymentOf = (d: Json) => ({ status: d.status, targetCount: d.target_count, targetVersion: d.target_version, model: d.model, kind: d.kind, queued: d.counts.queued, cancelled: d.counts.cancelled });
+  const deploymentOf = (d: Json) => ({ status: d.status, targetCount: d.target_count, targetVersion: d.target_version, model: d.model, kind: d.kind, queued: d.counts.queued, cancelled: d.counts.cancelled, progress: d.progress_percent });
   return {
     async registerModel(name) {
       const res = await api.post('/api/v1/models', { name, description: 'Linear' });
@@ -145,8 +145,8 @@ function graphqlDriver(server: TestServer, account: TestAccount): Driver {
   };
   const DEVICE = 'serial name model firmware status ip tags config { desired { dimLevel } desiredVersion inSync }';
   const deviceOf = (d: Json) => ({ serial: d.serial, name: d.name, model: d.model, firmware: d.firmware, status: d.status, ip: d.ip, tags: d.tags, dimLevel: d.config.desired.dimLevel, desiredVersion: d.config.desiredVersion, inSync: d.config.inSync });
-  const DEPLOYMENT = 'id status targetCount targetVersion model kind counts { queued cancelled }';
-  const deploymentOf = (d: Json) => ({ status: d.status, targetCount: d.targetCount, targetVersion: d.targetVersion, model: d.model, kind: d.kind, queued: d.counts.queued, cancelled: d.counts.cancelled });
+  const DEPLOYMENT = 'id status targetCount targetVersion model kind counts { queued cancelled } progress';
+  const deploymentOf = (d: Json) => ({ status: d.status, targetCount: d.targetCount, targetVersion: d.targetVersion, model: d.model, kind: d.kind, queued: d.counts.queued, cancelled: d.counts.cancelled, progress: d.progress });
   return {
     async registerModel(name) {
       const r = await run('mutation($name: String!) { registerModel(input: { name: $name, description: "Linear" }) { name description } }', { name });
@@ -322,8 +322,9 @@ describe('contract: the same scenario through REST and GraphQL gives the same re
     expect(viaRest.claimTwice.error).toBe('claim_rejected');
     expect(viaRest.update).toMatchObject({ name: 'Dock', dimLevel: 40, tags: { zone: 'A' } });
     expect(viaRest.versions).toEqual(['1.10.0', '1.9.2', '1.0.0']);
-    expect(viaRest.deploy).toMatchObject({ status: expect.any(String), targetCount: 3 });
-    expect(viaRest.cancel.status).toBe('cancelled');
+    expect(viaRest.deploy).toMatchObject({ status: expect.any(String), targetCount: 3, progress: 0 });
+    // The devices never connected: cancelling ends every update (the progress is the domain's, one figure for both).
+    expect(viaRest.cancel).toMatchObject({ status: 'cancelled', progress: 100 });
     expect(viaRest.signingKeyInvalid.error).toBe('invalid_signing_key');
     expect(viaRest.signingKeyRotated).toEqual({ current: SIGNING_KEYS[1].keyId, retired: [SIGNING_KEYS[0].keyId] });
     expect(viaRest.signedVersions[0]).toMatchObject({ version: '2.0.0', signed: true, keyId: SIGNING_KEYS[0].keyId });

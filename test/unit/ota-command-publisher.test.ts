@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { OtaCommandPublisher, type CommandRow } from '../../api/src/domain/deployments/ota-command-publisher';
+import { OtaCommandPublisher, type CommandJob } from '../../api/src/domain/deployments/ota-command-publisher';
 import type { DeviceGateway } from '../../api/src/domain/devices/device-gateway';
 import { DownloadLinkSigner } from '../../api/src/domain/firmware/download-links';
 import { createLogger } from '../../api/src/logger';
@@ -24,8 +24,8 @@ function slowGateway(window: number) {
   return { gateway, seen };
 }
 
-const rows = (prefix: string, n: number): CommandRow[] =>
-  Array.from({ length: n }, (_, i) => ({ id: `${prefix}-job-${i}`, device_id: `${prefix}-dev-${i}`, serial: `${prefix}-${i}`, target_version: '2.0.0', firmware_version_id: 'fw', sha256: 'ab', size: 10 }));
+const rows = (prefix: string, n: number): CommandJob[] =>
+  Array.from({ length: n }, (_, i) => ({ id: `${prefix}-job-${i}`, deviceId: `${prefix}-dev-${i}`, serial: `${prefix}-${i}`, targetVersion: '2.0.0', firmwareVersionId: 'fw', sha256: 'ab', size: 10 }));
 
 describe('OTA command publisher', () => {
   it('keeps one window for the whole process however many pages are published at once', async () => {

@@ -1,6 +1,7 @@
 import type { FirmwareVersion } from '../../../api/src/domain/firmware/firmware.service';
 import type { SigningKey, SigningKeys } from '../../../api/src/domain/firmware/signing-key.service';
 import type { Deployment, DeviceUpdateView } from '../../../api/src/domain/deployments/deployment-types';
+import { progressPercent } from '../../../api/src/domain/deployments/progress-rules';
 
 export const presentFirmwareVersion = (v: FirmwareVersion) => ({
   id: v.id,
@@ -42,6 +43,7 @@ export const presentDeployment = (d: Deployment) => ({
   respect_maintenance_window: d.respectMaintenanceWindow,
   target_count: d.targetCount,
   counts: d.counts,
+  progress_percent: progressPercent(d),
   current_batch: d.currentBatch,
   batch_count: d.batchCount,
   paused_reason: d.pausedReason,

@@ -79,6 +79,11 @@ export const DeploymentSchema = z
     respect_maintenance_window: z.boolean(),
     target_count: z.number().int(),
     counts: DeploymentCountsSchema,
+    progress_percent: z
+      .number()
+      .min(0)
+      .max(100)
+      .describe('Share (0-100, one decimal) of the targets whose update reached a final state; targets a newer deployment took over (superseded) are left out'),
     current_batch: z.number().int(),
     batch_count: z.number().int(),
     paused_reason: z.string().nullable(),

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { assertNever } from '../shared/errors';
 
 /**
  * Per-device update states (decisions.md "Firmware and OTA"). Persisted values: never rename.
@@ -15,66 +14,23 @@ export type UpdateState = (typeof UPDATE_STATES)[number];
 export const ACTIVE_STATES = ['queued', 'sent', 'downloading', 'installing', 'rebooting'] as const satisfies readonly UpdateState[];
 /** On the device: a command went out and no final answer came yet. */
 export const IN_FLIGHT_STATES = ['sent', 'downloading', 'installing', 'rebooting'] as const satisfies readonly UpdateState[];
-export const FINAL_STATES = ['succeeded', 'failed', 'timed_out', 'cancelled', 'rolled_back'] as const satisfies readonly UpdateState[];
+/**
+ * The states an update ends in: nothing moves it on afterwards. The one list of them (the
+ * portal and the progress percent use it too). A superseded update is one of them (`cancelled`,
+ * with `superseded_by`): not a state of its own.
+ */
+export const FINAL_UPDATE_STATES = ['succeeded', 'failed', 'timed_out', 'cancelled', 'rolled_back'] as const satisfies readonly UpdateState[];
+export type FinalUpdateState = (typeof FINAL_UPDATE_STATES)[number];
 /** Counted against a rollout's failure threshold (plus updates failed by the health gate). */
 export const FAILURE_STATES = ['failed', 'timed_out', 'rolled_back'] as const satisfies readonly UpdateState[];
+/** What `retry-failed` sends again: rolled-back devices reverted themselves and are not retried. */
+export const RETRYABLE_STATES = ['failed', 'timed_out'] as const satisfies readonly UpdateState[];
 
-export const isFinal = (s: UpdateState): boolean => (FINAL_STATES as readonly string[]).includes(s);
-
-/** What a device may report on ota/progress. */
-export type ReportedState = 'downloading' | 'installing' | 'rebooting' | 'succeeded' | 'failed' | 'rolled_back';
-
-/**
- * The transition table for device reports. Steps only move forward (a late `downloading` after
- * `installing` is out of order and ignored); the same step again only updates the progress.
- * `succeeded` is not final by itself: it becomes `succeeded` when the device is already on the
- * target version, otherwise `rebooting` with `reported_success_at` until the heartbeat confirms.
- */
-const STEP_RANK: Record<'sent' | 'downloading' | 'installing' | 'rebooting', number> = { sent: 0, downloading: 1, installing: 2, rebooting: 3 };
-
-export type ReportDecision =
-  | { kind: 'ignore'; reason: 'finished' | 'not_sent' | 'out_of_order' }
-  | { kind: 'step'; state: 'downloading' | 'installing' | 'rebooting' }
-  | { kind: 'reported_success' }
-  | { kind: 'final'; state: 'failed' | 'rolled_back' };
-
-export function decideReport(current: UpdateState, reported: ReportedState): ReportDecision {
-  switch (current) {
-    case 'succeeded':
-    case 'failed':
-    case 'timed_out':
-    case 'cancelled':
-    case 'rolled_back':
-      return { kind: 'ignore', reason: 'finished' };
-    case 'queued':
-      return { kind: 'ignore', reason: 'not_sent' };
-    case 'sent':
-    case 'downloading':
-    case 'installing':
-    case 'rebooting':
-      switch (reported) {
-        case 'downloading':
-        case 'installing':
-        case 'rebooting':
-          return STEP_RANK[reported] >= STEP_RANK[current] ? { kind: 'step', state: reported } : { kind: 'ignore', reason: 'out_of_order' };
-        case 'succeeded':
-          return { kind: 'reported_success' };
-        case 'failed':
-          return { kind: 'final', state: 'failed' };
-        case 'rolled_back':
-          return { kind: 'final', state: 'rolled_back' };
-        default:
-          return assertNever(reported, 'reported state');
-      }
-    default:
-      return assertNever(current, 'update state');
-  }
-}
+export const isFinal = (s: UpdateState): boolean => (FINAL_UPDATE_STATES as readonly string[]).includes(s);
 
 /** Deployment states. Persisted values: never rename. */
 export const DEPLOYMENT_STATUSES = ['scheduled', 'running', 'paused', 'completed', 'completed_with_failures', 'cancelled'] as const;
 export type DeploymentStatus = (typeof DEPLOYMENT_STATUSES)[number];
-export type DeploymentRowStatus = DeploymentStatus;
 export const DEPLOYMENT_KINDS = ['deploy', 'claim', 'rollback', 'retry'] as const;
 export type DeploymentKind = (typeof DEPLOYMENT_KINDS)[number];
 
@@ -189,4 +145,88 @@ export interface DeviceUpdateView {
   sentAt: string | null;
   stateChangedAt: string;
   finishedAt: string | null;
+}
+
+/** A deployment as stored (the API's `Deployment` adds its counts and model name). */
+export interface DeploymentRecord {
+  id: string;
+  accountId: string;
+  kind: DeploymentKind;
+  modelId: string;
+  firmwareVersionId: string;
+  targetVersion: string;
+  status: DeploymentStatus;
+  filter: DeploymentFilter;
+  rollout: Rollout | null;
+  respectMaintenanceWindow: boolean;
+  targetCount: number;
+  /** Batches 0..currentBatch are open. */
+  currentBatch: number;
+  pausedReason: string | null;
+  /** Failures a person saw when resuming: the threshold counts only those beyond. */
+  failuresAcknowledged: number;
+  parentDeploymentId: string | null;
+  createdBy: string | null;
+  scheduledAt: Date | null;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** A stored rollout as the API accepts it; anything else (written around the API) reads as none. */
+export function parseRollout(value: unknown): Rollout | null {
+  if (value === null || value === undefined) return null;
+  const parsed = RolloutInput.safeParse(value);
+  return parsed.success ? parsed.data : null;
+}
+
+export function toDeployment(record: DeploymentRecord, counts: DeploymentCounts, model: string): Deployment {
+  return {
+    id: record.id,
+    kind: record.kind,
+    modelId: record.modelId,
+    model,
+    firmwareVersionId: record.firmwareVersionId,
+    targetVersion: record.targetVersion,
+    status: record.status,
+    filter: record.filter,
+    rollout: record.rollout,
+    respectMaintenanceWindow: record.respectMaintenanceWindow,
+    targetCount: record.targetCount,
+    counts,
+    currentBatch: record.currentBatch,
+    batchCount: record.rollout ? record.rollout.batches.length : 1,
+    pausedReason: record.pausedReason,
+    parentDeploymentId: record.parentDeploymentId,
+    createdBy: record.createdBy,
+    scheduledAt: record.scheduledAt?.toISOString() ?? null,
+    startedAt: record.startedAt?.toISOString() ?? null,
+    finishedAt: record.finishedAt?.toISOString() ?? null,
+    createdAt: record.createdAt.toISOString(),
+    updatedAt: record.updatedAt.toISOString(),
+  };
+}
+
+/** Per batch: the outcome counts of its targets, what the rollout evaluation decides from. */
+export interface BatchTally {
+  /** Targets still this deployment's (neither superseded nor cancelled). */
+  total: number;
+  /** Queued or in flight. */
+  active: number;
+  /** Succeeded and not failed by the health gate. */
+  succeeded: number;
+  /** In a failure state, or failed by the health gate. */
+  failures: number;
+}
+
+/** One device's update, as the state machine's writes and their events name it. */
+export interface UpdateRef {
+  id: string;
+  accountId: string;
+  deviceId: string;
+  deploymentId: string;
+  serial: string;
+  targetVersion: string;
+  fromVersion: string | null;
 }

@@ -9,13 +9,17 @@ import { appendEvents } from '../../events/outbox';
 import { isValidSerial } from '../devices/device-types';
 import type { ClaimFirmwareScheduler } from '../devices/claim-firmware';
 import type { ModelService } from '../models/model.service';
-import { DEPLOYMENT_ACTIONS, RolloutInput, type Deployment, type DeploymentFilter, type DeviceUpdateView } from './deployment-types';
-import { DeployInput, ListDeploymentDevicesInput, ListDeploymentsInput, cursorCodec, fileMissing, versionNotFound, type DeploymentChangeListener, type FirmwareRef } from './deployment-inputs';
+import { DEPLOYMENT_ACTIONS, RolloutInput, toDeployment, type Deployment, type DeploymentFilter, type DeploymentRecord, type DeviceUpdateView } from './deployment-types';
+import { DeployInput, ListDeploymentDevicesInput, ListDeploymentsInput, cursorCodec, fileMissing, versionNotFound, type DeploymentChangeListener } from './deployment-inputs';
 
 export { DeployInput, ListDeploymentDevicesInput, ListDeploymentsInput, type DeploymentChangeListener } from './deployment-inputs';
-import { countsFor, toDeployment, toUpdateView, type DeploymentRow, type UpdateRowView } from './deployment.repository';
-import { insertExplicitTargets, insertTargets, previewTargets, supersedeQueued, supersedeQueuedOfDevices, type TargetQuery } from './deployment-targets';
 import { evaluateDeployment } from './deployment-progress';
+import { planResume } from './progress-rules';
+import { lockAccount } from '../shared/store/account-lock.store';
+import { countFailures, countsFor, findDeployment, insertDeployment, listDeployments, lockAccountDeployment, updateDeployment, type NamedDeployment } from './store/deployments.store';
+import { changedDevicesOf, insertExplicitTargets, insertTargets, previewTargets, retryTargetsOf, supersedeQueued, supersedeQueuedOfDevices, type ExplicitTarget, type TargetQuery } from './store/targets.store';
+import { cancelQueuedOfDeployment, listDeploymentUpdates } from './store/device-updates.store';
+import { firmwareIdWithKey, firmwareRefsWithKey, firmwareVersionText, firmwareVersionsWithKeys, storageKeyOf, type FirmwareRef } from '../firmware/store/firmware-versions.store';
 
 /**
  * Deployments: recording them and their per-device targets, reading them, and the operator's
@@ -31,7 +35,7 @@ export class DeploymentService implements ClaimFirmwareScheduler {
   async preview(actor: Actor, raw: DeployInput): Promise<{ targetCount: number; sampleSerials: string[]; model: string; targetVersion: string }> {
     const input = DeployInput.parse(raw);
     const { query, firmware } = await this.resolve(this.deps.knex, actor, input);
-    const { count, sample } = await previewTargets(this.deps.knex, query);
+    const { count, sample } = await previewTargets(this.deps.knex, { query, sample: 10 });
     return { targetCount: count, sampleSerials: sample, model: firmware.model, targetVersion: firmware.version };
   }
 
@@ -45,31 +49,31 @@ export class DeploymentService implements ClaimFirmwareScheduler {
     const touched = await this.deps.transaction(async (trx) => {
       // One deployment per account at a time: concurrent deploys over the same devices serialize,
       // so the later one deterministically supersedes the earlier one's queued updates.
-      await trx('accounts').where({ id: actor.accountId }).forUpdate().first('id');
+      await lockAccount(trx, actor.accountId);
       const { query, firmware, filter } = await this.resolve(trx, actor, input);
       const now = this.deps.clock.now();
       const scheduledAt = input.scheduled_at ? new Date(input.scheduled_at) : null;
       const future = scheduledAt !== null && scheduledAt.getTime() > now.getTime();
-      await trx('deployments').insert({
+      await insertDeployment(trx, {
         id,
-        account_id: actor.accountId,
-        firmware_version_id: firmware.id,
-        model_id: firmware.model_id,
-        target_version: firmware.version,
+        accountId: actor.accountId,
+        firmwareVersionId: firmware.id,
+        modelId: firmware.modelId,
+        targetVersion: firmware.version,
         kind: 'deploy',
         status: future ? 'scheduled' : 'running',
-        filter: JSON.stringify(filter),
-        rollout: rollout ? JSON.stringify(rollout) : null,
-        respect_maintenance_window: input.respect_maintenance_window,
-        created_by: actor.principal,
-        scheduled_at: scheduledAt,
-        started_at: future ? null : now,
-        created_at: now,
-        updated_at: now,
+        filter,
+        rollout,
+        respectMaintenanceWindow: input.respect_maintenance_window,
+        createdBy: actor.principal,
+        scheduledAt,
+        startedAt: future ? null : now,
+        createdAt: now,
+        updatedAt: now,
       });
-      const older = await supersedeQueued(trx, query, { deploymentId: id, now });
-      const count = await insertTargets(trx, query, { deploymentId: id, firmwareVersionId: firmware.id, batches: rollout?.batches ?? [100], now });
-      await trx('deployments').where({ id }).update({ target_count: count });
+      const older = await supersedeQueued(trx, { query, deploymentId: id, now });
+      const count = await insertTargets(trx, { query, deploymentId: id, firmwareVersionId: firmware.id, batches: rollout?.batches ?? [100], now });
+      await updateDeployment(trx, { id, change: { targetCount: count } });
       await appendEvents(trx, this.deps.clock, [
         { accountId: actor.accountId, type: 'deployment.created', subject: id, data: { deployment_id: id, kind: 'deploy', model: firmware.model, target_version: firmware.version, target_count: count } },
       ]);
@@ -85,35 +89,28 @@ export class DeploymentService implements ClaimFirmwareScheduler {
   }
 
   async get(actor: Actor, input: { id: string }): Promise<Deployment> {
-    const row = await this.findRow(this.deps.knex, actor, input.id);
-    const counts = await countsFor(this.deps.knex, [row.id]);
-    return toDeployment(row, counts.get(row.id)!, row.model!);
+    const { deployment, model } = await this.findNamed(this.deps.knex, actor, input.id);
+    const counts = await countsFor(this.deps.knex, [deployment.id]);
+    return toDeployment(deployment, counts.get(deployment.id)!, model);
   }
 
   /** Newest first, keyset paged. */
   async list(actor: Actor, raw: ListDeploymentsInput): Promise<{ deployments: Deployment[]; nextCursor: string | null }> {
     const input = ListDeploymentsInput.parse(raw);
-    const q = this.deps
-      .knex('deployments as p')
-      .join('models as m', 'm.id', 'p.model_id')
-      .where('p.account_id', actor.accountId)
-      .select('p.*', 'm.name as model')
-      .orderBy([{ column: 'p.created_at', order: 'desc' }, { column: 'p.id', order: 'desc' }])
-      .limit(input.limit + 1);
-    if (input.status) q.andWhere('p.status', input.status);
+    let before: { createdAt: string; id: string } | undefined;
     if (input.cursor) {
       const [createdAt, id] = cursorCodec.decode(input.cursor, 2) as [string, string];
       if (!isUuid(id) || Number.isNaN(Date.parse(createdAt))) throw new DomainError('validation_failed', 'The cursor is not one this list returned.', { errors: [{ field: 'cursor', message: 'is invalid' }] });
-      q.andWhereRaw('(p.created_at, p.id) < (?::timestamptz, ?::uuid)', [createdAt, id]);
+      before = { createdAt, id };
     }
-    const rows = (await q) as DeploymentRow[];
+    const rows = await listDeployments(this.deps.knex, { accountId: actor.accountId, status: input.status, before, limit: input.limit + 1 });
     const more = rows.length > input.limit;
     const page = more ? rows.slice(0, input.limit) : rows;
-    const counts = await countsFor(this.deps.knex, page.map((r) => r.id));
-    const last = page[page.length - 1];
+    const counts = await countsFor(this.deps.knex, page.map((r) => r.deployment.id));
+    const last = page[page.length - 1]?.deployment;
     return {
-      deployments: page.map((r) => toDeployment(r, counts.get(r.id)!, r.model!)),
-      nextCursor: more && last ? cursorCodec.encode([new Date(last.created_at).toISOString(), last.id]) : null,
+      deployments: page.map((r) => toDeployment(r.deployment, counts.get(r.deployment.id)!, r.model)),
+      nextCursor: more && last ? cursorCodec.encode([last.createdAt.toISOString(), last.id]) : null,
     };
   }
 
@@ -121,26 +118,17 @@ export class DeploymentService implements ClaimFirmwareScheduler {
   async devices(actor: Actor, input: { id: string } & ListDeploymentDevicesInput): Promise<{ devices: DeviceUpdateView[]; nextCursor: string | null }> {
     const { id, ...rest } = input;
     const page = ListDeploymentDevicesInput.parse(rest);
-    const row = await this.findRow(this.deps.knex, actor, id);
-    const q = this.deps
-      .knex('device_updates as u')
-      .join('devices as d', 'd.id', 'u.device_id')
-      .where('u.deployment_id', row.id)
-      .select('u.*', 'd.serial')
-      .orderBy('d.serial')
-      .limit(page.limit + 1);
-    if (page.state === 'superseded') q.whereNotNull('u.superseded_by');
-    else if (page.state === 'cancelled') q.where('u.state', 'cancelled').whereNull('u.superseded_by');
-    else if (page.state) q.where('u.state', page.state);
+    const { deployment } = await this.findNamed(this.deps.knex, actor, id);
+    let afterSerial: string | undefined;
     if (page.cursor) {
       const [serial] = cursorCodec.decode(page.cursor, 1) as [string];
       if (!isValidSerial(serial)) throw new DomainError('validation_failed', 'The cursor is not one this list returned.', { errors: [{ field: 'cursor', message: 'is invalid' }] });
-      q.andWhere('d.serial', '>', serial);
+      afterSerial = serial;
     }
-    const rows = (await q) as UpdateRowView[];
+    const rows = await listDeploymentUpdates(this.deps.knex, { deploymentId: deployment.id, state: page.state, afterSerial, limit: page.limit + 1 });
     const more = rows.length > page.limit;
     const items = more ? rows.slice(0, page.limit) : rows;
-    return { devices: items.map(toUpdateView), nextCursor: more ? cursorCodec.encode([items[items.length - 1]!.serial]) : null };
+    return { devices: items, nextCursor: more ? cursorCodec.encode([items[items.length - 1]!.serial]) : null };
   }
 
   /** Queued updates are cancelled (devices stay where they are); sent ones finish. */
@@ -149,20 +137,8 @@ export class DeploymentService implements ClaimFirmwareScheduler {
     await this.deps.transaction(async (trx) => {
       const row = await this.lockRow(trx, actor, input.id, 'cancel');
       const now = this.deps.clock.now();
-      const cancelled = await trx.raw(
-        `UPDATE device_updates SET state = 'cancelled', error = 'deployment cancelled', finished_at = ?, state_changed_at = ?, deadline_at = NULL
-          WHERE deployment_id = ? AND state = 'queued' RETURNING id`,
-        [now, now, row.id],
-      );
-      if ((cancelled.rowCount as number) > 0) {
-        await trx.raw(
-          `INSERT INTO device_events (account_id, device_id, type, data, occurred_at)
-           SELECT account_id, device_id, 'update_step', jsonb_build_object('state', 'cancelled', 'job_id', id, 'deployment_id', deployment_id, 'target_version', target_version, 'reason', 'deployment cancelled'), ?
-             FROM device_updates WHERE id = ANY(?::uuid[])`,
-          [now, (cancelled.rows as Array<{ id: string }>).map((r) => r.id)],
-        );
-      }
-      await trx('deployments').where({ id: row.id }).update({ status: 'cancelled', paused_reason: null, updated_at: now });
+      await cancelQueuedOfDeployment(trx, { deploymentId: row.id, now });
+      await updateDeployment(trx, { id: row.id, change: { status: 'cancelled', pausedReason: null, updatedAt: now } });
       await appendEvents(trx, this.deps.clock, [{ accountId: actor.accountId, type: 'deployment.updated', subject: row.id, data: { deployment_id: row.id, status: 'cancelled', change: 'cancelled', by: actor.principal } }]);
       await evaluateDeployment(trx, this.deps.clock, row.id);
     });
@@ -173,7 +149,7 @@ export class DeploymentService implements ClaimFirmwareScheduler {
     requireAdmin(actor);
     await this.deps.transaction(async (trx) => {
       const row = await this.lockRow(trx, actor, input.id, 'pause');
-      await trx('deployments').where({ id: row.id }).update({ status: 'paused', paused_reason: 'paused_by_user', updated_at: this.deps.clock.now() });
+      await updateDeployment(trx, { id: row.id, change: { status: 'paused', pausedReason: 'paused_by_user', updatedAt: this.deps.clock.now() } });
       await appendEvents(trx, this.deps.clock, [{ accountId: actor.accountId, type: 'deployment.paused', subject: row.id, data: { deployment_id: row.id, reason: 'paused_by_user', by: actor.principal } }]);
     });
     return this.get(actor, input);
@@ -187,21 +163,13 @@ export class DeploymentService implements ClaimFirmwareScheduler {
     requireAdmin(actor);
     await this.deps.transaction(async (trx) => {
       const row = await this.lockRow(trx, actor, input.id, 'resume');
-      const failures = await trx.raw(
-        `SELECT count(*)::int AS n FROM device_updates WHERE deployment_id = ? AND (state IN ('failed','timed_out','rolled_back') OR health_failed_at IS NOT NULL)`,
-        [row.id],
-      );
+      const failures = await countFailures(trx, row.id);
       const now = this.deps.clock.now();
-      const batchCount = (row.rollout as { batches?: number[] } | null)?.batches?.length ?? 1;
-      const nextBatch = row.paused_reason === 'batch_success_below_minimum' ? Math.min(row.current_batch + 1, batchCount - 1) : row.current_batch;
-      const status = row.scheduled_at && !row.started_at && new Date(row.scheduled_at).getTime() > now.getTime() ? 'scheduled' : 'running';
-      await trx('deployments').where({ id: row.id }).update({
-        status,
-        paused_reason: null,
-        failures_acknowledged: Number(failures.rows[0].n),
-        current_batch: nextBatch,
-        started_at: row.started_at ?? (status === 'running' ? now : null),
-        updated_at: now,
+      const plan = planResume(row, now);
+      const { status } = plan;
+      await updateDeployment(trx, {
+        id: row.id,
+        change: { status, pausedReason: null, failuresAcknowledged: failures, currentBatch: plan.currentBatch, startedAt: plan.startedAt, updatedAt: now },
       });
       await appendEvents(trx, this.deps.clock, [{ accountId: actor.accountId, type: 'deployment.updated', subject: row.id, data: { deployment_id: row.id, status, change: 'resumed', by: actor.principal } }]);
       await evaluateDeployment(trx, this.deps.clock, row.id);
@@ -215,24 +183,12 @@ export class DeploymentService implements ClaimFirmwareScheduler {
     requireAdmin(actor);
     const id = newId();
     const older = await this.deps.transaction(async (trx) => {
-      await trx('accounts').where({ id: actor.accountId }).forUpdate().first('id');
-      const parent = await this.findRow(trx, actor, input.id);
-      const failed = (await trx('device_updates as u')
-        .join('devices as d', 'd.id', 'u.device_id')
-        .where('u.deployment_id', parent.id)
-        .whereIn('u.state', ['failed', 'timed_out'])
-        .select('u.device_id', 'd.firmware', 'u.firmware_version_id', 'u.target_version')) as Array<{ device_id: string; firmware: string | null; firmware_version_id: string; target_version: string }>;
-      if (failed.length === 0) throw new DomainError('invalid_state', 'No device of this deployment failed or timed out.');
-      const file = await trx('firmware_versions').where({ id: parent.firmware_version_id }).first('storage_key');
-      if (!file?.storage_key) throw fileMissing([parent.target_version]);
-      return this.insertChild(trx, actor, {
-        id,
-        parent,
-        kind: 'retry',
-        firmwareVersionId: parent.firmware_version_id,
-        targetVersion: parent.target_version,
-        targets: failed.map((f) => ({ deviceId: f.device_id, firmwareVersionId: f.firmware_version_id, targetVersion: f.target_version, fromVersion: f.firmware })),
-      });
+      await lockAccount(trx, actor.accountId);
+      const { deployment: parent } = await this.findNamed(trx, actor, input.id);
+      const targets = await retryTargetsOf(trx, parent.id);
+      if (targets.length === 0) throw new DomainError('invalid_state', 'No device of this deployment failed or timed out.');
+      if (!(await storageKeyOf(trx, parent.firmwareVersionId))) throw fileMissing([parent.targetVersion]);
+      return this.insertChild(trx, actor, { id, parent, kind: 'retry', firmwareVersionId: parent.firmwareVersionId, targetVersion: parent.targetVersion, targets });
     });
     for (const other of older) this.area.engine.deploymentChanged(other);
     this.area.engine.deploymentChanged(id);
@@ -248,26 +204,18 @@ export class DeploymentService implements ClaimFirmwareScheduler {
     requireAdmin(actor);
     const id = newId();
     const older = await this.deps.transaction(async (trx) => {
-      await trx('accounts').where({ id: actor.accountId }).forUpdate().first('id');
-      const parent = await this.findRow(trx, actor, input.id);
-      const changed = (await trx('device_updates as u')
-        .join('devices as d', 'd.id', 'u.device_id')
-        .where('u.deployment_id', parent.id)
-        .where('u.state', 'succeeded')
-        .whereNotNull('u.from_version')
-        .select('u.device_id', 'u.from_version', 'd.firmware', 'd.model_id')) as Array<{ device_id: string; from_version: string; firmware: string | null; model_id: string }>;
+      await lockAccount(trx, actor.accountId);
+      const { deployment: parent } = await this.findNamed(trx, actor, input.id);
+      const changed = await changedDevicesOf(trx, parent.id);
       if (changed.length === 0) throw new DomainError('invalid_state', 'This deployment changed no device that had a known previous version.');
-      const keys = [...new Set(changed.map((c) => versionKey(c.from_version)))];
-      const versions = (await trx('firmware_versions')
-        .where({ account_id: actor.accountId, model_id: parent.model_id })
-        .whereIn('version_key', keys)
-        .select('id', 'version', 'version_key', 'storage_key')) as Array<{ id: string; version: string; version_key: string; storage_key: string | null }>;
-      const byKey = new Map(versions.map((v) => [v.version_key, v]));
-      const missing = [...new Set(changed.filter((c) => !byKey.get(versionKey(c.from_version))?.storage_key).map((c) => c.from_version))];
+      const keys = [...new Set(changed.map((c) => versionKey(c.previousVersion)))];
+      const versions = await firmwareVersionsWithKeys(trx, { accountId: actor.accountId, modelId: parent.modelId, versionKeys: keys });
+      const byKey = new Map(versions.map((v) => [v.versionKey, v]));
+      const missing = [...new Set(changed.filter((c) => !byKey.get(versionKey(c.previousVersion))?.storageKey).map((c) => c.previousVersion))];
       if (missing.length > 0) throw fileMissing(missing);
       const targets = changed.map((c) => {
-        const v = byKey.get(versionKey(c.from_version))!;
-        return { deviceId: c.device_id, firmwareVersionId: v.id, targetVersion: v.version, fromVersion: c.firmware };
+        const v = byKey.get(versionKey(c.previousVersion))!;
+        return { deviceId: c.deviceId, firmwareVersionId: v.id, targetVersion: v.version, fromVersion: c.firmware };
       });
       const distinct = [...new Set(targets.map((t) => t.targetVersion))];
       return this.insertChild(trx, actor, {
@@ -288,10 +236,8 @@ export class DeploymentService implements ClaimFirmwareScheduler {
   // ---- ClaimFirmwareScheduler: the claim's firmware goes through this engine (issue 4 item 3).
 
   async resolveVersion(trx: Knex.Transaction, input: { accountId: string; modelId: string; version: string }): Promise<{ id: string } | null> {
-    const row = (await trx('firmware_versions')
-      .where({ account_id: input.accountId, model_id: input.modelId, version_key: versionKey(input.version) })
-      .first('id')) as { id: string } | undefined;
-    return row ?? null;
+    const id = await firmwareIdWithKey(trx, { accountId: input.accountId, modelId: input.modelId, versionKey: versionKey(input.version) });
+    return id === null ? null : { id };
   }
 
   async scheduleForClaim(
@@ -299,35 +245,35 @@ export class DeploymentService implements ClaimFirmwareScheduler {
     input: { actor: Actor; modelId: string; firmwareVersionId: string; version: string; devices: Array<{ id: string; serial: string }> },
   ): Promise<{ deploymentId: string } | null> {
     if (input.devices.length === 0) return null;
-    const fw = (await trx('firmware_versions').where({ id: input.firmwareVersionId, account_id: input.actor.accountId }).first('version')) as { version: string } | undefined;
-    if (!fw) return null;
+    const version = await firmwareVersionText(trx, { accountId: input.actor.accountId, id: input.firmwareVersionId });
+    if (version === null) return null;
     const id = newId();
     const now = this.deps.clock.now();
-    await trx('deployments').insert({
+    await insertDeployment(trx, {
       id,
-      account_id: input.actor.accountId,
-      firmware_version_id: input.firmwareVersionId,
-      model_id: input.modelId,
-      target_version: fw.version,
+      accountId: input.actor.accountId,
+      firmwareVersionId: input.firmwareVersionId,
+      modelId: input.modelId,
+      targetVersion: version,
       kind: 'claim',
       status: 'running',
-      filter: JSON.stringify({ serials: input.devices.map((d) => d.serial) }),
+      filter: { serials: input.devices.map((d) => d.serial) },
       rollout: null,
-      respect_maintenance_window: false,
-      created_by: input.actor.principal,
-      started_at: now,
-      created_at: now,
-      updated_at: now,
+      respectMaintenanceWindow: false,
+      createdBy: input.actor.principal,
+      startedAt: now,
+      createdAt: now,
+      updatedAt: now,
     });
     const count = await insertExplicitTargets(trx, {
       accountId: input.actor.accountId,
       deploymentId: id,
       now,
-      targets: input.devices.map((d) => ({ deviceId: d.id, firmwareVersionId: input.firmwareVersionId, targetVersion: fw.version, fromVersion: null })),
+      targets: input.devices.map((d) => ({ deviceId: d.id, firmwareVersionId: input.firmwareVersionId, targetVersion: version, fromVersion: null })),
     });
-    await trx('deployments').where({ id }).update({ target_count: count });
+    await updateDeployment(trx, { id, change: { targetCount: count } });
     await appendEvents(trx, this.deps.clock, [
-      { accountId: input.actor.accountId, type: 'deployment.created', subject: id, data: { deployment_id: id, kind: 'claim', target_version: fw.version, target_count: count } },
+      { accountId: input.actor.accountId, type: 'deployment.created', subject: id, data: { deployment_id: id, kind: 'claim', target_version: version, target_count: count } },
     ]);
     // Claimed devices are offline until they connect; the engine sends on their first connection.
     return { deploymentId: id };
@@ -339,29 +285,29 @@ export class DeploymentService implements ClaimFirmwareScheduler {
   private async insertChild(
     trx: Knex.Transaction,
     actor: Actor,
-    input: { id: string; parent: DeploymentRow; kind: 'retry' | 'rollback'; firmwareVersionId: string; targetVersion: string; targets: Parameters<typeof insertExplicitTargets>[1]['targets'] },
+    input: { id: string; parent: DeploymentRecord; kind: 'retry' | 'rollback'; firmwareVersionId: string; targetVersion: string; targets: ExplicitTarget[] },
   ): Promise<string[]> {
     const now = this.deps.clock.now();
-    await trx('deployments').insert({
+    await insertDeployment(trx, {
       id: input.id,
-      account_id: actor.accountId,
-      firmware_version_id: input.firmwareVersionId,
-      model_id: input.parent.model_id,
-      target_version: input.targetVersion,
+      accountId: actor.accountId,
+      firmwareVersionId: input.firmwareVersionId,
+      modelId: input.parent.modelId,
+      targetVersion: input.targetVersion,
       kind: input.kind,
-      parent_deployment_id: input.parent.id,
+      parentDeploymentId: input.parent.id,
       status: 'running',
-      filter: JSON.stringify({ parent_deployment_id: input.parent.id }),
+      filter: { parent_deployment_id: input.parent.id },
       rollout: null,
-      respect_maintenance_window: input.parent.respect_maintenance_window,
-      created_by: actor.principal,
-      started_at: now,
-      created_at: now,
-      updated_at: now,
+      respectMaintenanceWindow: input.parent.respectMaintenanceWindow,
+      createdBy: actor.principal,
+      startedAt: now,
+      createdAt: now,
+      updatedAt: now,
     });
     const older = await supersedeQueuedOfDevices(trx, { accountId: actor.accountId, deviceIds: input.targets.map((t) => t.deviceId), deploymentId: input.id, now });
     const count = await insertExplicitTargets(trx, { accountId: actor.accountId, deploymentId: input.id, now, targets: input.targets });
-    await trx('deployments').where({ id: input.id }).update({ target_count: count });
+    await updateDeployment(trx, { id: input.id, change: { targetCount: count } });
     await appendEvents(trx, this.deps.clock, [
       { accountId: actor.accountId, type: 'deployment.created', subject: input.id, data: { deployment_id: input.id, kind: input.kind, parent_deployment_id: input.parent.id, target_version: input.targetVersion, target_count: count } },
     ]);
@@ -382,43 +328,41 @@ export class DeploymentService implements ClaimFirmwareScheduler {
     }
     let firmware: FirmwareRef;
     const key = versionKey(input.firmware_version);
-    const base = () =>
-      db('firmware_versions as f').join('models as m', 'm.id', 'f.model_id').where({ 'f.account_id': actor.accountId, 'f.version_key': key }).select('f.id', 'f.model_id', 'm.name as model', 'f.version', 'f.storage_key');
     if (input.filter.model !== undefined) {
       const model = await this.area.models.requireByName(actor, input.filter.model, db as Knex.Transaction, 'filter.model');
-      const row = (await base().andWhere('f.model_id', model.id).first()) as FirmwareRef | undefined;
-      if (!row) throw versionNotFound(input.firmware_version, `model "${model.name}"`);
-      firmware = row;
+      const [found] = await firmwareRefsWithKey(db, { accountId: actor.accountId, versionKey: key, modelId: model.id });
+      if (!found) throw versionNotFound(input.firmware_version, `model "${model.name}"`);
+      firmware = found;
     } else {
-      const rows = (await base()) as FirmwareRef[];
+      const rows = await firmwareRefsWithKey(db, { accountId: actor.accountId, versionKey: key });
       if (rows.length === 0) throw versionNotFound(input.firmware_version, 'any model of this account');
       if (rows.length > 1) {
         throw new DomainError('validation_failed', `Version ${input.firmware_version} exists for several models; name one.`, { errors: [{ field: 'filter.model', message: 'is required: the version exists for several models' }] });
       }
       firmware = rows[0]!;
     }
-    if (!firmware.storage_key) throw fileMissing([firmware.version]);
+    if (!firmware.storageKey) throw fileMissing([firmware.version]);
     const filter: DeploymentFilter = { model: firmware.model };
     if (input.filter.firmware_lt !== undefined) filter.firmware_lt = input.filter.firmware_lt;
     if (input.filter.status !== undefined) filter.status = input.filter.status;
     if (serials) filter.serials = serials;
     return {
-      query: { accountId: actor.accountId, modelId: firmware.model_id, targetVersion: firmware.version, firmwareLt: input.filter.firmware_lt, status: input.filter.status, serials },
+      query: { accountId: actor.accountId, modelId: firmware.modelId, targetVersion: firmware.version, firmwareLt: input.filter.firmware_lt, status: input.filter.status, serials },
       firmware,
       filter,
     };
   }
 
-  private async findRow(db: Knex | Knex.Transaction, actor: Actor, id: string): Promise<DeploymentRow> {
+  private async findNamed(db: Knex | Knex.Transaction, actor: Actor, id: string): Promise<NamedDeployment> {
     if (!isUuid(id)) throw notFound('Deployment');
-    const row = (await db('deployments as p').join('models as m', 'm.id', 'p.model_id').where({ 'p.account_id': actor.accountId, 'p.id': id }).first('p.*', 'm.name as model')) as DeploymentRow | undefined;
-    if (!row) throw notFound('Deployment');
-    return row;
+    const found = await findDeployment(db, { accountId: actor.accountId, id });
+    if (!found) throw notFound('Deployment');
+    return found;
   }
 
-  private async lockRow(trx: Knex.Transaction, actor: Actor, id: string, action: keyof typeof DEPLOYMENT_ACTIONS): Promise<DeploymentRow> {
+  private async lockRow(trx: Knex.Transaction, actor: Actor, id: string, action: keyof typeof DEPLOYMENT_ACTIONS): Promise<DeploymentRecord> {
     if (!isUuid(id)) throw notFound('Deployment');
-    const row = (await trx('deployments').where({ account_id: actor.accountId, id }).forUpdate().first()) as DeploymentRow | undefined;
+    const row = await lockAccountDeployment(trx, { accountId: actor.accountId, id });
     if (!row) throw notFound('Deployment');
     if (!(DEPLOYMENT_ACTIONS[action] as readonly string[]).includes(row.status)) {
       throw new DomainError('invalid_state', `A ${row.status} deployment cannot be ${action === 'cancel' ? 'cancelled' : action === 'pause' ? 'paused' : 'resumed'}.`, { details: { status: row.status } });

@@ -2,20 +2,21 @@ import type { DeviceGateway } from '../devices/device-gateway';
 import type { DownloadLinkSigner } from '../firmware/download-links';
 import type { Logger } from '../../logger';
 
-/** What a command needs of its update row and firmware. */
-export interface CommandRow {
+/** What a command needs of its update and firmware. */
+export interface CommandJob {
+  /** The update's id: the command's job id. */
   id: string;
-  device_id: string;
+  deviceId: string;
   serial: string;
-  target_version: string;
-  firmware_version_id: string;
+  targetVersion: string;
+  firmwareVersionId: string;
   sha256: string;
-  size: number | string;
+  size: number;
   /** The binary's key in firmware storage (warmed before the commands go out). */
-  storage_key?: string | null;
+  storageKey?: string | null;
   /** The version's signature and key id (both null when it was uploaded unsigned). */
   signature?: string | null;
-  signing_key_id?: string | null;
+  signingKeyId?: string | null;
 }
 
 /**
@@ -27,7 +28,7 @@ export class OtaCommandPublisher {
   private baseUrl = 'http://localhost:8080';
 
   /** Commands waiting for a place in the window (FIFO; `head` is the next one). */
-  private waiting: Array<{ row: CommandRow; expiresAt: number; done: () => void }> = [];
+  private waiting: Array<{ row: CommandJob; expiresAt: number; done: () => void }> = [];
   private head = 0;
   private inFlight = 0;
 
@@ -56,9 +57,9 @@ export class OtaCommandPublisher {
    * shares one window of the process: dispatch pages overlap (a page is published while the
    * next is written, and several deployments dispatch at once), and windows per call added up.
    */
-  async publish(rows: CommandRow[]): Promise<void> {
+  async publish(rows: CommandJob[]): Promise<void> {
     if (rows.length === 0) return;
-    const files = new Map(rows.filter((r) => r.storage_key).map((r) => [r.storage_key!, Number(r.size)]));
+    const files = new Map(rows.filter((r) => r.storageKey).map((r) => [r.storageKey!, r.size]));
     if (this.deps.warm) await Promise.all([...files].map(([key, size]) => this.deps.warm!(key, size)));
     const expiresAt = Math.floor((this.deps.now().getTime() + this.deps.linkTtlMs()) / 1000);
     await new Promise<void>((resolve) => {
@@ -100,8 +101,8 @@ export class OtaCommandPublisher {
   }
 
   /** Counts as published when the broker took it. */
-  private async publishOne(r: CommandRow, expiresAt: number): Promise<void> {
-    const url = this.deps.links.url(this.baseUrl, { jobId: r.id, deviceId: r.device_id, firmwareVersionId: r.firmware_version_id, expiresAt });
+  private async publishOne(r: CommandJob, expiresAt: number): Promise<void> {
+    const url = this.deps.links.url(this.baseUrl, { jobId: r.id, deviceId: r.deviceId, firmwareVersionId: r.firmwareVersionId, expiresAt });
     let timer: NodeJS.Timeout | undefined;
     try {
       // A delivery the broker never confirms (a device that stopped reading, a broker closing)
@@ -110,8 +111,8 @@ export class OtaCommandPublisher {
         timer = setTimeout(() => reject(new Error(`broker did not take the command within ${this.publishTimeoutMs} ms`)), this.publishTimeoutMs);
         timer.unref();
       });
-      const signed = r.signature && r.signing_key_id ? { signature: r.signature, key_id: r.signing_key_id } : {};
-      await Promise.race([this.deps.gateway.publishOta(r.serial, { job_id: r.id, version: r.target_version, url, sha256: r.sha256, size: Number(r.size), ...signed }), gaveUp]);
+      const signed = r.signature && r.signingKeyId ? { signature: r.signature, key_id: r.signingKeyId } : {};
+      await Promise.race([this.deps.gateway.publishOta(r.serial, { job_id: r.id, version: r.targetVersion, url, sha256: r.sha256, size: r.size, ...signed }), gaveUp]);
       this.deps.onPublished?.();
     } catch (err) {
       this.deps.logger.warn({ err, serial: r.serial, jobId: r.id }, 'OTA publish failed; will re-send');

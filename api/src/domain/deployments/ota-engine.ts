@@ -2,21 +2,21 @@ import type { Knex } from 'knex';
 import type { ServiceDeps } from '../service-deps';
 import type { DeviceGateway, OtaDeviceListener, OtaProgressReport } from '../devices/device-gateway';
 import { isUuid } from '../shared/ids';
-import { versionKey, isValidVersion } from '../shared/version';
+import { isValidVersion } from '../shared/version';
 import type { DownloadLinkSigner } from '../firmware/download-links';
-import { ACTIVE_SQL, IN_FLIGHT_SQL } from './deployment-targets';
-import { decideReport, DEFAULT_ROLLOUT, type UpdateState } from './deployment-types';
 import { evaluateDeployment } from './deployment-progress';
-import { parseRollout, type DeploymentRow } from './deployment.repository';
-import { insideMaintenanceWindow } from './maintenance-window';
-import { applySteps, finishUpdates, markSent, type StepWrite, type UpdateRef } from './update-transitions';
+import { finishUpdates, markSent } from './update-transitions';
 import { BatchQueue } from './batch-queue';
 import { applyHealthGate, applyProgressBatch, type ProgressItem } from './ota-reports';
-import type { DeploymentChangeListener } from './deployment.service';
+import type { DeploymentChangeListener } from './deployment-inputs';
 import { OtaCommandPublisher } from './ota-command-publisher';
 import { retryingTransaction } from './retrying-transaction';
-import { lockDispatchPage, type Candidate } from './dispatch-page';
+import { mayGetCommandNow, selectForDispatch, type Candidate } from './dispatch-rules';
+import { matchHeartbeats } from './report-rules';
 import { keepStillSent, staleSentCommands, unansweredCommands } from './resend';
+import { dueDeploymentIds, readDeployment, takeDispatchTurn } from './store/deployments.store';
+import { inFlightPerTag, lockDispatchPage } from './store/dispatch.store';
+import { lockActiveUpdatesOfDevices, lockOverdueUpdates, queuedUpdatesOfDevices } from './store/device-updates.store';
 
 /** Engine timing; every value configurable (config.ts OTA_* variables, tests pass small ones). */
 export interface OtaEngineOptions {
@@ -201,21 +201,16 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     // Deadlines: one statement claims the overdue rows (SKIP LOCKED: another process may be on them).
     for (;;) {
       const finished = await this.deps.transaction(async (trx) => {
-        const overdue = (await trx.raw(
-          `SELECT id, reported_success_at FROM device_updates WHERE state IN (${IN_FLIGHT_SQL}) AND deadline_at < ? ORDER BY deadline_at LIMIT 1000 FOR UPDATE SKIP LOCKED`,
-          [now],
-        )).rows as Array<{ id: string; reported_success_at: Date | null }>;
-        const rows = await finishUpdates(trx, clock, { ids: overdue.map((r) => r.id), state: 'timed_out', error: 'no progress before the deadline' });
+        const overdue = await lockOverdueUpdates(trx, { now, limit: 1000 });
+        const rows = await finishUpdates(trx, clock, { ids: overdue, state: 'timed_out', error: 'no progress before the deadline' });
         return { rows, more: overdue.length === 1000 };
       });
       this.area.metrics?.finished('timed_out', finished.rows.length);
-      for (const r of finished.rows) this.markDirty(r.deployment_id);
+      for (const r of finished.rows) this.markDirty(r.deploymentId);
       if (!finished.more) break;
     }
     // Scheduled deployments whose time came, and every running one: evaluate, then dispatch.
-    const due = (await knex('deployments')
-      .where((q) => q.where('status', 'running').orWhere((s) => s.where('status', 'scheduled').andWhere('scheduled_at', '<=', now)))
-      .pluck('id')) as string[];
+    const due = await dueDeploymentIds(knex, now);
     for (const id of due) this.markDirty(id);
     await this.flushDirtyNow();
     for (const id of due) await this.dispatch({ deploymentId: id });
@@ -252,53 +247,24 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     try {
       for (;;) {
         const result = await this.deps.transaction(async (trx) => {
-          const dep = (await trx('deployments').where({ id: input.deploymentId }).first()) as DeploymentRow | undefined;
+          const dep = await readDeployment(trx, input.deploymentId);
           if (!dep || dep.status !== 'running') return null;
-          const rollout = parseRollout(dep.rollout);
-          const tagLimit = rollout?.max_concurrent_per_tag;
+          const tagLimit = dep.rollout?.max_concurrent_per_tag;
           // A tag limit is a decision over several rows: take turns per deployment across processes.
-          if (tagLimit) await trx('deployments').where({ id: dep.id }).forUpdate().first('id');
-          const page = await lockDispatchPage(trx, { deploymentId: dep.id, batch: dep.current_batch, after, limit: pageSize, withConfig: dep.respect_maintenance_window, withTags: Boolean(tagLimit), ...(input.readyDeviceIds ? { readyDeviceIds: input.readyDeviceIds } : {}) });
+          if (tagLimit) await takeDispatchTurn(trx, dep.id);
+          const page = await lockDispatchPage(trx, { deploymentId: dep.id, batch: dep.currentBatch, after, limit: pageSize, withConfig: dep.respectMaintenanceWindow, withTags: Boolean(tagLimit), ...(input.readyDeviceIds ? { readyDeviceIds: input.readyDeviceIds } : {}) });
           if (!page) return { sent: [] as Candidate[], more: false, last: after };
-          const { candidates } = page;
+          const candidates = page.candidates.filter((c) => mayGetCommandNow(c, input.readyDeviceIds !== undefined));
           const next = { more: page.more, last: page.last };
           if (candidates.length === 0) return { sent: [] as Candidate[], ...next };
           const now = clock.now();
-          const inFlightPerTag = new Map<string, number>();
-          if (tagLimit) {
-            const counts = (await trx.raw(
-              `SELECT d.tags ->> ? AS v, count(*)::int AS n FROM device_updates u JOIN devices d ON d.id = u.device_id
-                WHERE u.deployment_id = ? AND u.state IN (${IN_FLIGHT_SQL}) AND d.tags ->> ? IS NOT NULL GROUP BY 1`,
-              [tagLimit.tag, dep.id, tagLimit.tag],
-            )).rows as Array<{ v: string; n: number }>;
-            for (const c of counts) inFlightPerTag.set(c.v, c.n);
-          }
-          const already: string[] = [];
-          const noFile: string[] = [];
-          const send: Candidate[] = [];
-          for (const c of candidates) {
-            if (c.firmware_key !== null && c.firmware_key === versionKey(c.target_version)) {
-              already.push(c.id);
-              continue;
-            }
-            // The API refuses to delete a binary while updates target it; a row without a file
-            // (data written around the API) waits rather than failing, and logs why.
-            if (!c.storage_key) {
-              noFile.push(c.id);
-              continue;
-            }
-            if (dep.respect_maintenance_window && !insideMaintenanceWindow(now, c.desired_config)) continue;
-            if (tagLimit) {
-              const value = c.tags?.[tagLimit.tag];
-              if (value !== undefined) {
-                const n = inFlightPerTag.get(value) ?? 0;
-                if (n >= tagLimit.max) continue;
-                inFlightPerTag.set(value, n + 1);
-              }
-            }
-            send.push(c);
-          }
-          const done = await finishUpdates(trx, clock, { ids: already, state: 'succeeded', detail: { already_installed: true } });
+          const { already, noFile, send } = selectForDispatch(candidates, {
+            now,
+            respectMaintenanceWindow: dep.respectMaintenanceWindow,
+            ...(tagLimit ? { tagLimit, inFlightPerTag: await inFlightPerTag(trx, { deploymentId: dep.id, tag: tagLimit.tag }) } : {}),
+          });
+          const done = await finishUpdates(trx, clock, { ids: already.map((c) => c.id), state: 'succeeded', detail: { already_installed: true } });
+          // A row without a binary waits rather than failing, and logs why.
           if (noFile.length) this.deps.logger.warn({ deploymentId: dep.id, jobs: noFile.length }, 'queued updates wait: their firmware has no binary');
           await markSent(trx, clock, send, new Date(now.getTime() + this.options.stepTimeoutMs));
           this.area.metrics?.finished('succeeded', done.length);
@@ -325,12 +291,9 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     const { knex } = this.deps;
     const ids = [...new Set(items.map((i) => i.deviceId))];
     const accountOf = new Map(items.map((i) => [i.deviceId, i.accountId]));
-    const queued = ((await knex.raw(
-      `SELECT u.device_id, u.account_id, u.deployment_id FROM device_updates u WHERE u.device_id = ANY(?::uuid[]) AND u.state = 'queued'`,
-      [ids],
-    )).rows as Array<{ device_id: string; account_id: string; deployment_id: string }>).filter((r) => accountOf.get(r.device_id) === r.account_id);
+    const queued = (await queuedUpdatesOfDevices(knex, ids)).filter((r) => accountOf.get(r.deviceId) === r.accountId);
     const queuedByDeployment = new Map<string, string[]>();
-    for (const r of queued) queuedByDeployment.set(r.deployment_id, [...(queuedByDeployment.get(r.deployment_id) ?? []), r.device_id]);
+    for (const r of queued) queuedByDeployment.set(r.deploymentId, [...(queuedByDeployment.get(r.deploymentId) ?? []), r.deviceId]);
     for (const [deploymentId, deviceIds] of queuedByDeployment) await this.dispatch({ deploymentId, readyDeviceIds: deviceIds });
     await this.healthGate(ids);
   }
@@ -355,7 +318,7 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     for (const reason of ignored) this.area.metrics?.ignored(reason);
     for (const r of finished) {
       this.area.metrics?.finished(r.final, 1);
-      this.markDirty(r.deployment_id);
+      this.markDirty(r.deploymentId);
     }
   }
 
@@ -367,36 +330,21 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
   private async firmwareReported(reports: Array<{ accountId: string; deviceId: string; firmware: string }>): Promise<void> {
     const valid = reports.filter((r) => isValidVersion(r.firmware));
     if (valid.length === 0) return;
-    const reported = new Map(valid.map((r) => [r.deviceId, versionKey(r.firmware)]));
-    const waiting = new Map<string, string[]>();
+    let waiting = new Map<string, string[]>();
     const finished = await this.deps.transaction(async (trx: Knex.Transaction) => {
-      waiting.clear(); // a retried transaction decides again
-      const rows = (await trx.raw(
-        `SELECT u.id, u.device_id, u.account_id, u.deployment_id, u.state, u.target_version FROM device_updates u
-          WHERE u.device_id = ANY(?::uuid[]) AND u.state IN (${ACTIVE_SQL}) ORDER BY u.id FOR UPDATE OF u`,
-        [[...reported.keys()]],
-      )).rows as Array<{ id: string; device_id: string; account_id: string; deployment_id: string; state: UpdateState; target_version: string }>;
-      const accountOf = new Map(valid.map((r) => [r.deviceId, r.accountId]));
-      const confirm: string[] = [];
-      const already: string[] = [];
-      for (const r of rows) {
-        if (accountOf.get(r.device_id) !== r.account_id || reported.get(r.device_id) !== versionKey(r.target_version)) continue;
-        (r.state === 'queued' ? already : confirm).push(r.id);
-      }
-      for (const r of rows) {
-        if (r.state === 'queued' && accountOf.get(r.device_id) === r.account_id && reported.get(r.device_id) !== versionKey(r.target_version)) {
-          waiting.set(r.deployment_id, [...(waiting.get(r.deployment_id) ?? []), r.device_id]);
-        }
-      }
+      const updates = await lockActiveUpdatesOfDevices(trx, [...new Set(valid.map((r) => r.deviceId))]);
+      // A retried transaction decides again.
+      const matched = matchHeartbeats(updates, valid);
+      waiting = matched.waiting;
       return [
-        ...(await finishUpdates(trx, this.deps.clock, { ids: confirm, state: 'succeeded', detail: { confirmed_by: 'heartbeat' } })),
-        ...(await finishUpdates(trx, this.deps.clock, { ids: already, state: 'succeeded', detail: { already_installed: true } })),
+        ...(await finishUpdates(trx, this.deps.clock, { ids: matched.confirm, state: 'succeeded', detail: { confirmed_by: 'heartbeat' } })),
+        ...(await finishUpdates(trx, this.deps.clock, { ids: matched.already, state: 'succeeded', detail: { already_installed: true } })),
       ];
     });
     // Queued updates of devices that just said what they run (first heartbeat): send them now.
     for (const [deploymentId, deviceIds] of waiting) await this.dispatch({ deploymentId, readyDeviceIds: deviceIds });
     this.area.metrics?.finished('succeeded', finished.length);
-    for (const r of finished) this.markDirty(r.deployment_id);
+    for (const r of finished) this.markDirty(r.deploymentId);
   }
 
   // ---- deployment evaluation (coalesced)

@@ -4,8 +4,8 @@
 // commit and the publish).
 import type { ServiceDeps } from '../service-deps';
 import { isValidVersion, versionKey } from '../shared/version';
-import type { Candidate } from './dispatch-page';
-import type { CommandRow } from './ota-command-publisher';
+import type { CommandJob } from './ota-command-publisher';
+import { markResent, sentCommandsOfDevices, staleSentCommands as readStaleSentCommands, type SentCommand } from './store/dispatch.store';
 
 type ResendDeps = Pick<ServiceDeps, 'knex' | 'clock'>;
 
@@ -13,30 +13,19 @@ type ResendDeps = Pick<ServiceDeps, 'knex' | 'clock'>;
  * `sent` commands unanswered for `resendAfterMs` whose device is online now, connected to the
  * process `nodeId` when given (at most 5,000 a sweep; each process re-sends to its own devices).
  */
-export async function staleSentCommands(deps: ResendDeps, resendAfterMs: number, nodeId?: string): Promise<Candidate[]> {
-  const before = new Date(deps.clock.now().getTime() - resendAfterMs);
-  return (await deps.knex.raw(
-    `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.firmware_version_id, f.sha256, f.size, f.storage_key, f.signature, f.signing_key_id
-       FROM device_updates u JOIN devices d ON d.id = u.device_id JOIN firmware_versions f ON f.id = u.firmware_version_id
-      WHERE u.state = 'sent' AND u.sent_at < ? AND d.connectivity = 'online'${nodeId === undefined ? '' : ' AND d.broker_node = ?'} LIMIT 5000`,
-    [before, ...(nodeId === undefined ? [] : [nodeId])],
-  )).rows as Candidate[];
+export async function staleSentCommands(deps: ResendDeps, resendAfterMs: number, nodeId?: string): Promise<SentCommand[]> {
+  return readStaleSentCommands(deps.knex, { before: new Date(deps.clock.now().getTime() - resendAfterMs), nodeId });
 }
 
 /**
  * The `sent` commands of devices heard from since they (re)connected, except those whose target
  * the device's heartbeat already shows (that heartbeat completes the update).
  */
-export async function unansweredCommands(deps: ResendDeps, devices: Array<{ accountId: string; deviceId: string; firmware: string }>): Promise<Array<CommandRow & { account_id: string }>> {
+export async function unansweredCommands(deps: ResendDeps, devices: Array<{ accountId: string; deviceId: string; firmware: string }>): Promise<Array<CommandJob & { accountId: string }>> {
   const accountOf = new Map(devices.map((d) => [d.deviceId, d.accountId]));
   const runs = new Map(devices.filter((d) => isValidVersion(d.firmware)).map((d) => [d.deviceId, versionKey(d.firmware)]));
-  const rows = (await deps.knex.raw(
-    `SELECT u.id, u.account_id, u.device_id, d.serial, u.target_version, u.firmware_version_id, f.sha256, f.size, f.storage_key, f.signature, f.signing_key_id
-       FROM device_updates u JOIN devices d ON d.id = u.device_id JOIN firmware_versions f ON f.id = u.firmware_version_id
-      WHERE u.device_id = ANY(?::uuid[]) AND u.state = 'sent'`,
-    [[...accountOf.keys()]],
-  )).rows as Array<CommandRow & { account_id: string }>;
-  return rows.filter((r) => accountOf.get(r.device_id) === r.account_id && runs.get(r.device_id) !== versionKey(r.target_version));
+  const rows = await sentCommandsOfDevices(deps.knex, [...accountOf.keys()]);
+  return rows.filter((r) => accountOf.get(r.deviceId) === r.accountId && runs.get(r.deviceId) !== versionKey(r.targetVersion));
 }
 
 /**
@@ -46,10 +35,6 @@ export async function unansweredCommands(deps: ResendDeps, devices: Array<{ acco
  */
 export async function keepStillSent<T extends { id: string }>(deps: ResendDeps, rows: T[]): Promise<T[]> {
   if (rows.length === 0) return rows;
-  const result = await deps.knex.raw(
-    `UPDATE device_updates SET sent_at = ?, attempts = attempts + 1 WHERE id = ANY(?::uuid[]) AND state = 'sent' RETURNING id`,
-    [deps.clock.now(), rows.map((r) => r.id)],
-  );
-  const still = new Set((result.rows as Array<{ id: string }>).map((r) => r.id));
+  const still = await markResent(deps.knex, { ids: rows.map((r) => r.id), now: deps.clock.now() });
   return rows.filter((r) => still.has(r.id));
 }

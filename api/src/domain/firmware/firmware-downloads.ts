@@ -1,34 +1,13 @@
 import DataLoader from 'dataloader';
 import type { ServiceDeps } from '../service-deps';
 import type { DownloadLinkSigner } from './download-links';
+import { isWellFormedLink, judgeDownload, type DownloadGrant, type PresentedLink } from './download-rules';
 import { DomainError } from '../shared/errors';
-import { isUuid } from '../shared/ids';
+import { downloadJobs, type DownloadJob } from './store/download-jobs.store';
 
-/** What a valid link gives access to: one binary, as the firmware record describes it. */
-export interface DownloadGrant {
-  storageKey: string;
-  size: number;
-  sha256: string;
-}
+export type { DownloadGrant } from './download-rules';
 
-interface JobRow {
-  id: string;
-  device_id: string;
-  firmware_version_id: string;
-  state: string;
-  sha256: string;
-  size: number | string;
-  storage_key: string | null;
-  version: string;
-}
-
-/** Update states in which the device may fetch its image. */
-const DOWNLOADABLE = new Set(['sent', 'downloading', 'installing', 'rebooting']);
-
-/**
- * The rules of a device's firmware download link (docs/ota.md "Downloads"): signed for one job
- * (device and binary) until its expiry, and only while that job is under way.
- */
+/** Serves the rules of download links (download-rules.ts) with the jobs they name. */
 export class FirmwareDownloads {
   /**
    * A deployment's devices all ask at once: the jobs of the requests that arrive within 2 ms are
@@ -36,21 +15,15 @@ export class FirmwareDownloads {
    * pool, starving the OTA dispatcher's transactions). Not cached: each request sees the job's
    * current state.
    */
-  private readonly jobs: DataLoader<string, JobRow | undefined>;
+  private readonly jobs: DataLoader<string, DownloadJob | undefined>;
 
   constructor(
     private readonly deps: ServiceDeps,
     private readonly area: { links: DownloadLinkSigner },
   ) {
-    this.jobs = new DataLoader<string, JobRow | undefined>(
+    this.jobs = new DataLoader<string, DownloadJob | undefined>(
       async (ids) => {
-        // One array parameter rather than a list of up to 500 (parsed and planned each time).
-        const rows = (await this.deps.knex.raw(
-          `SELECT u.id, u.device_id, u.firmware_version_id, u.state, f.sha256, f.size, f.storage_key, f.version
-             FROM device_updates u JOIN firmware_versions f ON f.id = u.firmware_version_id
-            WHERE u.id = ANY(?::uuid[])`,
-          [[...ids]],
-        )).rows as JobRow[];
+        const rows = await downloadJobs(this.deps.knex, ids);
         const byId = new Map(rows.map((r) => [r.id, r]));
         return ids.map((id) => byId.get(id));
       },
@@ -59,19 +32,10 @@ export class FirmwareDownloads {
   }
 
   /** The binary a link grants, or why not: `forbidden` (invalid, tampered, foreign, unknown job) or `gone`. */
-  async authorize(input: { jobId: string; expiresAt: number; signature: string }): Promise<DownloadGrant> {
-    const { jobId, expiresAt, signature } = input;
-    if (!isUuid(jobId) || !Number.isInteger(expiresAt) || signature.length === 0 || signature.length > 100) {
-      throw new DomainError('forbidden', 'This download link is not valid.');
-    }
-    const row = await this.jobs.load(jobId);
-    // Unknown jobs and bad signatures answer alike, so a link reveals nothing about other jobs.
-    if (!row || !this.area.links.verify({ jobId, deviceId: row.device_id, firmwareVersionId: row.firmware_version_id, expiresAt }, signature)) {
-      throw new DomainError('forbidden', 'This download link is not valid for this job.');
-    }
-    if (expiresAt * 1000 < this.deps.clock.now().getTime()) throw new DomainError('gone', 'This download link expired; the device gets a fresh one when the command is re-sent.');
-    if (!DOWNLOADABLE.has(row.state)) throw new DomainError('gone', `The update is ${row.state}; nothing to download.`);
-    if (!row.storage_key) throw new DomainError('gone', `The binary of firmware ${row.version} was deleted.`);
-    return { storageKey: row.storage_key, size: Number(row.size), sha256: row.sha256 };
+  async authorize(link: PresentedLink): Promise<DownloadGrant> {
+    // A link that cannot be one of ours costs no query.
+    if (!isWellFormedLink(link)) throw new DomainError('forbidden', 'This download link is not valid.');
+    const job = await this.jobs.load(link.jobId);
+    return judgeDownload({ link, job, links: this.area.links, now: this.deps.clock.now() });
   }
 }

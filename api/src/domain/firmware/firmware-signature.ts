@@ -76,6 +76,35 @@ export function verifyDigestSignature(input: { sha256: string; signature: Buffer
   return verify(null, digest, input.key, input.signature);
 }
 
+/**
+ * The signature an upload is stored with. With a signing key registered, the upload must carry
+ * a valid signature by it: 422 signature_invalid when it is missing, malformed or does not
+ * verify. Without one, uploads stay unsigned (null), and a signature is refused rather than
+ * dropped: storing the version unsigned would let devices that require signatures fail in the
+ * field instead of here. A blank signature counts as none.
+ */
+export function uploadSignature(input: { current: { keyId: string; key: KeyObject } | null; given: string | undefined; sha256: string }): { keyId: string; signature: string } | null {
+  const { current } = input;
+  const given = input.given?.trim() ? input.given : undefined;
+  if (!current) {
+    if (given === undefined) return null;
+    throw signatureInvalid('No firmware signing key is registered for this account: register its public key (PUT /api/v1/firmware/signing-key) or upload without a signature.');
+  }
+  if (given === undefined) {
+    throw signatureInvalid(`Firmware of this account must be signed: send the form field "signature" (base64 Ed25519 signature over the file's SHA-256 digest, key ${current.keyId}).`);
+  }
+  const signature = decodeSignature(given);
+  if (!signature) throw signatureInvalid('The signature is not a base64 Ed25519 signature (64 bytes).');
+  if (!verifyDigestSignature({ sha256: input.sha256, signature, key: current.key })) {
+    throw signatureInvalid(`The signature does not verify with the account's signing key ${current.keyId} over the SHA-256 digest of this file (${input.sha256}).`);
+  }
+  return { keyId: current.keyId, signature: signature.toString('base64') };
+}
+
+function signatureInvalid(message: string): DomainError {
+  return new DomainError('signature_invalid', message, { errors: [{ field: 'signature', message }] });
+}
+
 function invalidKey(message: string): DomainError {
   return new DomainError('invalid_signing_key', message, { errors: [{ field: 'public_key', message }] });
 }

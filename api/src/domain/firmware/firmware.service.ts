@@ -8,7 +8,8 @@ import { requireVersion, versionKey } from '../shared/version';
 import type { ModelService } from '../models/model.service';
 import type { FirmwareStorage, StoredTemp } from './firmware-storage';
 import type { SigningKeyService } from './signing-key.service';
-import { decodeSignature, verifyDigestSignature } from './firmware-signature';
+import { uploadSignature } from './firmware-signature';
+import { clearStorageKey, findFirmwareVersion, insertFirmwareVersion, isTargetOfUnfinishedUpdates, listFirmwareVersions, lockFirmwareVersion, versionWithKey, type FirmwareVersionRecord } from './store/firmware-versions.store';
 
 export const UploadFirmwareFields = z.strictObject({
   model: z.string().min(1).max(64),
@@ -40,40 +41,21 @@ export interface FirmwareVersion {
   createdAt: string;
 }
 
-export interface FirmwareRow {
-  id: string;
-  account_id: string;
-  model_id: string;
-  model: string;
-  version: string;
-  version_key: string;
-  release_notes: string;
-  changelog: string;
-  size: number | string;
-  sha256: string;
-  storage_key: string | null;
-  signature: string | null;
-  signing_key_id: string | null;
-  created_at: Date;
-}
-
-export const toFirmwareVersion = (row: FirmwareRow): FirmwareVersion => ({
-  id: row.id,
-  modelId: row.model_id,
-  model: row.model,
-  version: row.version,
-  releaseNotes: row.release_notes,
-  changelog: row.changelog,
-  size: Number(row.size),
-  sha256: row.sha256,
-  fileAvailable: row.storage_key !== null,
-  signed: row.signature !== null,
-  signature: row.signature,
-  signingKeyId: row.signing_key_id,
-  createdAt: new Date(row.created_at).toISOString(),
+export const toFirmwareVersion = (v: FirmwareVersionRecord): FirmwareVersion => ({
+  id: v.id,
+  modelId: v.modelId,
+  model: v.model,
+  version: v.version,
+  releaseNotes: v.releaseNotes,
+  changelog: v.changelog,
+  size: v.size,
+  sha256: v.sha256,
+  fileAvailable: v.storageKey !== null,
+  signed: v.signature !== null,
+  signature: v.signature,
+  signingKeyId: v.signingKeyId,
+  createdAt: v.createdAt.toISOString(),
 });
-
-const ACTIVE = ['queued', 'sent', 'downloading', 'installing', 'rebooting'];
 
 /** Firmware versions of the account's models and their binaries (decisions.md "Firmware and OTA"). */
 export class FirmwareService {
@@ -121,86 +103,62 @@ export class FirmwareService {
       requireVersion(fields.version, 'version');
       const model = await this.area.models.requireByName(actor, fields.model);
       const key = versionKey(fields.version);
-      const existing = await this.deps.knex('firmware_versions').where({ model_id: model.id, version_key: key }).first('version');
-      if (existing) throw alreadyExists(fields.version, model.name, (existing as { version: string }).version);
+      const existing = await versionWithKey(this.deps.knex, { modelId: model.id, versionKey: key });
+      if (existing !== null) throw alreadyExists(fields.version, model.name, existing);
       // After the cheap field checks, so a mistyped model or version is reported as such.
       const signed = await this.verifySignature(actor, { sha256: file.sha256, signature: fields.signature });
       const id = newId();
       const storageKey = await this.area.storage.commit(file, id);
-      const row = {
+      const record = {
         id,
-        account_id: actor.accountId,
-        model_id: model.id,
+        accountId: actor.accountId,
+        modelId: model.id,
         version: fields.version,
-        version_key: key,
-        release_notes: fields.release_notes,
+        versionKey: key,
+        releaseNotes: fields.release_notes,
         changelog: fields.changelog,
         size: file.size,
         sha256: file.sha256,
-        storage_key: storageKey,
+        storageKey,
         signature: signed?.signature ?? null,
-        signing_key_id: signed?.keyId ?? null,
-        created_at: this.deps.clock.now(),
+        signingKeyId: signed?.keyId ?? null,
+        createdAt: this.deps.clock.now(),
       };
+      let outcome: 'inserted' | 'duplicate';
       try {
-        await this.deps.knex('firmware_versions').insert(row);
+        outcome = await insertFirmwareVersion(this.deps.knex, record);
       } catch (error) {
         await this.area.storage.remove(storageKey);
-        if ((error as { code?: string }).code === '23505') throw alreadyExists(fields.version, model.name, fields.version);
         throw error;
       }
-      return toFirmwareVersion({ ...row, model: model.name });
+      if (outcome === 'duplicate') {
+        // A concurrent upload of the same version won the unique index.
+        await this.area.storage.remove(storageKey);
+        throw alreadyExists(fields.version, model.name, fields.version);
+      }
+      return toFirmwareVersion({ ...record, model: model.name });
     } catch (error) {
       if (file) await this.area.storage.discard(file);
       throw error;
     }
   }
 
-  /**
-   * With a signing key registered, the upload must carry a valid signature by it: 422
-   * signature_invalid when it is missing, malformed or does not verify. Without one, uploads
-   * stay unsigned, and a signature is refused rather than dropped: storing the version unsigned
-   * would let devices that require signatures fail in the field instead of here.
-   */
+  /** The signature the upload is stored with, under the account's current key (firmware-signature.ts uploadSignature). */
   private async verifySignature(actor: Actor, input: { sha256: string; signature: string | undefined }): Promise<{ keyId: string; signature: string } | null> {
     const current = await this.area.signingKeys.currentKey({ accountId: actor.accountId });
-    const given = input.signature?.trim() ? input.signature : undefined;
-    if (!current) {
-      if (given === undefined) return null;
-      throw signatureInvalid('No firmware signing key is registered for this account: register its public key (PUT /api/v1/firmware/signing-key) or upload without a signature.');
-    }
-    if (given === undefined) {
-      throw signatureInvalid(`Firmware of this account must be signed: send the form field "signature" (base64 Ed25519 signature over the file's SHA-256 digest, key ${current.keyId}).`);
-    }
-    const signature = decodeSignature(given);
-    if (!signature) throw signatureInvalid('The signature is not a base64 Ed25519 signature (64 bytes).');
-    if (!verifyDigestSignature({ sha256: input.sha256, signature, key: current.key })) {
-      throw signatureInvalid(`The signature does not verify with the account's signing key ${current.keyId} over the SHA-256 digest of this file (${input.sha256}).`);
-    }
-    return { keyId: current.keyId, signature: signature.toString('base64') };
+    return uploadSignature({ current, given: input.signature, sha256: input.sha256 });
   }
 
   /** Newest version first (by version, not by upload time); optionally one model. */
   async list(actor: Actor, input: { model?: string | undefined } = {}): Promise<FirmwareVersion[]> {
-    const q = this.deps
-      .knex('firmware_versions as f')
-      .join('models as m', 'm.id', 'f.model_id')
-      .where('f.account_id', actor.accountId)
-      .select('f.*', 'm.name as model')
-      .orderBy([{ column: 'f.version_key', order: 'desc' }, { column: 'm.name', order: 'asc' }]);
-    if (input.model !== undefined) q.andWhere('m.name', input.model);
-    return ((await q) as FirmwareRow[]).map(toFirmwareVersion);
+    return (await listFirmwareVersions(this.deps.knex, { accountId: actor.accountId, model: input.model })).map(toFirmwareVersion);
   }
 
   async get(actor: Actor, input: { id: string }): Promise<FirmwareVersion> {
     if (!isUuid(input.id)) throw notFound('Firmware version');
-    const row = (await this.deps
-      .knex('firmware_versions as f')
-      .join('models as m', 'm.id', 'f.model_id')
-      .where({ 'f.account_id': actor.accountId, 'f.id': input.id })
-      .first('f.*', 'm.name as model')) as FirmwareRow | undefined;
-    if (!row) throw notFound('Firmware version');
-    return toFirmwareVersion(row);
+    const found = await findFirmwareVersion(this.deps.knex, { accountId: actor.accountId, id: input.id });
+    if (!found) throw notFound('Firmware version');
+    return toFirmwareVersion(found);
   }
 
   /**
@@ -210,27 +168,18 @@ export class FirmwareService {
   async deleteFile(actor: Actor, input: { id: string }): Promise<FirmwareVersion> {
     requireAdmin(actor);
     if (!isUuid(input.id)) throw notFound('Firmware version');
-    const { row, storageKey } = await this.deps.transaction(async (trx) => {
-      const found = (await trx('firmware_versions as f')
-        .join('models as m', 'm.id', 'f.model_id')
-        .where({ 'f.account_id': actor.accountId, 'f.id': input.id })
-        .forUpdate('f')
-        .first('f.*', 'm.name as model')) as FirmwareRow | undefined;
+    const { version, storageKey } = await this.deps.transaction(async (trx) => {
+      const found = await lockFirmwareVersion(trx, { accountId: actor.accountId, id: input.id });
       if (!found) throw notFound('Firmware version');
-      const busy = await trx('device_updates').where({ firmware_version_id: input.id }).whereIn('state', ACTIVE).first('id');
-      if (busy) {
+      if (await isTargetOfUnfinishedUpdates(trx, input.id)) {
         throw new DomainError('invalid_state', `Firmware ${found.version} is the target of unfinished updates; cancel their deployments first.`);
       }
-      await trx('firmware_versions').where({ id: input.id }).update({ storage_key: null });
-      return { row: { ...found, storage_key: null }, storageKey: found.storage_key };
+      await clearStorageKey(trx, input.id);
+      return { version: { ...found, storageKey: null }, storageKey: found.storageKey };
     });
     if (storageKey) await this.area.storage.remove(storageKey);
-    return toFirmwareVersion(row);
+    return toFirmwareVersion(version);
   }
-}
-
-function signatureInvalid(message: string): DomainError {
-  return new DomainError('signature_invalid', message, { errors: [{ field: 'signature', message }] });
 }
 
 function alreadyExists(version: string, model: string, existing: string): DomainError {

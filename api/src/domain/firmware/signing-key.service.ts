@@ -3,6 +3,8 @@ import { createPublicKey, type KeyObject } from 'node:crypto';
 import type { ServiceDeps } from '../service-deps';
 import { requireAdmin, type Actor } from '../shared/actor';
 import { parseSigningKey } from './firmware-signature';
+import { lockAccount } from '../shared/store/account-lock.store';
+import { currentSigningKey, listSigningKeys, retireSigningKey, saveCurrentSigningKey, type SigningKeyRecord } from './store/signing-keys.store';
 
 export const RegisterSigningKeyInput = z.strictObject({
   // A PEM Ed25519 public key is about 113 characters; the bound only stops abuse.
@@ -27,20 +29,12 @@ export interface SigningKeys {
   retired: SigningKey[];
 }
 
-interface SigningKeyRow {
-  account_id: string;
-  id: string;
-  public_key: string;
-  created_at: Date;
-  retired_at: Date | null;
-}
-
-const toSigningKey = (row: SigningKeyRow): SigningKey => ({
-  keyId: row.id,
+const toSigningKey = (key: SigningKeyRecord): SigningKey => ({
+  keyId: key.keyId,
   algorithm: 'ed25519',
-  publicKey: row.public_key,
-  createdAt: new Date(row.created_at).toISOString(),
-  retiredAt: row.retired_at ? new Date(row.retired_at).toISOString() : null,
+  publicKey: key.publicKey,
+  createdAt: key.createdAt.toISOString(),
+  retiredAt: key.retiredAt ? key.retiredAt.toISOString() : null,
 });
 
 /**
@@ -52,13 +46,9 @@ export class SigningKeyService {
 
   /** Any role may read: a public key is no secret, and viewers see every settings page. */
   async get(actor: Actor): Promise<SigningKeys> {
-    const rows = (await this.deps
-      .knex('firmware_signing_keys')
-      .where({ account_id: actor.accountId })
-      .orderByRaw('retired_at DESC NULLS FIRST')
-      .orderBy('created_at', 'desc')) as SigningKeyRow[];
-    const current = rows.find((r) => r.retired_at === null);
-    return { current: current ? toSigningKey(current) : null, retired: rows.filter((r) => r.retired_at !== null).map(toSigningKey) };
+    const keys = await listSigningKeys(this.deps.knex, actor.accountId);
+    const current = keys.find((k) => k.retiredAt === null);
+    return { current: current ? toSigningKey(current) : null, retired: keys.filter((k) => k.retiredAt !== null).map(toSigningKey) };
   }
 
   /**
@@ -73,24 +63,19 @@ export class SigningKeyService {
     const parsed = parseSigningKey(input.public_key);
     await this.deps.transaction(async (trx) => {
       // Registrations of one account one at a time: two racing ones must not both stay current.
-      await trx('accounts').where({ id: actor.accountId }).forUpdate().first('id');
-      const current = (await trx('firmware_signing_keys').where({ account_id: actor.accountId }).whereNull('retired_at').first('id')) as { id: string } | undefined;
-      if (current?.id === parsed.keyId) return;
+      await lockAccount(trx, actor.accountId);
+      const current = await currentSigningKey(trx, actor.accountId);
+      if (current?.keyId === parsed.keyId) return;
       const now = this.deps.clock.now();
-      if (current) await trx('firmware_signing_keys').where({ account_id: actor.accountId, id: current.id }).update({ retired_at: now });
-      await trx('firmware_signing_keys')
-        .insert({ account_id: actor.accountId, id: parsed.keyId, public_key: parsed.pem, created_at: now, retired_at: null })
-        .onConflict(['account_id', 'id'])
-        .merge({ retired_at: null });
+      if (current) await retireSigningKey(trx, { accountId: actor.accountId, keyId: current.keyId, at: now });
+      await saveCurrentSigningKey(trx, { accountId: actor.accountId, keyId: parsed.keyId, publicKey: parsed.pem, at: now });
     });
     return this.get(actor);
   }
 
   /** The key uploads of the account must be signed with now, or null (uploads stay unsigned). */
   async currentKey(input: { accountId: string }): Promise<{ keyId: string; key: KeyObject } | null> {
-    const row = (await this.deps.knex('firmware_signing_keys').where({ account_id: input.accountId }).whereNull('retired_at').first('id', 'public_key')) as
-      | { id: string; public_key: string }
-      | undefined;
-    return row ? { keyId: row.id, key: createPublicKey(row.public_key) } : null;
+    const current = await currentSigningKey(this.deps.knex, input.accountId);
+    return current ? { keyId: current.keyId, key: createPublicKey(current.publicKey) } : null;
   }
 }

@@ -1,6 +1,7 @@
 import type { GraphQLContext } from '../context';
 import { DomainError } from '../../domain/shared/errors';
 import type { Deployment, DeviceUpdateView, Rollout } from '../../domain/deployments/deployment-types';
+import { progressPercent } from '../../domain/deployments/progress-rules';
 import type { DeployInput } from '../../domain/deployments/deployment.service';
 import { cursorCodec } from '../../domain/deployments/deployment-inputs';
 import { MAX_PAGE } from '../limits';
@@ -59,8 +60,6 @@ async function orNull<T>(work: Promise<T>): Promise<T | null> {
   }
 }
 
-const FINISHED = ['succeeded', 'failed', 'timed_out', 'cancelled', 'rolled_back', 'superseded'] as const;
-
 export const deploymentResolvers = {
   Query: {
     firmwareVersions: (_: unknown, args: { model?: string | null }, ctx: GraphQLContext) =>
@@ -92,11 +91,7 @@ export const deploymentResolvers = {
       rolledBack: d.counts.rolled_back,
       healthFailed: d.counts.health_failed,
     }),
-    progress: (d: Deployment) => {
-      if (d.targetCount === 0) return 100;
-      const done = FINISHED.reduce((sum, state) => sum + d.counts[state], 0);
-      return Math.min(100, Math.round((done / d.targetCount) * 1000) / 10);
-    },
+    progress: (d: Deployment) => progressPercent(d),
     rollout: (d: Deployment) => (d.rollout ? presentRollout(d.rollout) : null),
     updates: async (d: Deployment, args: { first?: number | null; after?: string | null; state?: string | null }, ctx: GraphQLContext) => {
       const first = args.first ?? 50;

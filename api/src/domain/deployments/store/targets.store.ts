@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
-import { versionKey } from '../shared/version';
-import { ACTIVE_STATES, IN_FLIGHT_STATES } from './deployment-types';
+import { versionKey } from '../../shared/version';
+import { sqlList } from '../../shared/sql-list';
+import { ACTIVE_STATES, IN_FLIGHT_STATES, RETRYABLE_STATES } from '../deployment-types';
 
 /**
  * Target selection of a deployment, as SQL (set-based: scheduling 100,000 targets is a few
@@ -18,12 +19,16 @@ export interface TargetQuery {
   serials?: string[] | undefined;
 }
 
-const list = (states: readonly string[]) => states.map((s) => `'${s}'`).join(',');
-export const ACTIVE_SQL = list(ACTIVE_STATES);
-export const IN_FLIGHT_SQL = list(IN_FLIGHT_STATES);
+/** A device to update to its own version (claims, retries, rollbacks). */
+export interface ExplicitTarget {
+  deviceId: string;
+  firmwareVersionId: string;
+  targetVersion: string;
+  fromVersion: string | null;
+}
 
 /** WHERE over `devices d` (with `?` bindings). */
-export function targetWhere(q: TargetQuery): { sql: string; bindings: Knex.Value[] } {
+function targetWhere(q: TargetQuery): { sql: string; bindings: Knex.Value[] } {
   const parts = ['d.account_id = ?', 'd.model_id = ?', 'd.firmware_key IS DISTINCT FROM ?'];
   const bindings: Knex.Value[] = [q.accountId, q.modelId, versionKey(q.targetVersion)];
   if (q.firmwareLt !== undefined) {
@@ -38,13 +43,14 @@ export function targetWhere(q: TargetQuery): { sql: string; bindings: Knex.Value
     parts.push('d.serial = ANY(?::text[])');
     bindings.push(q.serials as unknown as Knex.Value);
   }
-  parts.push(`NOT EXISTS (SELECT 1 FROM device_updates x WHERE x.device_id = d.id AND x.state IN (${IN_FLIGHT_SQL}))`);
+  parts.push(`NOT EXISTS (SELECT 1 FROM device_updates x WHERE x.device_id = d.id AND x.state IN (${sqlList(IN_FLIGHT_STATES)}))`);
   return { sql: parts.join(' AND '), bindings };
 }
 
 /** Count and a sample of serials (dry run). */
-export async function previewTargets(db: Knex | Knex.Transaction, q: TargetQuery, sample = 10): Promise<{ count: number; sample: string[] }> {
-  const where = targetWhere(q);
+export async function previewTargets(db: Knex | Knex.Transaction, input: { query: TargetQuery; sample: number }): Promise<{ count: number; sample: string[] }> {
+  const where = targetWhere(input.query);
+  const sample = input.sample;
   const [countRow, sampleRows] = await Promise.all([
     db.raw(`SELECT count(*)::int AS n FROM devices d WHERE ${where.sql}`, where.bindings),
     db.raw(`SELECT d.serial FROM devices d WHERE ${where.sql} ORDER BY d.serial LIMIT ?`, [...where.bindings, sample]),
@@ -75,8 +81,8 @@ async function recordSuperseded(trx: Knex.Transaction, rows: SupersededRow[], no
  * Supersedes: the queued updates (of older deployments) of this deployment's targets become
  * `cancelled` with `superseded_by` = the new deployment. Returns the older deployments touched.
  */
-export async function supersedeQueued(trx: Knex.Transaction, q: TargetQuery, input: { deploymentId: string; now: Date }): Promise<string[]> {
-  const where = targetWhere(q);
+export async function supersedeQueued(trx: Knex.Transaction, input: { query: TargetQuery; deploymentId: string; now: Date }): Promise<string[]> {
+  const where = targetWhere(input.query);
   const result = await trx.raw(
     `UPDATE device_updates u
         SET state = 'cancelled', superseded_by = ?, error = 'superseded', finished_at = ?, state_changed_at = ?, deadline_at = NULL
@@ -95,9 +101,9 @@ export async function supersedeQueued(trx: Knex.Transaction, q: TargetQuery, inp
  */
 export async function insertTargets(
   trx: Knex.Transaction,
-  q: TargetQuery,
-  input: { deploymentId: string; firmwareVersionId: string; batches: number[]; now: Date },
+  input: { query: TargetQuery; deploymentId: string; firmwareVersionId: string; batches: number[]; now: Date },
 ): Promise<number> {
+  const q = input.query;
   const where = targetWhere(q);
   // The shuffle of 100,000 targets sorts in memory instead of spilling to disk.
   await trx.raw(`SET LOCAL work_mem = '32MB'`);
@@ -126,7 +132,7 @@ const QUEUED_HISTORY_INSERT = `INSERT INTO device_events (account_id, device_id,
 /** Queued updates for explicit devices (claims, retries, rollbacks), each with its own version. */
 export async function insertExplicitTargets(
   trx: Knex.Transaction,
-  input: { accountId: string; deploymentId: string; now: Date; targets: Array<{ deviceId: string; firmwareVersionId: string; targetVersion: string; fromVersion: string | null }> },
+  input: { accountId: string; deploymentId: string; now: Date; targets: ExplicitTarget[] },
 ): Promise<number> {
   if (input.targets.length === 0) return 0;
   // ON CONFLICT on the partial unique index: a device that got another unfinished update in the
@@ -138,7 +144,7 @@ export async function insertExplicitTargets(
        INSERT INTO device_updates (id, account_id, deployment_id, device_id, firmware_version_id, from_version, target_version, state, batch, state_changed_at, created_at)
        SELECT gen_random_uuid(), ?, ?, t.device_id, t.fw_id, t.from_version, t.target_version, 'queued', 0, ?, ?
          FROM unnest(?::uuid[], ?::uuid[], ?::text[], ?::text[]) AS t(device_id, fw_id, target_version, from_version)
-       ON CONFLICT (device_id) WHERE state IN (${ACTIVE_SQL}) DO NOTHING
+       ON CONFLICT (device_id) WHERE state IN (${sqlList(ACTIVE_STATES)}) DO NOTHING
        RETURNING id, account_id, device_id, deployment_id, from_version, target_version)
      ${QUEUED_HISTORY_INSERT} FROM targets u`,
     [
@@ -168,4 +174,33 @@ export async function supersedeQueuedOfDevices(trx: Knex.Transaction, input: { a
     [input.deploymentId, input.now, input.now, input.accountId, input.deviceIds],
   );
   return recordSuperseded(trx, result.rows as SupersededRow[], input.now);
+}
+
+/** The devices whose update of this deployment failed or timed out, again to the same version. */
+export async function retryTargetsOf(db: Knex | Knex.Transaction, deploymentId: string): Promise<ExplicitTarget[]> {
+  const rows: Array<{ device_id: string; firmware: string | null; firmware_version_id: string; target_version: string }> = await db('device_updates as u')
+    .join('devices as d', 'd.id', 'u.device_id')
+    .where('u.deployment_id', deploymentId)
+    .whereIn('u.state', RETRYABLE_STATES)
+    .select('u.device_id', 'd.firmware', 'u.firmware_version_id', 'u.target_version');
+  return rows.map((r) => ({ deviceId: r.device_id, firmwareVersionId: r.firmware_version_id, targetVersion: r.target_version, fromVersion: r.firmware }));
+}
+
+/** A device this deployment changed (its update succeeded), and the version it had before. */
+export interface ChangedDevice {
+  deviceId: string;
+  previousVersion: string;
+  /** What it reports now. */
+  firmware: string | null;
+}
+
+/** The devices this deployment updated that had a known version before (what a rollback returns). */
+export async function changedDevicesOf(db: Knex | Knex.Transaction, deploymentId: string): Promise<ChangedDevice[]> {
+  const rows: Array<{ device_id: string; from_version: string; firmware: string | null; model_id: string }> = await db('device_updates as u')
+    .join('devices as d', 'd.id', 'u.device_id')
+    .where('u.deployment_id', deploymentId)
+    .where('u.state', 'succeeded')
+    .whereNotNull('u.from_version')
+    .select('u.device_id', 'u.from_version', 'd.firmware', 'd.model_id');
+  return rows.map((r) => ({ deviceId: r.device_id, previousVersion: r.from_version, firmware: r.firmware }));
 }

@@ -1,0 +1,77 @@
+import type { DeviceConfig } from '../devices/device-config';
+import { versionKey } from '../shared/version';
+import type { Rollout, UpdateRef } from './deployment-types';
+import { insideMaintenanceWindow } from './maintenance-window';
+import type { CommandJob } from './ota-command-publisher';
+
+/** A queued update with what its command and the dispatch rules need. */
+export interface Candidate extends UpdateRef, CommandJob {
+  storageKey: string | null;
+  signature: string | null;
+  signingKeyId: string | null;
+  /** The reported firmware's key; null until the device reported one. */
+  firmwareKey: string | null;
+  /** The device is connected now. */
+  online: boolean;
+  /** Read only when the deployment respects maintenance windows (null otherwise). */
+  desiredConfig: DeviceConfig | null;
+  /** Read only when the deployment has a tag limit (null otherwise). */
+  tags: Record<string, string> | null;
+}
+
+/**
+ * Whether a device may get its command at all now: it is connected (or is one of the devices
+ * that just became ready, `readyGiven`) and said what it runs. Until its first heartbeat says
+ * so, a device is not sent anything: it may already run the target (claimed on it, or
+ * installed over USB). The heartbeat dispatches.
+ */
+export function mayGetCommandNow(c: Pick<Candidate, 'firmwareKey' | 'online'>, readyGiven: boolean): boolean {
+  return c.firmwareKey !== null && (readyGiven || c.online);
+}
+
+export interface DispatchSelection<C> {
+  /** Already on the target version: completed without a command. */
+  already: C[];
+  /** Their version has no binary (data written around the API): they wait, and the log says why. */
+  noFile: C[];
+  /** Sent now. */
+  send: C[];
+}
+
+/**
+ * Which of the candidates (that may get a command now) are sent now, in their order: not those
+ * already on the target, nor those without a binary, nor those outside their maintenance window
+ * when the deployment respects windows, nor those over the tag limit (at most `max` devices with
+ * the same value of the tag in flight; devices without the tag are not limited). The others
+ * stay queued.
+ */
+export function selectForDispatch<C extends Pick<Candidate, 'firmwareKey' | 'targetVersion' | 'storageKey' | 'desiredConfig' | 'tags'>>(
+  candidates: readonly C[],
+  rules: { now: Date; respectMaintenanceWindow: boolean; tagLimit?: Rollout['max_concurrent_per_tag']; inFlightPerTag?: ReadonlyMap<string, number> },
+): DispatchSelection<C> {
+  const selection: DispatchSelection<C> = { already: [], noFile: [], send: [] };
+  const inFlight = new Map(rules.inFlightPerTag ?? []);
+  const { tagLimit } = rules;
+  for (const c of candidates) {
+    if (c.firmwareKey !== null && c.firmwareKey === versionKey(c.targetVersion)) {
+      selection.already.push(c);
+      continue;
+    }
+    // The API refuses to delete a binary while updates target it.
+    if (!c.storageKey) {
+      selection.noFile.push(c);
+      continue;
+    }
+    if (rules.respectMaintenanceWindow && !insideMaintenanceWindow(rules.now, c.desiredConfig)) continue;
+    if (tagLimit) {
+      const value = c.tags?.[tagLimit.tag];
+      if (value !== undefined) {
+        const n = inFlight.get(value) ?? 0;
+        if (n >= tagLimit.max) continue;
+        inFlight.set(value, n + 1);
+      }
+    }
+    selection.send.push(c);
+  }
+  return selection;
+}
