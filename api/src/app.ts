@@ -29,7 +29,8 @@ import { redisHealthy } from './cluster/redis-connection';
 import { createRestRouter } from '../../rest-facade/src/router';
 import { allRoutes } from '../../rest-facade/src/routes/index';
 import { openApiRoute } from '../../rest-facade/src/routes/openapi.routes';
-import { problem, problemErrorHandler, sendProblem } from '../../rest-facade/src/problem';
+import { problem, problemErrorHandler, sendProblem } from './edge/problem';
+import { CallerRateLimit } from './edge/rate-limit';
 import { seedDemoAccount, type DemoAccount } from './demo-seed';
 import { DatabaseHealth } from './db/database-health';
 import { DeviceBroker } from '../../broker/src/create-broker';
@@ -172,6 +173,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
 
 
   const rateLimiter: RateLimiter = cluster ? createRedisRateLimiter(cluster.commands, config.redisKeyPrefix) : new FlexibleRateLimiter();
+  const rateLimit = new CallerRateLimit(rateLimiter, () => metrics.rateLimited.inc());
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', trustProxySetting(config.trustProxy));
@@ -214,7 +216,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
       apiKeys: services.apiKeys,
       users: services.users,
       idempotency: services.idempotency,
-      rateLimiter,
+      rateLimit,
       metrics,
       logger,
       maxJsonBodyBytes: config.maxJsonBodyBytes,
@@ -241,7 +243,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   const graphql = await createGraphQL({
     services,
     bus,
-    rateLimiter,
+    rateLimit,
     metrics,
     logger,
     maxJsonBodyBytes: config.maxJsonBodyBytes,

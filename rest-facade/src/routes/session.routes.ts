@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { RouteDef } from '../route';
 import type { Services } from '../../../api/src/services';
 import { LoginInput, SESSION_TTL_MS } from '../../../api/src/domain/accounts/user.service';
-import { SESSION_COOKIE, readCookie } from '../authenticate';
+import { SESSION_COOKIE, readCookie } from '../../../api/src/edge/caller';
 import { DomainError } from '../../../api/src/domain/shared/errors';
 
 const SessionSchema = z
