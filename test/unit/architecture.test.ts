@@ -18,7 +18,7 @@ const importsOf = (file: string) => [...readFileSync(path.join(root, file), 'utf
 const resolvesInto = (file: string, spec: string, folder: string) => spec.startsWith('.') && path.resolve(path.dirname(path.join(root, file)), spec).startsWith(path.join(root, folder) + path.sep);
 
 /**
- * The layering the code keeps (docs/architecture.md): SQL only in stores beneath the domain
+ * The layering the code keeps: SQL only in stores beneath the domain
  * services, adapters that never import each other, and a device protocol module that depends
  * on nothing but zod.
  */
@@ -53,6 +53,23 @@ describe('architecture', () => {
       }
     }
     expect(crossings).toEqual([]);
+  });
+
+  it('keeps the device protocol module free of everything but zod', () => {
+    // The protocol is what firmware engineers and the simulator build against: it may not pull in
+    // the domain, the broker or Node. Side-effect imports, re-exports and dynamic imports count too.
+    const specifiers = (file: string) => {
+      const text = readFileSync(path.join(root, file), 'utf8');
+      return [...text.matchAll(/\b(?:from|import)\s*\(?\s*['"]([^'"]+)['"]|\brequire\s*\(\s*['"]([^'"]+)['"]/g)].map((m) => (m[1] ?? m[2])!);
+    };
+    const files = filesUnder('broker/src/protocol');
+    expect(files.length).toBeGreaterThan(0);
+    const foreign = files.flatMap((file) =>
+      specifiers(file)
+        .filter((spec) => spec !== 'zod' && !resolvesInto(file, spec, 'broker/src/protocol'))
+        .map((spec) => `${file} -> ${spec}`),
+    );
+    expect(foreign).toEqual([]);
   });
 });
 
