@@ -27,6 +27,7 @@ import { createIndexedMemoryPersistence } from './retained-index';
 import { DELIVERY_CONCURRENCY, PUBLISH_WINDOW } from './broker-limits';
 import { ReadyNotifier, type ReadyDevice } from './ready-notifier';
 import { forgetDevice } from './forget-device';
+import { configPayload, otaCommandPayload } from './device-messages';
 
 export interface DeviceBrokerOptions {
   auth: DeviceAuthService;
@@ -283,13 +284,12 @@ export class DeviceBroker implements DeviceGateway {
 
   // --- DeviceGateway -------------------------------------------------------------------------
 
-  publishConfig(serial: string, message: { version: number; config: Record<string, unknown> }): Promise<void> {
-    return this.publish({ topic: topics.config(serial), payload: JSON.stringify({ version: message.version, config: message.config }), qos: 1, retain: true });
+  async publishConfig(serial: string, message: { version: number; config: Record<string, unknown> }): Promise<void> {
+    await this.publish({ topic: topics.config(serial), payload: JSON.stringify(configPayload(message)), qos: 1, retain: true });
   }
 
-  publishOta(serial: string, command: OtaCommand): Promise<void> {
-    const { job_id, version, url, sha256, size } = command;
-    return this.publish({ topic: topics.ota(serial), payload: JSON.stringify({ job_id, version, url, sha256, size, signature: command.signature, key_id: command.key_id }), qos: 1, retain: false });
+  async publishOta(serial: string, command: OtaCommand): Promise<void> {
+    await this.publish({ topic: topics.ota(serial), payload: JSON.stringify(otaCommandPayload(command)), qos: 1, retain: false });
   }
 
   /** Closes the serial's connection on this process; with a fingerprint, only if it authenticated with that certificate. */

@@ -40,7 +40,7 @@ describe('OTA hooks of the broker', () => {
     await expect.poll(() => calls.filter((c) => c.kind === 'ready').length).toBe(2);
     const received: string[] = [];
     again.on('message', (_t, p) => received.push(p.toString()));
-    await server.service.services.gateway.publishOta('OTA-1', { job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0', url: 'http://127.0.0.1/fw', sha256: 'a'.repeat(64), size: 10 });
+    await server.service.services.gateway.publishOta('OTA-1', { jobId: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0', url: 'http://127.0.0.1/fw', sha256: 'a'.repeat(64), size: 10 });
     await expect.poll(() => received.length).toBe(1);
     expect(JSON.parse(received[0]!)).toMatchObject({ job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0' });
     await again.endAsync();
@@ -80,7 +80,7 @@ describe('OTA hooks of the broker', () => {
     const dev = await connectDevice(server.service.mqttUrl!, creds);
     await dev.subscribeAsync(topics.ota('OTA-1'), { qos: 1 });
     await dev.endAsync();
-    await server.service.services.gateway.publishOta('OTA-1', { job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0', url: 'http://127.0.0.1/fw', sha256: 'a'.repeat(64), size: 10 });
+    await server.service.services.gateway.publishOta('OTA-1', { jobId: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0', url: 'http://127.0.0.1/fw', sha256: 'a'.repeat(64), size: 10 });
     const received: string[] = [];
     const again = mqtt.connect(server.service.mqttUrl!, deviceOptions(creds));
     again.on('message', (topic) => received.push(topic));
@@ -89,7 +89,7 @@ describe('OTA hooks of the broker', () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(received.filter((t) => t === topics.ota('OTA-1'))).toEqual([]);
     // Live commands still arrive once the connection is ready.
-    await server.service.services.gateway.publishOta('OTA-1', { job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0', url: 'http://127.0.0.1/fw', sha256: 'a'.repeat(64), size: 10 });
+    await server.service.services.gateway.publishOta('OTA-1', { jobId: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0', url: 'http://127.0.0.1/fw', sha256: 'a'.repeat(64), size: 10 });
     await expect.poll(() => received.filter((t) => t === topics.ota('OTA-1')).length).toBe(1);
     await again.endAsync();
   });
@@ -104,8 +104,8 @@ describe('OTA hooks of the broker', () => {
     await expect.poll(() => calls.filter((c) => c.kind === 'progress').length).toBe(before + 2);
     const progress = calls.filter((c) => c.kind === 'progress').slice(-2).map((c) => (c.input as { report: unknown }).report);
     expect(progress).toEqual([
-      { job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', state: 'downloading', progress: 42 },
-      { job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', state: 'failed', error: 'sha256 mismatch' },
+      { jobId: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', state: 'downloading', progress: 42 },
+      { jobId: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', state: 'failed', error: 'sha256 mismatch' },
     ]);
     await dev.endAsync();
   });

@@ -6,7 +6,7 @@ import { buildModel } from '../helpers/factories';
 import { deviceOptions, heartbeat } from '../helpers/mqtt';
 import { topics } from '../../broker/src/protocol/topics';
 import { ManualClock } from '../../api/src/domain/shared/clock';
-import type { OtaCommand } from '../../api/src/domain/devices/device-gateway';
+import type { OtaCommand } from '../../broker/src/protocol/payloads';
 import { claimWithCredentials, uploadFirmware } from './ota-helpers';
 
 type Creds = { serial: string; username: string; password: string };
@@ -104,7 +104,7 @@ describe('OTA: a finished job is not sent again when its device comes back', { t
     await dev.client.endAsync();
     // Published while the device reboots: it waits in the session, as the copy a killed process
     // had stored there and never delivered did.
-    await server.service.services.gateway.publishOta('RP-1', { job_id: job, version: '2.0.0', url: 'http://127.0.0.1/firmware/stale', sha256: command.sha256, size: Number(command.size) });
+    await server.service.services.gateway.publishOta('RP-1', { jobId: job, version: '2.0.0', url: 'http://127.0.0.1/firmware/stale', sha256: command.sha256, size: Number(command.size) });
     const back = await open(c);
     await beat(back.client, 'RP-1', '2.0.0');
     await report(back.client, 'RP-1', { job_id: job, state: 'succeeded' });

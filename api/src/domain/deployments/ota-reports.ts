@@ -76,14 +76,14 @@ items: ProgressItem[],
               CASE WHEN d.firmware IS NULL THEN NULL ELSE d.firmware_key END AS firmware_key
          FROM device_updates u JOIN devices d ON d.id = u.device_id
         WHERE u.id = ANY(?::uuid[]) ORDER BY u.id FOR UPDATE OF u`,
-      [[...new Set(items.map((i) => i.report.job_id))]],
+      [[...new Set(items.map((i) => i.report.jobId))]],
     )).rows as Array<UpdateRef & { state: UpdateState; firmware_key: string | null }>;
     const byId = new Map(rows.map((r) => [r.id, { row: r, state: r.state }]));
     const now = clock.now();
     const steps = new Map<string, StepWrite>();
     const finals = new Map<string, { state: 'succeeded' | 'failed' | 'rolled_back'; error: string | null }>();
     for (const { accountId, deviceId, report } of items) {
-      const entry = byId.get(report.job_id);
+      const entry = byId.get(report.jobId);
       // A job of another device (or account) is as unknown as a made-up one.
       if (!entry || entry.row.device_id !== deviceId || entry.row.account_id !== accountId) {
         ignored.push('unknown_job');

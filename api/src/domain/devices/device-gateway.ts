@@ -5,23 +5,26 @@ import { InProcessDisconnectRequests, type DisconnectRequests } from './disconne
  * the broker starts, so they hold a `DeviceGatewayRef` that the broker fills in when it is up.
  */
 
-/** What the service sends on `devices/{serial}/ota` (decisions.md, device protocol v1). */
+/**
+ * An OTA job for one device: what the broker sends on `devices/{serial}/ota` (the broker maps it
+ * to the protocol's OtaCommand payload).
+ */
 export interface OtaCommand {
-  job_id: string;
+  jobId: string;
   version: string;
   url: string;
   sha256: string;
   size: number;
-  /** base64 Ed25519 signature over the image's SHA-256 digest; only for versions uploaded signed. */
-  signature?: string;
-  /** The key that made `signature` (sent with it). */
-  key_id?: string;
+  /** Versions uploaded signed: base64 Ed25519 signature over the image's SHA-256 digest, and the key that made it. */
+  signature?: { value: string; keyId: string };
 }
 
-/** What a device reports on `devices/{serial}/ota/progress`. */
+export type OtaProgressState = 'downloading' | 'installing' | 'rebooting' | 'succeeded' | 'failed' | 'rolled_back';
+
+/** A step of an OTA job as a device reported it on `devices/{serial}/ota/progress`. */
 export interface OtaProgressReport {
-  job_id: string;
-  state: 'downloading' | 'installing' | 'rebooting' | 'succeeded' | 'failed' | 'rolled_back';
+  jobId: string;
+  state: OtaProgressState;
   progress?: number | undefined;
   error?: string | undefined;
 }
