@@ -34,7 +34,7 @@ import { CallerRateLimit } from './edge/rate-limit';
 import { seedDemoAccount, type DemoAccount } from './demo-seed';
 import { DatabaseHealth } from './db/database-health';
 import { DeviceBroker } from '../../broker/src/create-broker';
-import { createClusterBrokerBackends } from './cluster/aedes-cluster';
+import { createClusterBrokerBackends } from '../../broker/src/cluster/aedes-cluster';
 import { portalStatic } from './http/portal-static';
 import { securityHeaders } from './http/security-headers';
 import { metricsAuth } from './http/metrics-auth';

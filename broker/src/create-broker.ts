@@ -15,8 +15,8 @@ import type { Clock } from '../../api/src/domain/shared/clock';
 import { LISTEN_BACKLOG } from '../../api/src/listen-backlog';
 import { topics } from './protocol/topics';
 import { publishKindFor, maySubscribe, mayReceive } from './hooks/authorize';
-import { capSubscribeQos, guardStoredSubscriptions, removeForeignSubscriptions, MAX_GRANTED_QOS, type SubscriptionStore } from './subscription-guard';
-import { clientOf, persistenceOf } from './aedes-internals';
+import { capSubscribeQos, guardStoredSubscriptions, removeForeignSubscriptions, MAX_GRANTED_QOS } from './subscription-guard';
+import { assertAedesInternals, clientOf, destroyStore, routeOnlyUnconsumed, sessionStoreOf } from './aedes-internals';
 import { makeAuthenticate, makePreConnect } from './hooks/authenticate';
 import { HANDLERS } from './handlers/index';
 import type { HandlerContext } from './handlers/context';
@@ -141,7 +141,8 @@ export class DeviceBroker implements DeviceGateway {
       ...(options.backends ? { mq: options.backends.mq, persistence: options.backends.persistence } : { persistence: createIndexedMemoryPersistence() }),
     };
     const aedes = await Aedes.createBroker(aedesOptions);
-    guardStoredSubscriptions(persistenceOf(aedes) as SubscriptionStore);
+    assertAedesInternals(aedes, options.backends);
+    guardStoredSubscriptions(sessionStoreOf(aedes));
     self = new DeviceBroker(aedes, options);
     self.wire();
     return self;
@@ -150,7 +151,7 @@ export class DeviceBroker implements DeviceGateway {
   /** Removes foreign filters from a shared session store, marks stale "online" rows offline, then starts flushing and sweeping. */
   async start(): Promise<void> {
     if (this.options.backends) {
-      const removed = await removeForeignSubscriptions(persistenceOf(this.aedes) as SubscriptionStore, await this.options.backends.storedSessions());
+      const removed = await removeForeignSubscriptions(sessionStoreOf(this.aedes), await this.options.backends.storedSessions());
       if (removed) this.options.logger.warn({ filters: removed }, 'stored subscriptions outside their device\'s topics removed');
     }
     if (this.options.reconcileAllOnStart ?? true) {
@@ -260,15 +261,7 @@ export class DeviceBroker implements DeviceGateway {
     for (const ws of this.wss.clients) ws.terminate();
     this.wss.close();
     await listenersClosed;
-    // Without a callback aedes-persistence-redis returns its own promise; with one, its wrapper
-    // waits for a 'ready' event that may never come (measured: close hung forever).
-    const persistence = this.options.backends?.persistence as { destroy?: () => unknown } | undefined;
-    if (persistence?.destroy) {
-      await Promise.race([
-        Promise.resolve(persistence.destroy()).catch(() => undefined),
-        new Promise((resolve) => setTimeout(resolve, 2000).unref()),
-      ]);
-    }
+    if (this.options.backends) await destroyStore(this.options.backends.persistence);
     await this.ingest.stop();
   }
 
@@ -328,15 +321,7 @@ export class DeviceBroker implements DeviceGateway {
    * which Aedes writes before it publishes.
    */
   private consumeDeviceReports(): void {
-    // The typings declare only publish(packet, callback); Aedes 1.2 itself takes (packet, client, done).
-    const route = this.aedes.publish.bind(this.aedes) as unknown as (packet: PublishPacket, client: Client | null, done?: (error?: Error) => void) => void;
-    const patched = (packet: PublishPacket, client?: Client | null | ((error?: Error) => void), done?: (error?: Error) => void): void => {
-      if (typeof client === 'function') return route(packet, null, client);
-      if (this.consumed.delete(packet)) return done?.();
-      return route(packet, client ?? null, done);
-    };
-    // Aedes calls `broker.publish(packet, client, done)` for client publishes and Last Wills.
-    (this.aedes as unknown as { publish: typeof patched }).publish = patched;
+    routeOnlyUnconsumed(this.aedes, (packet) => this.consumed.delete(packet));
   }
 
   private clientById(id: string): Client | undefined {
