@@ -10,8 +10,8 @@ import type { Metrics } from '../../api/src/metrics';
 import type { DeviceGateway, OtaCommand, OtaDeviceListener } from '../../api/src/domain/devices/device-gateway';
 import type { DeviceAuthService, DeviceSession } from '../../api/src/domain/devices/device-auth.service';
 import type { PresenceService } from '../../api/src/domain/devices/presence.service';
-import { HeartbeatIngest } from '../../api/src/domain/devices/heartbeat-ingest';
-import type { Clock } from '../../api/src/domain/shared/clock';
+import type { HeartbeatIngest } from '../../api/src/domain/devices/heartbeat-ingest';
+import { InProcessDisconnectRequests, type DisconnectRequest, type DisconnectRequests } from '../../api/src/domain/devices/disconnect-requests';
 import { LISTEN_BACKLOG } from '../../api/src/listen-backlog';
 import { topics } from './protocol/topics';
 import { publishKindFor, maySubscribe, mayReceive } from './hooks/authorize';
@@ -30,14 +30,14 @@ import { forgetDevice } from './forget-device';
 import { configPayload, otaCommandPayload } from './device-messages';
 
 export interface DeviceBrokerOptions {
-  auth: DeviceAuthService;
-  presence: PresenceService;
-  otaListener: () => OtaDeviceListener | undefined;
   metrics: Metrics;
   logger: Logger;
-  clock: Clock;
-  /** Heartbeat flush period (ms, at most 1000). Default 200. */
-  flushIntervalMs?: number;
+  /**
+   * How requests to close a device's session reach every process (Redis in cluster mode). The
+   * broker asks through it (`disconnect`) and, once started, closes what it holds when asked.
+   * Default: this process only.
+   */
+  disconnects?: DisconnectRequests;
   /** How often online devices past their presence deadline are marked offline (ms). Default 5000. */
   sweepIntervalMs?: number;
   /**
@@ -51,6 +51,19 @@ export interface DeviceBrokerOptions {
    * so this is off and the presence sweep settles what a dead process left behind.
    */
   reconcileAllOnStart?: boolean;
+}
+
+/**
+ * The domain the broker serves devices with. The domain reaches devices through the broker (it
+ * is built over it), so the broker gets this when it starts: no connection is taken before.
+ */
+export interface DeviceDomain {
+  auth: Pick<DeviceAuthService, 'authenticate' | 'authenticateCertificate'>;
+  presence: Pick<PresenceService, 'reconcileAfterRestart' | 'sweepTimedOut'>;
+  /** Device news, written in batches; started and, after the last device went, flushed by the broker. */
+  ingest: HeartbeatIngest;
+  /** The OTA engine: ready and heard devices, progress reports (firmware reports come from the ingest). */
+  otaListener: OtaDeviceListener;
 }
 
 /** Per connection, beside Aedes's own client object. */
@@ -78,7 +91,9 @@ interface Connection {
  * to the broker (that backs Aedes's queue up: testing guide). Implements the DeviceGateway seam.
  */
 export class DeviceBroker implements DeviceGateway {
-  readonly ingest: HeartbeatIngest;
+  private domain: DeviceDomain | undefined;
+  private stopDisconnects: (() => void) | undefined;
+  private readonly disconnects: DisconnectRequests;
   private readonly connections = new WeakMap<Client, Connection>();
   /** The current connection of each serial on this process. */
   private readonly current = new Map<string, Client>();
@@ -103,23 +118,16 @@ export class DeviceBroker implements DeviceGateway {
     private readonly aedes: Aedes,
     private readonly options: DeviceBrokerOptions,
   ) {
-    this.ready = new ReadyNotifier(options.otaListener, options.logger, (listener, device) => listener.onDeviceReady(device));
-    this.heard = new ReadyNotifier(options.otaListener, options.logger, (listener, device) => listener.onDeviceHeard(device), 'device heard');
-    this.ingest = new HeartbeatIngest({
-      presence: options.presence,
-      clock: options.clock,
-      logger: options.logger,
-      ...(options.flushIntervalMs !== undefined ? { flushIntervalMs: options.flushIntervalMs } : {}),
-      onFirmwareReported: (reports) => {
-        const listener = options.otaListener();
-        if (!listener) return;
-        listener.onFirmwareReported(reports).catch((err: unknown) => options.logger.error({ err }, 'OTA engine failed on firmware reports'));
-      },
-      onFlushed: ({ rows, ms }) => {
-        options.metrics.heartbeatFlushRows.inc(rows);
-        options.metrics.heartbeatFlushSeconds.observe(ms / 1000);
-      },
-    });
+    this.disconnects = options.disconnects ?? new InProcessDisconnectRequests(options.logger);
+    const listener = () => this.domain?.otaListener;
+    this.ready = new ReadyNotifier(listener, options.logger, (l, device) => l.onDeviceReady(device));
+    this.heard = new ReadyNotifier(listener, options.logger, (l, device) => l.onDeviceHeard(device), 'device heard');
+  }
+
+  /** What the broker serves devices with; only reached from connections, which exist once started. */
+  private get served(): DeviceDomain {
+    if (!this.domain) throw new Error('the device broker is not started');
+    return this.domain;
   }
 
   static async create(options: DeviceBrokerOptions): Promise<DeviceBroker> {
@@ -130,7 +138,7 @@ export class DeviceBroker implements DeviceGateway {
       concurrency: DELIVERY_CONCURRENCY,
       preConnect: makePreConnect(),
       authenticate: makeAuthenticate({
-        auth: options.auth,
+        auth: { authenticate: (input) => self!.served.auth.authenticate(input), authenticateCertificate: (input) => self!.served.auth.authenticateCertificate(input) },
         onAuthenticated: (client, session) => self!.onAuthenticated(client, session),
         onRefused: (client, reason, serial) => self!.onRefused(client, reason, serial),
         logger: options.logger,
@@ -148,29 +156,37 @@ export class DeviceBroker implements DeviceGateway {
     return self;
   }
 
-  /** Removes foreign filters from a shared session store, marks stale "online" rows offline, then starts flushing and sweeping. */
-  async start(): Promise<void> {
+  /**
+   * Serves devices with `domain` from now on: removes foreign filters from a shared session
+   * store, marks stale "online" rows offline, then starts flushing, sweeping and closing the
+   * sessions other processes ask to close. Listen only after this.
+   */
+  async start(domain: DeviceDomain): Promise<void> {
+    if (this.domain) throw new Error('the device broker is already started');
+    this.domain = domain;
     if (this.options.backends) {
       const removed = await removeForeignSubscriptions(sessionStoreOf(this.aedes), await this.options.backends.storedSessions());
       if (removed) this.options.logger.warn({ filters: removed }, 'stored subscriptions outside their device\'s topics removed');
     }
     if (this.options.reconcileAllOnStart ?? true) {
-      const count = await this.options.presence.reconcileAfterRestart({ onlyNodes: null });
+      const count = await domain.presence.reconcileAfterRestart({ onlyNodes: null });
       if (count) this.options.logger.info({ devices: count }, 'devices left online by a previous run marked offline');
     }
-    this.ingest.start();
+    domain.ingest.start();
+    this.stopDisconnects = this.disconnects.subscribe((request) => this.closeSessions(request));
     this.sweepTimer = setInterval(() => void this.sweepNow(), this.options.sweepIntervalMs ?? 5000);
     this.sweepTimer.unref();
   }
 
   /** Marks devices offline whose 3 heartbeat intervals passed (the timer calls it; tests may too). */
   sweepNow(): Promise<void> {
+    const { ingest, presence } = this.served;
     this.sweeping = this.sweeping
       .then(async () => {
         // Pending news first, so a device heard a moment ago is not swept on a stale deadline.
-        await this.ingest.flush();
+        await ingest.flush();
         for (;;) {
-          const { offline, examined } = await this.options.presence.sweepTimedOut(5000);
+          const { offline, examined } = await presence.sweepTimedOut(5000);
           if (offline) this.options.logger.info({ devices: offline }, 'devices marked offline after 3 missed heartbeats');
           if (examined < 5000) break;
         }
@@ -199,7 +215,7 @@ export class DeviceBroker implements DeviceGateway {
   }
 
   private accept(socket: net.Socket): void {
-    if (this.closed) {
+    if (this.closed || !this.domain) {
       socket.destroy();
       return;
     }
@@ -226,7 +242,7 @@ export class DeviceBroker implements DeviceGateway {
 
   /** For the HTTP server's upgrade dispatcher: MQTT over WebSocket on `/mqtt`. */
   readonly handleUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
-    if (this.closed) {
+    if (this.closed || !this.domain) {
       socket.destroy();
       return;
     }
@@ -248,6 +264,7 @@ export class DeviceBroker implements DeviceGateway {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.stopDisconnects?.();
     this.ready.close();
     this.heard.close();
     if (this.sweepTimer) clearInterval(this.sweepTimer);
@@ -262,13 +279,13 @@ export class DeviceBroker implements DeviceGateway {
     this.wss.close();
     await listenersClosed;
     if (this.options.backends) await destroyStore(this.options.backends.persistence);
-    await this.ingest.stop();
+    await this.domain?.ingest.stop();
   }
 
   /** Readiness: listening and not closed; the detail says how much is connected and pending. */
   async health(): Promise<{ ok: boolean; detail?: string }> {
     const listening = this.listeners.every((server) => server.listening) && !this.closed && !this.aedes.closed;
-    return { ok: listening, detail: `${this.current.size} devices connected, ${this.ingest.backlog} with unwritten news` };
+    return { ok: listening, detail: `${this.current.size} devices connected, ${this.domain?.ingest.backlog ?? 0} with unwritten news` };
   }
 
   get connectedCount(): number {
@@ -277,19 +294,28 @@ export class DeviceBroker implements DeviceGateway {
 
   // --- DeviceGateway -------------------------------------------------------------------------
 
+  /** After close, a no-op: the configuration is in the database for the device's next connection. */
   async publishConfig(serial: string, message: { version: number; config: Record<string, unknown> }): Promise<void> {
+    if (this.closed) return;
     await this.publish({ topic: topics.config(serial), payload: JSON.stringify(configPayload(message)), qos: 1, retain: true });
   }
 
   async publishOta(serial: string, command: OtaCommand): Promise<void> {
+    if (this.closed) throw new Error('the device broker is closed');
     await this.publish({ topic: topics.ota(serial), payload: JSON.stringify(otaCommandPayload(command)), qos: 1, retain: false });
   }
 
-  /** Closes the serial's connection on this process; with a fingerprint, only if it authenticated with that certificate. */
+  /** Every process (this one included, once started) closes the serial's sessions. Returns at once. */
   disconnect(serial: string, reason: string, match?: { certificateFingerprint?: string }): void {
+    void this.disconnects.publish({ serial, reason, ...(match?.certificateFingerprint !== undefined ? { certificateFingerprint: match.certificateFingerprint } : {}) });
+  }
+
+  /** Closes the serial's connection on this process; with a fingerprint, only if it authenticated with that certificate. */
+  closeSessions(request: DisconnectRequest): void {
+    const { serial, reason } = request;
     const client = this.clientById(serial);
     if (!client) return;
-    const wanted = match?.certificateFingerprint;
+    const wanted = request.certificateFingerprint;
     if (wanted !== undefined && this.connections.get(client)?.session.certificateFingerprint !== wanted) return;
     this.options.logger.info({ serial, reason }, 'disconnecting device');
     client.close();
@@ -306,8 +332,9 @@ export class DeviceBroker implements DeviceGateway {
 
   readonly publishWindow = PUBLISH_WINDOW;
 
-  forget(serial: string): Promise<void> {
-    return forgetDevice(this.aedes, serial);
+  async forget(serial: string): Promise<void> {
+    if (this.closed) return;
+    await forgetDevice(this.aedes, serial);
   }
 
   // --- internals -----------------------------------------------------------------------------
@@ -375,7 +402,7 @@ export class DeviceBroker implements DeviceGateway {
     if (this.takingOver.get(serial) === client) this.takingOver.delete(serial);
     this.current.set(serial, client);
     this.options.metrics.mqttConnectedDevices.set(this.current.size);
-    this.ingest.connected(deviceId);
+    this.served.ingest.connected(deviceId);
     // Retained configuration: after a restart with in-memory persistence the broker has no
     // retained messages, so the desired one is published again on every connect.
     if (desiredConfigVersion > 0) {
@@ -397,7 +424,7 @@ export class DeviceBroker implements DeviceGateway {
     this.current.delete(serial);
     this.options.metrics.mqttConnectedDevices.set(this.current.size);
     if (this.isBeingTakenOver(serial, client)) return;
-    this.ingest.offline(deviceId, this.closed ? 'shutdown' : conn.keepaliveTimedOut ? 'keepalive_timeout' : 'disconnected');
+    this.served.ingest.offline(deviceId, this.closed ? 'shutdown' : conn.keepaliveTimedOut ? 'keepalive_timeout' : 'disconnected');
   }
 
   private isBeingTakenOver(serial: string, client: Client): boolean {
@@ -464,9 +491,10 @@ export class DeviceBroker implements DeviceGateway {
         return callback(verdict === 'disconnect' ? new Error('flooding') : null);
       }
     }
+    const { ingest, otaListener } = this.served;
     const ctx: HandlerContext = {
-      ingest: this.ingest,
-      otaListener: this.options.otaListener,
+      ingest,
+      otaListener,
       logger: this.options.logger,
       isWill,
       isCurrent: () => this.current.get(serial) === client && !this.isBeingTakenOver(serial, client),

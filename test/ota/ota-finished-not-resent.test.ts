@@ -8,6 +8,7 @@ import { topics } from '../../broker/src/protocol/topics';
 import { ManualClock } from '../../api/src/domain/shared/clock';
 import type { OtaCommand } from '../../broker/src/protocol/payloads';
 import { claimWithCredentials, uploadFirmware } from './ota-helpers';
+import { listenInsteadOfOtaEngine, restoreOtaEngine } from '../helpers/stand-ins';
 
 type Creds = { serial: string; username: string; password: string };
 
@@ -33,7 +34,7 @@ describe('OTA: a finished job is not sent again when its device comes back', { t
     await buildModel(a, 'LX-200');
     for (const v of ['1.0.0', '2.0.0']) await uploadFirmware(a, { model: 'LX-200', version: v, bytes: Buffer.alloc(2000, v), expectStatus: 201 });
   }, 60_000);
-  afterEach(() => server.service.services.otaListener.set(ota()));
+  afterEach(() => restoreOtaEngine(ota()));
   afterAll(async () => {
     await Promise.all(clients.map((c) => c.endAsync(true).catch(() => undefined)));
     await server?.close();
@@ -76,14 +77,16 @@ describe('OTA: a finished job is not sent again when its device comes back', { t
 
   /** The engine stores progress reports `ms` late (a busy engine; the broker acknowledges them only once stored). */
   const slowReports = (ms: number) => {
+    // The engine's own methods, bound before the stand-in covers them.
     const engine = ota();
-    server.service.services.otaListener.set({
-      onDeviceReady: (input) => engine.onDeviceReady(input),
-      onDeviceHeard: (input) => engine.onDeviceHeard(input),
-      onFirmwareReported: (reports) => engine.onFirmwareReported(reports),
+    const own = { ready: engine.onDeviceReady.bind(engine), heard: engine.onDeviceHeard.bind(engine), firmware: engine.onFirmwareReported.bind(engine), progress: engine.onProgress.bind(engine) };
+    listenInsteadOfOtaEngine(engine, {
+      onDeviceReady: (input) => own.ready(input),
+      onDeviceHeard: (input) => own.heard(input),
+      onFirmwareReported: (reports) => own.firmware(reports),
       onProgress: async (input) => {
         await sleep(ms);
-        await engine.onProgress(input);
+        await own.progress(input);
       },
     });
   };

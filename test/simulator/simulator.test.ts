@@ -9,6 +9,7 @@ import { startTestServer, type TestServer, type TestAccount } from '../helpers/t
 import { buildFirmwareVersion, buildModel } from '../helpers/factories';
 import { Fleet, claimDevices, loadCredentials, saveCredentials, makeSerials } from '../../simulator/src/fleet';
 import type { OtaProgressReport } from '../../api/src/domain/devices/device-gateway';
+import { listenInsteadOfOtaEngine } from '../helpers/stand-ins';
 
 /** The simulator engine against a real server: claim flow, configuration, OTA for real. */
 describe('simulator engine', () => {
@@ -28,7 +29,7 @@ describe('simulator engine', () => {
     account = await server.createAccount();
     await buildModel(account, 'Luma-100');
     await buildFirmwareVersion(server, { accountId: account.accountId, model: 'Luma-100', version: '1.0.0' });
-    server.service.services.otaListener.set({
+    listenInsteadOfOtaEngine(server.service.services.ota, {
       onDeviceReady: async ({ serial }) => void ready.add(serial),
       onDeviceHeard: async () => undefined,
       onProgress: async ({ serial, report }) => void progress.push({ serial, report }),
@@ -166,7 +167,7 @@ describe('simulator engine', () => {
     await expect.poll(() => ready.has('UNACKED-000001')).toBe(true);
     const jobId = '5b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a06';
     let refused = 0;
-    server.service.services.otaListener.set({
+    listenInsteadOfOtaEngine(server.service.services.ota, {
       onDeviceReady: async ({ serial }) => void ready.add(serial),
       onDeviceHeard: async () => undefined,
       onFirmwareReported: async () => undefined,
@@ -184,7 +185,7 @@ describe('simulator engine', () => {
       await expect.poll(() => refused, { timeout: 5000 }).toBe(1);
       await expect.poll(() => progress.find((p) => p.serial === 'UNACKED-000001' && p.report.state === 'failed')?.report, { timeout: 15_000 }).toMatchObject({ jobId, error: 'download failed: HTTP 404' });
     } finally {
-      server.service.services.otaListener.set({
+      listenInsteadOfOtaEngine(server.service.services.ota, {
         onDeviceReady: async ({ serial }) => void ready.add(serial),
       onDeviceHeard: async () => undefined,
         onProgress: async ({ serial, report }) => void progress.push({ serial, report }),

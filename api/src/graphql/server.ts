@@ -28,7 +28,7 @@ import { formatGraphQLError, graphQLErrorFor } from './errors';
 import { QUERY_LIMITS, limitValidationRules, rateLimitUnits } from './limits';
 import { nulInOperation } from './input-guards';
 import { LiveViews } from './live/live-views';
-import { createResolvers } from './resolvers/index';
+import { createResolvers, liveReaders } from './resolvers/index';
 import { attachGraphQLWebSocket } from './websocket';
 
 export interface GraphQLDeps {
@@ -51,10 +51,10 @@ export interface GraphQLMount {
   stop(): Promise<void>;
 }
 
-export function buildSchema(live: LiveViews, services: Services): GraphQLSchema {
+export function buildSchema(): GraphQLSchema {
   return makeExecutableSchema({
     typeDefs: loadTypeDefs(),
-    resolvers: [{ DateTime: DateTimeScalar, JSON: JSONScalar }, ...createResolvers(live, services)],
+    resolvers: [{ DateTime: DateTimeScalar, JSON: JSONScalar }, ...createResolvers()],
   });
 }
 
@@ -65,8 +65,8 @@ export function buildSchema(live: LiveViews, services: Services): GraphQLSchema 
  */
 export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLMount> {
   const hub = new LiveEventHub(deps.bus, deps.logger);
-  const live = new LiveViews(hub, deps.logger, () => deps.metrics.liveEventsDropped.inc());
-  const schema = buildSchema(live, deps.services);
+  const live = new LiveViews(hub, liveReaders(deps.services), deps.logger, () => deps.metrics.liveEventsDropped.inc());
+  const schema = buildSchema();
   const formatError = formatGraphQLError(deps.logger);
   const { rateLimit } = deps;
   const ws = attachGraphQLWebSocket({ ...deps, schema, live, formatError });

@@ -9,14 +9,9 @@ export const handleOtaProgress: TopicHandler = (ctx, session, payload) => {
   if (!parsed.ok) return parsed;
   // Job ids are the service's own UUIDs: anything else cannot name a job of this device.
   if (!isUuid(parsed.value.job_id)) return { ok: false, reason: 'invalid' };
-  const listener = ctx.otaListener();
-  if (!listener) {
-    ctx.logger.debug({ serial: session.serial }, 'ota progress received but no OTA engine is registered');
-    return { ok: true };
-  }
   // Acknowledged once the engine stored it: a report acknowledged and then lost with the process
   // (kill -9 within the engine's batching delay) left an update `downloading` until its deadline.
-  const applied = listener.onProgress({
+  const applied = ctx.otaListener.onProgress({
     accountId: session.accountId,
     deviceId: session.deviceId,
     serial: session.serial,
