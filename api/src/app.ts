@@ -196,6 +196,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     maxJsonBodyBytes: config.maxJsonBodyBytes,
     ...(config.publicUrl ? { allowedOrigins: [config.publicUrl] } : {}),
   });
+  let started = false;
   const http = new HttpServer({
     config,
     logger,
@@ -207,6 +208,9 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     graphql: graphql.router,
     upgrades: { '/graphql': graphql.handleUpgrade, '/mqtt': broker.handleUpgrade },
     readiness: {
+      // Not ready before every component started: a load balancer (or a script waiting for the
+      // service) would otherwise reach a process still reconciling devices or seeding its demo.
+      startup: async () => (started ? { ok: true } : { ok: false, detail: 'starting' }),
       ...(cluster ? { redis: async () => ((await redisHealthy(cluster.commands)) ? { ok: true } : { ok: false, detail: 'no PONG within 1 s' }) } : {}),
       broker: async () => broker.health(),
     },
@@ -274,6 +278,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     logger,
   );
   await lifecycle.start();
+  started = true;
   if (config.mqttPort === 'off' && !tlsCredentials) logger.warn('MQTT_PORT=off without TLS: devices can only connect over WebSocket on /mqtt');
   const { port: httpPort, url: httpUrl, publicHost } = http.address;
   logger.info({ httpPort, mqttPort, mqttsPort, tls: Boolean(tlsCredentials), database: database.kind }, 'fleet service started');
