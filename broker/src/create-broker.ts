@@ -91,7 +91,9 @@ interface Connection {
  * to the broker (that backs Aedes's queue up: testing guide). Implements the DeviceGateway seam.
  */
 export class DeviceBroker implements DeviceGateway {
+  /** Set once started: what the broker serves devices with. */
   private domain: DeviceDomain | undefined;
+  private starting = false;
   private stopDisconnects: (() => void) | undefined;
   private readonly disconnects: DisconnectRequests;
   private readonly connections = new WeakMap<Client, Connection>();
@@ -162,8 +164,8 @@ export class DeviceBroker implements DeviceGateway {
    * sessions other processes ask to close. Listen only after this.
    */
   async start(domain: DeviceDomain): Promise<void> {
-    if (this.domain) throw new Error('the device broker is already started');
-    this.domain = domain;
+    if (this.starting) throw new Error('the device broker is already started');
+    this.starting = true;
     if (this.options.backends) {
       const removed = await removeForeignSubscriptions(sessionStoreOf(this.aedes), await this.options.backends.storedSessions());
       if (removed) this.options.logger.warn({ filters: removed }, 'stored subscriptions outside their device\'s topics removed');
@@ -173,6 +175,8 @@ export class DeviceBroker implements DeviceGateway {
       if (count) this.options.logger.info({ devices: count }, 'devices left online by a previous run marked offline');
     }
     domain.ingest.start();
+    // From here on connections are taken (TCP, TLS and /mqtt).
+    this.domain = domain;
     this.stopDisconnects = this.disconnects.subscribe((request) => this.closeSessions(request));
     this.sweepTimer = setInterval(() => void this.sweepNow(), this.options.sweepIntervalMs ?? 5000);
     this.sweepTimer.unref();

@@ -28,7 +28,7 @@ interface Connection {
 }
 
 /**
- * graphql-ws on the HTTP server's `upgrade` (path /graphql, dispatched by app.ts). Auth at
+ * graphql-ws on the HTTP server's `upgrade` (path /graphql, dispatched by http-server.ts). Auth at
  * `connection_init`: `connectionParams.authorization` (Bearer key), else the session cookie of
  * the upgrade request, which is only trusted from the service's own origin (cross-site
  * WebSocket hijacking). Same limits as HTTP; API-key subscribes count against the key's rate

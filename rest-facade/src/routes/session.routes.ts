@@ -27,7 +27,7 @@ export function sessionRoutes(services: Services): RouteDef[] {
       body: LoginInput,
       responses: { 201: { description: 'Logged in', schema: SessionSchema } },
       handler: async ({ body, req, res }) => {
-        // req.ip honours X-Forwarded-For only from a loopback proxy (app.ts, trust proxy).
+        // req.ip honours X-Forwarded-For only from a loopback proxy (http-server.ts, trust proxy).
         const session = await services.users.login(body, { clientAddress: req.ip });
         const secure = req.secure ? '; Secure' : '';
         res.setHeader(
