@@ -1,11 +1,11 @@
-import { PassThrough } from 'node:stream';
+import { PassThrough, type Readable } from 'node:stream';
 import type { Aedes, Client, PublishPacket, SubscribePacket } from 'aedes';
 
 /**
  * Every reach into what Aedes 1.2 (and its Redis backends) do not declare in their typings, in
  * one place: the connection parser, the client map, the publish Aedes routes client messages
- * through, the session store, and the calls of aedes-persistence-redis and mqemitter-redis the
- * cluster glue wraps. The exact aedes version is pinned in package.json;
+ * through, the session store, the retained calls of the memory store that retained-index.ts
+ * wraps, and the calls of aedes-persistence-redis and mqemitter-redis the cluster glue wraps. The exact aedes version is pinned in package.json;
  * `assertAedesInternals` checks at start that every one of these is where this file expects
  * it, and test/broker/aedes-internals.test.ts fails when an upgrade moves any of them.
  */
@@ -80,6 +80,16 @@ export async function destroyStore(persistence: unknown, timeoutMs = 2000): Prom
   await Promise.race([Promise.resolve(store.destroy()).catch(() => undefined), new Promise((resolve) => setTimeout(resolve, timeoutMs).unref())]);
 }
 
+/** The retained-message calls of aedes-persistence's memory store that retained-index.ts wraps. */
+export interface RetainedStore {
+  storeRetained(packet: { topic: string; payload: Buffer | string }, cb?: (err?: Error | null) => void): unknown;
+  createRetainedStreamCombi(patterns: string[]): Readable;
+}
+
+export function retainedStoreOf(persistence: unknown): RetainedStore {
+  return persistence as RetainedStore;
+}
+
 /** aedes-persistence-redis's addSubscriptions: a promise without a callback, the callback style with one. */
 export interface RedisSubscriptionStore {
   addSubscriptions(client: { id: string }, subs: StoredSubscription[], cb?: (err: Error | null, client?: unknown) => void): Promise<unknown> | undefined;
@@ -115,6 +125,7 @@ export function assertAedesInternals(aedes: Aedes, backends?: { mq: unknown; per
   if (typeof raw.publish !== 'function' || (raw.publish as (...args: unknown[]) => unknown).length !== 3) missing.push('aedes.publish(packet, client, done)');
   const store = raw.persistence as Record<string, unknown> | undefined;
   for (const call of SESSION_CALLS) if (typeof store?.[call] !== 'function') missing.push(`aedes.persistence.${call}()`);
+  if (!backends) for (const call of ['storeRetained', 'createRetainedStreamCombi']) if (typeof store?.[call] !== 'function') missing.push(`aedes.persistence.${call}()`);
   // A connection's parser exists from the moment Aedes takes the stream: probed on a stream that
   // is closed at once (it never sends CONNECT, so no hook runs for it).
   const probe = new PassThrough();
