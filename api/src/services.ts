@@ -9,13 +9,12 @@ import { WebhookService } from './domain/webhooks/webhook.service';
 import type { HostResolver } from './domain/webhooks/url-guard';
 import { FleetReadService } from './domain/fleet/fleet-read.service';
 import type { ServerSecret } from './domain/shared/server-secret';
-import { DeviceGatewayRef } from './domain/devices/device-gateway';
+import { NO_BROKER, type DeviceGateway } from './domain/devices/device-gateway';
 import { DeviceService } from './domain/devices/device.service';
 import { ClaimService } from './domain/devices/claim.service';
 import { AllocationService } from './domain/accounts/allocation.service';
 import { DeviceAuthService } from './domain/devices/device-auth.service';
 import { PresenceService } from './domain/devices/presence.service';
-import { OtaListenerRef } from './domain/devices/presence-listeners';
 import { newId } from './domain/shared/ids';
 import { FirmwareStorage } from './domain/firmware/firmware-storage';
 import { FirmwareDownloads } from './domain/firmware/firmware-downloads';
@@ -28,7 +27,6 @@ import { RetentionService, DEFAULT_RETENTION, type RetentionPolicy } from './dom
 import { randomBytes } from 'node:crypto';
 import { DeviceCa, type DeviceCaFiles } from './domain/certificates/device-ca';
 import { DeviceCertificateService } from './domain/certificates/device-certificate.service';
-import type { DisconnectRequests } from './domain/devices/disconnect-requests';
 
 /**
  * The one set of domain services. REST routes, GraphQL resolvers and MQTT handlers are thin
@@ -53,8 +51,8 @@ export interface ServiceOptions {
    * manufacturer's CA; without it one is created once in the database. `days`: DEVICE_CERT_DAYS.
    */
   deviceCertificates?: { caFiles?: DeviceCaFiles | undefined; days?: number | undefined };
-  /** How requests to close a device's session reach every process (cluster: Redis). Default: this process only. */
-  disconnectRequests?: DisconnectRequests;
+  /** How services reach devices: the broker (app.ts builds it first). Default: none (tools). */
+  gateway?: DeviceGateway;
 }
 
 export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) {
@@ -65,8 +63,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) 
   const models = new ModelService(deps);
   const events = new EventLogService(deps);
   const webhooks = new WebhookService(deps, { serverSecret: options.serverSecret, allowPrivate: options.webhookAllowPrivate, resolveHost: options.webhookResolveHost });
-  // Filled in by the broker when it starts (`services.gateway.set(...)`); a no-op until then.
-  const gateway = new DeviceGatewayRef(options.disconnectRequests);
+  const gateway = options.gateway ?? NO_BROKER;
   const allocation = new AllocationService(deps);
   const fleet = new FleetReadService(deps, { allocation });
   const devices = new DeviceService(deps, { gateway });
@@ -85,14 +82,11 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) 
   const deployments = new DeploymentService(deps, { models, engine: ota });
   // Claims schedule their firmware through the deployment service (a deployment of kind `claim`).
   const claims = new ClaimService(deps, { models, allocation, firmware: deployments, certificates, onClaimed: (accountId) => devices.forgetCounts(accountId) });
-  // Device gateway (broker): password checks, presence, heartbeats and applied configuration (batched).
-  // The OTA engine registers itself with `otaListener.set(...)` to hear about devices.
+  // What the broker serves devices with: password checks, presence (the OTA engine hears about devices too).
   const deviceAuth = new DeviceAuthService(deps, { ca: deviceCa });
   const presence = new PresenceService(deps, nodeId);
-  const otaListener = new OtaListenerRef();
-  otaListener.set(ota);
   const retention = new RetentionService(deps, options.retention ?? DEFAULT_RETENTION);
-  return { deviceCa, certificates, retention, apiKeys, users, accounts, idempotency, models, events, webhooks, fleet, gateway, allocation, devices, claims, deviceAuth, presence, otaListener, firmware, signingKeys, firmwareStorage, firmwareDownloads, downloadLinks, deployments, ota };
+  return { deviceCa, certificates, retention, apiKeys, users, accounts, idempotency, models, events, webhooks, fleet, gateway, allocation, devices, claims, deviceAuth, presence, firmware, signingKeys, firmwareStorage, firmwareDownloads, downloadLinks, deployments, ota };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -1,10 +1,17 @@
-import type { Aedes, Client, SubscribePacket } from 'aedes';
+import { PassThrough, type Readable } from 'node:stream';
+import type { Aedes, Client, PublishPacket, SubscribePacket } from 'aedes';
 
 /**
- * Every reach into what Aedes 1.2 does not declare in its typings, in one place: the exact
- * aedes version is pinned in package.json, and test/broker/aedes-internals.test.ts fails when
- * an upgrade moves any of these.
+ * Every reach into what Aedes 1.2 (and its Redis backends) do not declare in their typings, in
+ * one place: the connection parser, the client map, the publish Aedes routes client messages
+ * through, the session store, the retained calls of the memory store that retained-index.ts
+ * wraps, and the calls of aedes-persistence-redis and mqemitter-redis the cluster glue wraps. The exact aedes version is pinned in package.json;
+ * `assertAedesInternals` checks at start that every one of these is where this file expects
+ * it, and test/broker/aedes-internals.test.ts fails when an upgrade moves any of them.
  */
+
+/** The aedes release these reaches were written against. */
+export const AEDES_VERSION_EXPECTED = '1.2.0';
 
 /** The mqtt-packet parser of a connection: every byte read passes through `parse`, every packet through 'packet'. */
 export interface ConnectionParser {
@@ -21,7 +28,121 @@ export function clientOf(aedes: Aedes, id: string): Client | undefined {
   return (aedes as unknown as { clients: Record<string, Client | undefined> }).clients[id];
 }
 
-/** The session store Aedes was given (memory or Redis); `unknown` until a caller names the calls it uses. */
-export function persistenceOf(aedes: Aedes): unknown {
-  return (aedes as unknown as { persistence: unknown }).persistence;
+export interface StoredSubscription {
+  topic: string;
+  qos: number;
+}
+
+/**
+ * The session calls of the store Aedes was given (aedes-persistence in memory,
+ * aedes-persistence-redis in cluster mode) that the broker makes itself.
+ */
+export interface SessionStore {
+  addSubscriptions(client: { id: string }, subs: StoredSubscription[]): Promise<unknown>;
+  removeSubscriptions(client: { id: string }, topics: string[]): Promise<unknown>;
+  subscriptionsByClient(client: { id: string }): Promise<StoredSubscription[] | null | undefined>;
+  cleanSubscriptions(client: { id: string }): Promise<unknown>;
+  outgoingStream(client: { id: string }): AsyncIterable<PublishPacket>;
+  outgoingClearMessageId(client: { id: string }, packet: PublishPacket): Promise<unknown>;
+}
+
+const SESSION_CALLS = ['addSubscriptions', 'removeSubscriptions', 'subscriptionsByClient', 'cleanSubscriptions', 'outgoingStream', 'outgoingClearMessageId'] as const;
+
+/** The session store Aedes was given; the Aedes typings declare no `persistence`. */
+export function sessionStoreOf(aedes: Aedes): SessionStore {
+  return (aedes as unknown as { persistence: SessionStore }).persistence;
+}
+
+/**
+ * Aedes routes what clients publish (and their Last Wills) through `broker.publish(packet,
+ * client, done)`; the typings declare only `publish(packet, done)`. Packets for which
+ * `consumed(packet)` answers true are acknowledged without being routed; everything else, and
+ * every publish of the service itself, is routed as before.
+ */
+export function routeOnlyUnconsumed(aedes: Aedes, consumed: (packet: PublishPacket) => boolean): void {
+  const route = aedes.publish.bind(aedes) as unknown as (packet: PublishPacket, client: Client | null, done?: (error?: Error) => void) => void;
+  const patched = (packet: PublishPacket, client?: Client | null | ((error?: Error) => void), done?: (error?: Error) => void): void => {
+    if (typeof client === 'function') return route(packet, null, client);
+    if (consumed(packet)) return done?.();
+    return route(packet, client ?? null, done);
+  };
+  (aedes as unknown as { publish: typeof patched }).publish = patched;
+}
+
+/**
+ * Closes the store of cluster mode. Without a callback aedes-persistence-redis returns its own
+ * promise; with one, its wrapper waits for a 'ready' event that may never come (measured: close
+ * hung forever). Gives up after `timeoutMs`.
+ */
+export async function destroyStore(persistence: unknown, timeoutMs = 2000): Promise<void> {
+  const store = persistence as { destroy?: () => unknown } | undefined;
+  if (!store?.destroy) return;
+  await Promise.race([Promise.resolve(store.destroy()).catch(() => undefined), new Promise((resolve) => setTimeout(resolve, timeoutMs).unref())]);
+}
+
+/** The retained-message calls of aedes-persistence's memory store that retained-index.ts wraps. */
+export interface RetainedStore {
+  storeRetained(packet: { topic: string; payload: Buffer | string }, cb?: (err?: Error | null) => void): unknown;
+  createRetainedStreamCombi(patterns: string[]): Readable;
+}
+
+export function retainedStoreOf(persistence: unknown): RetainedStore {
+  return persistence as RetainedStore;
+}
+
+/** aedes-persistence-redis's addSubscriptions: a promise without a callback, the callback style with one. */
+export interface RedisSubscriptionStore {
+  addSubscriptions(client: { id: string }, subs: StoredSubscription[], cb?: (err: Error | null, client?: unknown) => void): Promise<unknown> | undefined;
+}
+
+export function redisSubscriptionStore(persistence: unknown): RedisSubscriptionStore {
+  return persistence as RedisSubscriptionStore;
+}
+
+/** What mqemitter-redis's MQEmitterRedisPrefix has beyond MQEmitter's declared API. */
+export interface RedisEmitterInternals {
+  emit(packet: { topic: string }, done?: (err?: Error) => void): void;
+  /** MQEmitter's own emit (this process's subscribers only), saved by mqemitter-redis. */
+  _emit(packet: { topic: string }, done?: (err?: Error) => void): void;
+  /** mqemitter-redis re-emits connection errors here; with no listener they would crash the process. */
+  state: { on(event: 'error', listener: (error: Error) => void): void };
+}
+
+export function redisEmitterInternals(mq: unknown): RedisEmitterInternals {
+  return mq as RedisEmitterInternals;
+}
+
+/**
+ * Checks that every reach above finds what it expects on this Aedes instance, its store and
+ * (in cluster mode) its emitter; throws naming the installed aedes version when one does not,
+ * so an upgrade fails at start instead of silently unguarding the broker.
+ */
+export function assertAedesInternals(aedes: Aedes, backends?: { mq: unknown; persistence: unknown }): void {
+  const missing: string[] = [];
+  const raw = aedes as unknown as Record<string, unknown>;
+  if (!raw.clients || typeof raw.clients !== 'object') missing.push('aedes.clients (the client map)');
+  // publish(packet, client, done): the three-argument form client publishes are routed through.
+  if (typeof raw.publish !== 'function' || (raw.publish as (...args: unknown[]) => unknown).length !== 3) missing.push('aedes.publish(packet, client, done)');
+  const store = raw.persistence as Record<string, unknown> | undefined;
+  for (const call of SESSION_CALLS) if (typeof store?.[call] !== 'function') missing.push(`aedes.persistence.${call}()`);
+  if (!backends) for (const call of ['storeRetained', 'createRetainedStreamCombi']) if (typeof store?.[call] !== 'function') missing.push(`aedes.persistence.${call}()`);
+  // A connection's parser exists from the moment Aedes takes the stream: probed on a stream that
+  // is closed at once (it never sends CONNECT, so no hook runs for it).
+  const probe = new PassThrough();
+  try {
+    const parser = parserOf(aedes.handle(probe));
+    if (typeof parser?.parse !== 'function' || typeof parser.prependListener !== 'function') missing.push('client._parser (the connection parser)');
+  } finally {
+    probe.destroy();
+  }
+  if (backends) {
+    const mq = backends.mq as Partial<RedisEmitterInternals> | undefined;
+    if (typeof mq?._emit !== 'function' || typeof mq.state?.on !== 'function') missing.push('mqemitter-redis _emit() and state');
+    if (typeof (backends.persistence as Partial<RedisSubscriptionStore> | undefined)?.addSubscriptions !== 'function') missing.push('aedes-persistence-redis addSubscriptions()');
+  }
+  if (missing.length > 0) {
+    throw new Error(
+      `aedes ${typeof raw.version === 'string' ? raw.version : '(unknown version)'} does not have what the device broker reaches into (broker/src/aedes-internals.ts, written for aedes ${AEDES_VERSION_EXPECTED}): ${missing.join(', ')}`,
+    );
+  }
 }

@@ -10,13 +10,13 @@ import type { Metrics } from '../../api/src/metrics';
 import type { DeviceGateway, OtaCommand, OtaDeviceListener } from '../../api/src/domain/devices/device-gateway';
 import type { DeviceAuthService, DeviceSession } from '../../api/src/domain/devices/device-auth.service';
 import type { PresenceService } from '../../api/src/domain/devices/presence.service';
-import { HeartbeatIngest } from '../../api/src/domain/devices/heartbeat-ingest';
-import type { Clock } from '../../api/src/domain/shared/clock';
+import type { HeartbeatIngest } from '../../api/src/domain/devices/heartbeat-ingest';
+import { InProcessDisconnectRequests, type DisconnectRequest, type DisconnectRequests } from '../../api/src/domain/devices/disconnect-requests';
 import { LISTEN_BACKLOG } from '../../api/src/listen-backlog';
 import { topics } from './protocol/topics';
 import { publishKindFor, maySubscribe, mayReceive } from './hooks/authorize';
-import { capSubscribeQos, guardStoredSubscriptions, removeForeignSubscriptions, MAX_GRANTED_QOS, type SubscriptionStore } from './subscription-guard';
-import { clientOf, persistenceOf } from './aedes-internals';
+import { capSubscribeQos, guardStoredSubscriptions, removeForeignSubscriptions, MAX_GRANTED_QOS } from './subscription-guard';
+import { assertAedesInternals, clientOf, destroyStore, routeOnlyUnconsumed, sessionStoreOf } from './aedes-internals';
 import { makeAuthenticate, makePreConnect } from './hooks/authenticate';
 import { HANDLERS } from './handlers/index';
 import type { HandlerContext } from './handlers/context';
@@ -27,16 +27,17 @@ import { createIndexedMemoryPersistence } from './retained-index';
 import { DELIVERY_CONCURRENCY, PUBLISH_WINDOW } from './broker-limits';
 import { ReadyNotifier, type ReadyDevice } from './ready-notifier';
 import { forgetDevice } from './forget-device';
+import { configPayload, otaCommandPayload } from './device-messages';
 
 export interface DeviceBrokerOptions {
-  auth: DeviceAuthService;
-  presence: PresenceService;
-  otaListener: () => OtaDeviceListener | undefined;
   metrics: Metrics;
   logger: Logger;
-  clock: Clock;
-  /** Heartbeat flush period (ms, at most 1000). Default 200. */
-  flushIntervalMs?: number;
+  /**
+   * How requests to close a device's session reach every process (Redis in cluster mode). The
+   * broker asks through it (`disconnect`) and, once started, closes what it holds when asked.
+   * Default: this process only.
+   */
+  disconnects?: DisconnectRequests;
   /** How often online devices past their presence deadline are marked offline (ms). Default 5000. */
   sweepIntervalMs?: number;
   /**
@@ -50,6 +51,19 @@ export interface DeviceBrokerOptions {
    * so this is off and the presence sweep settles what a dead process left behind.
    */
   reconcileAllOnStart?: boolean;
+}
+
+/**
+ * The domain the broker serves devices with. The domain reaches devices through the broker (it
+ * is built over it), so the broker gets this when it starts: no connection is taken before.
+ */
+export interface DeviceDomain {
+  auth: Pick<DeviceAuthService, 'authenticate' | 'authenticateCertificate'>;
+  presence: Pick<PresenceService, 'reconcileAfterRestart' | 'sweepTimedOut'>;
+  /** Device news, written in batches; started and, after the last device went, flushed by the broker. */
+  ingest: HeartbeatIngest;
+  /** The OTA engine: ready and heard devices, progress reports (firmware reports come from the ingest). */
+  otaListener: OtaDeviceListener;
 }
 
 /** Per connection, beside Aedes's own client object. */
@@ -77,7 +91,11 @@ interface Connection {
  * to the broker (that backs Aedes's queue up: testing guide). Implements the DeviceGateway seam.
  */
 export class DeviceBroker implements DeviceGateway {
-  readonly ingest: HeartbeatIngest;
+  /** Set once started: what the broker serves devices with. */
+  private domain: DeviceDomain | undefined;
+  private starting = false;
+  private stopDisconnects: (() => void) | undefined;
+  private readonly disconnects: DisconnectRequests;
   private readonly connections = new WeakMap<Client, Connection>();
   /** The current connection of each serial on this process. */
   private readonly current = new Map<string, Client>();
@@ -102,23 +120,16 @@ export class DeviceBroker implements DeviceGateway {
     private readonly aedes: Aedes,
     private readonly options: DeviceBrokerOptions,
   ) {
-    this.ready = new ReadyNotifier(options.otaListener, options.logger, (listener, device) => listener.onDeviceReady(device));
-    this.heard = new ReadyNotifier(options.otaListener, options.logger, (listener, device) => listener.onDeviceHeard(device), 'device heard');
-    this.ingest = new HeartbeatIngest({
-      presence: options.presence,
-      clock: options.clock,
-      logger: options.logger,
-      ...(options.flushIntervalMs !== undefined ? { flushIntervalMs: options.flushIntervalMs } : {}),
-      onFirmwareReported: (reports) => {
-        const listener = options.otaListener();
-        if (!listener) return;
-        listener.onFirmwareReported(reports).catch((err: unknown) => options.logger.error({ err }, 'OTA engine failed on firmware reports'));
-      },
-      onFlushed: ({ rows, ms }) => {
-        options.metrics.heartbeatFlushRows.inc(rows);
-        options.metrics.heartbeatFlushSeconds.observe(ms / 1000);
-      },
-    });
+    this.disconnects = options.disconnects ?? new InProcessDisconnectRequests(options.logger);
+    const listener = () => this.domain?.otaListener;
+    this.ready = new ReadyNotifier(listener, options.logger, (l, device) => l.onDeviceReady(device));
+    this.heard = new ReadyNotifier(listener, options.logger, (l, device) => l.onDeviceHeard(device), 'device heard');
+  }
+
+  /** What the broker serves devices with; only reached from connections, which exist once started. */
+  private get served(): DeviceDomain {
+    if (!this.domain) throw new Error('the device broker is not started');
+    return this.domain;
   }
 
   static async create(options: DeviceBrokerOptions): Promise<DeviceBroker> {
@@ -129,7 +140,7 @@ export class DeviceBroker implements DeviceGateway {
       concurrency: DELIVERY_CONCURRENCY,
       preConnect: makePreConnect(),
       authenticate: makeAuthenticate({
-        auth: options.auth,
+        auth: { authenticate: (input) => self!.served.auth.authenticate(input), authenticateCertificate: (input) => self!.served.auth.authenticateCertificate(input) },
         onAuthenticated: (client, session) => self!.onAuthenticated(client, session),
         onRefused: (client, reason, serial) => self!.onRefused(client, reason, serial),
         logger: options.logger,
@@ -140,35 +151,46 @@ export class DeviceBroker implements DeviceGateway {
       ...(options.backends ? { mq: options.backends.mq, persistence: options.backends.persistence } : { persistence: createIndexedMemoryPersistence() }),
     };
     const aedes = await Aedes.createBroker(aedesOptions);
-    guardStoredSubscriptions(persistenceOf(aedes) as SubscriptionStore);
+    assertAedesInternals(aedes, options.backends);
+    guardStoredSubscriptions(sessionStoreOf(aedes));
     self = new DeviceBroker(aedes, options);
     self.wire();
     return self;
   }
 
-  /** Removes foreign filters from a shared session store, marks stale "online" rows offline, then starts flushing and sweeping. */
-  async start(): Promise<void> {
+  /**
+   * Serves devices with `domain` from now on: removes foreign filters from a shared session
+   * store, marks stale "online" rows offline, then starts flushing, sweeping and closing the
+   * sessions other processes ask to close. Listen only after this.
+   */
+  async start(domain: DeviceDomain): Promise<void> {
+    if (this.starting) throw new Error('the device broker is already started');
+    this.starting = true;
     if (this.options.backends) {
-      const removed = await removeForeignSubscriptions(persistenceOf(this.aedes) as SubscriptionStore, await this.options.backends.storedSessions());
+      const removed = await removeForeignSubscriptions(sessionStoreOf(this.aedes), await this.options.backends.storedSessions());
       if (removed) this.options.logger.warn({ filters: removed }, 'stored subscriptions outside their device\'s topics removed');
     }
     if (this.options.reconcileAllOnStart ?? true) {
-      const count = await this.options.presence.reconcileAfterRestart({ onlyNodes: null });
+      const count = await domain.presence.reconcileAfterRestart({ onlyNodes: null });
       if (count) this.options.logger.info({ devices: count }, 'devices left online by a previous run marked offline');
     }
-    this.ingest.start();
+    domain.ingest.start();
+    // From here on connections are taken (TCP, TLS and /mqtt).
+    this.domain = domain;
+    this.stopDisconnects = this.disconnects.subscribe((request) => this.closeSessions(request));
     this.sweepTimer = setInterval(() => void this.sweepNow(), this.options.sweepIntervalMs ?? 5000);
     this.sweepTimer.unref();
   }
 
   /** Marks devices offline whose 3 heartbeat intervals passed (the timer calls it; tests may too). */
   sweepNow(): Promise<void> {
+    const { ingest, presence } = this.served;
     this.sweeping = this.sweeping
       .then(async () => {
         // Pending news first, so a device heard a moment ago is not swept on a stale deadline.
-        await this.ingest.flush();
+        await ingest.flush();
         for (;;) {
-          const { offline, examined } = await this.options.presence.sweepTimedOut(5000);
+          const { offline, examined } = await presence.sweepTimedOut(5000);
           if (offline) this.options.logger.info({ devices: offline }, 'devices marked offline after 3 missed heartbeats');
           if (examined < 5000) break;
         }
@@ -197,7 +219,7 @@ export class DeviceBroker implements DeviceGateway {
   }
 
   private accept(socket: net.Socket): void {
-    if (this.closed) {
+    if (this.closed || !this.domain) {
       socket.destroy();
       return;
     }
@@ -224,7 +246,7 @@ export class DeviceBroker implements DeviceGateway {
 
   /** For the HTTP server's upgrade dispatcher: MQTT over WebSocket on `/mqtt`. */
   readonly handleUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
-    if (this.closed) {
+    if (this.closed || !this.domain) {
       socket.destroy();
       return;
     }
@@ -246,6 +268,7 @@ export class DeviceBroker implements DeviceGateway {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.stopDisconnects?.();
     this.ready.close();
     this.heard.close();
     if (this.sweepTimer) clearInterval(this.sweepTimer);
@@ -259,22 +282,14 @@ export class DeviceBroker implements DeviceGateway {
     for (const ws of this.wss.clients) ws.terminate();
     this.wss.close();
     await listenersClosed;
-    // Without a callback aedes-persistence-redis returns its own promise; with one, its wrapper
-    // waits for a 'ready' event that may never come (measured: close hung forever).
-    const persistence = this.options.backends?.persistence as { destroy?: () => unknown } | undefined;
-    if (persistence?.destroy) {
-      await Promise.race([
-        Promise.resolve(persistence.destroy()).catch(() => undefined),
-        new Promise((resolve) => setTimeout(resolve, 2000).unref()),
-      ]);
-    }
-    await this.ingest.stop();
+    if (this.options.backends) await destroyStore(this.options.backends.persistence);
+    await this.domain?.ingest.stop();
   }
 
   /** Readiness: listening and not closed; the detail says how much is connected and pending. */
   async health(): Promise<{ ok: boolean; detail?: string }> {
     const listening = this.listeners.every((server) => server.listening) && !this.closed && !this.aedes.closed;
-    return { ok: listening, detail: `${this.current.size} devices connected, ${this.ingest.backlog} with unwritten news` };
+    return { ok: listening, detail: `${this.current.size} devices connected, ${this.domain?.ingest.backlog ?? 0} with unwritten news` };
   }
 
   get connectedCount(): number {
@@ -283,20 +298,28 @@ export class DeviceBroker implements DeviceGateway {
 
   // --- DeviceGateway -------------------------------------------------------------------------
 
-  publishConfig(serial: string, message: { version: number; config: Record<string, unknown> }): Promise<void> {
-    return this.publish({ topic: topics.config(serial), payload: JSON.stringify({ version: message.version, config: message.config }), qos: 1, retain: true });
+  /** After close, a no-op: the configuration is in the database for the device's next connection. */
+  async publishConfig(serial: string, message: { version: number; config: Record<string, unknown> }): Promise<void> {
+    if (this.closed) return;
+    await this.publish({ topic: topics.config(serial), payload: JSON.stringify(configPayload(message)), qos: 1, retain: true });
   }
 
-  publishOta(serial: string, command: OtaCommand): Promise<void> {
-    const { job_id, version, url, sha256, size } = command;
-    return this.publish({ topic: topics.ota(serial), payload: JSON.stringify({ job_id, version, url, sha256, size, signature: command.signature, key_id: command.key_id }), qos: 1, retain: false });
+  async publishOta(serial: string, command: OtaCommand): Promise<void> {
+    if (this.closed) throw new Error('the device broker is closed');
+    await this.publish({ topic: topics.ota(serial), payload: JSON.stringify(otaCommandPayload(command)), qos: 1, retain: false });
+  }
+
+  /** Every process (this one included, once started) closes the serial's sessions. Returns at once. */
+  disconnect(serial: string, reason: string, match?: { certificateFingerprint?: string }): void {
+    void this.disconnects.publish({ serial, reason, ...(match?.certificateFingerprint !== undefined ? { certificateFingerprint: match.certificateFingerprint } : {}) });
   }
 
   /** Closes the serial's connection on this process; with a fingerprint, only if it authenticated with that certificate. */
-  disconnect(serial: string, reason: string, match?: { certificateFingerprint?: string }): void {
+  closeSessions(request: DisconnectRequest): void {
+    const { serial, reason } = request;
     const client = this.clientById(serial);
     if (!client) return;
-    const wanted = match?.certificateFingerprint;
+    const wanted = request.certificateFingerprint;
     if (wanted !== undefined && this.connections.get(client)?.session.certificateFingerprint !== wanted) return;
     this.options.logger.info({ serial, reason }, 'disconnecting device');
     client.close();
@@ -313,8 +336,9 @@ export class DeviceBroker implements DeviceGateway {
 
   readonly publishWindow = PUBLISH_WINDOW;
 
-  forget(serial: string): Promise<void> {
-    return forgetDevice(this.aedes, serial);
+  async forget(serial: string): Promise<void> {
+    if (this.closed) return;
+    await forgetDevice(this.aedes, serial);
   }
 
   // --- internals -----------------------------------------------------------------------------
@@ -328,15 +352,7 @@ export class DeviceBroker implements DeviceGateway {
    * which Aedes writes before it publishes.
    */
   private consumeDeviceReports(): void {
-    // The typings declare only publish(packet, callback); Aedes 1.2 itself takes (packet, client, done).
-    const route = this.aedes.publish.bind(this.aedes) as unknown as (packet: PublishPacket, client: Client | null, done?: (error?: Error) => void) => void;
-    const patched = (packet: PublishPacket, client?: Client | null | ((error?: Error) => void), done?: (error?: Error) => void): void => {
-      if (typeof client === 'function') return route(packet, null, client);
-      if (this.consumed.delete(packet)) return done?.();
-      return route(packet, client ?? null, done);
-    };
-    // Aedes calls `broker.publish(packet, client, done)` for client publishes and Last Wills.
-    (this.aedes as unknown as { publish: typeof patched }).publish = patched;
+    routeOnlyUnconsumed(this.aedes, (packet) => this.consumed.delete(packet));
   }
 
   private clientById(id: string): Client | undefined {
@@ -390,7 +406,7 @@ export class DeviceBroker implements DeviceGateway {
     if (this.takingOver.get(serial) === client) this.takingOver.delete(serial);
     this.current.set(serial, client);
     this.options.metrics.mqttConnectedDevices.set(this.current.size);
-    this.ingest.connected(deviceId);
+    this.served.ingest.connected(deviceId);
     // Retained configuration: after a restart with in-memory persistence the broker has no
     // retained messages, so the desired one is published again on every connect.
     if (desiredConfigVersion > 0) {
@@ -412,7 +428,7 @@ export class DeviceBroker implements DeviceGateway {
     this.current.delete(serial);
     this.options.metrics.mqttConnectedDevices.set(this.current.size);
     if (this.isBeingTakenOver(serial, client)) return;
-    this.ingest.offline(deviceId, this.closed ? 'shutdown' : conn.keepaliveTimedOut ? 'keepalive_timeout' : 'disconnected');
+    this.served.ingest.offline(deviceId, this.closed ? 'shutdown' : conn.keepaliveTimedOut ? 'keepalive_timeout' : 'disconnected');
   }
 
   private isBeingTakenOver(serial: string, client: Client): boolean {
@@ -479,9 +495,10 @@ export class DeviceBroker implements DeviceGateway {
         return callback(verdict === 'disconnect' ? new Error('flooding') : null);
       }
     }
+    const { ingest, otaListener } = this.served;
     const ctx: HandlerContext = {
-      ingest: this.ingest,
-      otaListener: this.options.otaListener,
+      ingest,
+      otaListener,
       logger: this.options.logger,
       isWill,
       isCurrent: () => this.current.get(serial) === client && !this.isBeingTakenOver(serial, client),

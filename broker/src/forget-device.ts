@@ -1,13 +1,6 @@
 import type { Aedes, PublishPacket } from 'aedes';
 import { topics } from './protocol/topics';
-import { persistenceOf } from './aedes-internals';
-
-/** The session calls of aedes-persistence (memory and Redis) used here; the Aedes typings declare no `persistence`. */
-interface SessionStore {
-  cleanSubscriptions(client: { id: string }): Promise<void>;
-  outgoingStream(client: { id: string }): AsyncIterable<PublishPacket>;
-  outgoingClearMessageId(client: { id: string }, packet: PublishPacket): Promise<unknown>;
-}
+import { sessionStoreOf } from './aedes-internals';
 
 /**
  * Forgets what the broker keeps for an unclaimed serial: its persistent session (subscriptions
@@ -16,7 +9,7 @@ interface SessionStore {
  * (test/broker/config.test.ts), and a device that keeps the highest version kept it.
  */
 export async function forgetDevice(aedes: Aedes, serial: string): Promise<void> {
-  const persistence = persistenceOf(aedes) as SessionStore;
+  const persistence = sessionStoreOf(aedes);
   const session = { id: serial };
   // Subscriptions first, so the deleting publish below is not queued for the old session.
   await persistence.cleanSubscriptions(session);

@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import memoryPersistence from 'aedes-persistence';
+import { retainedStoreOf } from './aedes-internals';
 
 /**
  * Aedes's in-memory persistence answers every SUBSCRIBE by scanning ALL retained messages with a
@@ -11,21 +12,18 @@ import memoryPersistence from 'aedes-persistence';
  */
 export function createIndexedMemoryPersistence(): unknown {
   type Packet = { topic: string; payload: Buffer | string };
-  type Store = {
-    storeRetained(packet: Packet, cb?: (err?: Error | null) => void): unknown;
-    createRetainedStreamCombi(patterns: string[]): Readable;
-  };
-  const persistence = memoryPersistence() as unknown as Store;
+  const persistence = memoryPersistence();
+  const store = retainedStoreOf(persistence);
   const byTopic = new Map<string, Packet>();
-  const storeRetained = persistence.storeRetained.bind(persistence);
-  const combi = persistence.createRetainedStreamCombi.bind(persistence);
-  persistence.storeRetained = (packet, cb) => {
+  const storeRetained = store.storeRetained.bind(store);
+  const combi = store.createRetainedStreamCombi.bind(store);
+  store.storeRetained = (packet, cb) => {
     // Same semantics as the store: an empty payload deletes the retained message [MQTT-3.3.1-10].
     if (packet.payload.length === 0) byTopic.delete(packet.topic);
     else byTopic.set(packet.topic, { ...packet });
     return storeRetained(packet, cb);
   };
-  persistence.createRetainedStreamCombi = (patterns) => {
+  store.createRetainedStreamCombi = (patterns) => {
     if (patterns.some((p) => p.includes('+') || p.includes('#'))) return combi(patterns);
     const found = patterns.map((p) => byTopic.get(p)).filter((p): p is Packet => p !== undefined);
     return Readable.from(found);

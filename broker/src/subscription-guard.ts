@@ -1,21 +1,12 @@
 import type { Client } from 'aedes';
 import { maySubscribe } from './hooks/authorize';
-import { parserOf } from './aedes-internals';
+import { parserOf, type SessionStore, type StoredSubscription } from './aedes-internals';
 
 /** The service publishes at QoS 1 at most (docs/device-protocol.md "QoS"). */
 export const MAX_GRANTED_QOS = 1;
 
-interface StoredSubscription {
-  topic: string;
-  qos: number;
-}
-
-/** The subscription calls of aedes-persistence (memory) and aedes-persistence-redis used here. */
-export interface SubscriptionStore {
-  addSubscriptions(client: { id: string }, subs: StoredSubscription[]): Promise<unknown>;
-  removeSubscriptions(client: { id: string }, topics: string[]): Promise<unknown>;
-  subscriptionsByClient(client: { id: string }): Promise<StoredSubscription[] | null | undefined>;
-}
+/** The subscription calls of the session store used here. */
+export type SubscriptionStore = Pick<SessionStore, 'addSubscriptions' | 'removeSubscriptions' | 'subscriptionsByClient'>;
 
 /** The filters of a persistent session that the topic ACL allows its device, at QoS 1 at most. */
 export function allowedSubscriptions(clientId: string, subs: readonly StoredSubscription[]): StoredSubscription[] {

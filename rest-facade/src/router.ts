@@ -1,12 +1,13 @@
 import express, { type Request, type Response, type NextFunction, type Router } from 'express';
 import type { RouteDef, RouteResult } from './route';
-import { authenticateRequest, type HttpCaller } from './authenticate';
-import { problem, sendProblem, toProblem, zodToFieldErrors, problemErrorHandler } from './problem';
+import { authenticateCaller, credentialsOf, requireCsrfFor, type Caller } from '../../api/src/edge/caller';
+import type { CallerRateLimit } from '../../api/src/edge/rate-limit';
+import { problem, sendProblem, zodToFieldErrors, problemErrorHandler } from '../../api/src/edge/problem';
+import { findNul } from '../../api/src/edge/nul-guard';
 import { DomainError } from '../../api/src/domain/shared/errors';
 import type { ApiKeyService } from '../../api/src/domain/accounts/api-key.service';
 import type { UserService } from '../../api/src/domain/accounts/user.service';
 import type { IdempotencyService } from '../../api/src/domain/shared/idempotency.service';
-import type { RateLimiter } from '../../api/src/rate-limit/rate-limiter';
 import type { Metrics } from '../../api/src/metrics';
 import type { Logger } from '../../api/src/logger';
 
@@ -14,7 +15,7 @@ export interface RestRouterDeps {
   apiKeys: ApiKeyService;
   users: UserService;
   idempotency: IdempotencyService;
-  rateLimiter: RateLimiter;
+  rateLimit: CallerRateLimit;
   metrics: Metrics;
   logger: Logger;
   maxJsonBodyBytes: number;
@@ -39,17 +40,15 @@ export function createRestRouter(routes: RouteDef[], deps: RestRouterDeps): Rout
         deps.metrics.httpDuration.observe({ method: route.method, route: route.path }, Number(process.hrtime.bigint() - started) / 1e9);
       });
       try {
-        let caller: HttpCaller | undefined;
+        let caller: Caller | undefined;
         if (route.auth !== 'public') {
-          caller = await authenticateRequest(req, deps);
-          if (caller.rateLimitPerMinute !== undefined && caller.actor.apiKeyId) {
-            const decision = await deps.rateLimiter.consume(caller.actor.apiKeyId, caller.rateLimitPerMinute);
-            res.setHeader('RateLimit-Limit', String(decision.limit));
-            res.setHeader('RateLimit-Remaining', String(decision.remaining));
-            res.setHeader('RateLimit-Reset', String(decision.resetSeconds));
-            if (!decision.allowed) {
-              deps.metrics.rateLimited.inc();
-              sendProblem(res, problem('rate_limited', `Rate limit of ${decision.limit} requests per minute exceeded.`), decision.resetSeconds);
+          caller = await authenticateCaller(credentialsOf(req), deps);
+          requireCsrfFor(req.method, caller);
+          const charge = await deps.rateLimit.charge(caller);
+          if (charge) {
+            for (const [name, value] of charge.headers) res.setHeader(name, value);
+            if (!charge.allowed) {
+              sendProblem(res, problem('rate_limited', charge.message), charge.retryAfterSeconds);
               return;
             }
           }
@@ -111,24 +110,6 @@ function send(res: Response, result: RouteResult): void {
   else res.status(result.status).json(result.body);
 }
 
-/** Path of the first string (or key) holding U+0000, or null. Iterative: bodies may nest deeply. */
-export function findNul(value: unknown, root: string): string | null {
-  const stack: Array<[unknown, string]> = [[value, root]];
-  while (stack.length > 0) {
-    const [current, path] = stack.pop()!;
-    if (typeof current === 'string') {
-      if (current.includes('\u0000')) return path;
-    } else if (current && typeof current === 'object') {
-      for (const [key, child] of Object.entries(current)) {
-        const childPath = path ? `${path}.${key}` : key;
-        if (key.includes('\u0000')) return childPath;
-        stack.push([child, childPath]);
-      }
-    }
-  }
-  return null;
-}
-
 function parsePart(schema: RouteDef['params'], value: unknown, prefix: string): unknown {
   if (!schema) return value;
   const parsed = schema.safeParse(value ?? {});
@@ -140,4 +121,3 @@ function parsePart(schema: RouteDef['params'], value: unknown, prefix: string): 
   return parsed.data;
 }
 
-export { toProblem };

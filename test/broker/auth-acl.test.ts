@@ -83,7 +83,7 @@ describe('MQTT authentication and ACL', () => {
     await other.subscribeAsync([topics.ota(b.serial), topics.config(b.serial)], { qos: 1 });
     const received = collect(other);
     await server.service.services.gateway.publishConfig(b.serial, { version: 1, config: { dim_level: 40 } });
-    await server.service.services.gateway.publishOta(b.serial, { job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0', url: 'http://127.0.0.1/x', sha256: 'a'.repeat(64), size: 1 });
+    await server.service.services.gateway.publishOta(b.serial, { jobId: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0', url: 'http://127.0.0.1/x', sha256: 'a'.repeat(64), size: 1 });
     await other.publishAsync(topics.heartbeat(b.serial), heartbeat(), { qos: 1 });
     await expect.poll(() => received.some((m) => m.topic === topics.ota(b.serial)) && received.some((m) => m.payload.includes('"dim_level":40')), { timeout: 3000 }).toBe(true);
     // Give a wrongly granted subscription every chance to deliver before asserting silence.

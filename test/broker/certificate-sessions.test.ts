@@ -4,6 +4,7 @@ import { claimForMqtt, connectDevice, type DeviceCreds } from '../helpers/mqtt';
 import { DeviceBroker } from '../../broker/src/create-broker';
 import { DeviceAuthService, type DeviceAuthResult } from '../../api/src/domain/devices/device-auth.service';
 import { createMetrics } from '../../api/src/metrics';
+import { HeartbeatIngest } from '../../api/src/domain/devices/heartbeat-ingest';
 
 const CERTIFICATE = 'c'.repeat(64);
 
@@ -32,14 +33,13 @@ describe('closing the sessions of one certificate', () => {
     creds = await claimForMqtt(server, account, ['SESS-CERT', 'SESS-PASS'], { firmware: null });
     const { services, logger, clock, database } = server.service;
     const deps = { knex: database.knex, logger, clock };
-    marked = await DeviceBroker.create({
+    marked = await DeviceBroker.create({ metrics: createMetrics(), logger, reconcileAllOnStart: false });
+    await marked.start({
       auth: new CertificateMarkingAuth(deps),
       presence: services.presence,
-      otaListener: () => undefined,
-      metrics: createMetrics(),
-      logger,
-      clock,
-      reconcileAllOnStart: false,
+      ingest: new HeartbeatIngest({ presence: services.presence, clock, logger }),
+      // This broker's devices need no OTA engine.
+      otaListener: { onDeviceReady: async () => undefined, onDeviceHeard: async () => undefined, onProgress: async () => undefined, onFirmwareReported: async () => undefined },
     });
     markedUrl = `mqtt://127.0.0.1:${await marked.listenTcp(0, '127.0.0.1')}`;
   }, 180_000);

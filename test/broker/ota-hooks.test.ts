@@ -4,6 +4,7 @@ import mqtt from 'mqtt';
 import { claimForMqtt, connectDevice, deviceOptions, heartbeat, type DeviceCreds } from '../helpers/mqtt';
 import { topics } from '../../broker/src/protocol/topics';
 import type { OtaDeviceListener } from '../../api/src/domain/devices/device-gateway';
+import { listenInsteadOfOtaEngine } from '../helpers/stand-ins';
 
 /** The hooks the OTA engine plugs into: device ready and heard, progress reports, firmware reports; and OTA delivery. */
 describe('OTA hooks of the broker', () => {
@@ -22,7 +23,7 @@ describe('OTA hooks of the broker', () => {
     server = await startTestServer();
     account = await server.createAccount();
     [creds] = (await claimForMqtt(server, account, ['OTA-1'])) as [DeviceCreds];
-    server.service.services.otaListener.set(listener);
+    listenInsteadOfOtaEngine(server.service.services.ota, listener);
     // Generous: the embedded database starts slowly on a busy machine.
   }, 180_000);
   afterAll(async () => server?.close());
@@ -40,7 +41,7 @@ describe('OTA hooks of the broker', () => {
     await expect.poll(() => calls.filter((c) => c.kind === 'ready').length).toBe(2);
     const received: string[] = [];
     again.on('message', (_t, p) => received.push(p.toString()));
-    await server.service.services.gateway.publishOta('OTA-1', { job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0', url: 'http://127.0.0.1/fw', sha256: 'a'.repeat(64), size: 10 });
+    await server.service.services.gateway.publishOta('OTA-1', { jobId: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0', url: 'http://127.0.0.1/fw', sha256: 'a'.repeat(64), size: 10 });
     await expect.poll(() => received.length).toBe(1);
     expect(JSON.parse(received[0]!)).toMatchObject({ job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0' });
     await again.endAsync();
@@ -49,7 +50,7 @@ describe('OTA hooks of the broker', () => {
   it('hears a device once per connection: ready, its first heartbeat in, and the reports it sent before that heartbeat stored', async () => {
     const JOB = '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11';
     let store: () => void = () => undefined;
-    server.service.services.otaListener.set({ ...listener, onProgress: () => new Promise<void>((resolve) => (store = resolve)) });
+    listenInsteadOfOtaEngine(server.service.services.ota, { ...listener, onProgress: () => new Promise<void>((resolve) => (store = resolve)) });
     const gateway = server.service.services.gateway;
     const heard = () => calls.filter((c) => c.kind === 'heard');
     const before = heard().length;
@@ -72,7 +73,7 @@ describe('OTA hooks of the broker', () => {
       await dev.endAsync();
       expect(gateway.heardSinceConnect('OTA-1')).toBe(false);
     } finally {
-      server.service.services.otaListener.set(listener);
+      listenInsteadOfOtaEngine(server.service.services.ota, listener);
     }
   });
 
@@ -80,7 +81,7 @@ describe('OTA hooks of the broker', () => {
     const dev = await connectDevice(server.service.mqttUrl!, creds);
     await dev.subscribeAsync(topics.ota('OTA-1'), { qos: 1 });
     await dev.endAsync();
-    await server.service.services.gateway.publishOta('OTA-1', { job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0', url: 'http://127.0.0.1/fw', sha256: 'a'.repeat(64), size: 10 });
+    await server.service.services.gateway.publishOta('OTA-1', { jobId: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0', url: 'http://127.0.0.1/fw', sha256: 'a'.repeat(64), size: 10 });
     const received: string[] = [];
     const again = mqtt.connect(server.service.mqttUrl!, deviceOptions(creds));
     again.on('message', (topic) => received.push(topic));
@@ -89,7 +90,7 @@ describe('OTA hooks of the broker', () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(received.filter((t) => t === topics.ota('OTA-1'))).toEqual([]);
     // Live commands still arrive once the connection is ready.
-    await server.service.services.gateway.publishOta('OTA-1', { job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0', url: 'http://127.0.0.1/fw', sha256: 'a'.repeat(64), size: 10 });
+    await server.service.services.gateway.publishOta('OTA-1', { jobId: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0', url: 'http://127.0.0.1/fw', sha256: 'a'.repeat(64), size: 10 });
     await expect.poll(() => received.filter((t) => t === topics.ota('OTA-1')).length).toBe(1);
     await again.endAsync();
   });
@@ -104,8 +105,8 @@ describe('OTA hooks of the broker', () => {
     await expect.poll(() => calls.filter((c) => c.kind === 'progress').length).toBe(before + 2);
     const progress = calls.filter((c) => c.kind === 'progress').slice(-2).map((c) => (c.input as { report: unknown }).report);
     expect(progress).toEqual([
-      { job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', state: 'downloading', progress: 42 },
-      { job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', state: 'failed', error: 'sha256 mismatch' },
+      { jobId: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', state: 'downloading', progress: 42 },
+      { jobId: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', state: 'failed', error: 'sha256 mismatch' },
     ]);
     await dev.endAsync();
   });
@@ -115,7 +116,7 @@ describe('OTA hooks of the broker', () => {
     let store: () => void = () => undefined;
     let refuse: (err: Error) => void = () => undefined;
     let reports = 0;
-    server.service.services.otaListener.set({
+    listenInsteadOfOtaEngine(server.service.services.ota, {
       ...listener,
       onProgress: () =>
         new Promise<void>((resolve, reject) => {
@@ -147,27 +148,27 @@ describe('OTA hooks of the broker', () => {
       await closed;
       dev.end(true);
     } finally {
-      server.service.services.otaListener.set(listener);
+      listenInsteadOfOtaEngine(server.service.services.ota, listener);
     }
   });
 
   it('reports firmware after the heartbeat is persisted: when it changed, and while an update is in progress', async () => {
     const dev = await connectDevice(server.service.mqttUrl!, creds);
     await dev.publishAsync(topics.heartbeat('OTA-1'), heartbeat({ firmware: '1.0.0' }), { qos: 1 });
-    await server.service.broker.ingest.flush();
+    await server.service.ingest.flush();
     const firmware = () => calls.filter((c) => c.kind === 'firmware').flatMap((c) => c.input as Array<{ firmware: string; previous: string | null }>);
     await expect.poll(() => firmware().length).toBe(1);
     expect(firmware()[0]).toMatchObject({ serial: 'OTA-1', firmware: '1.0.0', previous: null });
     // Same version, nothing in progress: nothing to report.
     await dev.publishAsync(topics.heartbeat('OTA-1'), heartbeat({ firmware: '1.0.0' }), { qos: 1 });
-    await server.service.broker.ingest.flush();
+    await server.service.ingest.flush();
     // An update in progress: every heartbeat is reported (a heartbeat on the target version completes it).
     await server.service.database.knex('devices').where({ serial: 'OTA-1' }).update({ current_update_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11' });
     await dev.publishAsync(topics.heartbeat('OTA-1'), heartbeat({ firmware: '1.0.0' }), { qos: 1 });
-    await server.service.broker.ingest.flush();
+    await server.service.ingest.flush();
     await expect.poll(() => firmware().length).toBe(2);
     await dev.publishAsync(topics.heartbeat('OTA-1'), heartbeat({ firmware: '1.1.0' }), { qos: 1 });
-    await server.service.broker.ingest.flush();
+    await server.service.ingest.flush();
     await expect.poll(() => firmware().length).toBe(3);
     expect(firmware()[2]).toMatchObject({ firmware: '1.1.0', previous: '1.0.0' });
     await dev.endAsync();

@@ -30,7 +30,7 @@ describe('heartbeats and presence', () => {
   const device = async (serial: string) => (await account.api.get(`/api/v1/devices/${serial}`)).body;
   const history = async (serial: string) => ((await account.api.get(`/api/v1/devices/${serial}/history`)).body.events as Array<{ type: string; data: Record<string, unknown> }>);
   const outbox = (serial: string) => server.service.database.knex('events').where({ subject: serial }).orderBy('seq').select('type', 'data');
-  const flush = () => server.service.broker.ingest.flush();
+  const flush = () => server.service.ingest.flush();
 
   it('a heartbeat makes the device online with its ip, firmware and telemetry; history and outbox record it', async () => {
     expect((await device('P-HB')).status).toBe('offline');
@@ -167,8 +167,7 @@ describe('heartbeats and presence', () => {
     await flush();
     expect((await device('P-RESTART')).status).toBe('online');
     // A crash (kill -9) leaves the row online: the process never saw the disconnect.
-    const stopBroker = server.service.broker;
-    stopBroker.ingest.offline = () => undefined;
+    server.service.ingest.offline = () => undefined;
     await server.restart();
     dev.end(true);
     expect(await device('P-RESTART')).toMatchObject({ status: 'offline', connectivity: 'offline' });

@@ -5,36 +5,10 @@ import { ApiClient } from '../helpers/api-client';
 import { connectDevice, refusalCode, type DeviceCreds } from '../helpers/mqtt';
 import { makeCsr, peerCertificate } from '../helpers/certificates';
 import type { FleetService } from '../../api/src/app';
-import type { DeviceGateway } from '../../api/src/domain/devices/device-gateway';
+import type { DisconnectRequest } from '../../api/src/domain/devices/disconnect-requests';
 
 const availability = await clusterAvailable();
 if (!availability.ok) console.log(`cluster disconnect tests skipped: ${availability.why}`);
-
-/** Node 1's broker, with a record of what it was asked to close. */
-class RecordingGateway implements DeviceGateway {
-  disconnects: Array<{ serial: string; reason: string; certificateFingerprint?: string | undefined }> = [];
-  constructor(private readonly real: DeviceGateway) {}
-  publishConfig(serial: string, message: { version: number; config: Record<string, unknown> }) {
-    return this.real.publishConfig(serial, message);
-  }
-  publishOta() {
-    return Promise.resolve();
-  }
-  disconnect(serial: string, reason: string, match?: { certificateFingerprint?: string }) {
-    this.disconnects.push({ serial, reason, certificateFingerprint: match?.certificateFingerprint });
-    this.real.disconnect(serial, reason, match);
-  }
-  forget(serial: string) {
-    return this.real.forget(serial);
-  }
-  heardSinceConnect(serial: string) {
-    return this.real.heardSinceConnect(serial);
-  }
-  isConnected(serial: string) {
-    return this.real.isConnected(serial);
-  }
-  readonly publishWindow = 10;
-}
 
 /**
  * A device holds its MQTT connection on one process; the API call that must end it may land on
@@ -107,8 +81,13 @@ describe.skipIf(!availability.ok)('device sessions close on every process of a c
     const certificate = peerCertificate(issued.body.certificate);
     expect((await node1.services.deviceAuth.authenticateCertificate({ clientId: 'CL-CERT-1', username: undefined, certificate })).ok).toBe(true);
 
-    const gateway1 = new RecordingGateway(node1.broker);
-    node1.services.gateway.set(gateway1);
+    // What node 1's broker is asked to close, whichever process asked.
+    const closes: DisconnectRequest[] = [];
+    const closeSessions = node1.broker.closeSessions.bind(node1.broker);
+    node1.broker.closeSessions = (request) => {
+      closes.push(request);
+      closeSessions(request);
+    };
     try {
       // A password session of the same device is not the revoked certificate's: it stays.
       const client = await connectedToNode1(creds);
@@ -116,13 +95,13 @@ describe.skipIf(!availability.ok)('device sessions close on every process of a c
       expect(revoked.status).toBe(200);
       expect(await node1.services.deviceAuth.authenticateCertificate({ clientId: 'CL-CERT-1', username: undefined, certificate })).toEqual({ ok: false, reason: 'certificate_revoked' });
       await expect
-        .poll(() => gateway1.disconnects)
+        .poll(() => closes)
         .toContainEqual({ serial: 'CL-CERT-1', reason: 'certificate revoked', certificateFingerprint: issued.body.fingerprint_sha256 });
       await new Promise((resolve) => setTimeout(resolve, 200));
       expect(client.connected).toBe(true);
       await client.endAsync();
     } finally {
-      node1.services.gateway.set(node1.broker);
+      delete (node1.broker as unknown as Record<string, unknown>).closeSessions;
     }
   });
 });

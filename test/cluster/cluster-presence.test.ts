@@ -37,7 +37,7 @@ describe.skipIf(!availability.ok)('presence across two processes', () => {
     console.log(`cluster closed in ${Date.now() - started} ms`);
   });
 
-  const flushAll = () => Promise.all(cluster.nodes.map((n) => n.broker.ingest.flush()));
+  const flushAll = () => Promise.all(cluster.nodes.map((n) => n.ingest.flush()));
   const status = async () => (await api.get('/api/v1/devices/CLUSTER-P1')).body as { status: string; connectivity: string };
 
   it('stays online when it moves to the other process, in either flush order', async () => {
@@ -53,11 +53,11 @@ describe.skipIf(!availability.ok)('presence across two processes', () => {
       // The takeover closes the connection on process 1 (Aedes clustering by client id).
       expect(await closed(first)).toBe(true);
       if (order === 'new-first') {
-        await n2!.broker.ingest.flush();
-        await n1!.broker.ingest.flush();
+        await n2!.ingest.flush();
+        await n1!.ingest.flush();
       } else {
-        await n1!.broker.ingest.flush();
-        await n2!.broker.ingest.flush();
+        await n1!.ingest.flush();
+        await n2!.ingest.flush();
       }
       expect(await status()).toMatchObject({ connectivity: 'online', status: 'online' });
       first.end(true);

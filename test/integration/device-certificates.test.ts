@@ -13,36 +13,10 @@ import { ServerSecret, loadServerSecret } from '../../api/src/domain/shared/serv
 import { DomainError } from '../../api/src/domain/shared/errors';
 import { loadConfig } from '../../api/src/config';
 import { x509 } from '../../api/src/domain/certificates/x509';
-import type { DeviceGateway } from '../../api/src/domain/devices/device-gateway';
+import { recordGateway } from '../helpers/stand-ins';
 import {
   makeCsr, tamperCsr, peerCertificate, foreignCertificate, opensslAvailable, opensslCsr, opensslVerifyClient, writeCaFiles, type TestKeyType,
 } from '../helpers/certificates';
-
-/** Records the disconnects the services ask for, and passes them on to the real broker. */
-class RecordingGateway implements DeviceGateway {
-  disconnects: Array<{ serial: string; reason: string; certificateFingerprint?: string | undefined }> = [];
-  constructor(private readonly real: DeviceGateway) {}
-  publishConfig(serial: string, message: { version: number; config: Record<string, unknown> }) {
-    return this.real.publishConfig(serial, message);
-  }
-  publishOta() {
-    return Promise.resolve();
-  }
-  disconnect(serial: string, reason: string, match?: { certificateFingerprint?: string }) {
-    this.disconnects.push({ serial, reason, certificateFingerprint: match?.certificateFingerprint });
-    this.real.disconnect(serial, reason, match);
-  }
-  forget(serial: string) {
-    return this.real.forget(serial);
-  }
-  heardSinceConnect(serial: string) {
-    return this.real.heardSinceConnect(serial);
-  }
-  isConnected(serial: string) {
-    return this.real.isConnected(serial);
-  }
-  readonly publishWindow = 10;
-}
 
 const sha256 = (der: Buffer) => createHash('sha256').update(der).digest('hex');
 
@@ -208,8 +182,7 @@ describe('device certificates: device CA, CSR signing, listing, revocation, cert
     const kept = await a.api.post('/api/v1/devices/CERT-5/certificates', { csr: (await makeCsr()).pem });
     const certificate = peerCertificate(issued.body.certificate);
     expect((await auth().authenticateCertificate({ clientId: 'CERT-5', username: undefined, certificate })).ok).toBe(true);
-    const gateway = new RecordingGateway(server.service.broker);
-    server.service.services.gateway.set(gateway);
+    const gateway = recordGateway(server.service.services.gateway, { passThrough: true });
     try {
       expect((await viewer.delete(`/api/v1/devices/CERT-5/certificates/${issued.body.fingerprint_sha256}`)).status).toBe(403);
       expect((await b.api.delete(`/api/v1/devices/CERT-5/certificates/${issued.body.fingerprint_sha256}`)).status).toBe(404);
@@ -239,7 +212,7 @@ describe('device certificates: device CA, CSR signing, listing, revocation, cert
       const history = (await a.api.get('/api/v1/devices/CERT-5/history')).body.events as Array<{ type: string }>;
       expect(history.filter((e) => e.type === 'certificate_revoked')).toHaveLength(1);
     } finally {
-      server.service.services.gateway.set(server.service.broker);
+      gateway.restore();
     }
   });
 

@@ -1,40 +1,19 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { buildFirmwareVersion, buildModel, claimDevices } from '../helpers/factories';
-import type { DeviceGateway } from '../../api/src/domain/devices/device-gateway';
 import { sha256Hex } from '../../api/src/domain/shared/secrets';
-
-/** Records what the services asked the broker to do. */
-class RecordingGateway implements DeviceGateway {
-  configs: Array<{ serial: string; version: number; config: Record<string, unknown> }> = [];
-  disconnects: Array<{ serial: string; reason: string }> = [];
-  async publishConfig(serial: string, message: { version: number; config: Record<string, unknown> }) {
-    this.configs.push({ serial, ...message });
-  }
-  async publishOta() {}
-  disconnect(serial: string, reason: string) {
-    this.disconnects.push({ serial, reason });
-  }
-  async forget() {}
-  isConnected() {
-    return false;
-  }
-  heardSinceConnect() {
-    return false;
-  }
-  readonly publishWindow = 10;
-}
+import { recordGateway, type GatewayRecording } from '../helpers/stand-ins';
 
 describe('one device: read, configure, history, credentials, unclaim', () => {
   let server: TestServer;
   let a: TestAccount;
   let b: TestAccount;
   let viewer: TestAccount['api'];
-  const gateway = new RecordingGateway();
+  let gateway: GatewayRecording;
 
   beforeAll(async () => {
     server = await startTestServer();
-    server.service.services.gateway.set(gateway);
+    gateway = recordGateway(server.service.services.gateway, { passThrough: false });
     a = await server.createAccount();
     b = await server.createAccount();
     await buildModel(a, 'LX-200');

@@ -115,7 +115,7 @@ describe.skipIf(!canRun)('TLS for people and devices', () => {
     const { stdout } = await run('mosquitto_sub', [...common, '-t', topics.config('TLS-MOSQ'), '-C', '1', '-W', '10']);
     expect(JSON.parse(stdout).config.dim_level).toBe(42);
     await run('mosquitto_pub', [...common, '-t', topics.heartbeat('TLS-MOSQ'), '-m', heartbeat({ firmware: '3.1.4', ip: '10.9.9.9' })]);
-    await server.service.broker.ingest.flush();
+    await server.service.ingest.flush();
     expect(await api('GET', '/api/v1/devices/TLS-MOSQ')).toMatchObject({ firmware: '3.1.4', ip: '10.9.9.9' });
     // A wrong password over TLS is refused like over plain MQTT.
     await expect(run('mosquitto_pub', [...common.slice(0, -3), '-P', 'wrong', '-q', '1', '-t', topics.heartbeat('TLS-MOSQ'), '-m', '{}'])).rejects.toThrow();

@@ -6,8 +6,9 @@ import { buildModel } from '../helpers/factories';
 import { deviceOptions, heartbeat } from '../helpers/mqtt';
 import { topics } from '../../broker/src/protocol/topics';
 import { ManualClock } from '../../api/src/domain/shared/clock';
-import type { OtaCommand } from '../../api/src/domain/devices/device-gateway';
+import type { OtaCommand } from '../../broker/src/protocol/payloads';
 import { claimWithCredentials, uploadFirmware } from './ota-helpers';
+import { listenInsteadOfOtaEngine, restoreOtaEngine } from '../helpers/stand-ins';
 
 type Creds = { serial: string; username: string; password: string };
 
@@ -33,7 +34,7 @@ describe('OTA: a finished job is not sent again when its device comes back', { t
     await buildModel(a, 'LX-200');
     for (const v of ['1.0.0', '2.0.0']) await uploadFirmware(a, { model: 'LX-200', version: v, bytes: Buffer.alloc(2000, v), expectStatus: 201 });
   }, 60_000);
-  afterEach(() => server.service.services.otaListener.set(ota()));
+  afterEach(() => restoreOtaEngine(ota()));
   afterAll(async () => {
     await Promise.all(clients.map((c) => c.endAsync(true).catch(() => undefined)));
     await server?.close();
@@ -76,14 +77,16 @@ describe('OTA: a finished job is not sent again when its device comes back', { t
 
   /** The engine stores progress reports `ms` late (a busy engine; the broker acknowledges them only once stored). */
   const slowReports = (ms: number) => {
+    // The engine's own methods, bound before the stand-in covers them.
     const engine = ota();
-    server.service.services.otaListener.set({
-      onDeviceReady: (input) => engine.onDeviceReady(input),
-      onDeviceHeard: (input) => engine.onDeviceHeard(input),
-      onFirmwareReported: (reports) => engine.onFirmwareReported(reports),
+    const own = { ready: engine.onDeviceReady.bind(engine), heard: engine.onDeviceHeard.bind(engine), firmware: engine.onFirmwareReported.bind(engine), progress: engine.onProgress.bind(engine) };
+    listenInsteadOfOtaEngine(engine, {
+      onDeviceReady: (input) => own.ready(input),
+      onDeviceHeard: (input) => own.heard(input),
+      onFirmwareReported: (reports) => own.firmware(reports),
       onProgress: async (input) => {
         await sleep(ms);
-        await engine.onProgress(input);
+        await own.progress(input);
       },
     });
   };
@@ -104,7 +107,7 @@ describe('OTA: a finished job is not sent again when its device comes back', { t
     await dev.client.endAsync();
     // Published while the device reboots: it waits in the session, as the copy a killed process
     // had stored there and never delivered did.
-    await server.service.services.gateway.publishOta('RP-1', { job_id: job, version: '2.0.0', url: 'http://127.0.0.1/firmware/stale', sha256: command.sha256, size: Number(command.size) });
+    await server.service.services.gateway.publishOta('RP-1', { jobId: job, version: '2.0.0', url: 'http://127.0.0.1/firmware/stale', sha256: command.sha256, size: Number(command.size) });
     const back = await open(c);
     await beat(back.client, 'RP-1', '2.0.0');
     await report(back.client, 'RP-1', { job_id: job, state: 'succeeded' });

@@ -9,6 +9,7 @@ import { startTestServer, type TestServer, type TestAccount } from '../helpers/t
 import { buildFirmwareVersion, buildModel } from '../helpers/factories';
 import { Fleet, claimDevices, loadCredentials, saveCredentials, makeSerials } from '../../simulator/src/fleet';
 import type { OtaProgressReport } from '../../api/src/domain/devices/device-gateway';
+import { listenInsteadOfOtaEngine } from '../helpers/stand-ins';
 
 /** The simulator engine against a real server: claim flow, configuration, OTA for real. */
 describe('simulator engine', () => {
@@ -28,7 +29,7 @@ describe('simulator engine', () => {
     account = await server.createAccount();
     await buildModel(account, 'Luma-100');
     await buildFirmwareVersion(server, { accountId: account.accountId, model: 'Luma-100', version: '1.0.0' });
-    server.service.services.otaListener.set({
+    listenInsteadOfOtaEngine(server.service.services.ota, {
       onDeviceReady: async ({ serial }) => void ready.add(serial),
       onDeviceHeard: async () => undefined,
       onProgress: async ({ serial, report }) => void progress.push({ serial, report }),
@@ -106,7 +107,7 @@ describe('simulator engine', () => {
     await fleet.start();
     await expect.poll(() => ready.has('OTA-000001')).toBe(true);
     const jobId = '0b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a01';
-    const command = { job_id: jobId, version: '1.1.0', url: `${filesUrl}/fw.bin`, sha256, size: image.length };
+    const command = { jobId, version: '1.1.0', url: `${filesUrl}/fw.bin`, sha256, size: image.length };
     await server.service.services.gateway.publishOta('OTA-000001', command);
     await expect.poll(() => fleet.devices[0]!.outcomes.succeeded, { timeout: 10_000 }).toBe(1);
     const states = progress.filter((p) => p.serial === 'OTA-000001').map((p) => p.report.state);
@@ -116,7 +117,7 @@ describe('simulator engine', () => {
     await expect.poll(() => progress.filter((p) => p.serial === 'OTA-000001').map((p) => p.report.state)).toEqual(expect.arrayContaining(['downloading', 'installing', 'rebooting', 'succeeded']));
     await expect.poll(async () => (await device('OTA-000001')).firmware, { timeout: 5000 }).toBe('1.1.0');
     // QoS 1 redelivery of the same job: repeated final word, no second install.
-    expect(await fleet.devices[0]!.runOta(command)).toBe('duplicate');
+    expect(await fleet.devices[0]!.runOta({ job_id: jobId, version: command.version, url: command.url, sha256, size: image.length })).toBe('duplicate');
     expect(fleet.devices[0]!.outcomes.succeeded).toBe(1);
   });
 
@@ -125,7 +126,7 @@ describe('simulator engine', () => {
     await fleet.start();
     await expect.poll(() => ready.has('HOLD-000001')).toBe(true);
     fleet.holdDownloads();
-    await server.service.services.gateway.publishOta('HOLD-000001', { job_id: '4b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a05', version: '1.1.0', url: `${filesUrl}/fw.bin`, sha256, size: image.length });
+    await server.service.services.gateway.publishOta('HOLD-000001', { jobId: '4b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a05', version: '1.1.0', url: `${filesUrl}/fw.bin`, sha256, size: image.length });
     await expect.poll(() => fleet.stats().commandsReceived).toBe(1);
     await new Promise((r) => setTimeout(r, 500));
     expect(progress.filter((p) => p.serial === 'HOLD-000001')).toEqual([]);
@@ -139,7 +140,7 @@ describe('simulator engine', () => {
     const fleet = await newFleet('RESUME', 1);
     await fleet.start();
     await expect.poll(() => ready.has('RESUME-000001')).toBe(true);
-    await server.service.services.gateway.publishOta('RESUME-000001', { job_id: '2b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a03', version: '1.2.0', url: `${filesUrl}/flaky.bin`, sha256, size: image.length });
+    await server.service.services.gateway.publishOta('RESUME-000001', { jobId: '2b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a03', version: '1.2.0', url: `${filesUrl}/flaky.bin`, sha256, size: image.length });
     await expect.poll(() => fleet.devices[0]!.outcomes.succeeded, { timeout: 15_000 }).toBe(1);
     expect(rangeHeaders).toEqual([undefined, `bytes=${image.length / 2}-`]);
     expect(fleet.devices[0]!.outcomes.failed).toBe(0);
@@ -151,13 +152,13 @@ describe('simulator engine', () => {
     await fleet.start();
     await expect.poll(() => ready.has('LOST-000001')).toBe(true);
     const jobId = '3b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a04';
-    await server.service.services.gateway.publishOta('LOST-000001', { job_id: jobId, version: '1.2.0', url: `${filesUrl}/slow-404.bin`, sha256, size: image.length });
+    await server.service.services.gateway.publishOta('LOST-000001', { jobId: jobId, version: '1.2.0', url: `${filesUrl}/slow-404.bin`, sha256, size: image.length });
     await expect.poll(() => fleet.devices[0]!.updating).toBe(true);
     // The connection drops while the download is under way; the link then answers 404 (final).
     fleet.devices[0]!.dropConnection();
     await expect.poll(() => fleet.devices[0]!.outcomes.failed, { timeout: 5000 }).toBe(1);
     expect(fleet.devices[0]!.connected).toBe(false);
-    await expect.poll(() => progress.find((p) => p.serial === 'LOST-000001' && p.report.state === 'failed')?.report, { timeout: 15_000 }).toMatchObject({ job_id: jobId, error: 'download failed: HTTP 404' });
+    await expect.poll(() => progress.find((p) => p.serial === 'LOST-000001' && p.report.state === 'failed')?.report, { timeout: 15_000 }).toMatchObject({ jobId, error: 'download failed: HTTP 404' });
   });
 
   it('sends a report again on its next connection when the service closed the last one without acknowledging it', async () => {
@@ -166,7 +167,7 @@ describe('simulator engine', () => {
     await expect.poll(() => ready.has('UNACKED-000001')).toBe(true);
     const jobId = '5b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a06';
     let refused = 0;
-    server.service.services.otaListener.set({
+    listenInsteadOfOtaEngine(server.service.services.ota, {
       onDeviceReady: async ({ serial }) => void ready.add(serial),
       onDeviceHeard: async () => undefined,
       onFirmwareReported: async () => undefined,
@@ -180,11 +181,11 @@ describe('simulator engine', () => {
       },
     });
     try {
-      await server.service.services.gateway.publishOta('UNACKED-000001', { job_id: jobId, version: '1.2.0', url: `${filesUrl}/slow-404.bin`, sha256, size: image.length });
+      await server.service.services.gateway.publishOta('UNACKED-000001', { jobId: jobId, version: '1.2.0', url: `${filesUrl}/slow-404.bin`, sha256, size: image.length });
       await expect.poll(() => refused, { timeout: 5000 }).toBe(1);
-      await expect.poll(() => progress.find((p) => p.serial === 'UNACKED-000001' && p.report.state === 'failed')?.report, { timeout: 15_000 }).toMatchObject({ job_id: jobId, error: 'download failed: HTTP 404' });
+      await expect.poll(() => progress.find((p) => p.serial === 'UNACKED-000001' && p.report.state === 'failed')?.report, { timeout: 15_000 }).toMatchObject({ jobId, error: 'download failed: HTTP 404' });
     } finally {
-      server.service.services.otaListener.set({
+      listenInsteadOfOtaEngine(server.service.services.ota, {
         onDeviceReady: async ({ serial }) => void ready.add(serial),
       onDeviceHeard: async () => undefined,
         onProgress: async ({ serial, report }) => void progress.push({ serial, report }),
@@ -197,7 +198,7 @@ describe('simulator engine', () => {
     const fleet = await newFleet('SHA', 1);
     await fleet.start();
     await expect.poll(() => ready.has('SHA-000001')).toBe(true);
-    await server.service.services.gateway.publishOta('SHA-000001', { job_id: '1b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a02', version: '1.1.0', url: `${filesUrl}/fw.bin`, sha256: 'f'.repeat(64), size: image.length });
+    await server.service.services.gateway.publishOta('SHA-000001', { jobId: '1b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a02', version: '1.1.0', url: `${filesUrl}/fw.bin`, sha256: 'f'.repeat(64), size: image.length });
     await expect.poll(() => fleet.devices[0]!.outcomes.failed, { timeout: 10_000 }).toBe(1);
     // Order-insensitive: QoS 1 reports from one read may reach the handler in any order.
     await expect.poll(() => progress.some((p) => p.serial === 'SHA-000001' && p.report.state === 'failed')).toBe(true);
@@ -215,11 +216,11 @@ describe('simulator engine', () => {
     const fleet = await newFleet('SIGNED', 3, { signingKey: trusted.publicKey });
     await fleet.start();
     await expect.poll(() => fleet.devices.every((d) => ready.has(d.serial))).toBe(true);
-    const command = (n: number) => ({ job_id: `6b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a0${n}`, version: '1.3.0', url: `${filesUrl}/fw.bin`, sha256, size: image.length });
+    const command = (n: number) => ({ jobId: `6b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a0${n}`, version: '1.3.0', url: `${filesUrl}/fw.bin`, sha256, size: image.length });
     const [good, forged, missing] = fleet.devices as [(typeof fleet.devices)[0], (typeof fleet.devices)[0], (typeof fleet.devices)[0]];
-    await server.service.services.gateway.publishOta(good.serial, { ...command(1), signature: sign(null, digest, trusted.privateKey).toString('base64'), key_id: keyId });
+    await server.service.services.gateway.publishOta(good.serial, { ...command(1), signature: { value: sign(null, digest, trusted.privateKey).toString('base64'), keyId } });
     // Names the trusted key but was made by another one: only the verification can tell.
-    await server.service.services.gateway.publishOta(forged.serial, { ...command(2), signature: sign(null, digest, other.privateKey).toString('base64'), key_id: keyId });
+    await server.service.services.gateway.publishOta(forged.serial, { ...command(2), signature: { value: sign(null, digest, other.privateKey).toString('base64'), keyId } });
     await server.service.services.gateway.publishOta(missing.serial, command(3));
     await expect.poll(() => good.outcomes.succeeded, { timeout: 10_000 }).toBe(1);
     expect(good.firmware).toBe('1.3.0');
@@ -238,7 +239,7 @@ describe('simulator engine', () => {
     await fleet.start();
     await expect.poll(() => fleet.devices.every((d) => ready.has(d.serial))).toBe(true);
     for (const [i, d] of fleet.devices.entries()) {
-      await server.service.services.gateway.publishOta(d.serial, { job_id: `2b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a0${i}`, version: '1.1.0', url: `${filesUrl}/fw.bin`, sha256, size: image.length });
+      await server.service.services.gateway.publishOta(d.serial, { jobId: `2b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a0${i}`, version: '1.1.0', url: `${filesUrl}/fw.bin`, sha256, size: image.length });
     }
     await expect.poll(() => fleet.stats().failed + fleet.stats().rolledBack, { timeout: 15_000 }).toBe(6);
     const finalsNow = () => progress.filter((p) => p.serial.startsWith('FAIL-') && (p.report.state === 'failed' || p.report.state === 'rolled_back'));

@@ -3,6 +3,7 @@ import { unwrapResolverError } from '@apollo/server/errors';
 import { ZodError } from 'zod';
 import { DomainError, ERROR_CODES, type ErrorCode, type FieldError } from '../domain/shared/errors';
 import type { Logger } from '../logger';
+import { isDatabaseDown } from '../edge/problem';
 
 /**
  * The one place where errors become GraphQL errors. Domain codes pass through unchanged as
@@ -10,15 +11,6 @@ import type { Logger } from '../logger';
  * `status`, the field `errors` and any extra `details`. Anything unexpected is logged and
  * answered as `internal_error` without detail.
  */
-
-const DB_DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P03', '08006', '08001', '08003']);
-
-function isDatabaseDown(error: unknown): boolean {
-  const e = error as { code?: string; message?: string } | null;
-  if (!e || typeof e !== 'object') return false;
-  if (e.code && DB_DOWN_CODES.has(e.code)) return true;
-  return typeof e.message === 'string' && /Timeout acquiring a connection|Connection terminated/.test(e.message);
-}
 
 /** Limits of graphql-armor report these messages; they become `query_too_complex`. */
 const LIMIT_MESSAGE = /(Query Cost limit|Query depth limit|Aliases limit|Token limit|Directives limit|Document contains more th\w+ \d+ tokens)/i;

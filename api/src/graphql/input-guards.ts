@@ -1,12 +1,11 @@
 import { BREAK, Kind, visit, type ASTNode, type DocumentNode, type GraphQLError } from 'graphql';
 import { DomainError } from '../domain/shared/errors';
-import { findNul } from '../../../rest-facade/src/router';
+import { findNul } from '../edge/nul-guard';
 import { graphQLErrorForDomain } from './errors';
 
 /**
- * PostgreSQL text cannot hold NUL, so REST refuses it at the edge for every field; this is the
- * same refusal for GraphQL, over HTTP and graphql-ws, before anything executes: every string
- * literal of the document (arguments, input objects, JSON literals, variable defaults) and every
+ * PostgreSQL text cannot hold NUL (edge/nul-guard.ts): the refusal for GraphQL, over HTTP and
+ * graphql-ws, before anything executes: every string literal of the document (arguments, input objects, JSON literals, variable defaults) and every
  * string or object key of the variables. Resolvers then never see a NUL whatever the argument.
  */
 export function nulInOperation(document: DocumentNode, variables: Readonly<Record<string, unknown>> | null | undefined): GraphQLError | null {

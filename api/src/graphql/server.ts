@@ -13,7 +13,8 @@ import { makeExecutableSchema } from '@graphql-tools/schema';
 import type { GraphQLError, GraphQLSchema } from 'graphql';
 import { WebSocketServer } from 'ws';
 import type { Services } from '../services';
-import type { RateDecision, RateLimiter } from '../rate-limit/rate-limiter';
+import { authenticateCaller, credentialsOf } from '../edge/caller';
+import type { CallerRateLimit, RateCharge } from '../edge/rate-limit';
 import type { Metrics } from '../metrics';
 import type { Logger } from '../logger';
 import type { EventBus } from '../events/event-bus';
@@ -21,19 +22,19 @@ import { DomainError } from '../domain/shared/errors';
 import { LiveEventHub } from '../events/live-hub';
 import { loadTypeDefs } from './schema-files';
 import { DateTimeScalar, JSONScalar } from './scalars';
-import { authenticateCaller, httpCallerInput, type GraphQLContext } from './context';
+import type { GraphQLContext } from './context';
 import { createLoaders } from './loaders';
 import { formatGraphQLError, graphQLErrorFor } from './errors';
 import { QUERY_LIMITS, limitValidationRules, rateLimitUnits } from './limits';
 import { nulInOperation } from './input-guards';
 import { LiveViews } from './live/live-views';
-import { createResolvers } from './resolvers/index';
+import { createResolvers, liveReaders } from './resolvers/index';
 import { attachGraphQLWebSocket } from './websocket';
 
 export interface GraphQLDeps {
   services: Services;
   bus: EventBus;
-  rateLimiter: RateLimiter;
+  rateLimit: CallerRateLimit;
   metrics: Metrics;
   logger: Logger;
   maxJsonBodyBytes: number;
@@ -50,10 +51,10 @@ export interface GraphQLMount {
   stop(): Promise<void>;
 }
 
-export function buildSchema(live: LiveViews, services: Services): GraphQLSchema {
+export function buildSchema(): GraphQLSchema {
   return makeExecutableSchema({
     typeDefs: loadTypeDefs(),
-    resolvers: [{ DateTime: DateTimeScalar, JSON: JSONScalar }, ...createResolvers(live, services)],
+    resolvers: [{ DateTime: DateTimeScalar, JSON: JSONScalar }, ...createResolvers()],
   });
 }
 
@@ -64,9 +65,10 @@ export function buildSchema(live: LiveViews, services: Services): GraphQLSchema 
  */
 export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLMount> {
   const hub = new LiveEventHub(deps.bus, deps.logger);
-  const live = new LiveViews(hub, deps.logger, () => deps.metrics.liveEventsDropped.inc());
-  const schema = buildSchema(live, deps.services);
+  const live = new LiveViews(hub, liveReaders(deps.services), deps.logger, () => deps.metrics.liveEventsDropped.inc());
+  const schema = buildSchema();
   const formatError = formatGraphQLError(deps.logger);
+  const { rateLimit } = deps;
   const ws = attachGraphQLWebSocket({ ...deps, schema, live, formatError });
 
   const requirements: ApolloServerPlugin<GraphQLContext> = {
@@ -81,12 +83,11 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLMount> {
           if (nul) throw nul;
           // The context charged one unit; every further mutation field is charged here, before
           // any of them runs, so aliases cannot multiply what one unit buys.
-          const { apiKeyId } = contextValue.actor;
           const extra = operation ? rateLimitUnits(document, operation) - 1 : 0;
-          if (extra > 0 && apiKeyId && contextValue.rateLimitPerMinute !== undefined) {
-            const decision = await deps.rateLimiter.consume(apiKeyId, contextValue.rateLimitPerMinute, extra);
-            for (const [name, value] of rateLimitHeaders(decision)) response.http.headers.set(name, value);
-            if (!decision.allowed) throw rateLimitedError(decision, deps.metrics);
+          const charge = extra > 0 ? await rateLimit.charge(contextValue, extra) : null;
+          if (charge) {
+            for (const [name, value] of charge.headers) response.http.headers.set(name, value);
+            if (!charge.allowed) throw rateLimitedError(charge);
           }
         },
         async willSendResponse({ operation, errors, contextValue }) {
@@ -126,15 +127,15 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLMount> {
   const context = async ({ req, res }: { req: Request; res: Response }): Promise<GraphQLContext> => {
     let caller;
     try {
-      caller = await authenticateCaller(httpCallerInput(req), deps.services);
+      caller = await authenticateCaller(credentialsOf(req), deps.services);
     } catch (error) {
       if (error instanceof DomainError) throw graphQLErrorFor(error.code, error.message);
       throw error;
     }
-    if (caller.rateLimitPerMinute !== undefined && caller.actor.apiKeyId) {
-      const decision = await deps.rateLimiter.consume(caller.actor.apiKeyId, caller.rateLimitPerMinute);
-      for (const [name, value] of rateLimitHeaders(decision)) res.setHeader(name, value);
-      if (!decision.allowed) throw rateLimitedError(decision, deps.metrics);
+    const charge = await rateLimit.charge(caller);
+    if (charge) {
+      for (const [name, value] of charge.headers) res.setHeader(name, value);
+      if (!charge.allowed) throw rateLimitedError(charge);
     }
     return {
       actor: caller.actor,
@@ -174,19 +175,9 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLMount> {
   };
 }
 
-/** The RateLimit-* headers of a decision, as REST sends them. */
-function rateLimitHeaders(decision: RateDecision): Array<[string, string]> {
-  return [
-    ['ratelimit-limit', String(decision.limit)],
-    ['ratelimit-remaining', String(decision.remaining)],
-    ['ratelimit-reset', String(decision.resetSeconds)],
-  ];
-}
-
-/** 429 with Retry-After, counted in the rate-limited metric. */
-function rateLimitedError(decision: RateDecision, metrics: Metrics): GraphQLError {
-  metrics.rateLimited.inc();
-  return graphQLErrorFor('rate_limited', `Rate limit of ${decision.limit} requests per minute exceeded.`, {
-    http: { headers: new Map([['retry-after', String(Math.max(1, decision.resetSeconds))]]) },
+/** 429 with Retry-After. */
+function rateLimitedError(charge: RateCharge): GraphQLError {
+  return graphQLErrorFor('rate_limited', charge.message, {
+    http: { headers: new Map([['retry-after', String(charge.retryAfterSeconds)]]) },
   });
 }

@@ -5,11 +5,12 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { useServer } from 'graphql-ws/use/ws';
 import { CloseCode } from 'graphql-ws';
 import type { Services } from '../services';
-import type { RateLimiter } from '../rate-limit/rate-limiter';
+import { authenticateCaller, credentialsToRecheck, headerValue, type Caller } from '../edge/caller';
+import type { CallerRateLimit, RateCharge } from '../edge/rate-limit';
 import type { Metrics } from '../metrics';
 import type { Logger } from '../logger';
 import { DomainError } from '../domain/shared/errors';
-import { authenticateCaller, headerValue, type Caller, type GraphQLContext } from './context';
+import type { GraphQLContext } from './context';
 import { createLoaders } from './loaders';
 import { QUERY_LIMITS, limitValidationRules, rateLimitUnits } from './limits';
 import { nulInOperation } from './input-guards';
@@ -27,7 +28,7 @@ interface Connection {
 }
 
 /**
- * graphql-ws on the HTTP server's `upgrade` (path /graphql, dispatched by app.ts). Auth at
+ * graphql-ws on the HTTP server's `upgrade` (path /graphql, dispatched by http-server.ts). Auth at
  * `connection_init`: `connectionParams.authorization` (Bearer key), else the session cookie of
  * the upgrade request, which is only trusted from the service's own origin (cross-site
  * WebSocket hijacking). Same limits as HTTP; API-key subscribes count against the key's rate
@@ -37,7 +38,7 @@ interface Connection {
 export function attachGraphQLWebSocket(deps: {
   schema: GraphQLSchema;
   services: Services;
-  rateLimiter: RateLimiter;
+  rateLimit: CallerRateLimit;
   metrics: Metrics;
   logger: Logger;
   live: LiveViews;
@@ -90,13 +91,8 @@ export function attachGraphQLWebSocket(deps: {
         const connection = ctx.extra.connection;
         if (!connection) return [new GraphQLError('Not authenticated.', { extensions: { code: 'unauthenticated' } })];
         const { caller } = connection;
-        if (caller.rateLimitPerMinute !== undefined && caller.actor.apiKeyId) {
-          const decision = await deps.rateLimiter.consume(caller.actor.apiKeyId, caller.rateLimitPerMinute);
-          if (!decision.allowed) {
-            deps.metrics.rateLimited.inc();
-            return [new GraphQLError(`Rate limit of ${decision.limit} requests per minute exceeded.`, { extensions: { code: 'rate_limited', status: 429, retryAfter: decision.resetSeconds } })];
-          }
-        }
+        const charge = await deps.rateLimit.charge(caller);
+        if (charge && !charge.allowed) return [rateLimitedError(charge)];
         let cached = documents.get(payload.query);
         if (!cached) {
           let parsed: DocumentNode;
@@ -126,13 +122,8 @@ export function attachGraphQLWebSocket(deps: {
         }
         // Aliased mutations: every top-level field past the first costs one more unit (as over HTTP).
         const extra = operation ? rateLimitUnits(document, operation) - 1 : 0;
-        if (extra > 0 && caller.rateLimitPerMinute !== undefined && caller.actor.apiKeyId) {
-          const decision = await deps.rateLimiter.consume(caller.actor.apiKeyId, caller.rateLimitPerMinute, extra);
-          if (!decision.allowed) {
-            deps.metrics.rateLimited.inc();
-            return [new GraphQLError(`Rate limit of ${decision.limit} requests per minute exceeded.`, { extensions: { code: 'rate_limited', status: 429, retryAfter: decision.resetSeconds } })];
-          }
-        }
+        const extraCharge = extra > 0 ? await deps.rateLimit.charge(caller, extra) : null;
+        if (extraCharge && !extraCharge.allowed) return [rateLimitedError(extraCharge)];
         const nul = nulInOperation(document, payload.variables);
         if (nul) {
           const f = deps.formatError(nul.toJSON(), nul);
@@ -171,10 +162,7 @@ export function attachGraphQLWebSocket(deps: {
   const recheck = setInterval(() => {
     for (const connection of connections.values()) {
       const { caller } = connection;
-      authenticateCaller(
-        caller.apiKeySecret ? { authorization: `Bearer ${caller.apiKeySecret}` } : { cookie: `fleet_session=${encodeURIComponent(caller.sessionToken ?? '')}` },
-        deps.services,
-      ).catch((error: unknown) => {
+      authenticateCaller(credentialsToRecheck(caller), deps.services).catch((error: unknown) => {
         if (error instanceof DomainError) connection.socket.close(FORBIDDEN, 'Credentials are no longer valid');
       });
     }
@@ -196,6 +184,10 @@ export function attachGraphQLWebSocket(deps: {
         for (const client of wss.clients) client.terminate();
       })()),
   };
+}
+
+function rateLimitedError(charge: RateCharge): GraphQLError {
+  return new GraphQLError(charge.message, { extensions: { code: 'rate_limited', status: 429, retryAfter: charge.retryAfterSeconds } });
 }
 
 /**

@@ -4,7 +4,7 @@ import { DomainError } from '../domain/shared/errors';
 import type { FirmwareDownloads } from '../domain/firmware/firmware-downloads';
 import type { FirmwareStorage } from '../domain/firmware/firmware-storage';
 import type { Logger } from '../logger';
-import { problem, sendProblem, toProblem } from '../../../rest-facade/src/problem';
+import { problem, sendProblem, toProblem } from '../edge/problem';
 
 /**
  * GET/HEAD /firmware/download/:jobId?e=&s= (docs/ota.md "Downloads"): the device-facing

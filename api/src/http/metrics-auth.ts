@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Request, Response, NextFunction } from 'express';
-import { problem, sendProblem } from '../../../rest-facade/src/problem';
+import { problem, sendProblem } from '../edge/problem';
 
 const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
 

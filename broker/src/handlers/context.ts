@@ -6,7 +6,7 @@ import type { DeviceSession } from '../../../api/src/domain/devices/device-auth.
 /** What a topic handler may use. Handlers stay thin: validate, call one service, return. */
 export interface HandlerContext {
   ingest: HeartbeatIngest;
-  otaListener: () => OtaDeviceListener | undefined;
+  otaListener: OtaDeviceListener;
   logger: Logger;
   /** A message from the connection that is no longer the device's current one (taken over). */
   isCurrent: () => boolean;

@@ -1,5 +1,6 @@
 import { OtaProgress, parsePayload } from '../protocol/payloads';
 import { isUuid } from '../../../api/src/domain/shared/ids';
+import { progressReport } from '../device-messages';
 import type { TopicHandler } from './context';
 
 /** `devices/{serial}/ota/progress`: validated here, judged by the OTA engine (late or foreign job ids are its call). */
@@ -8,19 +9,13 @@ export const handleOtaProgress: TopicHandler = (ctx, session, payload) => {
   if (!parsed.ok) return parsed;
   // Job ids are the service's own UUIDs: anything else cannot name a job of this device.
   if (!isUuid(parsed.value.job_id)) return { ok: false, reason: 'invalid' };
-  const listener = ctx.otaListener();
-  if (!listener) {
-    ctx.logger.debug({ serial: session.serial }, 'ota progress received but no OTA engine is registered');
-    return { ok: true };
-  }
-  const { job_id, state, progress, error } = parsed.value;
   // Acknowledged once the engine stored it: a report acknowledged and then lost with the process
   // (kill -9 within the engine's batching delay) left an update `downloading` until its deadline.
-  const applied = listener.onProgress({
+  const applied = ctx.otaListener.onProgress({
     accountId: session.accountId,
     deviceId: session.deviceId,
     serial: session.serial,
-    report: { job_id, state, ...(progress !== undefined ? { progress } : {}), ...(error !== undefined ? { error } : {}) },
+    report: progressReport(parsed.value),
   });
   return { ok: true, applied };
 };

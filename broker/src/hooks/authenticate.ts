@@ -40,7 +40,7 @@ export function makePreConnect() {
  * DeviceAuthService). Calls back as soon as the one lookup answered; nothing else runs here.
  */
 export function makeAuthenticate(input: {
-  auth: DeviceAuthService;
+  auth: Pick<DeviceAuthService, 'authenticate' | 'authenticateCertificate'>;
   onAuthenticated: (client: Client, session: DeviceSession) => void;
   onRefused: (client: Client, reason: string, serial: string | undefined) => void;
   logger: Logger;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isValidVersion } from '../../../api/src/domain/shared/version';
+import { isValidVersion, MAX_VERSION_LENGTH } from './version';
 
 /**
  * Device protocol v1 payloads as zod schemas: the broker validates with them, the simulator
@@ -22,7 +22,7 @@ export const FLOOD_WINDOW_S = 10;
 const Firmware = z
   .string()
   .min(1)
-  .max(64)
+  .max(MAX_VERSION_LENGTH)
   .refine(isValidVersion, 'must be a dotted version of 1 to 4 numeric parts (1.4.2, 1.4.2.7, 2.0.0-rc.1)')
   .meta({ description: 'Dotted version: 1 to 4 numeric parts, optional pre-release and build (1.4, 1.4.2, 1.4.2.7, 2.0.0-rc.1).' });
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { RouteDef } from '../route';
 import type { Services } from '../../../api/src/services';
 import { LoginInput, SESSION_TTL_MS } from '../../../api/src/domain/accounts/user.service';
-import { SESSION_COOKIE, readCookie } from '../authenticate';
+import { SESSION_COOKIE, readCookie } from '../../../api/src/edge/caller';
 import { DomainError } from '../../../api/src/domain/shared/errors';
 
 const SessionSchema = z
@@ -27,7 +27,7 @@ export function sessionRoutes(services: Services): RouteDef[] {
       body: LoginInput,
       responses: { 201: { description: 'Logged in', schema: SessionSchema } },
       handler: async ({ body, req, res }) => {
-        // req.ip honours X-Forwarded-For only from a loopback proxy (app.ts, trust proxy).
+        // req.ip honours X-Forwarded-For only from a loopback proxy (http-server.ts, trust proxy).
         const session = await services.users.login(body, { clientAddress: req.ip });
         const secure = req.secure ? '; Secure' : '';
         res.setHeader(

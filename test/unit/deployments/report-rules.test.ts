@@ -40,7 +40,7 @@ function update(over: Partial<ReportedUpdate> = {}): ReportedUpdate {
   n++;
   return { id: `job-${n}`, accountId: 'acc', deviceId: `dev-${n}`, deploymentId: 'dep', serial: `SN-${n}`, targetVersion: '2.0.0', fromVersion: '1.0.0', state: 'sent', firmwareKey: versionKey('1.0.0'), ...over };
 }
-const report = (u: ReportedUpdate, state: ReportedState, extra: { progress?: number; error?: string } = {}): ProgressItem => ({ accountId: u.accountId, deviceId: u.deviceId, report: { job_id: u.id, state, ...extra } });
+const report = (u: ReportedUpdate, state: ReportedState, extra: { progress?: number; error?: string } = {}): ProgressItem => ({ accountId: u.accountId, deviceId: u.deviceId, report: { jobId: u.id, state, ...extra } });
 
 const NOW = new Date('2024-01-15T12:00:00Z');
 const timing = { stepTimeoutMs: 60_000, bootTimeoutMs: 600_000 };
@@ -85,7 +85,7 @@ describe('foldReports: a batch of reports in arrival order', () => {
   });
 
   it.each([
-    ['an unknown job', (u: ReportedUpdate) => ({ accountId: u.accountId, deviceId: u.deviceId, report: { job_id: 'no-such-job', state: 'downloading' as const } })],
+    ['an unknown job', (u: ReportedUpdate) => ({ accountId: u.accountId, deviceId: u.deviceId, report: { jobId: 'no-such-job', state: 'downloading' as const } })],
     ['another device’s job', (u: ReportedUpdate) => ({ ...report(u, 'downloading'), deviceId: 'dev-other' })],
     ['another account’s job', (u: ReportedUpdate) => ({ ...report(u, 'downloading'), accountId: 'acc-other' })],
   ])('ignores %s as unknown_job', (_, item) => {

@@ -111,8 +111,8 @@ export class OtaCommandPublisher {
         timer = setTimeout(() => reject(new Error(`broker did not take the command within ${this.publishTimeoutMs} ms`)), this.publishTimeoutMs);
         timer.unref();
       });
-      const signed = r.signature && r.signingKeyId ? { signature: r.signature, key_id: r.signingKeyId } : {};
-      await Promise.race([this.deps.gateway.publishOta(r.serial, { job_id: r.id, version: r.targetVersion, url, sha256: r.sha256, size: r.size, ...signed }), gaveUp]);
+      const signed = r.signature && r.signingKeyId ? { signature: { value: r.signature, keyId: r.signingKeyId } } : {};
+      await Promise.race([this.deps.gateway.publishOta(r.serial, { jobId: r.id, version: r.targetVersion, url, sha256: r.sha256, size: r.size, ...signed }), gaveUp]);
       this.deps.onPublished?.();
     } catch (err) {
       this.deps.logger.warn({ err, serial: r.serial, jobId: r.id }, 'OTA publish failed; will re-send');

@@ -168,7 +168,7 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
    */
   async onProgress(input: { accountId: string; deviceId: string; serial: string; report: OtaProgressReport }): Promise<void> {
     if (this.stopped) throw new Error('the OTA engine is stopping');
-    if (!isUuid(input.report.job_id)) {
+    if (!isUuid(input.report.jobId)) {
       this.area.metrics?.ignored('unknown_job');
       return;
     }

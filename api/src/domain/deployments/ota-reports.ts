@@ -27,7 +27,7 @@ export async function applyProgressBatch(deps: ServiceDeps, options: ReportTimin
   const { clock } = deps;
   let ignored: string[] = [];
   const finished = await deps.transaction(async (trx) => {
-    const updates = await lockReportedUpdates(trx, [...new Set(items.map((i) => i.report.job_id))]);
+    const updates = await lockReportedUpdates(trx, [...new Set(items.map((i) => i.report.jobId))]);
     // A retried transaction decides again from scratch.
     const folded = foldReports(updates, items, { now: clock.now(), timing: options });
     ignored = folded.ignored;

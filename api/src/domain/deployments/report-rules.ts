@@ -109,7 +109,7 @@ export function foldReports(
   const steps = new Map<string, StepWrite>();
   const finals = new Map<string, { state: 'succeeded' | 'failed' | 'rolled_back'; error: string | null }>();
   for (const { accountId, deviceId, report } of items) {
-    const entry = byId.get(report.job_id);
+    const entry = byId.get(report.jobId);
     // A job of another device (or account) is as unknown as a made-up one.
     if (!entry || entry.row.deviceId !== deviceId || entry.row.accountId !== accountId) {
       ignored.push('unknown_job');

@@ -1,27 +1,29 @@
-import { InProcessDisconnectRequests, type DisconnectRequests } from './disconnect-requests';
-
 /**
- * The seam between the domain and the MQTT broker, in both directions. Services are built before
- * the broker starts, so they hold a `DeviceGatewayRef` that the broker fills in when it is up.
+ * The seam between the domain and the MQTT broker, in both directions: services reach devices
+ * through a `DeviceGateway` given to their constructors (the broker, or `NO_BROKER` in tools
+ * that run none), and the broker tells the OTA engine about devices (`OtaDeviceListener`).
  */
 
-/** What the service sends on `devices/{serial}/ota` (decisions.md, device protocol v1). */
+/**
+ * An OTA job for one device: what the broker sends on `devices/{serial}/ota` (the broker maps it
+ * to the protocol's OtaCommand payload).
+ */
 export interface OtaCommand {
-  job_id: string;
+  jobId: string;
   version: string;
   url: string;
   sha256: string;
   size: number;
-  /** base64 Ed25519 signature over the image's SHA-256 digest; only for versions uploaded signed. */
-  signature?: string;
-  /** The key that made `signature` (sent with it). */
-  key_id?: string;
+  /** Versions uploaded signed: base64 Ed25519 signature over the image's SHA-256 digest, and the key that made it. */
+  signature?: { value: string; keyId: string };
 }
 
-/** What a device reports on `devices/{serial}/ota/progress`. */
+export type OtaProgressState = 'downloading' | 'installing' | 'rebooting' | 'succeeded' | 'failed' | 'rolled_back';
+
+/** A step of an OTA job as a device reported it on `devices/{serial}/ota/progress`. */
 export interface OtaProgressReport {
-  job_id: string;
-  state: 'downloading' | 'installing' | 'rebooting' | 'succeeded' | 'failed' | 'rolled_back';
+  jobId: string;
+  state: OtaProgressState;
   progress?: number | undefined;
   error?: string | undefined;
 }
@@ -34,9 +36,8 @@ export interface DeviceGateway {
   publishOta(serial: string, command: OtaCommand): Promise<void>;
   /**
    * Drop the device's connection now (credentials rotated, device unclaimed, certificate
-   * revoked). The broker closes what it holds itself; `DeviceGatewayRef`, which services hold,
-   * asks every process of the deployment. `match.certificateFingerprint`: only a session that
-   * authenticated with that certificate.
+   * revoked), on whichever process of the deployment holds it. Returns at once.
+   * `match.certificateFingerprint`: only a session that authenticated with that certificate.
    */
   disconnect(serial: string, reason: string, match?: { certificateFingerprint?: string }): void;
   /**
@@ -58,7 +59,7 @@ export interface DeviceGateway {
   readonly publishWindow: number;
 }
 
-/** The window of a gateway that does not say (and of the late-bound holder before the broker is up). */
+/** The window of a gateway that does not say. */
 export const DEFAULT_PUBLISH_WINDOW = 100;
 
 /** Implemented by the OTA engine: what the broker tells it about devices. */
@@ -81,41 +82,17 @@ export interface OtaDeviceListener {
 }
 
 /**
- * Late-bound holder: a no-op until the broker (or the OTA engine) registers itself.
- * `disconnect` goes through `DisconnectRequests` to every process (Redis in cluster mode), and
- * each process's holder hands the request to its own broker.
+ * The gateway of a process that runs no broker (the CLI): configuration stays in the database
+ * for the device's next connection, nobody is connected here, and OTA commands cannot go out.
  */
-export class DeviceGatewayRef implements DeviceGateway {
-  private target: DeviceGateway | undefined;
-  constructor(private readonly disconnects: DisconnectRequests = new InProcessDisconnectRequests()) {
-    disconnects.subscribe((request) =>
-      this.target?.disconnect(request.serial, request.reason, request.certificateFingerprint !== undefined ? { certificateFingerprint: request.certificateFingerprint } : undefined),
-    );
-  }
-  set(gateway: DeviceGateway | undefined): void {
-    this.target = gateway;
-  }
-  async publishConfig(serial: string, message: { version: number; config: Record<string, unknown> }): Promise<void> {
-    await this.target?.publishConfig(serial, message);
-  }
-  async publishOta(serial: string, command: OtaCommand): Promise<void> {
-    if (!this.target) throw new Error('no MQTT broker is running in this process');
-    await this.target.publishOta(serial, command);
-  }
-  /** Every process closes the serial's session (or only the one of that certificate). Returns at once. */
-  disconnect(serial: string, reason: string, match?: { certificateFingerprint?: string }): void {
-    void this.disconnects.publish({ serial, reason, ...(match?.certificateFingerprint !== undefined ? { certificateFingerprint: match.certificateFingerprint } : {}) });
-  }
-  async forget(serial: string): Promise<void> {
-    await this.target?.forget(serial);
-  }
-  isConnected(serial: string): boolean {
-    return this.target?.isConnected(serial) ?? false;
-  }
-  heardSinceConnect(serial: string): boolean {
-    return this.target?.heardSinceConnect(serial) ?? false;
-  }
-  get publishWindow(): number {
-    return this.target?.publishWindow ?? DEFAULT_PUBLISH_WINDOW;
-  }
-}
+export const NO_BROKER: DeviceGateway = {
+  publishConfig: async () => undefined,
+  publishOta: async () => {
+    throw new Error('no MQTT broker is running in this process');
+  },
+  disconnect: () => undefined,
+  forget: async () => undefined,
+  isConnected: () => false,
+  heardSinceConnect: () => false,
+  publishWindow: DEFAULT_PUBLISH_WINDOW,
+};

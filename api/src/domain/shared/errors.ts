@@ -1,6 +1,6 @@
 /**
  * The one list of error codes. Services throw `DomainError`s with these codes; each adapter maps
- * them in exactly one place (REST: rest-facade/src/problem.ts, GraphQL: api/src/graphql/errors.ts,
+ * them in exactly one place (HTTP: api/src/edge/problem.ts, GraphQL: api/src/graphql/errors.ts,
  * MQTT: dropped and counted). Codes are part of the public contract: never rename one.
  */
 export const ERROR_CODES = {

@@ -1,29 +1,9 @@
 import { DomainError } from './errors';
+import { parseVersion, versionSortKey, type ParsedVersion } from '../../../../broker/src/protocol/version';
 
-/**
- * Firmware versions: 1 to 4 numeric parts, an optional pre-release (`-rc.1`) and optional build
- * metadata (`+abc`, ignored for order). Parts compare numerically (`1.10.0` > `1.9.2`), missing
- * parts count as 0 (`1.4` = `1.4.0`), and a pre-release is older than its release; pre-release
- * identifiers compare as in SemVer 2.0 (numeric < alphanumeric, numbers numerically).
- */
-const VERSION = /^(\d{1,9})(?:\.(\d{1,9}))?(?:\.(\d{1,9}))?(?:\.(\d{1,9}))?(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$/;
-
-export interface ParsedVersion {
-  parts: [number, number, number, number];
-  prerelease: string[];
-}
-
-export function parseVersion(value: string): ParsedVersion | null {
-  if (typeof value !== 'string' || value.length > 64) return null;
-  const m = VERSION.exec(value);
-  if (!m) return null;
-  const parts = [m[1], m[2], m[3], m[4]].map((p) => (p === undefined ? 0 : Number(p))) as ParsedVersion['parts'];
-  return { parts, prerelease: m[5] ? m[5].split('.') : [] };
-}
-
-export function isValidVersion(value: string): boolean {
-  return parseVersion(value) !== null;
-}
+// The grammar is the device protocol's (devices report versions, commands carry them); the
+// domain adds its error for a bad one, and the order it stores beside every firmware string.
+export { parseVersion, isValidVersion, type ParsedVersion } from '../../../../broker/src/protocol/version';
 
 export function requireVersion(value: string, field = 'version'): ParsedVersion {
   const parsed = parseVersion(value);
@@ -35,23 +15,12 @@ export function requireVersion(value: string, field = 'version'): ParsedVersion 
   return parsed;
 }
 
-const NUMERIC = /^\d+$/;
-
 /**
- * A string whose byte order (COLLATE "C") is the version order, stored beside every firmware
- * string so SQL filters such as `firmware_lt` compare versions, never text.
- * Numeric parts are zero-padded; a release ends in `~` which sorts after any pre-release (`!`),
- * and pre-release identifiers are separated by a space, which sorts before every identifier
- * character, so a shorter identifier list sorts first as SemVer requires.
+ * Stored beside every firmware string so SQL filters such as `firmware_lt` compare versions,
+ * never text (byte order under COLLATE "C" is the version order).
  */
 export function versionKey(value: string): string {
-  const parsed = requireVersion(value);
-  const numeric = parsed.parts.map((p) => String(p).padStart(10, '0')).join('.');
-  if (parsed.prerelease.length === 0) return `${numeric}~`;
-  const pre = parsed.prerelease
-    .map((id) => (NUMERIC.test(id) ? `0${id.replace(/^0+(?=\d)/, '').padStart(10, '0')}` : `1${id}`))
-    .join(' ');
-  return `${numeric}!${pre}`;
+  return versionSortKey(requireVersion(value));
 }
 
 /** Negative when a < b, zero when equal in order, positive when a > b. */

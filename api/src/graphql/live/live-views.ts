@@ -35,12 +35,13 @@ export interface DeviceFilterInput {
  * the same service calls the queries use; set by the resolvers of each area once its service
  * exists (until then the subscription answers that the view is unavailable).
  */
+/** How the views read again what changed (the same service calls as the queries). */
 export interface LiveReaders {
   /** Devices of the actor's account among these ids (device events carry `data.device_id`). */
-  devices?: (actor: Actor, ids: string[]) => Promise<LiveDevice[]>;
-  fleetSummary?: (actor: Actor) => Promise<unknown>;
+  devices: (actor: Actor, ids: string[]) => Promise<LiveDevice[]>;
+  fleetSummary: (actor: Actor) => Promise<unknown>;
   /** null when the deployment does not exist for this actor's account. */
-  deployment?: (actor: Actor, id: string) => Promise<unknown | null>;
+  deployment: (actor: Actor, id: string) => Promise<unknown | null>;
 }
 
 /** Most recent items a slow subscriber may fall behind before the oldest are dropped. */
@@ -97,10 +98,9 @@ interface AccountViews {
  */
 export class LiveViews {
   private readonly accounts = new Map<string, AccountViews>();
-  readonly readers: LiveReaders = {};
-
   constructor(
     private readonly hub: LiveEventHub,
+    private readonly readers: LiveReaders,
     private readonly logger: Logger,
     private readonly onDrop: () => void = () => undefined,
   ) {}
@@ -125,7 +125,6 @@ export class LiveViews {
   }
 
   deviceChanges(actor: Actor, filter: DeviceFilterInput | null | undefined): PushQueue<DeviceChange> {
-    if (!this.readers.devices) throw new DomainError('service_unavailable', 'Device changes are not available in this build.');
     const views = this.views(actor.accountId);
     const entry = { filter, queue: undefined as unknown as PushQueue<DeviceChange> };
     entry.queue = new PushQueue<DeviceChange>({
@@ -142,7 +141,6 @@ export class LiveViews {
 
   fleetSummary(actor: Actor): PushQueue<unknown> {
     const read = this.readers.fleetSummary;
-    if (!read) throw new DomainError('service_unavailable', 'The fleet summary is not available in this build.');
     const views = this.views(actor.accountId);
     views.summary ??= new Coalescer(
       async () => {
@@ -167,7 +165,6 @@ export class LiveViews {
   /** Throws not_found (like the query) when the deployment is not the actor's. */
   async deploymentProgress(actor: Actor, id: string): Promise<PushQueue<unknown>> {
     const read = this.readers.deployment;
-    if (!read) throw new DomainError('service_unavailable', 'Deployments are not available in this build.');
     if (!(await read(actor, id))) throw new DomainError('not_found', 'Deployment not found');
     const views = this.views(actor.accountId);
     let entry = views.deployments.get(id);
@@ -248,7 +245,7 @@ export class LiveViews {
     const pending = new Map(views.pendingDevices);
     views.pendingDevices.clear();
     const read = this.readers.devices;
-    if (!read || views.deviceSubscribers.size === 0 || pending.size === 0) return;
+    if (views.deviceSubscribers.size === 0 || pending.size === 0) return;
     try {
       const devices = await read(liveActor(accountId), [...pending.keys()]);
       for (const device of devices) {

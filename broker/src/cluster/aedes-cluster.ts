@@ -1,20 +1,14 @@
 import { createRequire } from 'node:module';
 import { Redis, type RedisOptions } from 'ioredis';
 import aedesPersistenceRedis from 'aedes-persistence-redis';
-import { DEVICE_PUBLISH_KINDS, parseDeviceTopic } from '../../../broker/src/protocol/topics';
-import { DELIVERY_CONCURRENCY } from '../../../broker/src/broker-limits';
+import { DEVICE_PUBLISH_KINDS, parseDeviceTopic } from '../protocol/topics';
+import { DELIVERY_CONCURRENCY } from '../broker-limits';
+import { redisEmitterInternals, redisSubscriptionStore, type RedisEmitterInternals } from '../aedes-internals';
 
 const require = createRequire(import.meta.url);
 // mqemitter-redis is CommonJS; its prefixing variant is only reachable as a property of the export.
 const mqemitterRedis = require('mqemitter-redis') as {
-  MQEmitterRedisPrefix: new (prefix: string, options: RedisOptions & { connectionString?: string; subConn?: Redis; pubConn?: Redis; concurrency?: number }) => {
-    close(cb: () => void): void;
-    emit(packet: { topic: string }, done?: (err?: Error) => void): void;
-    /** MQEmitter's own emit (this process's subscribers only), saved by mqemitter-redis. */
-    _emit(packet: { topic: string }, done?: (err?: Error) => void): void;
-    /** mqemitter-redis re-emits connection errors here; with no listener they would crash the process. */
-    state: { on(event: 'error', listener: (error: Error) => void): void };
-  };
+  MQEmitterRedisPrefix: new (prefix: string, options: RedisOptions & { connectionString?: string; subConn?: Redis; pubConn?: Redis; concurrency?: number }) => { close(cb: () => void): void };
 };
 
 /**
@@ -55,21 +49,18 @@ export function createClusterBrokerBackends(input: { redisUrl: string; prefix: s
   // A Redis restart must not crash the process: every connection gets an error listener
   // (ioredis reconnects by itself). Measured: without these, "Unhandled error event" and an
   // uncaught ECONNREFUSED while Redis was down.
-  mq.state.on('error', (error) => onError(error, 'mqemitter-redis'));
-  keepDeviceReportsLocal(mq, `${input.prefix}:mqtt:`);
+  const emitter = redisEmitterInternals(mq);
+  emitter.state.on('error', (error) => onError(error, 'mqemitter-redis'));
+  keepDeviceReportsLocal(emitter, `${input.prefix}:mqtt:`);
   // aedes-persistence-redis names its keys without a prefix (`clients`, `retained`, `client:<id>`):
   // the connection adds ours, so two fleets (or test runs) sharing one Redis never share sessions.
   const conn = new Redis({ ...redisOptions, keyPrefix: `${input.prefix}:aedes:` });
   conn.on('error', (error: Error) => onError(error, 'aedes-persistence-redis'));
   markFireAndForgetHandled(conn);
   const persistence = aedesPersistenceRedis({ ...redisOptions, conn, maxSessionDelivery: 1000 } as Parameters<typeof aedesPersistenceRedis>[0]);
-  shareConcurrentAddSubscriptions(persistence as unknown as SubscriptionStore);
+  shareConcurrentAddSubscriptions(redisSubscriptionStore(persistence));
   // aedes-persistence-redis keeps the ids of sessions with subscriptions in the set `clients`.
   return { mq, persistence, storedSessions: () => conn.smembers('clients') };
-}
-
-interface SubscriptionStore {
-  addSubscriptions(client: { id: string }, subs: Array<{ topic: string; qos: number }>, cb?: (err: Error | null, client?: unknown) => void): Promise<unknown> | undefined;
 }
 
 /**
@@ -81,7 +72,7 @@ interface SubscriptionStore {
  * its SUBACK. Measured: 0 of 100 devices acknowledged in cluster mode, 100 of 100 with this.
  * Identical calls in flight for one client share one store and one broadcast (half the Redis work).
  */
-function shareConcurrentAddSubscriptions(store: SubscriptionStore): void {
+function shareConcurrentAddSubscriptions(store: ReturnType<typeof redisSubscriptionStore>): void {
   const inFlight = new Map<string, Promise<unknown>>();
   const add = store.addSubscriptions.bind(store);
   store.addSubscriptions = (client, subs, cb) => {
@@ -106,7 +97,7 @@ const DEVICE_REPORTS = new Set<string>(DEVICE_PUBLISH_KINDS);
  * through Redis would only cost an encode, a Redis round trip and a decode per heartbeat on
  * every process, so it stays in the process; commands and configuration still cross processes.
  */
-function keepDeviceReportsLocal(mq: { emit(packet: { topic: string }, done?: (err?: Error) => void): void; _emit(packet: { topic: string }, done?: (err?: Error) => void): void }, prefix: string): void {
+function keepDeviceReportsLocal(mq: RedisEmitterInternals, prefix: string): void {
   const emit = mq.emit.bind(mq);
   mq.emit = (packet, done) => {
     const parsed = parseDeviceTopic(packet.topic);

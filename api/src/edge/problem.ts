@@ -1,9 +1,12 @@
 import type { Request, Response, NextFunction } from 'express';
-import { DomainError, ERROR_CODES, type ErrorCode } from '../../api/src/domain/shared/errors';
+import { DomainError, ERROR_CODES, type ErrorCode } from '../domain/shared/errors';
 import { ZodError } from 'zod';
-import type { Logger } from '../../api/src/logger';
+import type { Logger } from '../logger';
 
-/** RFC 9457 problem details, with our stable `code` and field `errors`. */
+/**
+ * RFC 9457 problem details, with our stable `code` and field `errors`: what every HTTP answer
+ * that is an error looks like (REST, firmware downloads, /metrics, the app's last handler).
+ */
 export interface Problem {
   type: string;
   title: string;
@@ -132,9 +135,10 @@ export function problem(code: ErrorCode, detail: string, extra: Partial<Problem>
 
 const PG_INPUT_ERRORS = new Set(['22P05', '22021', '22001', '22003', '22007', '22008', '22P02', '54001']);
 const DB_DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P03', '08006', '08001', '08003']);
+/** A connection-level failure: the database is unreachable, not the request wrong (503, not 500). */
 export function isDatabaseDown(error: unknown): boolean {
   const e = error as { code?: string; message?: string } | null;
-  if (!e) return false;
+  if (!e || typeof e !== 'object') return false;
   if (e.code && DB_DOWN_CODES.has(e.code)) return true;
   return typeof e.message === 'string' && /Timeout acquiring a connection|Connection terminated/.test(e.message);
 }
