@@ -10,7 +10,7 @@ import { dropRedisKeys } from '../test/helpers/cluster';
 import { Fleet, claimDevices, makeSerials, type DeviceCredentials } from '../simulator/src/fleet';
 
 /**
- * Cluster benchmark (issue 7): the same heartbeat load against 1 and 2 service processes in
+ * Cluster benchmark: the same heartbeat load against 1 and 2 service processes in
  * cluster mode (shared PostgreSQL and Redis), and against the Mosquitto on 127.0.0.1:1883.
  * Devices are split evenly across the processes' own MQTT ports (a TCP balancer adds nothing
  * to what a process costs). Per process: heartbeats/s acknowledged and persisted, CPU seconds

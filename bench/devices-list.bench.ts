@@ -5,7 +5,7 @@ import { isSmoke, recordResults } from './lib/results';
 import { devicePageQuery } from '../api/src/domain/devices/store/device-list.store';
 
 /**
- * GET /api/v1/devices with 100,000 devices in one account (issue 2 targets):
+ * GET /api/v1/devices with 100,000 devices in one account:
  *  - a filtered page of 100 (model + firmware_lt + limit=100): >= 2,500 requests/s, p99 < 25 ms;
  *  - the full streamed listing: < 2 s, server RSS growth < 50 MB.
  * Devices are claimed through the API (100 claims of 1,000: the service's own claim code and

@@ -4,7 +4,7 @@ import { runLoad, type LoadResult } from './lib/load';
 import { isSmoke, recordResults } from './lib/results';
 
 /**
- * GraphQL `devices(first: 100)` against REST's page of 100 (issue 5 target: GraphQL at least a
+ * GraphQL `devices(first: 100)` against REST's page of 100 (target: GraphQL at least a
  * third of REST's requests per second). Same account, same devices, same fields (the spec's
  * seven), both with an API key, autocannon at fixed concurrency against a child-process server.
  * `--smoke`: 300 devices, 1 s each, nothing recorded.

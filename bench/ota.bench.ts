@@ -6,7 +6,7 @@ import { startFleetProcess } from './lib/fleet-process';
 import { postgresCpuMicros } from './lib/postgres-cpu';
 
 /**
- * OTA benchmark (issue 4), the server and the simulated fleet each in a child process:
+ * OTA benchmark, the server and the simulated fleet each in a child process:
  *  1. scheduling: POST /firmware/deploy to 100,000 claimed devices (time to create it: one
  *     set-based INSERT ... SELECT of every target, history rows included);
  *  2. delivery to 10,000 online simulated devices, twice: first with the devices holding their

@@ -7,7 +7,7 @@ import { isSmoke, percentile, recordResults } from './lib/results';
 import { ensurePortalBuilt, hasChromium, launchBrowser, logIn, skipReason } from '../test/e2e/browser';
 
 /**
- * The portal in Debian's Chromium (issue 6 targets), against a real server with 100,000 devices:
+ * The portal in Debian's Chromium, against a real server with 100,000 devices:
  *  - time to first dashboard render (navigation start to the fleet figures on screen): < 1.5 s;
  *  - time to an interactive device list (navigation start to the first rows, 100,000 matches): < 2 s,
  *    and how smooth scrolling deep into the list stays (frame times while scrolling);

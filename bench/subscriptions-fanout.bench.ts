@@ -8,7 +8,7 @@ import { isSmoke, percentile, recordResults } from './lib/results';
 import { makeSerials } from '../simulator/src/fleet';
 
 /**
- * Subscription fan-out (issue 5): SUBSCRIBERS graphql-ws clients watch `deviceChanged` while
+ * Subscription fan-out: SUBSCRIBERS graphql-ws clients watch `deviceChanged` while
  * DEVICES simulated devices (real MQTT connections, simulator engine, another process) flap:
  * FLAPS_PER_S random devices per second lose their connection without DISCONNECT (Last Will ->
  * offline) and come back 1 to 5 s later (online). Latency = subscriber receive time minus the

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 
 /**
  * Scheduling a deployment writes one `device_updates` row and one `queued` history row per
- * target: 100,000 of each for a large fleet, in one transaction (bench/ota.bench.ts, issue 4:
+ * target: 100,000 of each for a large fleet, in one transaction (bench/ota.bench.ts:
  * under 3 s). Measured on 100,000 targets, the row-by-row foreign-key checks were about a third
  * of that (each one a lookup that also locks the referenced device row), and two of the seven
  * indexes only duplicated others. So:

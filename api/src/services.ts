@@ -70,7 +70,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) 
   // Device certificates (mutual TLS): the CA is loaded or created once per process (app.ts loads it at start).
   const deviceCa = new DeviceCa(deps, { serverSecret: options.serverSecret, files: options.deviceCertificates?.caFiles });
   const certificates = new DeviceCertificateService(deps, { ca: deviceCa, gateway, certificateDays: options.deviceCertificates?.days });
-  // Firmware versions, deployments and the OTA engine (issue 4). Download links are signed with
+  // Firmware versions, deployments and the OTA engine. Download links are signed with
   // the server secret's purpose key; without one (tools that never serve downloads) a random key.
   const firmwareStorage = new FirmwareStorage(options.firmware?.dataDir ?? './data');
   const signingKeys = new SigningKeyService(deps);

@@ -88,7 +88,7 @@ interface Connection {
  * The embedded device broker: Aedes with protocol v1's authentication, ACLs and handlers,
  * listening on TCP and on the HTTP server's `/mqtt` (WebSocket). Device messages are handled
  * in-process on the publish path (`authorizePublish`), never through an MQTT client subscribed
- * to the broker (that backs Aedes's queue up: testing guide). Implements the DeviceGateway seam.
+ * to the broker (with many publishers feeding one subscriber, Aedes's queue backs up by seconds). Implements the DeviceGateway seam.
  */
 export class DeviceBroker implements DeviceGateway {
   /** Set once started: what the broker serves devices with. */
@@ -135,7 +135,7 @@ export class DeviceBroker implements DeviceGateway {
   static async create(options: DeviceBrokerOptions): Promise<DeviceBroker> {
     let self: DeviceBroker | undefined;
     const aedesOptions: AedesOptions = {
-      // [MQTT-3.1.3-5] client ids are serials: at most 64 characters (decisions.md "Devices").
+      // [MQTT-3.1.3-5] client ids are serials: at most 64 characters.
       maxClientsIdLength: 64,
       concurrency: DELIVERY_CONCURRENCY,
       preConnect: makePreConnect(),
@@ -542,7 +542,7 @@ export class DeviceBroker implements DeviceGateway {
     if (!conn || !kind) {
       this.options.metrics.mqttAuthorizationDenied.inc({ action: 'subscribe' });
       this.logDrop(conn?.session.serial ?? client.id, 'acl-sub', { topic: sub.topic.slice(0, 200) }, 'subscription refused by the topic ACL');
-      // Deny with a null subscription (SUBACK 0x80). Passing `qos: 128` on would GRANT it (testing guide).
+      // Deny with a null subscription (SUBACK 0x80). Passing the subscription on with `qos: 128` would GRANT it (test/broker/auth-acl.test.ts).
       return callback(null, null);
     }
     if (kind === 'ota') conn.subscribedOta = true;

@@ -22,7 +22,7 @@ export const EVENT_TYPES = [
 
 export type EventType = (typeof EVENT_TYPES)[number];
 
-/** Event types a webhook may subscribe to (decisions.md "Events and webhooks"). */
+/** Event types a webhook may subscribe to (docs/webhooks.md). */
 export const PUBLIC_EVENT_TYPES: readonly EventType[] = [
   'device.online',
   'device.offline',

@@ -1,7 +1,7 @@
 import { parseDeviceTopic, DEVICE_PUBLISH_KINDS, DEVICE_SUBSCRIBE_KINDS, type DevicePublishKind } from '../protocol/topics';
 
 /**
- * Per-topic ACL of protocol v1 (decisions.md): a device publishes only to its own `heartbeat`,
+ * Per-topic ACL of protocol v1 (docs/device-protocol.md): a device publishes only to its own `heartbeat`,
  * `status`, `ota/progress` and `config/reported`, and subscribes only to its own `ota` and
  * `config`. Filters with wildcards (`devices/#`, `#`, `devices/+/ota`) never match: the serial
  * part must equal the device's serial literally, and `+`/`#` are not serial characters.

@@ -1,5 +1,5 @@
 /**
- * Device protocol v1 topic names (decisions.md "Device protocol over MQTT (v1)"). The one place
+ * Device protocol v1 topic names (docs/device-protocol.md). The one place
  * the broker, the simulator and the tests take them from.
  */
 export const TOPIC_ROOT = 'devices';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * Per-device update states (decisions.md "Firmware and OTA"). Persisted values: never rename.
+ * Per-device update states (docs/ota.md). Persisted values: never rename.
  * - queued: waiting (device offline, outside its window, batch not open, deployment paused)
  * - sent: command published on devices/{serial}/ota; re-sent with the same job id on reconnect
  * - downloading / installing / rebooting: reported by the device

@@ -233,7 +233,7 @@ export class DeploymentService implements ClaimFirmwareScheduler {
     return this.get(actor, { id });
   }
 
-  // ---- ClaimFirmwareScheduler: the claim's firmware goes through this engine (issue 4 item 3).
+  // ---- ClaimFirmwareScheduler: the claim's firmware goes through this engine.
 
   async resolveVersion(trx: Knex.Transaction, input: { accountId: string; modelId: string; version: string }): Promise<{ id: string } | null> {
     const id = await firmwareIdWithKey(trx, { accountId: input.accountId, modelId: input.modelId, versionKey: versionKey(input.version) });

@@ -4,7 +4,7 @@ import { versionKey } from '../shared/version';
 import { selectFirmwareVersionId } from './store/claim-firmware.store';
 
 /**
- * The seam between claiming and the OTA engine (decisions.md: "claiming schedules that update
+ * The seam between claiming and the OTA engine (docs/rest-devices.md: "claiming schedules that update
  * for the claimed devices; it waits until each device connects"). The claim service calls both
  * methods inside its transaction, so a claim and its deployment commit or roll back together.
  * The deployment service implements it; `services.ts` injects it into the ClaimService.

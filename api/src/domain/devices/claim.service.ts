@@ -24,7 +24,7 @@ export const MAX_SERIALS_PER_CLAIM = 1000;
 const Name = z.string().trim().min(1).max(200);
 
 /**
- * Claim request, two forms (decisions.md "Devices"):
+ * Claim request, two forms (docs/rest-devices.md):
  * - batch: `{serials, model, firmware?, names?, csrs?}` (names: optional map serial -> name;
  *   csrs: optional map serial -> PEM certificate request, signed into device certificates);
  * - single: `{serial, model, firmware?, name?}`.

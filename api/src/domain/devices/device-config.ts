@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * The configurable part of a device (decisions.md "Configuration"). Keys are snake_case
+ * The configurable part of a device (docs/rest-devices.md). Keys are snake_case
  * everywhere (database, REST, the MQTT `devices/{serial}/config` payload) because the device
  * protocol is snake_case JSON: one spelling, no mapping layer that could drift.
  */

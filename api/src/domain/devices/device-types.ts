@@ -1,6 +1,6 @@
 import type { DeviceConfig } from './device-config';
 
-/** decisions.md "Devices": 1 to 64 characters of A-Z a-z 0-9 . _ : - */
+/** A serial: 1 to 64 characters of A-Z a-z 0-9 . _ : - (docs/rest-devices.md). */
 export const SERIAL_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
 export const isValidSerial = (value: unknown): value is string => typeof value === 'string' && SERIAL_PATTERN.test(value);
 

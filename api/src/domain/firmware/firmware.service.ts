@@ -57,7 +57,7 @@ export const toFirmwareVersion = (v: FirmwareVersionRecord): FirmwareVersion => 
   createdAt: v.createdAt.toISOString(),
 });
 
-/** Firmware versions of the account's models and their binaries (decisions.md "Firmware and OTA"). */
+/** Firmware versions of the account's models and their binaries. */
 export class FirmwareService {
   constructor(
     private readonly deps: ServiceDeps,

@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 /**
- * decisions.md "Events and webhooks": `Fleet-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256
+ * docs/webhooks.md: `Fleet-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256
  * of "t.body">` keyed with the endpoint's secret (the whole `whsec_...` string, UTF-8), as
  * Stripe does. Receivers compare in constant time and reject timestamps older than 300 s.
  */

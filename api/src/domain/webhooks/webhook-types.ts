@@ -22,7 +22,7 @@ export interface WebhookDeliveryAttempt {
   error: string | null;
 }
 
-/** The signed body: decisions.md `{id, type, occurred_at, data}`. */
+/** The signed body: `{id, type, occurred_at, data}` (docs/webhooks.md). */
 export interface WebhookEventBody {
   id: string;
   type: string;
