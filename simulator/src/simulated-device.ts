@@ -7,6 +7,9 @@ import { decodeSignature, signingKeyId, verifyDigestSignature } from '../../api/
 import { downloadImage } from './image-download';
 import { pick, sleep } from './sim-helpers';
 
+/** How long a closing connection waits for the PUBACKs of its last publishes (ms). */
+const END_GRACE_MS = 2000;
+
 /** mqtt.js's `log` option: nothing (see connect). */
 const noLog = (): void => undefined;
 
@@ -138,8 +141,27 @@ export class SimulatedDevice {
     this.clearTimers();
     const client = this.client;
     this.client = undefined;
-    if (client) await client.endAsync().catch(() => undefined);
+    if (client) await this.endClient(client);
     this.setConnected(false);
+  }
+
+  /**
+   * Ends a connection the way a module powering down would: a live one gets a moment for its
+   * last publishes' PUBACKs (a report is acknowledged once the service stored it), then closes
+   * with DISCONNECT; one already gone is dropped at once. mqtt.js's graceful end waits for those
+   * PUBACKs without limit, and on a closed connection they never come: a stop after a service
+   * restart then hung for ever, and so did a reboot once broken downloads were resumed.
+   */
+  private async endClient(client: MqttClient): Promise<void> {
+    if (!client.connected) {
+      client.end(true);
+      return;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const graceful = client.endAsync().catch(() => undefined);
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), END_GRACE_MS)));
+    if ((await Promise.race([graceful, late])) === 'late') client.end(true);
+    clearTimeout(timer);
   }
 
   /** After a refused or timed-out first connection: keep trying in the background, as a real device would. */
@@ -420,11 +442,7 @@ export class SimulatedDevice {
     const client = this.client;
     this.clearTimers();
     await sleep(50);
-    // A connection that is already gone (the broker went away during the install) is dropped at
-    // once: a graceful end() on it waits for a close that never comes, and the reboot with it.
-    // Found by the service-restart test once broken downloads were resumed.
-    if (client?.connected) await client.endAsync().catch(() => undefined);
-    else client?.end(true);
+    if (client) await this.endClient(client);
     this.setConnected(false);
     await sleep(this.options.rebootMs ?? 1500);
     this.firmware = version;
