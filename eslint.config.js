@@ -34,11 +34,17 @@ export default tseslint.config(
       // Template literals with numbers are how figures are written in logs and messages.
       '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true, allowBoolean: true }],
       // `() => void promise` and `x => set.add(x)` are the idiom for callbacks whose result is dropped.
-      '@typescript-eslint/no-confusing-void-expression': ['error', { ignoreArrowShorthand: true, ignoreVoidOperator: true }],
+      '@typescript-eslint/no-confusing-void-expression': [
+        'error',
+        { ignoreArrowShorthand: true, ignoreVoidOperator: true },
+      ],
       // With noUncheckedIndexedAccess on, `map.get(k)!` right after a check is the honest way to say it.
       '@typescript-eslint/no-non-null-assertion': 'off',
       // `_name` marks a parameter a signature needs but the body does not.
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' },
+      ],
     },
   },
   {

@@ -11,7 +11,16 @@ import { LISTEN_BACKLOG } from '../api/src/listen-backlog';
  */
 const [certFile, keyFile] = [process.env.TLS_CERT_FILE!, process.env.TLS_KEY_FILE!];
 const aedes = await Aedes.createBroker();
-const server = tls.createServer({ cert: fs.readFileSync(certFile), key: fs.readFileSync(keyFile), minVersion: 'TLSv1.2', requestCert: true, rejectUnauthorized: false }, (socket) => aedes.handle(socket));
+const server = tls.createServer(
+  {
+    cert: fs.readFileSync(certFile),
+    key: fs.readFileSync(keyFile),
+    minVersion: 'TLSv1.2',
+    requestCert: true,
+    rejectUnauthorized: false,
+  },
+  (socket) => aedes.handle(socket),
+);
 server.on('tlsClientError', () => undefined);
 await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', LISTEN_BACKLOG, resolve));
 process.on('message', (raw) => {

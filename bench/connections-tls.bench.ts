@@ -44,8 +44,22 @@ interface Ramp {
 }
 
 /** Connects `devices` to `url` at RATE/s, reading `cpu` before and after; returns the ramp's figures. */
-async function ramp(url: string, devices: DeviceCredentials[], ca: string, cpu: () => Promise<number>, withPostgres: boolean): Promise<Ramp> {
-  const fleet = startFleetProcess({ devices, brokerUrl: url, ca, firmware: '1.0.0', heartbeatS: 600, connectRatePerS: RATE, maxPendingConnects: 200 });
+async function ramp(
+  url: string,
+  devices: DeviceCredentials[],
+  ca: string,
+  cpu: () => Promise<number>,
+  withPostgres: boolean,
+): Promise<Ramp> {
+  const fleet = startFleetProcess({
+    devices,
+    brokerUrl: url,
+    ca,
+    firmware: '1.0.0',
+    heartbeatS: 600,
+    connectRatePerS: RATE,
+    maxPendingConnects: 200,
+  });
   try {
     const pg0 = withPostgres ? postgresCpuMicros() : undefined;
     const cpu0 = await cpu();
@@ -87,26 +101,56 @@ async function bareAedes(certFile: string, keyFile: string) {
       waiting.set(id, resolve);
       child.send({ id, cmd });
     });
-  return { url: `mqtts://127.0.0.1:${port}`, cpu: async () => cpuMicros((await ask('stats')).cpu), stop: async () => void (await ask('stop')) };
+  return {
+    url: `mqtts://127.0.0.1:${port}`,
+    cpu: async () => cpuMicros((await ask('stats')).cpu),
+    stop: async () => void (await ask('stop')),
+  };
 }
 
 const tlsFiles = makeTlsFiles();
 const ca = fs.readFileSync(tlsFiles.caFile, 'utf8');
-const server = await startBenchServer({ env: { LOG_LEVEL: 'error', TLS_CERT_FILE: tlsFiles.certFile, TLS_KEY_FILE: tlsFiles.keyFile, MQTTS_PORT: '0', MQTT_PORT: 'off' } });
+const server = await startBenchServer({
+  env: {
+    LOG_LEVEL: 'error',
+    TLS_CERT_FILE: tlsFiles.certFile,
+    TLS_KEY_FILE: tlsFiles.keyFile,
+    MQTTS_PORT: '0',
+    MQTT_PORT: 'off',
+  },
+});
 const rows: Array<{ mode: string; ours: Ramp; bare: Ramp }> = [];
 try {
   const account = await server.createAccount({ quota: DEVICES + 10 });
   const agent = new Agent({ connect: { ca } });
-  const model = await fetch(`${server.httpUrl}/api/v1/models`, { method: 'POST', headers: { ...account.headers, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Luma-100' }), dispatcher: agent });
+  const model = await fetch(`${server.httpUrl}/api/v1/models`, {
+    method: 'POST',
+    headers: { ...account.headers, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'Luma-100' }),
+    dispatcher: agent,
+  });
   if (model.status !== 201) throw new Error(`model: ${model.status}`);
   const claimed = performance.now();
-  const devices = await claimDevices({ apiUrl: server.httpUrl, apiKey: account.apiKey, model: 'Luma-100', firmware: '1.0.0', serials: makeSerials('TLSB', DEVICES), certificates: true, ca });
-  console.log(`claimed ${devices.length} devices with a certificate each in ${((performance.now() - claimed) / 1000).toFixed(1)} s`);
+  const devices = await claimDevices({
+    apiUrl: server.httpUrl,
+    apiKey: account.apiKey,
+    model: 'Luma-100',
+    firmware: '1.0.0',
+    serials: makeSerials('TLSB', DEVICES),
+    certificates: true,
+    ca,
+  });
+  console.log(
+    `claimed ${devices.length} devices with a certificate each in ${((performance.now() - claimed) / 1000).toFixed(1)} s`,
+  );
   const byPassword = devices.map(({ serial, username, password }) => ({ serial, username, password }));
   const ours = { url: server.mqttsUrl!, cpu: async () => cpuMicros(await server.cpu()) };
   const withPostgres = server.database === 'postgres';
   for (let round = smoke ? 1 : 0; round <= ROUNDS; round++) {
-    for (const [mode, fleet] of [['password', byPassword], ['certificate', devices]] as const) {
+    for (const [mode, fleet] of [
+      ['password', byPassword],
+      ['certificate', devices],
+    ] as const) {
       const bare = await bareAedes(tlsFiles.certFile, tlsFiles.keyFile);
       const bareRamp = await ramp(bare.url, fleet, ca, bare.cpu, false).finally(() => bare.stop());
       const oursRamp = await ramp(ours.url, fleet, ca, ours.cpu, withPostgres);
@@ -142,8 +186,11 @@ for (const f of figures) console.log(f);
 if (!smoke && !dry) {
   recordResults({
     title: `MQTT connections over TLS: ${DEVICES} devices, password and client certificate (vs bare Aedes over TLS)`,
-    command: 'BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/connections-tls.bench.ts',
+    command:
+      'BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/connections-tls.bench.ts',
     figures,
-    notes: ['Bare Aedes runs behind node:tls with the same certificate, TLS floor and client-certificate request as the service; the same devices (and certificates) connect to both.'],
+    notes: [
+      'Bare Aedes runs behind node:tls with the same certificate, TLS floor and client-certificate request as the service; the same devices (and certificates) connect to both.',
+    ],
   });
 }

@@ -18,7 +18,13 @@ await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', LISTEN_BACKLO
 process.on('message', (raw) => {
   const msg = raw as { id: number; cmd: 'stats' | 'gc' | 'stop' };
   if (msg.cmd === 'gc') (globalThis as { gc?: () => void }).gc?.();
-  process.send?.({ id: msg.id, heartbeats, connected: aedes.connectedClients, memory: process.memoryUsage(), cpu: process.cpuUsage() });
+  process.send?.({
+    id: msg.id,
+    heartbeats,
+    connected: aedes.connectedClients,
+    memory: process.memoryUsage(),
+    cpu: process.cpuUsage(),
+  });
   if (msg.cmd === 'stop') aedes.close(() => server.close(() => process.exit(0)));
 });
 process.send?.({ ready: true, port: (server.address() as AddressInfo).port });

@@ -89,30 +89,58 @@ async function runAgainst(target: Target, devices: DeviceCredentials[]): Promise
   // The ramp measures connections only: a slow heartbeat until every device is connected, then
   // the sustained phase's period (a fast heartbeat during the ramp starved the connects).
   const fleets = shares.map((share) =>
-    startFleetProcess({ devices: share, brokerUrl: target.url, firmware: '1.0.0', heartbeatS: 600, heartbeatQos: 1, clean: target.clean, connectRatePerS: RAMP_RATE / FLEET_PROCESSES, maxPendingConnects: 1000 / FLEET_PROCESSES }),
+    startFleetProcess({
+      devices: share,
+      brokerUrl: target.url,
+      firmware: '1.0.0',
+      heartbeatS: 600,
+      heartbeatQos: 1,
+      clean: target.clean,
+      connectRatePerS: RAMP_RATE / FLEET_PROCESSES,
+      maxPendingConnects: 1000 / FLEET_PROCESSES,
+    }),
   );
   const sum = async () => {
     const all = await Promise.all(fleets.map((f) => f.stats()));
-    return { perFleet: all, acked: all.reduce((n, s) => n + s.heartbeatsAcked, 0), cpu: all.reduce((n, s) => n + cpuMicros(s.cpu), 0) };
+    return {
+      perFleet: all,
+      acked: all.reduce((n, s) => n + s.heartbeatsAcked, 0),
+      cpu: all.reduce((n, s) => n + cpuMicros(s.cpu), 0),
+    };
   };
   try {
     const cpuRamp0 = await target.cpu?.();
     const ramps = await Promise.all(fleets.map((f) => f.start()));
     const cpuRamp1 = await target.cpu?.();
-    const ramp = { connected: ramps.reduce((n, r) => n + r.connected, 0), failed: ramps.reduce((n, r) => n + r.failed, 0), seconds: Math.max(...ramps.map((r) => r.seconds)) };
+    const ramp = {
+      connected: ramps.reduce((n, r) => n + r.connected, 0),
+      failed: ramps.reduce((n, r) => n + r.failed, 0),
+      seconds: Math.max(...ramps.map((r) => r.seconds)),
+    };
     const perSecond = ramp.connected / ramp.seconds;
-    console.log(`${target.name}: ${ramp.connected}/${devices.length} connected in ${ramp.seconds.toFixed(2)} s (${perSecond.toFixed(0)}/s), ${ramp.failed} failed`);
+    console.log(
+      `${target.name}: ${ramp.connected}/${devices.length} connected in ${ramp.seconds.toFixed(2)} s (${perSecond.toFixed(0)}/s), ${ramp.failed} failed`,
+    );
     await new Promise((r) => setTimeout(r, 2000));
     const rssAfter = await target.memory();
     const memoryPerDeviceBytes = (rssAfter - rssBefore) / Math.max(1, ramp.connected);
-    console.log(`${target.name}: memory per connected device ${kb(memoryPerDeviceBytes)} KB (RSS ${kb(rssBefore)} -> ${kb(rssAfter)} KB)`);
+    console.log(
+      `${target.name}: memory per connected device ${kb(memoryPerDeviceBytes)} KB (RSS ${kb(rssBefore)} -> ${kb(rssAfter)} KB)`,
+    );
 
     // Sustained phase: the offered rate, 2 s to settle, then SECONDS measured.
     const period = devices.length / OFFERED_RATE;
     await Promise.all(fleets.map((f) => f.setHeartbeatPeriod(period)));
     await new Promise((r) => setTimeout(r, 2000));
     const probes = (await Promise.all(fleets.map((f) => f.watchProbes(Math.ceil(PROBES / FLEET_PROCESSES))))).flat();
-    const before = { ...(await sum()), server: await target.cpu?.(), persisted: (await target.persisted?.()) ?? 0, accepted: (await target.accepted?.()) ?? 0, flushes: await target.flushes?.(), readAt: performance.now() };
+    const before = {
+      ...(await sum()),
+      server: await target.cpu?.(),
+      persisted: (await target.persisted?.()) ?? 0,
+      accepted: (await target.accepted?.()) ?? 0,
+      flushes: await target.flushes?.(),
+      readAt: performance.now(),
+    };
     const started = performance.now();
     // When each probe's uptime first showed in the database (epoch ms).
     const seen = new Map<string, Array<{ uptimeS: number; atMs: number }>>(probes.map((s) => [s, []]));
@@ -127,7 +155,14 @@ async function runAgainst(target: Target, devices: DeviceCredentials[]): Promise
         await new Promise((r) => setTimeout(r, 25));
       } else await new Promise((r) => setTimeout(r, 250));
     }
-    const after = { ...(await sum()), server: await target.cpu?.(), persisted: (await target.persisted?.()) ?? 0, accepted: (await target.accepted?.()) ?? 0, flushes: await target.flushes?.(), readAt: performance.now() };
+    const after = {
+      ...(await sum()),
+      server: await target.cpu?.(),
+      persisted: (await target.persisted?.()) ?? 0,
+      accepted: (await target.accepted?.()) ?? 0,
+      flushes: await target.flushes?.(),
+      readAt: performance.now(),
+    };
     // The server's counters over the time between their readings (a busy server answers late).
     const serverElapsed = (after.readAt - before.readAt) / 1000;
     const endMs = performance.timeOrigin + performance.now();
@@ -135,7 +170,11 @@ async function runAgainst(target: Target, devices: DeviceCredentials[]): Promise
     const acked = after.acked - before.acked;
     // Each fleet process's rate over its own clock: a busy process answers late, and its count
     // then covers more than the benchmark's own measuring window.
-    const ackedPerSecond = after.perFleet.reduce((n, s, i) => n + (s.heartbeatsAcked - before.perFleet[i]!.heartbeatsAcked) / ((s.atMs - before.perFleet[i]!.atMs) / 1000), 0);
+    const ackedPerSecond = after.perFleet.reduce(
+      (n, s, i) =>
+        n + (s.heartbeatsAcked - before.perFleet[i]!.heartbeatsAcked) / ((s.atMs - before.perFleet[i]!.atMs) / 1000),
+      0,
+    );
     const result: TargetResult = {
       name: target.name,
       ramp: { ...ramp, perSecond },
@@ -147,10 +186,15 @@ async function runAgainst(target: Target, devices: DeviceCredentials[]): Promise
     if (target.accepted) result.acceptedPerSecond = (after.accepted - before.accepted) / serverElapsed;
     if (before.flushes && after.flushes) {
       const count = after.flushes.count - before.flushes.count;
-      result.flush = { perSecond: count / serverElapsed, meanMs: count > 0 ? ((after.flushes.seconds - before.flushes.seconds) * 1000) / count : NaN };
+      result.flush = {
+        perSecond: count / serverElapsed,
+        meanMs: count > 0 ? ((after.flushes.seconds - before.flushes.seconds) * 1000) / count : NaN,
+      };
     }
-    if (before.server !== undefined && after.server !== undefined) result.serverCpuPerHeartbeatUs = (after.server - before.server) / Math.max(1, acked);
-    if (cpuRamp0 !== undefined && cpuRamp1 !== undefined) result.serverCpuPerConnectUs = (cpuRamp1 - cpuRamp0) / Math.max(1, ramp.connected);
+    if (before.server !== undefined && after.server !== undefined)
+      result.serverCpuPerHeartbeatUs = (after.server - before.server) / Math.max(1, acked);
+    if (cpuRamp0 !== undefined && cpuRamp1 !== undefined)
+      result.serverCpuPerConnectUs = (cpuRamp1 - cpuRamp0) / Math.max(1, ramp.connected);
     if (target.visible) {
       // Lag of every probe heartbeat published at least 3 s before the end: until its uptime (or a
       // later one) was first visible; one never seen counts with the time up to the end.
@@ -164,10 +208,18 @@ async function runAgainst(target: Target, devices: DeviceCredentials[]): Promise
     }
     console.log(
       `${target.name}: ${result.ackedPerSecond.toFixed(0)} heartbeats/s acknowledged` +
-        (result.acceptedPerSecond !== undefined ? `, ${result.acceptedPerSecond.toFixed(0)}/s accepted, ${result.persistedPerSecond!.toFixed(0)} rows/s persisted` : '') +
-        (result.flush ? ` in ${result.flush.perSecond.toFixed(1)} flushes/s of ${result.flush.meanMs.toFixed(0)} ms each` : '') +
-        (result.lag ? `, lag p50 ${result.lag.p50.toFixed(0)} ms p99 ${result.lag.p99.toFixed(0)} ms (${result.lag.samples} samples)` : '') +
-        (result.serverCpuPerHeartbeatUs !== undefined ? `; server CPU ${result.serverCpuPerHeartbeatUs.toFixed(1)} µs/heartbeat, ${result.serverCpuPerConnectUs?.toFixed(0)} µs/connect` : '') +
+        (result.acceptedPerSecond !== undefined
+          ? `, ${result.acceptedPerSecond.toFixed(0)}/s accepted, ${result.persistedPerSecond!.toFixed(0)} rows/s persisted`
+          : '') +
+        (result.flush
+          ? ` in ${result.flush.perSecond.toFixed(1)} flushes/s of ${result.flush.meanMs.toFixed(0)} ms each`
+          : '') +
+        (result.lag
+          ? `, lag p50 ${result.lag.p50.toFixed(0)} ms p99 ${result.lag.p99.toFixed(0)} ms (${result.lag.samples} samples)`
+          : '') +
+        (result.serverCpuPerHeartbeatUs !== undefined
+          ? `; server CPU ${result.serverCpuPerHeartbeatUs.toFixed(1)} µs/heartbeat, ${result.serverCpuPerConnectUs?.toFixed(0)} µs/connect`
+          : '') +
         `; generator CPU ${result.generatorCpuPerHeartbeatUs.toFixed(1)} µs/heartbeat`,
     );
     return result;
@@ -179,11 +231,23 @@ async function runAgainst(target: Target, devices: DeviceCredentials[]): Promise
 async function ourService(): Promise<{ target: Target; devices: DeviceCredentials[]; server: BenchServer }> {
   const server = await startBenchServer({ env: { LOG_LEVEL: 'error' } });
   const account = await server.createAccount({ quota: DEVICES + 10 });
-  const res = await fetch(`${server.httpUrl}/api/v1/models`, { method: 'POST', headers: { ...account.headers, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Luma-100' }) });
+  const res = await fetch(`${server.httpUrl}/api/v1/models`, {
+    method: 'POST',
+    headers: { ...account.headers, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'Luma-100' }),
+  });
   if (res.status !== 201) throw new Error(`model: ${res.status}`);
   const claimStarted = performance.now();
-  const devices = await claimDevices({ apiUrl: server.httpUrl, apiKey: account.apiKey, model: 'Luma-100', firmware: '1.0.0', serials: makeSerials('BENCH', DEVICES) });
-  console.log(`claimed ${devices.length} devices through REST in ${((performance.now() - claimStarted) / 1000).toFixed(1)} s`);
+  const devices = await claimDevices({
+    apiUrl: server.httpUrl,
+    apiKey: account.apiKey,
+    model: 'Luma-100',
+    firmware: '1.0.0',
+    serials: makeSerials('BENCH', DEVICES),
+  });
+  console.log(
+    `claimed ${devices.length} devices through REST in ${((performance.now() - claimStarted) / 1000).toFixed(1)} s`,
+  );
   const metric = async (name: string) => {
     const text = await (await fetch(`${server.httpUrl}/metrics`)).text();
     const line = text.split('\n').find((l) => l.startsWith(name));
@@ -200,10 +264,17 @@ async function ourService(): Promise<{ target: Target; devices: DeviceCredential
       cpu: async () => cpuMicros(await server.cpu()),
       persisted: () => metric('fleet_heartbeat_flush_rows_total'),
       accepted: () => metric('fleet_mqtt_messages_accepted_total{kind="heartbeat"}'),
-      flushes: async () => ({ count: await metric('fleet_heartbeat_flush_duration_seconds_count'), seconds: await metric('fleet_heartbeat_flush_duration_seconds_sum') }),
+      flushes: async () => ({
+        count: await metric('fleet_heartbeat_flush_duration_seconds_count'),
+        seconds: await metric('fleet_heartbeat_flush_duration_seconds_sum'),
+      }),
       visible: async (serials) => {
         const { rows } = await server.sql('SELECT serial, uptime_s FROM devices WHERE serial = ANY(?)', [serials]);
-        return new Map((rows as Array<{ serial: string; uptime_s: number | null }>).filter((r) => r.uptime_s !== null).map((r) => [r.serial, r.uptime_s!]));
+        return new Map(
+          (rows as Array<{ serial: string; uptime_s: number | null }>)
+            .filter((r) => r.uptime_s !== null)
+            .map((r) => [r.serial, r.uptime_s!]),
+        );
       },
       stop: () => server.stop(),
     },
@@ -211,12 +282,21 @@ async function ourService(): Promise<{ target: Target; devices: DeviceCredential
 }
 
 async function bareAedes(): Promise<Target> {
-  const child = fork(path.join(here, 'devices-bare-aedes.server.ts'), [], { execArgv: ['--import', 'tsx', '--expose-gc'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(path.join(here, 'devices-bare-aedes.server.ts'), [], {
+    execArgv: ['--import', 'tsx', '--expose-gc'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   let nextId = 1;
   const waiting = new Map<number, (v: { memory: NodeJS.MemoryUsage; cpu: NodeJS.CpuUsage }) => void>();
   const port = await new Promise<number>((resolve) =>
     child.on('message', (raw) => {
-      const msg = raw as { ready?: boolean; port: number; id?: number; memory: NodeJS.MemoryUsage; cpu: NodeJS.CpuUsage };
+      const msg = raw as {
+        ready?: boolean;
+        port: number;
+        id?: number;
+        memory: NodeJS.MemoryUsage;
+        cpu: NodeJS.CpuUsage;
+      };
       if (msg.ready) resolve(msg.port);
       else if (msg.id !== undefined) waiting.get(msg.id)?.(msg);
     }),
@@ -247,7 +327,13 @@ function mosquitto(): Target | null {
     return null;
   }
   const rss = () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
-  return { name: 'Mosquitto', url: 'mqtt://127.0.0.1:1883', clean: true, memory: async () => rss(), stop: async () => undefined };
+  return {
+    name: 'Mosquitto',
+    url: 'mqtt://127.0.0.1:1883',
+    clean: true,
+    memory: async () => rss(),
+    stop: async () => undefined,
+  };
 }
 
 const results: TargetResult[] = [];
@@ -262,12 +348,23 @@ const oursOnly = process.argv.includes('--ours-only');
 if (!oursOnly) {
   const bare = await bareAedes();
   try {
-    results.push(await runAgainst(bare, makeSerials('BARE', DEVICES).map((serial) => ({ serial, username: serial, password: 'x' }))));
+    results.push(
+      await runAgainst(
+        bare,
+        makeSerials('BARE', DEVICES).map((serial) => ({ serial, username: serial, password: 'x' })),
+      ),
+    );
   } finally {
     await bare.stop();
   }
   const mosq = mosquitto();
-  if (mosq) results.push(await runAgainst(mosq, makeSerials(`BENCHMOSQ${process.pid}`, DEVICES).map((serial) => ({ serial, username: serial, password: 'x' }))));
+  if (mosq)
+    results.push(
+      await runAgainst(
+        mosq,
+        makeSerials(`BENCHMOSQ${process.pid}`, DEVICES).map((serial) => ({ serial, username: serial, password: 'x' })),
+      ),
+    );
   else console.log('Mosquitto is not running on this machine: skipped');
 }
 
@@ -276,11 +373,17 @@ const ratio = (a: number, b: number | undefined) => (b ? `${(a / b).toFixed(2)}x
 const figures = results.flatMap((r) => [
   `${r.name}: ramp ${r.ramp.connected}/${DEVICES} devices in ${r.ramp.seconds.toFixed(2)} s = **${r.ramp.perSecond.toFixed(0)} devices/s**${r.ramp.failed ? ` (${r.ramp.failed} failed)` : ''}; memory **${kb(r.memoryPerDeviceBytes)} KB per connected device** (RSS delta after GC)`,
   `${r.name}: **${r.ackedPerSecond.toFixed(0)} heartbeats/s acknowledged** (QoS 1, ${OFFERED_RATE}/s offered by ${DEVICES} devices for ${SECONDS} s)` +
-    (r.acceptedPerSecond !== undefined ? `, **${r.acceptedPerSecond.toFixed(0)} accepted and persisted/s** (${r.persistedPerSecond!.toFixed(0)} coalesced device rows/s written${r.flush ? ` in ${r.flush.perSecond.toFixed(1)} flushes/s, ${r.flush.meanMs.toFixed(0)} ms each` : ''})` : '') +
-    (r.lag ? `, publish-to-visible last_seen lag p50 ${r.lag.p50.toFixed(0)} ms, **p99 ${r.lag.p99.toFixed(0)} ms** (${r.lag.samples} heartbeats of ${PROBES} probe devices)` : '') +
+    (r.acceptedPerSecond !== undefined
+      ? `, **${r.acceptedPerSecond.toFixed(0)} accepted and persisted/s** (${r.persistedPerSecond!.toFixed(0)} coalesced device rows/s written${r.flush ? ` in ${r.flush.perSecond.toFixed(1)} flushes/s, ${r.flush.meanMs.toFixed(0)} ms each` : ''})`
+      : '') +
+    (r.lag
+      ? `, publish-to-visible last_seen lag p50 ${r.lag.p50.toFixed(0)} ms, **p99 ${r.lag.p99.toFixed(0)} ms** (${r.lag.samples} heartbeats of ${PROBES} probe devices)`
+      : '') +
     `; load generator CPU ${r.generatorCpuPerHeartbeatUs.toFixed(0)} µs per heartbeat`,
   ...(r.serverCpuPerHeartbeatUs !== undefined
-    ? [`${r.name}: server CPU **${r.serverCpuPerHeartbeatUs.toFixed(1)} µs per heartbeat** (about ${Math.round(1e6 / r.serverCpuPerHeartbeatUs).toLocaleString('en')} heartbeats/s per core), ${r.serverCpuPerConnectUs!.toFixed(0)} µs per connection (about ${Math.round(1e6 / r.serverCpuPerConnectUs!).toLocaleString('en')} connections/s per core)`]
+    ? [
+        `${r.name}: server CPU **${r.serverCpuPerHeartbeatUs.toFixed(1)} µs per heartbeat** (about ${Math.round(1e6 / r.serverCpuPerHeartbeatUs).toLocaleString('en')} heartbeats/s per core), ${r.serverCpuPerConnectUs!.toFixed(0)} µs per connection (about ${Math.round(1e6 / r.serverCpuPerConnectUs!).toLocaleString('en')} connections/s per core)`,
+      ]
     : []),
 ]);
 figures.push(
@@ -292,7 +395,8 @@ for (const f of figures) console.log(f);
 if (!smoke && !oursOnly && !process.argv.includes('--dry')) {
   recordResults({
     title: `Device gateway: ${DEVICES} devices, ramp, heartbeat ingestion, memory (vs bare Aedes and Mosquitto)`,
-    command: `BENCH_DATABASE_URL=${process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ? '<postgres>' : '(embedded)'} node --import tsx bench/devices-gateway.bench.ts ${process.argv.slice(2).join(' ')}`.trim(),
+    command:
+      `BENCH_DATABASE_URL=${(process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL) ? '<postgres>' : '(embedded)'} node --import tsx bench/devices-gateway.bench.ts ${process.argv.slice(2).join(' ')}`.trim(),
     figures,
     notes: [
       `The load generator (simulator engine, mqtt.js clients) runs in ${FLEET_PROCESSES} processes of its own and shares the 2 cores with the broker under test (and PostgreSQL); every broker runs in a process of its own. The ramp runs with a 600 s heartbeat; the sustained phase then sets the period that offers the rate.`,

@@ -25,7 +25,11 @@ const server = await startBenchServer();
 try {
   const account = await server.createAccount({ quota: CLAIMS * PER_CLAIM });
   const post = (path: string, body: unknown) =>
-    fetch(server.httpUrl + path, { method: 'POST', headers: { ...account.headers, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    fetch(server.httpUrl + path, {
+      method: 'POST',
+      headers: { ...account.headers, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
   for (const model of ['LX-200', 'LX-300']) {
     const res = await post('/api/v1/models', { name: model });
     if (res.status !== 201) throw new Error(`model: ${res.status} ${await res.text()}`);
@@ -52,11 +56,20 @@ try {
   if (server.database === 'postgres') await server.sql('VACUUM ANALYZE devices');
 
   // The plan of the exact page statement: which index serves it.
-  const pageQuery = devicePageQuery({ accountId: account.accountId, filter: { model: 'LX-200', firmwareLt: '2.0.0' }, afterSerial: null, limit: 101 });
-  const plan = (await server.sql(`EXPLAIN (ANALYZE, FORMAT JSON) ${pageQuery.sql}`, pageQuery.bindings)).rows as Array<Record<string, unknown>>;
+  const pageQuery = devicePageQuery({
+    accountId: account.accountId,
+    filter: { model: 'LX-200', firmwareLt: '2.0.0' },
+    afterSerial: null,
+    limit: 101,
+  });
+  const plan = (await server.sql(`EXPLAIN (ANALYZE, FORMAT JSON) ${pageQuery.sql}`, pageQuery.bindings)).rows as Array<
+    Record<string, unknown>
+  >;
   const planText = JSON.stringify(plan);
   const indexes = [...new Set([...planText.matchAll(/"Index Name":"([a-z_]+)"/g)].map((m) => m[1]))];
-  const planMs = (plan[0]?.['QUERY PLAN'] as Array<{ 'Execution Time': number; 'Planning Time': number }> | undefined)?.[0];
+  const planMs = (
+    plan[0]?.['QUERY PLAN'] as Array<{ 'Execution Time': number; 'Planning Time': number }> | undefined
+  )?.[0];
 
   // Filtered page of 100.
   const pageUrl = `${server.httpUrl}/api/v1/devices?model=LX-200&firmware_lt=2.0.0&limit=100`;
@@ -66,12 +79,21 @@ try {
   await runLoad({ url: pageUrl, headers: account.headers, connections: CONNECTIONS, durationSeconds: smoke ? 1 : 3 }); // warm-up
   const cpuBefore = await server.cpu();
   const pgBefore = server.database === 'postgres' ? postgresCpuMicros() : undefined;
-  const load = await runLoad({ url: pageUrl, headers: account.headers, connections: CONNECTIONS, durationSeconds: LOAD_SECONDS });
+  const load = await runLoad({
+    url: pageUrl,
+    headers: account.headers,
+    connections: CONNECTIONS,
+    durationSeconds: LOAD_SECONDS,
+  });
   const cpuAfter = await server.cpu();
   const pgAfter = pgBefore === undefined ? undefined : postgresCpuMicros();
-  const pgPerRequestMs = pgBefore !== undefined && pgAfter !== undefined ? (pgAfter - pgBefore) / 1000 / Math.max(1, load.requests) : undefined;
+  const pgPerRequestMs =
+    pgBefore !== undefined && pgAfter !== undefined
+      ? (pgAfter - pgBefore) / 1000 / Math.max(1, load.requests)
+      : undefined;
   // CPU the server spent per request: unlike req/s, it barely depends on what else runs on the machine.
-  const cpuPerRequestMs = (cpuAfter.user + cpuAfter.system - cpuBefore.user - cpuBefore.system) / 1000 / Math.max(1, load.requests);
+  const cpuPerRequestMs =
+    (cpuAfter.user + cpuAfter.system - cpuBefore.user - cpuBefore.system) / 1000 / Math.max(1, load.requests);
   if (load.non2xx > 0 || load.errors > 0) throw new Error(`page load: ${load.non2xx} non-2xx, ${load.errors} errors`);
 
   // Full streamed listing.
@@ -94,7 +116,8 @@ try {
   const streamCpu = await server.cpu();
   const streamCpuSeconds = (streamCpu.user + streamCpu.system - streamCpuBefore.user - streamCpuBefore.system) / 1e6;
   const total = Number(/"total":(\d+)/.exec(tail)?.[1]);
-  if (res.status !== 200 || total !== CLAIMS * PER_CLAIM) throw new Error(`stream: status ${res.status}, total ${total}`);
+  if (res.status !== 200 || total !== CLAIMS * PER_CLAIM)
+    throw new Error(`stream: status ${res.status}, total ${total}`);
   const growth = peakRss - before.rss;
 
   const figures = [
@@ -102,7 +125,9 @@ try {
     `filtered page (model=LX-200&firmware_lt=2.0.0&limit=100, ${checkBody.total.toLocaleString('en')} matches), autocannon ${CONNECTIONS} connections, ${LOAD_SECONDS} s: ` +
       `**${Math.round(load.requestsPerSecond)} req/s**, p50 ${load.p50Ms} ms, **p99 ${load.p99Ms} ms** (${load.requests} requests; target >= 2,500 req/s, p99 < 25 ms); ` +
       `server CPU ${cpuPerRequestMs.toFixed(2)} ms per request (one free core: about ${Math.round(1000 / cpuPerRequestMs)} req/s of Node work)` +
-      (pgPerRequestMs === undefined ? '' : `, PostgreSQL CPU ${pgPerRequestMs.toFixed(2)} ms per request (all postgres processes)`),
+      (pgPerRequestMs === undefined
+        ? ''
+        : `, PostgreSQL CPU ${pgPerRequestMs.toFixed(2)} ms per request (all postgres processes)`),
     `page statement: indexes ${indexes.join(', ') || '(none)'}; planning ${planMs?.['Planning Time'].toFixed(2)} ms, execution ${planMs?.['Execution Time'].toFixed(2)} ms (EXPLAIN ANALYZE)`,
     `full streamed listing (${(bytes / 1024 / 1024).toFixed(1)} MB JSON): **${streamSeconds.toFixed(2)} s** (server CPU ${streamCpuSeconds.toFixed(2)} s), server RSS ${mb(before.rss)} MB -> peak ${mb(peakRss)} MB, **growth ${mb(growth)} MB** (target < 2 s, < 50 MB)`,
   ];

@@ -16,13 +16,26 @@ const DEVICES = smoke ? 300 : 10_000;
 const SECONDS = smoke ? 1 : 10;
 const CONNECTIONS = 32;
 
-const QUERY = 'query Page($first: Int!) { devices(first: $first) { totalCount edges { node { serial name model firmware status lastSeen ip } } pageInfo { hasNextPage endCursor } } }';
+const QUERY =
+  'query Page($first: Int!) { devices(first: $first) { totalCount edges { node { serial name model firmware status lastSeen ip } } pageInfo { hasNextPage endCursor } } }';
 const RICH_QUERY =
   'query Rich($first: Int!) { devices(first: $first) { totalCount quota edges { cursor node { id serial name model firmware status lastSeen ip connectivity tags claimedAt update { state progress targetVersion } config { desiredVersion reportedVersion inSync desired { dimLevel heartbeatIntervalS timezone } } } } pageInfo { hasNextPage endCursor } } }';
 
-async function postLoad(url: string, headers: Record<string, string>, body: string, seconds: number): Promise<LoadResult> {
+async function postLoad(
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  seconds: number,
+): Promise<LoadResult> {
   // autocannon's bundled declaration (bench/lib/autocannon.d.ts) lists only GET options.
-  const options = { url, headers: { ...headers, 'content-type': 'application/json' }, connections: CONNECTIONS, duration: seconds, method: 'POST', body } as unknown as Parameters<typeof autocannon>[0];
+  const options = {
+    url,
+    headers: { ...headers, 'content-type': 'application/json' },
+    connections: CONNECTIONS,
+    duration: seconds,
+    method: 'POST',
+    body,
+  } as unknown as Parameters<typeof autocannon>[0];
   const result = await autocannon(options);
   return {
     requests: result.requests.total,
@@ -40,29 +53,48 @@ const server = await startBenchServer({ env: { NODE_ENV: 'production' } });
 try {
   const account = await server.createAccount({ quota: DEVICES });
   const post = (path: string, body: unknown) =>
-    fetch(server.httpUrl + path, { method: 'POST', headers: { ...account.headers, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    fetch(server.httpUrl + path, {
+      method: 'POST',
+      headers: { ...account.headers, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
   if ((await post('/api/v1/models', { name: 'LX-200' })).status !== 201) throw new Error('model');
   for (let c = 0; c * 1000 < DEVICES; c++) {
-    const serials = Array.from({ length: Math.min(1000, DEVICES - c * 1000) }, (_, i) => `SN-${String(c * 1000 + i).padStart(6, '0')}`);
+    const serials = Array.from(
+      { length: Math.min(1000, DEVICES - c * 1000) },
+      (_, i) => `SN-${String(c * 1000 + i).padStart(6, '0')}`,
+    );
     const res = await post('/api/v1/devices/claim', { serials, model: 'LX-200' });
     if (res.status !== 201) throw new Error(`claim: ${res.status} ${(await res.text()).slice(0, 200)}`);
     await res.arrayBuffer();
   }
-  await server.sql(`UPDATE devices SET firmware = '1.4.2', firmware_key = '0000000001.0000000004.0000000002.0000000000~', status = 'online', connectivity = 'online', ip = '10.0.4.17', last_seen = now()`);
+  await server.sql(
+    `UPDATE devices SET firmware = '1.4.2', firmware_key = '0000000001.0000000004.0000000002.0000000000~', status = 'online', connectivity = 'online', ip = '10.0.4.17', last_seen = now()`,
+  );
   if (server.database === 'postgres') await server.sql('VACUUM ANALYZE devices');
 
   const restUrl = `${server.httpUrl}/api/v1/devices?limit=100`;
   const graphqlUrl = `${server.httpUrl}/graphql`;
   const body = JSON.stringify({ query: QUERY, variables: { first: 100 } });
   const richBody = JSON.stringify({ query: RICH_QUERY, variables: { first: 100 } });
-  const check = await fetch(graphqlUrl, { method: 'POST', headers: { ...account.headers, 'content-type': 'application/json' }, body });
+  const check = await fetch(graphqlUrl, {
+    method: 'POST',
+    headers: { ...account.headers, 'content-type': 'application/json' },
+    body,
+  });
   const checked = (await check.json()) as { data?: { devices: { edges: unknown[] } }; errors?: unknown };
-  if (checked.data?.devices.edges.length !== 100) throw new Error(`graphql check failed: ${JSON.stringify(checked).slice(0, 300)}`);
+  if (checked.data?.devices.edges.length !== 100)
+    throw new Error(`graphql check failed: ${JSON.stringify(checked).slice(0, 300)}`);
 
   // Warm-up of both paths (JIT, caches, connection pools), then the measured runs, REST first.
   await runLoad({ url: restUrl, headers: account.headers, connections: CONNECTIONS, durationSeconds: 1 });
   await postLoad(graphqlUrl, account.headers, body, 1);
-  const rest = await runLoad({ url: restUrl, headers: account.headers, connections: CONNECTIONS, durationSeconds: SECONDS });
+  const rest = await runLoad({
+    url: restUrl,
+    headers: account.headers,
+    connections: CONNECTIONS,
+    durationSeconds: SECONDS,
+  });
   const graphql = await postLoad(graphqlUrl, account.headers, body, SECONDS);
   const rich = await postLoad(graphqlUrl, account.headers, richBody, SECONDS);
   // Non-2xx answers are reported, not hidden: on an overloaded machine the database probe can

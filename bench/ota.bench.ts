@@ -34,19 +34,39 @@ const DOWNLOADERS = Math.min(DEVICES, smoke ? 20 : arg('download-devices', 500))
 // figure worse (2,350 of 10,000 updates failed in one such run).
 const FLEET_PROCESSES = smoke ? 1 : arg('fleet-processes', 1);
 
-async function upload(server: BenchServer, account: BenchAccount, model: string, version: string, bytes: Buffer): Promise<void> {
+async function upload(
+  server: BenchServer,
+  account: BenchAccount,
+  model: string,
+  version: string,
+  bytes: Buffer,
+): Promise<void> {
   const form = new FormData();
   form.append('model', model);
   form.append('version', version);
   form.append('file', new Blob([new Uint8Array(bytes)]), 'fw.bin');
-  const res = await fetch(`${server.httpUrl}/api/v1/firmware/versions`, { method: 'POST', headers: account.headers, body: form });
+  const res = await fetch(`${server.httpUrl}/api/v1/firmware/versions`, {
+    method: 'POST',
+    headers: account.headers,
+    body: form,
+  });
   if (res.status !== 201) throw new Error(`upload ${model} ${version}: HTTP ${res.status} ${await res.text()}`);
 }
 
-async function api<T>(server: BenchServer, account: BenchAccount, method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
+async function api<T>(
+  server: BenchServer,
+  account: BenchAccount,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: T }> {
   for (let attempt = 1; ; attempt++) {
     try {
-      const res = await fetch(server.httpUrl + path, { method, headers: { ...account.headers, 'content-type': 'application/json' }, ...(body ? { body: JSON.stringify(body) } : {}) });
+      const res = await fetch(server.httpUrl + path, {
+        method,
+        headers: { ...account.headers, 'content-type': 'application/json' },
+        ...(body ? { body: JSON.stringify(body) } : {}),
+      });
       return { status: res.status, body: (await res.json()) as T };
     } catch (err) {
       // A reused keep-alive socket the server closed meanwhile ("other side closed"): polls are
@@ -80,7 +100,12 @@ interface Counts {
 }
 
 async function counts(server: BenchServer, account: BenchAccount, id: string): Promise<Counts> {
-  const res = await api<{ deployment: { counts: Counts } }>(server, account, 'GET', `/api/v1/firmware/deployments/${id}`);
+  const res = await api<{ deployment: { counts: Counts } }>(
+    server,
+    account,
+    'GET',
+    `/api/v1/firmware/deployments/${id}`,
+  );
   // Under load the service may answer 503 for a moment (database health probe): ask again.
   return res.status === 200 ? res.body.deployment.counts : { succeeded: 0, failed: 0, timed_out: 0 };
 }
@@ -98,27 +123,67 @@ try {
 
   // 1. Scheduling 100,000 targets.
   const schedSerials = makeSerials('SCH', SCHEDULE);
-  await claimDevices({ apiUrl: server.httpUrl, apiKey: account.apiKey, model: 'SCHED', firmware: '2.0.0', serials: schedSerials });
+  await claimDevices({
+    apiUrl: server.httpUrl,
+    apiKey: account.apiKey,
+    model: 'SCHED',
+    firmware: '2.0.0',
+    serials: schedSerials,
+  });
   // The claims scheduled 2.0.0 already (claim deployments); cancel them so the deploy below targets everything anew.
-  const claimDeps = (await api<{ deployments: Array<{ id: string; kind: string }> }>(server, account, 'GET', '/api/v1/firmware/deployments?limit=100')).body.deployments;
+  const claimDeps = (
+    await api<{ deployments: Array<{ id: string; kind: string }> }>(
+      server,
+      account,
+      'GET',
+      '/api/v1/firmware/deployments?limit=100',
+    )
+  ).body.deployments;
   for (const d of claimDeps) await api(server, account, 'POST', `/api/v1/firmware/deployments/${d.id}/cancel`);
   // What autovacuum does after 100,000 cancelled rows and as many new devices (it is off on these
   // machines): without it the deploy below probes 100,000 dead index entries and plans on empty statistics.
   if (server.database === 'postgres') await server.sql('VACUUM ANALYZE devices, device_updates, device_events');
   await upload(server, account, 'SCHED', '2.1.0', randomBytes(64 * 1024));
   let t0 = performance.now();
-  const sched = await api<{ deployment_id: string; target_count: number }>(server, account, 'POST', '/api/v1/firmware/deploy', { firmware_version: '2.1.0', filter: { model: 'SCHED' }, rollout: { batches: [1, 10, 50, 100], failure_threshold_percent: 5 } });
+  const sched = await api<{ deployment_id: string; target_count: number }>(
+    server,
+    account,
+    'POST',
+    '/api/v1/firmware/deploy',
+    {
+      firmware_version: '2.1.0',
+      filter: { model: 'SCHED' },
+      rollout: { batches: [1, 10, 50, 100], failure_threshold_percent: 5 },
+    },
+  );
   const scheduleMs = performance.now() - t0;
-  if (sched.status !== 202 || sched.body.target_count !== SCHEDULE) throw new Error(`deploy to ${SCHEDULE}: ${sched.status} ${JSON.stringify(sched.body)}`);
-  report(`scheduling: deployment to ${SCHEDULE.toLocaleString('en')} devices created in ${scheduleMs.toFixed(0)} ms (202 answer, targets and history rows written; target < 3000 ms; tables vacuumed and analyzed before, as autovacuum would)`);
+  if (sched.status !== 202 || sched.body.target_count !== SCHEDULE)
+    throw new Error(`deploy to ${SCHEDULE}: ${sched.status} ${JSON.stringify(sched.body)}`);
+  report(
+    `scheduling: deployment to ${SCHEDULE.toLocaleString('en')} devices created in ${scheduleMs.toFixed(0)} ms (202 answer, targets and history rows written; target < 3000 ms; tables vacuumed and analyzed before, as autovacuum would)`,
+  );
   await api(server, account, 'POST', `/api/v1/firmware/deployments/${sched.body.deployment_id}/cancel`);
 
   // 2. 10,000 online devices updated end to end.
   await upload(server, account, 'LIVE', '1.0.0', randomBytes(16 * 1024));
   await upload(server, account, 'LIVE', '1.1.0', randomBytes(64 * 1024));
-  const creds = await claimDevices({ apiUrl: server.httpUrl, apiKey: account.apiKey, model: 'LIVE', firmware: '1.0.0', serials: makeSerials('LIVE', DEVICES) });
+  const creds = await claimDevices({
+    apiUrl: server.httpUrl,
+    apiKey: account.apiKey,
+    model: 'LIVE',
+    firmware: '1.0.0',
+    serials: makeSerials('LIVE', DEVICES),
+  });
   const fleets = Array.from({ length: FLEET_PROCESSES }, (_, i) =>
-    startFleetProcess({ devices: creds.filter((_, j) => j % FLEET_PROCESSES === i), brokerUrl: server.mqttUrl, firmware: '1.0.0', heartbeatS: 30, rebootMs: 200, downloadKbps: 0, connectRatePerS: 2000 / FLEET_PROCESSES }),
+    startFleetProcess({
+      devices: creds.filter((_, j) => j % FLEET_PROCESSES === i),
+      brokerUrl: server.mqttUrl,
+      firmware: '1.0.0',
+      heartbeatS: 30,
+      rebootMs: 200,
+      downloadKbps: 0,
+      connectRatePerS: 2000 / FLEET_PROCESSES,
+    }),
   );
   const fleet = {
     stats: async () => {
@@ -126,23 +191,43 @@ try {
       return {
         connected: all.reduce((n, s) => n + s.connected, 0),
         commandsReceived: all.reduce((n, s) => n + s.commandsReceived, 0),
-        lastCommandAtMs: { first: Math.min(...all.map((s) => s.lastCommandAtMs.first || Infinity)), last: Math.max(...all.map((s) => s.lastCommandAtMs.last)) },
+        lastCommandAtMs: {
+          first: Math.min(...all.map((s) => s.lastCommandAtMs.first || Infinity)),
+          last: Math.max(...all.map((s) => s.lastCommandAtMs.last)),
+        },
         cpu: { user: all.reduce((n, s) => n + s.cpu.user, 0), system: all.reduce((n, s) => n + s.cpu.system, 0) },
       };
     },
     stop: () => Promise.all(fleets.map((f) => f.stop())),
   };
   const starts = await Promise.all(fleets.map((f) => f.start()));
-  const started = { connected: starts.reduce((n, r) => n + r.connected, 0), failed: starts.reduce((n, r) => n + r.failed, 0), seconds: Math.max(...starts.map((r) => r.seconds)) };
-  report(`fleet: ${started.connected.toLocaleString('en')} simulated devices in ${FLEET_PROCESSES} processes connected in ${started.seconds.toFixed(1)} s (${started.failed} failed)`);
+  const started = {
+    connected: starts.reduce((n, r) => n + r.connected, 0),
+    failed: starts.reduce((n, r) => n + r.failed, 0),
+    seconds: Math.max(...starts.map((r) => r.seconds)),
+  };
+  report(
+    `fleet: ${started.connected.toLocaleString('en')} simulated devices in ${FLEET_PROCESSES} processes connected in ${started.seconds.toFixed(1)} s (${started.failed} failed)`,
+  );
   // Claimed with 1.0.0, which they run: every claim update completes as already installed.
   const onlineOnOld = async () =>
-    ((await server.sql(`SELECT count(*)::int AS n FROM devices d JOIN models m ON m.id = d.model_id WHERE m.name = 'LIVE' AND d.firmware = '1.0.0' AND d.connectivity = 'online'`)).rows[0] as { n: number }).n;
-  await waitUntil(async () => {
-    const n = await onlineOnOld();
-    if (n !== DEVICES) console.log(`waiting: ${n}/${DEVICES} devices online on 1.0.0`);
-    return n === DEVICES;
-  }, 120_000, 'every device online on 1.0.0', 1000);
+    (
+      (
+        await server.sql(
+          `SELECT count(*)::int AS n FROM devices d JOIN models m ON m.id = d.model_id WHERE m.name = 'LIVE' AND d.firmware = '1.0.0' AND d.connectivity = 'online'`,
+        )
+      ).rows[0] as { n: number }
+    ).n;
+  await waitUntil(
+    async () => {
+      const n = await onlineOnOld();
+      if (n !== DEVICES) console.log(`waiting: ${n}/${DEVICES} devices online on 1.0.0`);
+      return n === DEVICES;
+    },
+    120_000,
+    'every device online on 1.0.0',
+    1000,
+  );
   await sleep(1000);
 
   /**
@@ -155,24 +240,50 @@ try {
   async function deliver(version: string, held: boolean) {
     if (held) await Promise.all(fleets.map((f) => f.holdDownloads()));
     // What autovacuum would have done after the previous phase's updates (it is off here).
-    if (server.database === 'postgres') await server.sql('VACUUM ANALYZE devices, device_updates, device_events, events');
+    if (server.database === 'postgres')
+      await server.sql('VACUUM ANALYZE devices, device_updates, device_events, events');
     const published0 = await metric(server, 'fleet_ota_commands_published_total');
     const received0 = (await fleet.stats()).commandsReceived;
     const deployAtMs = Date.now();
     const t0 = performance.now();
-    const dep = await api<{ deployment_id: string; target_count: number }>(server, account, 'POST', '/api/v1/firmware/deploy', { firmware_version: version, filter: { model: 'LIVE' } });
+    const dep = await api<{ deployment_id: string; target_count: number }>(
+      server,
+      account,
+      'POST',
+      '/api/v1/firmware/deploy',
+      { firmware_version: version, filter: { model: 'LIVE' } },
+    );
     const createMs = performance.now() - t0;
     // The cost of sending, apart from creating the deployment: CPU from the 202 answer on.
     const cpu0 = { server: await server.cpu(), fleet: (await fleet.stats()).cpu, postgres: postgresCpuMicros() };
-    if (dep.status !== 202 || dep.body.target_count !== DEVICES) throw new Error(`deploy ${version} to live fleet: ${dep.status} ${JSON.stringify(dep.body)}`);
+    if (dep.status !== 202 || dep.body.target_count !== DEVICES)
+      throw new Error(`deploy ${version} to live fleet: ${dep.status} ${JSON.stringify(dep.body)}`);
     let publishedAllMs = 0;
-    await waitUntil(async () => {
-      if (!publishedAllMs && (await metric(server, 'fleet_ota_commands_published_total')) - published0 >= DEVICES) publishedAllMs = performance.now() - t0;
-      return Boolean(publishedAllMs);
-    }, 120_000, 'every command published', 100);
-    const spread = (await server.sql(`SELECT extract(epoch FROM max(sent_at) - min(sent_at)) * 1000 AS ms FROM device_updates WHERE deployment_id = ?`, [dep.body.deployment_id])).rows[0] as { ms: number };
-    console.log(`${version}${held ? ' (downloads held)' : ''}: sent_at spread ${Number(spread.ms).toFixed(0)} ms; published after ${publishedAllMs.toFixed(0)} ms`);
-    await waitUntil(async () => (await fleet.stats()).commandsReceived - received0 >= DEVICES, 60_000, 'every command delivered', 50);
+    await waitUntil(
+      async () => {
+        if (!publishedAllMs && (await metric(server, 'fleet_ota_commands_published_total')) - published0 >= DEVICES)
+          publishedAllMs = performance.now() - t0;
+        return Boolean(publishedAllMs);
+      },
+      120_000,
+      'every command published',
+      100,
+    );
+    const spread = (
+      await server.sql(
+        `SELECT extract(epoch FROM max(sent_at) - min(sent_at)) * 1000 AS ms FROM device_updates WHERE deployment_id = ?`,
+        [dep.body.deployment_id],
+      )
+    ).rows[0] as { ms: number };
+    console.log(
+      `${version}${held ? ' (downloads held)' : ''}: sent_at spread ${Number(spread.ms).toFixed(0)} ms; published after ${publishedAllMs.toFixed(0)} ms`,
+    );
+    await waitUntil(
+      async () => (await fleet.stats()).commandsReceived - received0 >= DEVICES,
+      60_000,
+      'every command delivered',
+      50,
+    );
     const stats1 = await fleet.stats();
     const delivered = stats1.lastCommandAtMs;
     // CPU each side spent from the 202 answer until every command arrived, per command (µs).
@@ -181,14 +292,25 @@ try {
     const cpuPerCommand = {
       server: used(cpu0.server, cpu1.server),
       fleet: used(cpu0.fleet, cpu1.fleet),
-      postgres: cpu0.postgres !== undefined && cpu1.postgres !== undefined && server.database === 'postgres' ? (cpu1.postgres - cpu0.postgres) / DEVICES : undefined,
+      postgres:
+        cpu0.postgres !== undefined && cpu1.postgres !== undefined && server.database === 'postgres'
+          ? (cpu1.postgres - cpu0.postgres) / DEVICES
+          : undefined,
     };
     const firstMs = delivered.first - deployAtMs;
     const lastMs = delivered.last - deployAtMs;
     // The rate between the first and the last arrival is the publishing rate; the wait before
     // the first is creating the deployment and committing its first `sent` rows.
     const rate = Math.round((DEVICES - 1) / Math.max(0.001, (lastMs - firstMs) / 1000));
-    const delivery = { createMs, firstMs, lastMs, rate, fromRequest: Math.round(DEVICES / (publishedAllMs / 1000)), publishedAllMs, cpuPerCommand };
+    const delivery = {
+      createMs,
+      firstMs,
+      lastMs,
+      rate,
+      fromRequest: Math.round(DEVICES / (publishedAllMs / 1000)),
+      publishedAllMs,
+      cpuPerCommand,
+    };
     // Spread, 1,000 downloads starting per second: all 10,000 at one instant exhaust the file
     // descriptors of both processes (20,000 each here, and each side already holds 10,000 MQTT
     // sockets); refused and hung downloads then wait out 30 s timeouts and retries.
@@ -205,9 +327,15 @@ try {
         const [cpu, stats] = await Promise.all([server.cpu(), fleet.stats()]);
         const now = performance.now();
         const c = await counts(server, account, dep.body.deployment_id);
-        const share = (a: NodeJS.CpuUsage, b: NodeJS.CpuUsage) => `${(((b.user + b.system - a.user - a.system) / 1000 / (now - tick.at)) * 100).toFixed(0)}%`;
-        const states = Object.entries(c).filter(([, n]) => Number(n) > 0).map(([k, n]) => `${k} ${n}`).join(', ');
-        console.log(`  +${((now - t0) / 1000).toFixed(0)} s: ${states}; server CPU ${share(tick.server, cpu)}, fleet CPU ${share(tick.fleet, stats.cpu)}, fleet connected ${stats.connected}`);
+        const share = (a: NodeJS.CpuUsage, b: NodeJS.CpuUsage) =>
+          `${(((b.user + b.system - a.user - a.system) / 1000 / (now - tick.at)) * 100).toFixed(0)}%`;
+        const states = Object.entries(c)
+          .filter(([, n]) => Number(n) > 0)
+          .map(([k, n]) => `${k} ${n}`)
+          .join(', ');
+        console.log(
+          `  +${((now - t0) / 1000).toFixed(0)} s: ${states}; server CPU ${share(tick.server, cpu)}, fleet CPU ${share(tick.fleet, stats.cpu)}, fleet connected ${stats.connected}`,
+        );
         tick = { at: now, server: cpu, fleet: stats.cpu };
       })()
         .catch(() => undefined)
@@ -215,7 +343,11 @@ try {
           ticking = false;
         });
     }, 5000);
-    await waitUntil(async () => (await counts(server, account, dep.body.deployment_id)).succeeded >= DEVICES, 300_000, `every update to ${version} succeeded`).finally(() => clearInterval(ticker));
+    await waitUntil(
+      async () => (await counts(server, account, dep.body.deployment_id)).succeeded >= DEVICES,
+      300_000,
+      `every update to ${version} succeeded`,
+    ).finally(() => clearInterval(ticker));
     const allMs = performance.now() - t0;
     return { delivery, allMs, counts: await counts(server, account, dep.body.deployment_id) };
   }
@@ -229,33 +361,52 @@ try {
 
   // 2a. The publishing rate: the devices hold their downloads until every command arrived.
   const held = await deliver('1.1.0', true);
-  report(`delivery, devices holding their downloads: ${describe(held.delivery)}; every update succeeded ${(held.allMs / 1000).toFixed(1)} s after the request (the held downloads released at 1,000 a second)`);
+  report(
+    `delivery, devices holding their downloads: ${describe(held.delivery)}; every update succeeded ${(held.allMs / 1000).toFixed(1)} s after the request (the held downloads released at 1,000 a second)`,
+  );
   // 2b. End to end: the devices download as soon as their command arrives.
   await upload(server, account, 'LIVE', '1.2.0', randomBytes(64 * 1024));
   const live = await deliver('1.2.0', false);
   report(`delivery, devices downloading at once: ${describe(live.delivery)}`);
-  report(`end to end: all ${live.counts.succeeded.toLocaleString('en')} updates succeeded (download 64 KB, install, reboot, boot-confirmed by heartbeat) ${(live.allMs / 1000).toFixed(1)} s after the deploy request (target < 60 s); failed ${live.counts.failed}, timed_out ${live.counts.timed_out}`);
+  report(
+    `end to end: all ${live.counts.succeeded.toLocaleString('en')} updates succeeded (download 64 KB, install, reboot, boot-confirmed by heartbeat) ${(live.allMs / 1000).toFixed(1)} s after the deploy request (target < 60 s); failed ${live.counts.failed}, timed_out ${live.counts.timed_out}`,
+  );
 
   // 3. Download throughput: a 4 MB image to many devices at once.
   await upload(server, account, 'LIVE', '1.3.0', randomBytes(4 * 1024 * 1024));
   const bytes0 = await metric(server, 'fleet_firmware_download_bytes_total');
   t0 = performance.now();
-  const dl = await api<{ deployment_id: string; target_count: number }>(server, account, 'POST', '/api/v1/firmware/deploy', { firmware_version: '1.3.0', serials: creds.slice(0, DOWNLOADERS).map((d) => d.serial), filter: { model: 'LIVE' } });
-  await waitUntil(async () => (await counts(server, account, dl.body.deployment_id)).succeeded >= DOWNLOADERS, 300_000, 'every download');
+  const dl = await api<{ deployment_id: string; target_count: number }>(
+    server,
+    account,
+    'POST',
+    '/api/v1/firmware/deploy',
+    { firmware_version: '1.3.0', serials: creds.slice(0, DOWNLOADERS).map((d) => d.serial), filter: { model: 'LIVE' } },
+  );
+  await waitUntil(
+    async () => (await counts(server, account, dl.body.deployment_id)).succeeded >= DOWNLOADERS,
+    300_000,
+    'every download',
+  );
   const dlSeconds = (performance.now() - t0) / 1000;
   const served = (await metric(server, 'fleet_firmware_download_bytes_total')) - bytes0;
-  report(`downloads: ${DOWNLOADERS} devices fetched a 4 MB image at once: ${(served / 1e6).toFixed(0)} MB served in ${dlSeconds.toFixed(1)} s = ${(served / 1e6 / dlSeconds).toFixed(0)} MB/s (signed links, streamed from disk; includes install and reboot of each device)`);
+  report(
+    `downloads: ${DOWNLOADERS} devices fetched a 4 MB image at once: ${(served / 1e6).toFixed(0)} MB served in ${dlSeconds.toFixed(1)} s = ${(served / 1e6 / dlSeconds).toFixed(0)} MB/s (signed links, streamed from disk; includes install and reboot of each device)`,
+  );
   await fleet.stop();
 } finally {
   await server.stop();
 }
 
-if (!smoke && !process.argv.includes("--dry")) {
+if (!smoke && !process.argv.includes('--dry')) {
   recordResults({
     title: `OTA: scheduling ${SCHEDULE.toLocaleString('en')} targets, ${DEVICES.toLocaleString('en')} devices end to end, download throughput`,
-    command: `BENCH_DATABASE_URL=${process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ? '<postgres>' : '(embedded)'} node --import tsx bench/ota.bench.ts ${process.argv.slice(2).join(' ')}`.trim(),
+    command:
+      `BENCH_DATABASE_URL=${(process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL) ? '<postgres>' : '(embedded)'} node --import tsx bench/ota.bench.ts ${process.argv.slice(2).join(' ')}`.trim(),
     figures,
-    notes: [`The simulated fleet (mqtt.js clients, sha256 of every download) runs in ${FLEET_PROCESSES} processes of its own (bench/lib/fleet-process.ts) and shares the 2 cores with the server under test; the benchmark process only deploys and polls.`],
+    notes: [
+      `The simulated fleet (mqtt.js clients, sha256 of every download) runs in ${FLEET_PROCESSES} processes of its own (bench/lib/fleet-process.ts) and shares the 2 cores with the server under test; the benchmark process only deploys and polls.`,
+    ],
   });
 }
 process.exit(0);

@@ -32,7 +32,11 @@ const browser = await launchBrowser({ viewport: { width: 1366, height: 860 } });
 try {
   const account = await server.createAccount({ quota: DEVICES });
   const post = async (p: string, body: unknown, extra: Record<string, string> = {}) => {
-    const res = await fetch(server.httpUrl + p, { method: 'POST', headers: { ...account.headers, 'content-type': 'application/json', ...extra }, body: JSON.stringify(body) });
+    const res = await fetch(server.httpUrl + p, {
+      method: 'POST',
+      headers: { ...account.headers, 'content-type': 'application/json', ...extra },
+      body: JSON.stringify(body),
+    });
     const text = await res.text();
     if (res.status >= 300) throw new Error(`${p}: ${res.status} ${text.slice(0, 300)}`);
     return text ? (JSON.parse(text) as unknown) : null;
@@ -40,7 +44,9 @@ try {
   for (const model of ['LX-200', 'LX-300', 'SPOT-10']) await post('/api/v1/models', { name: model });
   const email = `portal-bench-${Date.now()}@example.test`;
   const password = 'portal bench password';
-  await post('/graphql', { query: `mutation { createUser(input: { email: "${email}", password: "${password}", role: admin }) { id } }` });
+  await post('/graphql', {
+    query: `mutation { createUser(input: { email: "${email}", password: "${password}", role: admin }) { id } }`,
+  });
 
   const seedStarted = performance.now();
   for (let c = 0; c < DEVICES / 1000; c++) {
@@ -65,7 +71,8 @@ try {
   // Every JavaScript file the browser loads, to size the first page.
   const scripts = new Set<string>();
   page.on('response', (r) => {
-    if (r.request().resourceType() === 'script' && r.url().startsWith(server.httpUrl)) scripts.add(new URL(r.url()).pathname);
+    if (r.request().resourceType() === 'script' && r.url().startsWith(server.httpUrl))
+      scripts.add(new URL(r.url()).pathname);
   });
   await page.goto(`${server.httpUrl}/login`);
   await logIn(page, email, password);
@@ -128,7 +135,11 @@ try {
   await page.locator(`[data-serial="SN-${String(deepRow + 5).padStart(6, '0')}"]`).waitFor({ timeout: 60_000 });
   const deepMs = performance.now() - deepStarted;
 
-  const median = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
+  const median = (xs: number[]) =>
+    percentile(
+      [...xs].sort((a, b) => a - b),
+      50,
+    );
   const figures = [
     `devices in the account: ${DEVICES.toLocaleString('en')} (seeded in ${seedSeconds.toFixed(1)} s); list header: "${total}"`,
     `first dashboard render (navigation start to figures on screen): median ${median(dashboard).toFixed(0)} ms warm cache (runs: ${dashboard.map((x) => x.toFixed(0)).join(', ')}), ${dashboardCold.toFixed(0)} ms cold cache — target < 1500 ms`,
@@ -142,7 +153,10 @@ try {
     recordResults({
       title: 'Portal in Chromium (bench/portal.bench.ts)',
       command: `${server.database === 'postgres' ? 'BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test ' : ''}node --import tsx bench/portal.bench.ts`,
-      figures: [...figures, `database: ${server.database}; browser: Debian Chromium headless (--disable-gpu), viewport 1366x860, same machine as the server`],
+      figures: [
+        ...figures,
+        `database: ${server.database}; browser: Debian Chromium headless (--disable-gpu), viewport 1366x860, same machine as the server`,
+      ],
     });
   }
 } finally {

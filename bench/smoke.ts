@@ -8,7 +8,9 @@ import { fileURLToPath } from 'node:url';
  * seconds each) to prove the benchmarks still work. Figures of a smoke run are not recorded.
  */
 const here = path.dirname(fileURLToPath(import.meta.url));
-const benches = readdirSync(here).filter((f) => f.endsWith('.bench.ts')).sort();
+const benches = readdirSync(here)
+  .filter((f) => f.endsWith('.bench.ts'))
+  .sort();
 let failed = 0;
 for (const file of benches) {
   const started = Date.now();
@@ -19,7 +21,9 @@ for (const file of benches) {
   });
   const ok = result.status === 0;
   if (!ok) failed += 1;
-  console.log(`bench smoke ${file}: ${ok ? 'ok' : `FAILED (exit ${result.status ?? result.signal})`} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  console.log(
+    `bench smoke ${file}: ${ok ? 'ok' : `FAILED (exit ${result.status ?? result.signal})`} in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+  );
 }
 console.log(`${benches.length - failed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);

@@ -26,11 +26,23 @@ const CONNECT_RATE = Number(process.env.FANOUT_CONNECT_RATE ?? 300);
 const here = path.dirname(fileURLToPath(import.meta.url));
 
 const server = await startBenchServer({ env: { MAX_JSON_BODY_BYTES: String(4 * 1024 * 1024) } });
-const fleet = fork(path.join(here, 'subscriptions-fanout.fleet.ts'), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+const fleet = fork(path.join(here, 'subscriptions-fanout.fleet.ts'), [], {
+  execArgv: ['--import', 'tsx'],
+  stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+});
 const clients: Client[] = [];
 try {
   const account = await server.createAccount({ quota: DEVICES });
-  if ((await fetch(`${server.httpUrl}/api/v1/models`, { method: 'POST', headers: { ...account.headers, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'LX-200' }) })).status !== 201) throw new Error('model');
+  if (
+    (
+      await fetch(`${server.httpUrl}/api/v1/models`, {
+        method: 'POST',
+        headers: { ...account.headers, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'LX-200' }),
+      })
+    ).status !== 201
+  )
+    throw new Error('model');
   // Claimed without a firmware to install: this benchmark is about presence, not OTA.
   const creds = await claimWithoutFirmware(server.httpUrl, account.headers, makeSerials('FAN', DEVICES));
 
@@ -63,8 +75,13 @@ try {
   // online and the outbox is drained (at most 120 s).
   const settleDeadline = Date.now() + 120_000;
   for (;;) {
-    const online = Number(((await server.sql("SELECT count(*) AS n FROM devices WHERE connectivity = 'online'")).rows[0] as { n: string }).n);
-    const pending = Number(((await server.sql('SELECT count(*) AS n FROM events WHERE dispatched_at IS NULL')).rows[0] as { n: string }).n);
+    const online = Number(
+      ((await server.sql("SELECT count(*) AS n FROM devices WHERE connectivity = 'online'")).rows[0] as { n: string })
+        .n,
+    );
+    const pending = Number(
+      ((await server.sql('SELECT count(*) AS n FROM events WHERE dispatched_at IS NULL')).rows[0] as { n: string }).n,
+    );
     if ((online >= started.connected && pending === 0) || Date.now() > settleDeadline) break;
     await new Promise((r) => setTimeout(r, 500));
   }
@@ -157,7 +174,9 @@ async function claimWithoutFirmware(apiUrl: string, headers: Record<string, stri
       body: JSON.stringify({ serials: serials.slice(i, i + 1000), model: 'LX-200' }),
     });
     if (res.status !== 201) throw new Error(`claim: ${res.status} ${(await res.text()).slice(0, 200)}`);
-    const body = (await res.json()) as { devices: Array<{ serial: string; credentials: { username: string; password: string } }> };
+    const body = (await res.json()) as {
+      devices: Array<{ serial: string; credentials: { username: string; password: string } }>;
+    };
     out.push(...body.devices.map((d) => ({ serial: d.serial, ...d.credentials })));
   }
   return out;

@@ -260,7 +260,9 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
     t.index(['webhook_id', 'created_at']);
   });
-  await knex.raw(`CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending'`);
+  await knex.raw(
+    `CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending'`,
+  );
 
   await knex.schema.createTable('webhook_delivery_attempts', (t) => {
     t.bigIncrements('id').primary();
@@ -288,10 +290,25 @@ export async function up(knex: Knex): Promise<void> {
 
 export async function down(knex: Knex): Promise<void> {
   for (const table of [
-    'idempotency_keys', 'webhook_delivery_attempts', 'webhook_deliveries', 'webhooks', 'events',
-    'allocation_thresholds_reached', 'ledger_entries', 'device_updates', 'deployments',
-    'firmware_versions', 'device_events', 'device_credentials', 'devices', 'models', 'api_keys',
-    'sessions', 'login_throttle', 'users', 'accounts',
+    'idempotency_keys',
+    'webhook_delivery_attempts',
+    'webhook_deliveries',
+    'webhooks',
+    'events',
+    'allocation_thresholds_reached',
+    'ledger_entries',
+    'device_updates',
+    'deployments',
+    'firmware_versions',
+    'device_events',
+    'device_credentials',
+    'devices',
+    'models',
+    'api_keys',
+    'sessions',
+    'login_throttle',
+    'users',
+    'accounts',
   ]) {
     await knex.schema.dropTableIfExists(table);
   }

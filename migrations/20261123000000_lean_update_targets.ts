@@ -30,7 +30,9 @@ export async function up(knex: Knex): Promise<void> {
 export async function down(knex: Knex): Promise<void> {
   await knex.raw(`CREATE INDEX device_updates_firmware_active ON device_updates (firmware_version_id)
     WHERE state IN ('queued','sent','downloading','installing','rebooting')`);
-  await knex.raw(`CREATE INDEX device_updates_deployment_queued ON device_updates (deployment_id, batch) WHERE state = 'queued'`);
+  await knex.raw(
+    `CREATE INDEX device_updates_deployment_queued ON device_updates (deployment_id, batch) WHERE state = 'queued'`,
+  );
   await knex.raw('CREATE INDEX device_updates_deployment_state ON device_updates (deployment_id, state)');
   await knex.raw('DROP INDEX IF EXISTS device_updates_deployment_state_batch');
   await knex.raw(`ALTER TABLE device_events ADD CONSTRAINT device_events_device_id_foreign

@@ -20,7 +20,9 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('retired_at', { useTz: true });
     t.primary(['account_id', 'id']);
   });
-  await knex.raw('CREATE UNIQUE INDEX firmware_signing_keys_one_current ON firmware_signing_keys (account_id) WHERE retired_at IS NULL');
+  await knex.raw(
+    'CREATE UNIQUE INDEX firmware_signing_keys_one_current ON firmware_signing_keys (account_id) WHERE retired_at IS NULL',
+  );
   await knex.schema.alterTable('firmware_versions', (t) => {
     // base64 of the 64 signature bytes; both null for versions uploaded without a key registered.
     t.text('signature');
@@ -28,7 +30,9 @@ export async function up(knex: Knex): Promise<void> {
     // No cascade: a key row must outlive every version that names it (keys are retired, never deleted).
     t.foreign(['account_id', 'signing_key_id']).references(['account_id', 'id']).inTable('firmware_signing_keys');
   });
-  await knex.raw(`ALTER TABLE firmware_versions ADD CONSTRAINT firmware_versions_signed_with_key CHECK ((signature IS NULL) = (signing_key_id IS NULL))`);
+  await knex.raw(
+    `ALTER TABLE firmware_versions ADD CONSTRAINT firmware_versions_signed_with_key CHECK ((signature IS NULL) = (signing_key_id IS NULL))`,
+  );
 }
 
 export async function down(knex: Knex): Promise<void> {

@@ -93,13 +93,16 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   const tlsConfig = tlsFiles(config);
   const tlsCredentials = tlsConfig ? TlsCredentials.load(tlsConfig, logger) : null;
   const ownsDatabase = !options.database;
-  const database = options.database ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, logger }));
+  const database =
+    options.database ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, logger }));
   const applied = await database.migrate();
   if (applied.length) logger.info({ migrations: applied }, 'database migrated');
 
   // Cluster mode (REDIS_URL): events, rate limits, disconnect requests and broker state are shared through Redis.
   const cluster = config.redisUrl ? createClusterConnections(config.redisUrl, logger) : null;
-  const bus: EventBus = cluster ? new RedisEventBus(cluster.publisher, cluster.subscriber, logger, `${config.redisKeyPrefix}:events`) : new InProcessEventBus(logger);
+  const bus: EventBus = cluster
+    ? new RedisEventBus(cluster.publisher, cluster.subscriber, logger, `${config.redisKeyPrefix}:events`)
+    : new InProcessEventBus(logger);
   // Rotation, unclaim and revocation close the device's session on whichever process holds it.
   const disconnects = cluster
     ? new RedisDisconnectRequests(cluster.publisher, cluster.subscriber, logger, `${config.redisKeyPrefix}:disconnects`)
@@ -109,12 +112,26 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     metrics,
     logger,
     disconnects,
-    ...(cluster ? { backends: createClusterBrokerBackends({ redisUrl: cluster.url, prefix: config.redisKeyPrefix, onError: throttledRedisErrorLog(logger) }) } : {}),
+    ...(cluster
+      ? {
+          backends: createClusterBrokerBackends({
+            redisUrl: cluster.url,
+            prefix: config.redisKeyPrefix,
+            onError: throttledRedisErrorLog(logger),
+          }),
+        }
+      : {}),
     // With several processes, devices online on another one are not ours to reset.
     reconcileAllOnStart: !cluster,
   });
 
-  const outbox = new OutboxDispatcher({ knex: database.knex, bus, logger, clock, onBatch: async (trx, events) => void (await fanOutWebhookDeliveries(trx, clock, events)) });
+  const outbox = new OutboxDispatcher({
+    knex: database.knex,
+    bus,
+    logger,
+    clock,
+    onBatch: async (trx, events) => void (await fanOutWebhookDeliveries(trx, clock, events)),
+  });
   // A committed transaction wakes the dispatcher (it also polls).
   const transaction = createTransactionRunner(database.knex, () => outbox.kick());
   const serverSecret = loadServerSecret({ dataDir: config.dataDir });
@@ -127,7 +144,10 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
       ...(options.resolveHost ? { webhookResolveHost: options.resolveHost } : {}),
       retention: { historyDays: config.historyRetentionDays, eventDays: config.eventRetentionDays },
       deviceCertificates: {
-        caFiles: config.deviceCaCertFile && config.deviceCaKeyFile ? { certFile: config.deviceCaCertFile, keyFile: config.deviceCaKeyFile } : undefined,
+        caFiles:
+          config.deviceCaCertFile && config.deviceCaKeyFile
+            ? { certFile: config.deviceCaCertFile, keyFile: config.deviceCaKeyFile }
+            : undefined,
         days: config.deviceCertDays,
       },
       firmware: {
@@ -157,7 +177,9 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     clock,
     logger,
     onFirmwareReported: (reports) => {
-      services.ota.onFirmwareReported(reports).catch((err: unknown) => logger.error({ err }, 'OTA engine failed on firmware reports'));
+      services.ota
+        .onFirmwareReported(reports)
+        .catch((err: unknown) => logger.error({ err }, 'OTA engine failed on firmware reports'));
     },
     onFlushed: ({ rows, ms }) => {
       metrics.heartbeatFlushRows.inc(rows);
@@ -185,7 +207,9 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   });
   const databaseHealth = new DatabaseHealth(database.knex, logger);
 
-  const rateLimiter: RateLimiter = cluster ? createRedisRateLimiter(cluster.commands, config.redisKeyPrefix) : new FlexibleRateLimiter();
+  const rateLimiter: RateLimiter = cluster
+    ? createRedisRateLimiter(cluster.commands, config.redisKeyPrefix)
+    : new FlexibleRateLimiter();
   const rateLimit = new CallerRateLimit(rateLimiter, () => metrics.rateLimited.inc());
   const graphql = await createGraphQL({
     services,
@@ -211,7 +235,12 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
       // Not ready before every component started: a load balancer (or a script waiting for the
       // service) would otherwise reach a process still reconciling devices or seeding its demo.
       startup: async () => (started ? { ok: true } : { ok: false, detail: 'starting' }),
-      ...(cluster ? { redis: async () => ((await redisHealthy(cluster.commands)) ? { ok: true } : { ok: false, detail: 'no PONG within 1 s' }) } : {}),
+      ...(cluster
+        ? {
+            redis: async () =>
+              (await redisHealthy(cluster.commands)) ? { ok: true } : { ok: false, detail: 'no PONG within 1 s' },
+          }
+        : {}),
       broker: async () => broker.health(),
     },
     tls: tlsCredentials,
@@ -254,7 +283,12 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
         name: 'device broker',
         // Devices left "online" by a previous run are reconciled before any can connect.
         start: async () => {
-          await broker.start({ auth: services.deviceAuth, presence: services.presence, ingest, otaListener: services.ota });
+          await broker.start({
+            auth: services.deviceAuth,
+            presence: services.presence,
+            ingest,
+            otaListener: services.ota,
+          });
           if (config.mqttPort !== 'off') mqttPort = await broker.listenTcp(config.mqttPort, config.host);
           if (tlsCredentials) mqttsPort = await broker.listenTls(config.mqttsPort, config.host, tlsCredentials);
         },
@@ -262,7 +296,11 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
       },
       // Only once every port is bound: a start that fails on a taken port leaves no demo account
       // behind whose one-time API key nobody saw.
-      { name: 'demo account', start: async () => void (demo = database.kind === 'embedded' && config.demoAccount ? await seedDemoAccount(services) : null) },
+      {
+        name: 'demo account',
+        start: async () =>
+          void (demo = database.kind === 'embedded' && config.demoAccount ? await seedDemoAccount(services) : null),
+      },
       // Download links point at PUBLIC_URL, or at the address HTTP is bound to.
       {
         name: 'OTA engine',
@@ -279,9 +317,13 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   );
   await lifecycle.start();
   started = true;
-  if (config.mqttPort === 'off' && !tlsCredentials) logger.warn('MQTT_PORT=off without TLS: devices can only connect over WebSocket on /mqtt');
+  if (config.mqttPort === 'off' && !tlsCredentials)
+    logger.warn('MQTT_PORT=off without TLS: devices can only connect over WebSocket on /mqtt');
   const { port: httpPort, url: httpUrl, publicHost } = http.address;
-  logger.info({ httpPort, mqttPort, mqttsPort, tls: Boolean(tlsCredentials), database: database.kind }, 'fleet service started');
+  logger.info(
+    { httpPort, mqttPort, mqttsPort, tls: Boolean(tlsCredentials), database: database.kind },
+    'fleet service started',
+  );
 
   let stopping: Promise<void> | undefined;
   const stop = () =>

@@ -31,7 +31,10 @@ export async function seedDemoAccount(services: Services): Promise<DemoAccount |
     adminPassword: DEMO_PASSWORD,
   });
   // The simulator's README walk-through claims devices of this model (`--model Luma-100`).
-  await services.models.register(systemActor(created.accountId), { name: 'Luma-100', description: 'Demo LED luminaire module (simulated)' });
+  await services.models.register(systemActor(created.accountId), {
+    name: 'Luma-100',
+    description: 'Demo LED luminaire module (simulated)',
+  });
   return { kind: 'created', email: DEMO_EMAIL, password: DEMO_PASSWORD, apiKey: created.apiKey };
 }
 

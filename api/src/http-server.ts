@@ -78,7 +78,8 @@ export class HttpServer {
       } catch (error) {
         checks.database = { ok: false, detail: (error as Error).message };
       }
-      for (const [name, check] of Object.entries(deps.readiness)) checks[name] = await check().catch((error: Error) => ({ ok: false, detail: error.message }));
+      for (const [name, check] of Object.entries(deps.readiness))
+        checks[name] = await check().catch((error: Error) => ({ ok: false, detail: error.message }));
       const ok = Object.values(checks).every((c) => c.ok);
       if (!ok) res.setHeader('Retry-After', '5');
       res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'unavailable', checks });
@@ -168,7 +169,8 @@ export class HttpServer {
   async drain(ms = HTTP_DRAIN_MS): Promise<void> {
     this.stopAccepting();
     const drained = await Promise.race([this.closed!.then(() => true), sleep(ms).then(() => false)]);
-    if (!drained) this.deps.logger.warn({ afterMs: ms }, 'HTTP requests still running at shutdown; closing their connections');
+    if (!drained)
+      this.deps.logger.warn({ afterMs: ms }, 'HTTP requests still running at shutdown; closing their connections');
     this.server.closeAllConnections();
     await this.closed;
   }
@@ -181,15 +183,26 @@ export class HttpServer {
 function trustProxySetting(value: string): boolean | number | string[] {
   if (value === 'true' || value === 'false') return value === 'true';
   if (/^\d+$/.test(value)) return Number(value);
-  return value.split(',').map((part) => part.trim()).filter(Boolean);
+  return value
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean);
 }
 
 /** Listen, turning "port taken" into a message that names the setting to change. */
-export function listen(server: { listen: http.Server['listen']; once: http.Server['once']; off: http.Server['off'] }, port: number, host: string, what: string, setting: string): Promise<void> {
+export function listen(
+  server: { listen: http.Server['listen']; once: http.Server['once']; off: http.Server['off'] },
+  port: number,
+  host: string,
+  what: string,
+  setting: string,
+): Promise<void> {
   return new Promise((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException) => {
       if (error.code === 'EADDRINUSE') {
-        reject(new Error(`${what} port ${port} on ${host} is already in use. Set ${setting} to a free port (0 picks any).`));
+        reject(
+          new Error(`${what} port ${port} on ${host} is already in use. Set ${setting} to a free port (0 picks any).`),
+        );
       } else reject(error);
     };
     server.once('error', onError);

@@ -4,8 +4,19 @@ export type { Logger };
 
 /** Paths that may carry secrets: never written to a log line. */
 const REDACT = [
-  'password', '*.password', 'secret', '*.secret', 'api_key', '*.api_key', 'token', '*.token',
-  'authorization', '*.authorization', 'req.headers.authorization', 'req.headers.cookie', 'headers.cookie',
+  'password',
+  '*.password',
+  'secret',
+  '*.secret',
+  'api_key',
+  '*.api_key',
+  'token',
+  '*.token',
+  'authorization',
+  '*.authorization',
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'headers.cookie',
 ];
 
 export function createLogger(level: string): Logger {

@@ -4,7 +4,13 @@ import { Registry, Counter, Histogram, Gauge, collectDefaultMetrics } from 'prom
  * The service's Prometheus metrics, one registry per service instance (tests run several
  * servers in one process). Every area adds its instruments here so /metrics lists them all.
  */
-const O_N_DEFAULT_METRICS = ['process_open_fds', 'nodejs_active_handles', 'nodejs_active_handles_total', 'nodejs_active_resources', 'nodejs_active_resources_total'];
+const O_N_DEFAULT_METRICS = [
+  'process_open_fds',
+  'nodejs_active_handles',
+  'nodejs_active_handles_total',
+  'nodejs_active_resources',
+  'nodejs_active_resources_total',
+];
 
 export function createMetrics() {
   const registry = new Registry();

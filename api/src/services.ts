@@ -62,31 +62,85 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) 
   const idempotency = new IdempotencyService(deps, options.serverSecret);
   const models = new ModelService(deps);
   const events = new EventLogService(deps);
-  const webhooks = new WebhookService(deps, { serverSecret: options.serverSecret, allowPrivate: options.webhookAllowPrivate, resolveHost: options.webhookResolveHost });
+  const webhooks = new WebhookService(deps, {
+    serverSecret: options.serverSecret,
+    allowPrivate: options.webhookAllowPrivate,
+    resolveHost: options.webhookResolveHost,
+  });
   const gateway = options.gateway ?? NO_BROKER;
   const allocation = new AllocationService(deps);
   const fleet = new FleetReadService(deps, { allocation });
   const devices = new DeviceService(deps, { gateway });
   // Device certificates (mutual TLS): the CA is loaded or created once per process (app.ts loads it at start).
-  const deviceCa = new DeviceCa(deps, { serverSecret: options.serverSecret, files: options.deviceCertificates?.caFiles });
-  const certificates = new DeviceCertificateService(deps, { ca: deviceCa, gateway, certificateDays: options.deviceCertificates?.days });
+  const deviceCa = new DeviceCa(deps, {
+    serverSecret: options.serverSecret,
+    files: options.deviceCertificates?.caFiles,
+  });
+  const certificates = new DeviceCertificateService(deps, {
+    ca: deviceCa,
+    gateway,
+    certificateDays: options.deviceCertificates?.days,
+  });
   // Firmware versions, deployments and the OTA engine. Download links are signed with
   // the server secret's purpose key; without one (tools that never serve downloads) a random key.
   const firmwareStorage = new FirmwareStorage(options.firmware?.dataDir ?? './data');
   const signingKeys = new SigningKeyService(deps);
-  const firmware = new FirmwareService(deps, { models, storage: firmwareStorage, signingKeys, maxFirmwareBytes: options.firmware?.maxFirmwareBytes ?? 256 * 1024 * 1024 });
+  const firmware = new FirmwareService(deps, {
+    models,
+    storage: firmwareStorage,
+    signingKeys,
+    maxFirmwareBytes: options.firmware?.maxFirmwareBytes ?? 256 * 1024 * 1024,
+  });
   const downloadLinks = new DownloadLinkSigner(options.serverSecret?.key('firmware-downloads') ?? randomBytes(32));
   const firmwareDownloads = new FirmwareDownloads(deps, { links: downloadLinks });
   const nodeId = options.brokerNodeId ?? newId();
-  const ota = new OtaEngine(deps, { gateway, links: downloadLinks, nodeId, warmFirmware: (key, size) => firmwareStorage.warm(key, size), ...(options.firmware?.engine ? { options: options.firmware.engine } : {}), ...(options.firmware?.metrics ? { metrics: options.firmware.metrics } : {}) });
+  const ota = new OtaEngine(deps, {
+    gateway,
+    links: downloadLinks,
+    nodeId,
+    warmFirmware: (key, size) => firmwareStorage.warm(key, size),
+    ...(options.firmware?.engine ? { options: options.firmware.engine } : {}),
+    ...(options.firmware?.metrics ? { metrics: options.firmware.metrics } : {}),
+  });
   const deployments = new DeploymentService(deps, { models, engine: ota });
   // Claims schedule their firmware through the deployment service (a deployment of kind `claim`).
-  const claims = new ClaimService(deps, { models, allocation, firmware: deployments, certificates, onClaimed: (accountId) => devices.forgetCounts(accountId) });
+  const claims = new ClaimService(deps, {
+    models,
+    allocation,
+    firmware: deployments,
+    certificates,
+    onClaimed: (accountId) => devices.forgetCounts(accountId),
+  });
   // What the broker serves devices with: password checks, presence (the OTA engine hears about devices too).
   const deviceAuth = new DeviceAuthService(deps, { ca: deviceCa });
   const presence = new PresenceService(deps, nodeId);
   const retention = new RetentionService(deps, options.retention ?? DEFAULT_RETENTION);
-  return { deviceCa, certificates, retention, apiKeys, users, accounts, idempotency, models, events, webhooks, fleet, gateway, allocation, devices, claims, deviceAuth, presence, firmware, signingKeys, firmwareStorage, firmwareDownloads, downloadLinks, deployments, ota };
+  return {
+    deviceCa,
+    certificates,
+    retention,
+    apiKeys,
+    users,
+    accounts,
+    idempotency,
+    models,
+    events,
+    webhooks,
+    fleet,
+    gateway,
+    allocation,
+    devices,
+    claims,
+    deviceAuth,
+    presence,
+    firmware,
+    signingKeys,
+    firmwareStorage,
+    firmwareDownloads,
+    downloadLinks,
+    deployments,
+    ota,
+  };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -31,7 +31,9 @@ export interface BenchServer {
   mqttsUrl: string | null;
   database: 'postgres' | 'embedded';
   pid: number;
-  createAccount(input?: Partial<{ name: string; quota: number; budget: number; unitPrice: number; rateLimitPerMinute: number }>): Promise<BenchAccount>;
+  createAccount(
+    input?: Partial<{ name: string; quota: number; budget: number; unitPrice: number; rateLimitPerMinute: number }>,
+  ): Promise<BenchAccount>;
   /** Runs SQL inside the server process (the only way to reach an embedded database). */
   sql(sql: string, bindings?: unknown[]): Promise<{ rowCount: number; rows: unknown[] }>;
   memory(): Promise<NodeJS.MemoryUsage>;
@@ -71,17 +73,37 @@ export async function startBenchServer(options: { env?: Record<string, string> }
   };
   if (!databaseUrl) delete env.DATABASE_URL;
   const child: ChildProcess = fork(path.join(here, 'server-child.ts'), [], {
-    execArgv: ['--import', 'tsx', '--expose-gc', ...(process.env.BENCH_SERVER_NODE_OPTIONS?.split(' ').filter(Boolean) ?? [])],
+    execArgv: [
+      '--import',
+      'tsx',
+      '--expose-gc',
+      ...(process.env.BENCH_SERVER_NODE_OPTIONS?.split(' ').filter(Boolean) ?? []),
+    ],
     env,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
 
   let nextId = 1;
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
-  const ready = new Promise<{ httpUrl: string; mqttUrl: string; mqttsUrl: string | null; database: 'postgres' | 'embedded' }>((resolve, reject) => {
+  const ready = new Promise<{
+    httpUrl: string;
+    mqttUrl: string;
+    mqttsUrl: string | null;
+    database: 'postgres' | 'embedded';
+  }>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`bench server exited with ${code} before it was ready`)));
     child.on('message', (raw) => {
-      const msg = raw as { ready?: boolean; httpUrl: string; mqttUrl: string; mqttsUrl: string | null; database: 'postgres' | 'embedded'; id?: number; ok?: boolean; result?: unknown; error?: string };
+      const msg = raw as {
+        ready?: boolean;
+        httpUrl: string;
+        mqttUrl: string;
+        mqttsUrl: string | null;
+        database: 'postgres' | 'embedded';
+        id?: number;
+        ok?: boolean;
+        result?: unknown;
+        error?: string;
+      };
       if (msg.ready) return resolve(msg);
       const waiter = msg.id === undefined ? undefined : pending.get(msg.id);
       if (!waiter) return;
@@ -108,7 +130,14 @@ export async function startBenchServer(options: { env?: Record<string, string> }
     async createAccount(input = {}) {
       const created = await request<{ accountId: string; apiKey: string; apiKeyId: string }>({
         cmd: 'createAccount',
-        input: { name: 'Bench', quota: 1_000_000, budget: 1e9, unitPrice: 0.1, rateLimitPerMinute: 100_000_000, ...input },
+        input: {
+          name: 'Bench',
+          quota: 1_000_000,
+          budget: 1e9,
+          unitPrice: 0.1,
+          rateLimitPerMinute: 100_000_000,
+          ...input,
+        },
       });
       return { ...created, headers: { authorization: `Bearer ${created.apiKey}` } };
     },
@@ -123,7 +152,10 @@ export async function startBenchServer(options: { env?: Record<string, string> }
       stopped = true;
       const exited = new Promise((resolve) => child.once('exit', resolve));
       // A graceful stop (drains, closes 10,000 device sessions) gets 30 s, then the process is killed.
-      await Promise.race([request({ cmd: 'stop' }).catch(() => undefined), new Promise((r) => setTimeout(r, 30_000).unref())]);
+      await Promise.race([
+        request({ cmd: 'stop' }).catch(() => undefined),
+        new Promise((r) => setTimeout(r, 30_000).unref()),
+      ]);
       await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000).unref())]);
       if (child.exitCode === null) child.kill('SIGKILL');
       fs.rmSync(dataDir, { recursive: true, force: true });

@@ -56,7 +56,13 @@ async function run(msg: FleetCommand): Promise<unknown> {
 process.on('message', (raw) => {
   run(raw as FleetCommand).then(
     // After a stop the process exits once the answer is out (so a --cpu-prof profile gets written).
-    (result) => process.send?.({ ok: true, result }, undefined, {}, () => (raw as FleetCommand).cmd === 'stop' && process.exit(0)),
+    (result) =>
+      process.send?.(
+        { ok: true, result },
+        undefined,
+        {},
+        () => (raw as FleetCommand).cmd === 'stop' && process.exit(0),
+      ),
     (error: Error) => process.send?.({ ok: false, error: error.message }),
   );
 });

@@ -48,7 +48,9 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 export function startFleetProcess(options: FleetOptions): FleetProcess {
   const child: ChildProcess = fork(path.join(here, 'fleet-child.ts'), [], {
     // BENCH_FLEET_NODE_OPTIONS: e.g. "--cpu-prof --cpu-prof-dir=DIR" to profile the load generator.
-    execArgv: ['--import', 'tsx', ...(process.env.BENCH_FLEET_NODE_OPTIONS?.split(' ').filter(Boolean) ?? [])], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    execArgv: ['--import', 'tsx', ...(process.env.BENCH_FLEET_NODE_OPTIONS?.split(' ').filter(Boolean) ?? [])],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   // One request at a time per child: answers come back in order.
   let queue: Promise<unknown> = Promise.resolve();
   const reply = <T>(cmd: FleetCommand): Promise<T> => {
@@ -85,9 +87,16 @@ export function startFleetProcess(options: FleetOptions): FleetProcess {
     probeLog: () => reply({ cmd: 'probeLog' }),
     async stop() {
       // 10,000 graceful disconnects may take a while; the benchmark's figures are taken by then.
-      await Promise.race([reply({ cmd: 'stop' }).catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 15_000).unref())]);
+      await Promise.race([
+        reply({ cmd: 'stop' }).catch(() => undefined),
+        new Promise((resolve) => setTimeout(resolve, 15_000).unref()),
+      ]);
       // The child exits by itself after a stop (so a --cpu-prof profile gets written); a hung one is killed.
-      if (child.exitCode === null) await Promise.race([new Promise((resolve) => child.once('exit', resolve)), new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
+      if (child.exitCode === null)
+        await Promise.race([
+          new Promise((resolve) => child.once('exit', resolve)),
+          new Promise((resolve) => setTimeout(resolve, 5_000).unref()),
+        ]);
       child.kill('SIGKILL');
     },
   };

@@ -10,7 +10,12 @@ export interface LoadResult {
 }
 
 /** Fixed-concurrency HTTP load with autocannon (HTTP/1.1 keep-alive, `connections` in flight). */
-export async function runLoad(input: { url: string; headers: Record<string, string>; connections?: number; durationSeconds: number }): Promise<LoadResult> {
+export async function runLoad(input: {
+  url: string;
+  headers: Record<string, string>;
+  connections?: number;
+  durationSeconds: number;
+}): Promise<LoadResult> {
   const result = await autocannon({
     url: input.url,
     headers: input.headers,

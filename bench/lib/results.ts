@@ -26,8 +26,15 @@ function sh(command: string): string {
  */
 export function cpuYardstickMs(): number {
   const page = Array.from({ length: 100 }, (_, i) => ({
-    serial: `LX-${String(i).padStart(6, '0')}`, name: `Fixture ${i}`, model: 'LX-200', firmware: '1.9.2', status: 'online',
-    last_seen: new Date(1_700_000_000_000 + i).toISOString(), ip: `10.0.${i}.7`, tags: { zone: `z${i % 7}` }, config: { desired: { brightness: i }, in_sync: true },
+    serial: `LX-${String(i).padStart(6, '0')}`,
+    name: `Fixture ${i}`,
+    model: 'LX-200',
+    firmware: '1.9.2',
+    status: 'online',
+    last_seen: new Date(1_700_000_000_000 + i).toISOString(),
+    ip: `10.0.${i}.7`,
+    tags: { zone: `z${i % 7}` },
+    config: { desired: { brightness: i }, in_sync: true },
   }));
   const bytes = Buffer.alloc(16 * 1024 * 1024, 7);
   let best = Infinity;
@@ -44,11 +51,14 @@ export function cpuYardstickMs(): number {
 export function machineDescription(): string[] {
   return [
     `nproc: ${sh('nproc')} (${os.cpus()[0]?.model ?? 'unknown CPU'})`,
-    `free -h: ${sh("free -h | awk '/^Mem:/ {print \"total \" $2 \", used \" $3 \", available \" $7}'")}`,
+    `free -h: ${sh('free -h | awk \'/^Mem:/ {print "total " $2 ", used " $3 ", available " $7}\'')}`,
     `node: ${process.version}`,
     `CPU yardstick: ${cpuYardstickMs()} ms (bench/lib/results.ts cpuYardstickMs; lower is faster)`,
     // The machine is shared: a figure means little without knowing what else was running.
-    `load average while recording (1/5/15 min): ${os.loadavg().map((l) => l.toFixed(2)).join(' / ')}`,
+    `load average while recording (1/5/15 min): ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' / ')}`,
   ];
 }
 

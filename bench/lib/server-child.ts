@@ -8,7 +8,11 @@ import { createLogger } from '../../api/src/logger';
  * (DATABASE_URL or DATA_DIR), with ports 0.
  */
 type Request =
-  | { id: number; cmd: 'createAccount'; input: { name: string; quota: number; budget: number; unitPrice: number; rateLimitPerMinute: number } }
+  | {
+      id: number;
+      cmd: 'createAccount';
+      input: { name: string; quota: number; budget: number; unitPrice: number; rateLimitPerMinute: number };
+    }
   | { id: number; cmd: 'sql'; sql: string; bindings?: unknown[] }
   | { id: number; cmd: 'memory' }
   | { id: number; cmd: 'cpu' }
@@ -39,7 +43,10 @@ async function handle(req: Request): Promise<unknown> {
     }
     case 'sql': {
       // Bindings come from the benchmark script over IPC (trusted, same machine).
-      const result = (await service.database.knex.raw(req.sql, (req.bindings ?? []) as never)) as { rowCount?: number; rows?: unknown[] };
+      const result = (await service.database.knex.raw(req.sql, (req.bindings ?? []) as never)) as {
+        rowCount?: number;
+        rows?: unknown[];
+      };
       return { rowCount: result.rowCount ?? 0, rows: result.rows ?? [] };
     }
     case 'memory':
@@ -77,4 +84,10 @@ process.on('message', (raw) => {
 
 const config = loadConfig({ ...process.env, PORT: '0', MQTT_PORT: '0', HOST: '127.0.0.1', DEMO_ACCOUNT: 'false' });
 service = await startFleetService({ config, logger: createLogger(config.logLevel) });
-process.send?.({ ready: true, httpUrl: service.httpUrl, mqttUrl: service.mqttUrl, mqttsUrl: service.mqttsUrl, database: service.database.kind });
+process.send?.({
+  ready: true,
+  httpUrl: service.httpUrl,
+  mqttUrl: service.mqttUrl,
+  mqttsUrl: service.mqttsUrl,
+  database: service.database.kind,
+});

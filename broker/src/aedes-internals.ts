@@ -16,7 +16,10 @@ export const AEDES_VERSION_EXPECTED = '1.2.0';
 /** The mqtt-packet parser of a connection: every byte read passes through `parse`, every packet through 'packet'. */
 export interface ConnectionParser {
   parse(buf: Buffer): number;
-  prependListener(event: 'packet', listener: (packet: { cmd: string } & Partial<Pick<SubscribePacket, 'subscriptions'>>) => void): unknown;
+  prependListener(
+    event: 'packet',
+    listener: (packet: { cmd: string } & Partial<Pick<SubscribePacket, 'subscriptions'>>) => void,
+  ): unknown;
 }
 
 export function parserOf(client: Client): ConnectionParser | undefined {
@@ -46,7 +49,14 @@ export interface SessionStore {
   outgoingClearMessageId(client: { id: string }, packet: PublishPacket): Promise<unknown>;
 }
 
-const SESSION_CALLS = ['addSubscriptions', 'removeSubscriptions', 'subscriptionsByClient', 'cleanSubscriptions', 'outgoingStream', 'outgoingClearMessageId'] as const;
+const SESSION_CALLS = [
+  'addSubscriptions',
+  'removeSubscriptions',
+  'subscriptionsByClient',
+  'cleanSubscriptions',
+  'outgoingStream',
+  'outgoingClearMessageId',
+] as const;
 
 /** The session store Aedes was given; the Aedes typings declare no `persistence`. */
 export function sessionStoreOf(aedes: Aedes): SessionStore {
@@ -60,8 +70,16 @@ export function sessionStoreOf(aedes: Aedes): SessionStore {
  * every publish of the service itself, is routed as before.
  */
 export function routeOnlyUnconsumed(aedes: Aedes, consumed: (packet: PublishPacket) => boolean): void {
-  const route = aedes.publish.bind(aedes) as unknown as (packet: PublishPacket, client: Client | null, done?: (error?: Error) => void) => void;
-  const patched = (packet: PublishPacket, client?: Client | null | ((error?: Error) => void), done?: (error?: Error) => void): void => {
+  const route = aedes.publish.bind(aedes) as unknown as (
+    packet: PublishPacket,
+    client: Client | null,
+    done?: (error?: Error) => void,
+  ) => void;
+  const patched = (
+    packet: PublishPacket,
+    client?: Client | null | ((error?: Error) => void),
+    done?: (error?: Error) => void,
+  ): void => {
     if (typeof client === 'function') return route(packet, null, client);
     if (consumed(packet)) return done?.();
     return route(packet, client ?? null, done);
@@ -77,7 +95,10 @@ export function routeOnlyUnconsumed(aedes: Aedes, consumed: (packet: PublishPack
 export async function destroyStore(persistence: unknown, timeoutMs = 2000): Promise<void> {
   const store = persistence as { destroy?: () => unknown } | undefined;
   if (!store?.destroy) return;
-  await Promise.race([Promise.resolve(store.destroy()).catch(() => undefined), new Promise((resolve) => setTimeout(resolve, timeoutMs).unref())]);
+  await Promise.race([
+    Promise.resolve(store.destroy()).catch(() => undefined),
+    new Promise((resolve) => setTimeout(resolve, timeoutMs).unref()),
+  ]);
 }
 
 /** The retained-message calls of aedes-persistence's memory store that retained-index.ts wraps. */
@@ -92,7 +113,11 @@ export function retainedStoreOf(persistence: unknown): RetainedStore {
 
 /** aedes-persistence-redis's addSubscriptions: a promise without a callback, the callback style with one. */
 export interface RedisSubscriptionStore {
-  addSubscriptions(client: { id: string }, subs: StoredSubscription[], cb?: (err: Error | null, client?: unknown) => void): Promise<unknown> | undefined;
+  addSubscriptions(
+    client: { id: string },
+    subs: StoredSubscription[],
+    cb?: (err: Error | null, client?: unknown) => void,
+  ): Promise<unknown> | undefined;
 }
 
 export function redisSubscriptionStore(persistence: unknown): RedisSubscriptionStore {
@@ -122,23 +147,30 @@ export function assertAedesInternals(aedes: Aedes, backends?: { mq: unknown; per
   const raw = aedes as unknown as Record<string, unknown>;
   if (!raw.clients || typeof raw.clients !== 'object') missing.push('aedes.clients (the client map)');
   // publish(packet, client, done): the three-argument form client publishes are routed through.
-  if (typeof raw.publish !== 'function' || (raw.publish as (...args: unknown[]) => unknown).length !== 3) missing.push('aedes.publish(packet, client, done)');
+  if (typeof raw.publish !== 'function' || (raw.publish as (...args: unknown[]) => unknown).length !== 3)
+    missing.push('aedes.publish(packet, client, done)');
   const store = raw.persistence as Record<string, unknown> | undefined;
-  for (const call of SESSION_CALLS) if (typeof store?.[call] !== 'function') missing.push(`aedes.persistence.${call}()`);
-  if (!backends) for (const call of ['storeRetained', 'createRetainedStreamCombi']) if (typeof store?.[call] !== 'function') missing.push(`aedes.persistence.${call}()`);
+  for (const call of SESSION_CALLS)
+    if (typeof store?.[call] !== 'function') missing.push(`aedes.persistence.${call}()`);
+  if (!backends)
+    for (const call of ['storeRetained', 'createRetainedStreamCombi'])
+      if (typeof store?.[call] !== 'function') missing.push(`aedes.persistence.${call}()`);
   // A connection's parser exists from the moment Aedes takes the stream: probed on a stream that
   // is closed at once (it never sends CONNECT, so no hook runs for it).
   const probe = new PassThrough();
   try {
     const parser = parserOf(aedes.handle(probe));
-    if (typeof parser?.parse !== 'function' || typeof parser.prependListener !== 'function') missing.push('client._parser (the connection parser)');
+    if (typeof parser?.parse !== 'function' || typeof parser.prependListener !== 'function')
+      missing.push('client._parser (the connection parser)');
   } finally {
     probe.destroy();
   }
   if (backends) {
     const mq = backends.mq as Partial<RedisEmitterInternals> | undefined;
-    if (typeof mq?._emit !== 'function' || typeof mq.state?.on !== 'function') missing.push('mqemitter-redis _emit() and state');
-    if (typeof (backends.persistence as Partial<RedisSubscriptionStore> | undefined)?.addSubscriptions !== 'function') missing.push('aedes-persistence-redis addSubscriptions()');
+    if (typeof mq?._emit !== 'function' || typeof mq.state?.on !== 'function')
+      missing.push('mqemitter-redis _emit() and state');
+    if (typeof (backends.persistence as Partial<RedisSubscriptionStore> | undefined)?.addSubscriptions !== 'function')
+      missing.push('aedes-persistence-redis addSubscriptions()');
   }
   if (missing.length > 0) {
     throw new Error(

@@ -11,11 +11,20 @@ import type { DeviceGateway, OtaCommand, OtaDeviceListener } from '../../api/src
 import type { DeviceAuthService, DeviceSession } from '../../api/src/domain/devices/device-auth.service';
 import type { PresenceService } from '../../api/src/domain/devices/presence.service';
 import type { HeartbeatIngest } from '../../api/src/domain/devices/heartbeat-ingest';
-import { InProcessDisconnectRequests, type DisconnectRequest, type DisconnectRequests } from '../../api/src/domain/devices/disconnect-requests';
+import {
+  InProcessDisconnectRequests,
+  type DisconnectRequest,
+  type DisconnectRequests,
+} from '../../api/src/domain/devices/disconnect-requests';
 import { LISTEN_BACKLOG } from '../../api/src/listen-backlog';
 import { topics } from './protocol/topics';
 import { publishKindFor, maySubscribe, mayReceive } from './hooks/authorize';
-import { capSubscribeQos, guardStoredSubscriptions, removeForeignSubscriptions, MAX_GRANTED_QOS } from './subscription-guard';
+import {
+  capSubscribeQos,
+  guardStoredSubscriptions,
+  removeForeignSubscriptions,
+  MAX_GRANTED_QOS,
+} from './subscription-guard';
 import { assertAedesInternals, clientOf, destroyStore, routeOnlyUnconsumed, sessionStoreOf } from './aedes-internals';
 import { makeAuthenticate, makePreConnect } from './hooks/authenticate';
 import { HANDLERS } from './handlers/index';
@@ -140,7 +149,10 @@ export class DeviceBroker implements DeviceGateway {
       concurrency: DELIVERY_CONCURRENCY,
       preConnect: makePreConnect(),
       authenticate: makeAuthenticate({
-        auth: { authenticate: (input) => self!.served.auth.authenticate(input), authenticateCertificate: (input) => self!.served.auth.authenticateCertificate(input) },
+        auth: {
+          authenticate: (input) => self!.served.auth.authenticate(input),
+          authenticateCertificate: (input) => self!.served.auth.authenticateCertificate(input),
+        },
         onAuthenticated: (client, session) => self!.onAuthenticated(client, session),
         onRefused: (client, reason, serial) => self!.onRefused(client, reason, serial),
         logger: options.logger,
@@ -148,7 +160,9 @@ export class DeviceBroker implements DeviceGateway {
       authorizePublish: (client, packet, callback) => self!.authorizePublish(client, packet, callback),
       authorizeSubscribe: (client, sub, callback) => self!.authorizeSubscribe(client, sub, callback),
       authorizeForward: (client, packet) => self!.authorizeForward(client, packet),
-      ...(options.backends ? { mq: options.backends.mq, persistence: options.backends.persistence } : { persistence: createIndexedMemoryPersistence() }),
+      ...(options.backends
+        ? { mq: options.backends.mq, persistence: options.backends.persistence }
+        : { persistence: createIndexedMemoryPersistence() }),
     };
     const aedes = await Aedes.createBroker(aedesOptions);
     assertAedesInternals(aedes, options.backends);
@@ -167,8 +181,12 @@ export class DeviceBroker implements DeviceGateway {
     if (this.starting) throw new Error('the device broker is already started');
     this.starting = true;
     if (this.options.backends) {
-      const removed = await removeForeignSubscriptions(sessionStoreOf(this.aedes), await this.options.backends.storedSessions());
-      if (removed) this.options.logger.warn({ filters: removed }, 'stored subscriptions outside their device\'s topics removed');
+      const removed = await removeForeignSubscriptions(
+        sessionStoreOf(this.aedes),
+        await this.options.backends.storedSessions(),
+      );
+      if (removed)
+        this.options.logger.warn({ filters: removed }, "stored subscriptions outside their device's topics removed");
     }
     if (this.options.reconcileAllOnStart ?? true) {
       const count = await domain.presence.reconcileAfterRestart({ onlyNodes: null });
@@ -191,7 +209,8 @@ export class DeviceBroker implements DeviceGateway {
         await ingest.flush();
         for (;;) {
           const { offline, examined } = await presence.sweepTimedOut(5000);
-          if (offline) this.options.logger.info({ devices: offline }, 'devices marked offline after 3 missed heartbeats');
+          if (offline)
+            this.options.logger.info({ devices: offline }, 'devices marked offline after 3 missed heartbeats');
           if (examined < 5000) break;
         }
       })
@@ -201,7 +220,10 @@ export class DeviceBroker implements DeviceGateway {
 
   /** Plain MQTT on `port` (MQTT_PORT). Resolves with the bound port. */
   listenTcp(port: number, host: string): Promise<number> {
-    return this.listen(net.createServer((socket) => this.accept(socket)), { port, host, what: 'MQTT', setting: 'MQTT_PORT' });
+    return this.listen(
+      net.createServer((socket) => this.accept(socket)),
+      { port, host, what: 'MQTT', setting: 'MQTT_PORT' },
+    );
   }
 
   /**
@@ -210,8 +232,15 @@ export class DeviceBroker implements DeviceGateway {
    * a renewed certificate. Devices may present a client certificate (not required: passwords
    * work here too).
    */
-  listenTls(port: number, host: string, credentials: { serverOptions(): tls.TlsOptions; attach(server: tls.Server): void }): Promise<number> {
-    const server = tls.createServer({ ...credentials.serverOptions(), requestCert: true, rejectUnauthorized: false }, (socket) => this.accept(socket));
+  listenTls(
+    port: number,
+    host: string,
+    credentials: { serverOptions(): tls.TlsOptions; attach(server: tls.Server): void },
+  ): Promise<number> {
+    const server = tls.createServer(
+      { ...credentials.serverOptions(), requestCert: true, rejectUnauthorized: false },
+      (socket) => this.accept(socket),
+    );
     // A failed handshake is the client's problem (wrong CA, plain text, a scanner): not an error of ours.
     server.on('tlsClientError', (err) => this.options.logger.debug({ err: err.message }, 'MQTTS handshake failed'));
     credentials.attach(server);
@@ -229,11 +258,20 @@ export class DeviceBroker implements DeviceGateway {
     this.handle(socket);
   }
 
-  private listen(server: net.Server, at: { port: number; host: string; what: string; setting: string }): Promise<number> {
+  private listen(
+    server: net.Server,
+    at: { port: number; host: string; what: string; setting: string },
+  ): Promise<number> {
     this.listeners.push(server);
     return new Promise((resolve, reject) => {
       const onError = (error: NodeJS.ErrnoException) => {
-        reject(error.code === 'EADDRINUSE' ? new Error(`${at.what} port ${at.port} on ${at.host} is already in use. Set ${at.setting} to a free port (0 picks any).`) : error);
+        reject(
+          error.code === 'EADDRINUSE'
+            ? new Error(
+                `${at.what} port ${at.port} on ${at.host} is already in use. Set ${at.setting} to a free port (0 picks any).`,
+              )
+            : error,
+        );
       };
       server.once('error', onError);
       server.listen(at.port, at.host, LISTEN_BACKLOG, () => {
@@ -273,7 +311,9 @@ export class DeviceBroker implements DeviceGateway {
     this.heard.close();
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     await this.sweeping;
-    const listenersClosed = Promise.all(this.listeners.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
+    const listenersClosed = Promise.all(
+      this.listeners.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))),
+    );
     await new Promise<void>((resolve) => this.aedes.close(() => resolve()));
     // Aedes closes the clients it has; a socket whose CONNECT it had not finished (a device
     // reconnecting at that moment) stayed open, and the listener's close waited for it until
@@ -289,7 +329,10 @@ export class DeviceBroker implements DeviceGateway {
   /** Readiness: listening and not closed; the detail says how much is connected and pending. */
   async health(): Promise<{ ok: boolean; detail?: string }> {
     const listening = this.listeners.every((server) => server.listening) && !this.closed && !this.aedes.closed;
-    return { ok: listening, detail: `${this.current.size} devices connected, ${this.domain?.ingest.backlog ?? 0} with unwritten news` };
+    return {
+      ok: listening,
+      detail: `${this.current.size} devices connected, ${this.domain?.ingest.backlog ?? 0} with unwritten news`,
+    };
   }
 
   get connectedCount(): number {
@@ -301,17 +344,31 @@ export class DeviceBroker implements DeviceGateway {
   /** After close, a no-op: the configuration is in the database for the device's next connection. */
   async publishConfig(serial: string, message: { version: number; config: Record<string, unknown> }): Promise<void> {
     if (this.closed) return;
-    await this.publish({ topic: topics.config(serial), payload: JSON.stringify(configPayload(message)), qos: 1, retain: true });
+    await this.publish({
+      topic: topics.config(serial),
+      payload: JSON.stringify(configPayload(message)),
+      qos: 1,
+      retain: true,
+    });
   }
 
   async publishOta(serial: string, command: OtaCommand): Promise<void> {
     if (this.closed) throw new Error('the device broker is closed');
-    await this.publish({ topic: topics.ota(serial), payload: JSON.stringify(otaCommandPayload(command)), qos: 1, retain: false });
+    await this.publish({
+      topic: topics.ota(serial),
+      payload: JSON.stringify(otaCommandPayload(command)),
+      qos: 1,
+      retain: false,
+    });
   }
 
   /** Every process (this one included, once started) closes the serial's sessions. Returns at once. */
   disconnect(serial: string, reason: string, match?: { certificateFingerprint?: string }): void {
-    void this.disconnects.publish({ serial, reason, ...(match?.certificateFingerprint !== undefined ? { certificateFingerprint: match.certificateFingerprint } : {}) });
+    void this.disconnects.publish({
+      serial,
+      reason,
+      ...(match?.certificateFingerprint !== undefined ? { certificateFingerprint: match.certificateFingerprint } : {}),
+    });
   }
 
   /** Closes the serial's connection on this process; with a fingerprint, only if it authenticated with that certificate. */
@@ -360,7 +417,14 @@ export class DeviceBroker implements DeviceGateway {
   }
 
   private publish(input: { topic: string; payload: string; qos: 0 | 1; retain: boolean }): Promise<void> {
-    const packet: PublishPacket = { cmd: 'publish', topic: input.topic, payload: Buffer.from(input.payload), qos: input.qos, retain: input.retain, dup: false };
+    const packet: PublishPacket = {
+      cmd: 'publish',
+      topic: input.topic,
+      payload: Buffer.from(input.payload),
+      qos: input.qos,
+      retain: input.retain,
+      dup: false,
+    };
     return new Promise((resolve, reject) => this.aedes.publish(packet, (err) => (err ? reject(err) : resolve())));
   }
 
@@ -376,15 +440,29 @@ export class DeviceBroker implements DeviceGateway {
     this.aedes.on('subscribe', (subs, client) => {
       const conn = this.connections.get(client);
       if (!conn || !conn.ready) return;
-      if (subs.some((s) => (s.qos as number) !== 128 && s.topic === topics.ota(conn.session.serial))) this.notifyReady(conn);
+      if (subs.some((s) => (s.qos as number) !== 128 && s.topic === topics.ota(conn.session.serial)))
+        this.notifyReady(conn);
     });
-    this.aedes.on('clientError', (client, err) => logger.debug({ serial: client?.id, err: err.message }, 'MQTT client error'));
+    this.aedes.on('clientError', (client, err) =>
+      logger.debug({ serial: client?.id, err: err.message }, 'MQTT client error'),
+    );
     this.aedes.on('connectionError', (_client, err) => logger.debug({ err: err.message }, 'MQTT connection error'));
     metrics.mqttConnectedDevices.set(0);
   }
 
   private onAuthenticated(client: Client, session: DeviceSession): void {
-    this.connections.set(client, { session, flood: new FloodGuard(), subscribedOta: false, ready: false, keepaliveTimedOut: false, otaReady: false, firstFirmware: null, reportsStored: null, heardQueued: false, heardSent: false });
+    this.connections.set(client, {
+      session,
+      flood: new FloodGuard(),
+      subscribedOta: false,
+      ready: false,
+      keepaliveTimedOut: false,
+      otaReady: false,
+      firstFirmware: null,
+      reportsStored: null,
+      heardQueued: false,
+      heardSent: false,
+    });
     const existing = this.clientById(session.serial);
     if (existing && existing !== client) this.takingOver.set(session.serial, client);
   }
@@ -428,7 +506,10 @@ export class DeviceBroker implements DeviceGateway {
     this.current.delete(serial);
     this.options.metrics.mqttConnectedDevices.set(this.current.size);
     if (this.isBeingTakenOver(serial, client)) return;
-    this.served.ingest.offline(deviceId, this.closed ? 'shutdown' : conn.keepaliveTimedOut ? 'keepalive_timeout' : 'disconnected');
+    this.served.ingest.offline(
+      deviceId,
+      this.closed ? 'shutdown' : conn.keepaliveTimedOut ? 'keepalive_timeout' : 'disconnected',
+    );
   }
 
   private isBeingTakenOver(serial: string, client: Client): boolean {
@@ -469,7 +550,11 @@ export class DeviceBroker implements DeviceGateway {
     });
   }
 
-  private authorizePublish(client: Client | null, packet: PublishPacket, callback: (error?: Error | null) => void): void {
+  private authorizePublish(
+    client: Client | null,
+    packet: PublishPacket,
+    callback: (error?: Error | null) => void,
+  ): void {
     // Publishes of the service itself do not come through here; a null client is the broker.
     if (!client) return callback(null);
     const conn = this.connections.get(client);
@@ -481,7 +566,12 @@ export class DeviceBroker implements DeviceGateway {
     const isWill = client.closed || !client.connected;
     if (!kind) {
       metrics.mqttAuthorizationDenied.inc({ action: 'publish' });
-      this.logDrop(serial, 'acl', { topic: packet.topic.slice(0, 200) }, 'publish refused by the topic ACL; disconnecting');
+      this.logDrop(
+        serial,
+        'acl',
+        { topic: packet.topic.slice(0, 200) },
+        'publish refused by the topic ACL; disconnecting',
+      );
       return callback(new Error('publish not authorized'));
     }
     // Devices never get to leave retained messages in the broker.
@@ -490,7 +580,12 @@ export class DeviceBroker implements DeviceGateway {
       const verdict = conn.flood.take();
       if (verdict !== 'ok') {
         metrics.mqttMessagesDropped.inc({ kind, reason: 'rate_limited' });
-        this.logDrop(serial, 'flood', { limit: 'docs/device-protocol.md' }, verdict === 'disconnect' ? 'device keeps flooding; disconnecting' : 'messages above the rate limit dropped');
+        this.logDrop(
+          serial,
+          'flood',
+          { limit: 'docs/device-protocol.md' },
+          verdict === 'disconnect' ? 'device keeps flooding; disconnecting' : 'messages above the rate limit dropped',
+        );
         this.consumed.add(packet);
         return callback(verdict === 'disconnect' ? new Error('flooding') : null);
       }
@@ -515,7 +610,12 @@ export class DeviceBroker implements DeviceGateway {
     if (result.ok) metrics.mqttMessagesAccepted.inc({ kind });
     else {
       metrics.mqttMessagesDropped.inc({ kind, reason: result.reason });
-      this.logDrop(serial, 'malformed', { kind, reason: result.reason, bytes: (packet.payload as Buffer).length }, 'malformed device message dropped');
+      this.logDrop(
+        serial,
+        'malformed',
+        { kind, reason: result.reason, bytes: (packet.payload as Buffer).length },
+        'malformed device message dropped',
+      );
     }
     // A device's messages right after its CONNACK may be handled before Aedes marks it connected
     // (isWill is then true): the first heartbeat counts all the same.
@@ -530,18 +630,30 @@ export class DeviceBroker implements DeviceGateway {
     result.applied.then(
       () => callback(null),
       (err: unknown) => {
-        this.options.logger.warn({ err, serial, kind }, 'device message not stored; closing the connection so the device sends it again');
+        this.options.logger.warn(
+          { err, serial, kind },
+          'device message not stored; closing the connection so the device sends it again',
+        );
         callback(new Error('message not stored'));
       },
     );
   }
 
-  private authorizeSubscribe(client: Client, sub: Subscription, callback: (error: Error | null, subscription?: Subscription | null) => void): void {
+  private authorizeSubscribe(
+    client: Client,
+    sub: Subscription,
+    callback: (error: Error | null, subscription?: Subscription | null) => void,
+  ): void {
     const conn = this.connections.get(client);
     const kind = conn ? maySubscribe(conn.session.serial, sub.topic) : null;
     if (!conn || !kind) {
       this.options.metrics.mqttAuthorizationDenied.inc({ action: 'subscribe' });
-      this.logDrop(conn?.session.serial ?? client.id, 'acl-sub', { topic: sub.topic.slice(0, 200) }, 'subscription refused by the topic ACL');
+      this.logDrop(
+        conn?.session.serial ?? client.id,
+        'acl-sub',
+        { topic: sub.topic.slice(0, 200) },
+        'subscription refused by the topic ACL',
+      );
       // Deny with a null subscription (SUBACK 0x80). Passing the subscription on with `qos: 128` would GRANT it (test/broker/auth-acl.test.ts).
       return callback(null, null);
     }
@@ -568,7 +680,12 @@ export class DeviceBroker implements DeviceGateway {
     }
     if (serial !== undefined && mayReceive(serial, packet.topic)) return packet;
     this.options.metrics.mqttAuthorizationDenied.inc({ action: 'forward' });
-    this.logDrop(serial ?? client.id, 'acl-forward', { topic: packet.topic.slice(0, 200) }, 'delivery outside the device\'s own topics refused');
+    this.logDrop(
+      serial ?? client.id,
+      'acl-forward',
+      { topic: packet.topic.slice(0, 200) },
+      "delivery outside the device's own topics refused",
+    );
     return null;
   }
 

@@ -4,7 +4,10 @@
  */
 export class LogThrottle {
   private last = new Map<string, number>();
-  constructor(private readonly periodMs = 60_000, private readonly maxKeys = 100_000) {}
+  constructor(
+    private readonly periodMs = 60_000,
+    private readonly maxKeys = 100_000,
+  ) {}
 
   shouldLog(key: string): boolean {
     const now = Date.now();

@@ -49,7 +49,10 @@ export function guardPacketSize(client: Client, logger: Logger, limit = MAX_MQTT
         lengthBytes += 1;
         if (remaining > limit || lengthBytes > 4) {
           refused = true;
-          logger.warn({ serial: client.id, announced: remaining, limit }, 'MQTT packet above the size limit; closing the connection');
+          logger.warn(
+            { serial: client.id, announced: remaining, limit },
+            'MQTT packet above the size limit; closing the connection',
+          );
           client.close();
           return 0;
         }

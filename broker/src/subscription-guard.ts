@@ -6,13 +6,17 @@ import { parserOf, type SessionStore, type StoredSubscription } from './aedes-in
 export const MAX_GRANTED_QOS = 1;
 
 /** The subscription calls of the session store used here. */
-export type SubscriptionStore = Pick<SessionStore, 'addSubscriptions' | 'removeSubscriptions' | 'subscriptionsByClient'>;
+export type SubscriptionStore = Pick<
+  SessionStore,
+  'addSubscriptions' | 'removeSubscriptions' | 'subscriptionsByClient'
+>;
 
 /** The filters of a persistent session that the topic ACL allows its device, at QoS 1 at most. */
 export function allowedSubscriptions(clientId: string, subs: readonly StoredSubscription[]): StoredSubscription[] {
   const allowed: StoredSubscription[] = [];
   for (const sub of subs) {
-    if (maySubscribe(clientId, sub.topic)) allowed.push(sub.qos > MAX_GRANTED_QOS ? { ...sub, qos: MAX_GRANTED_QOS } : sub);
+    if (maySubscribe(clientId, sub.topic))
+      allowed.push(sub.qos > MAX_GRANTED_QOS ? { ...sub, qos: MAX_GRANTED_QOS } : sub);
   }
   return allowed;
 }
@@ -37,7 +41,10 @@ export function guardStoredSubscriptions(store: SubscriptionStore): void {
  * Removes from a shared session store every filter its device may not hold: subscriptions
  * stored by an earlier version, before the store was guarded. Returns how many were removed.
  */
-export async function removeForeignSubscriptions(store: SubscriptionStore, clientIds: readonly string[]): Promise<number> {
+export async function removeForeignSubscriptions(
+  store: SubscriptionStore,
+  clientIds: readonly string[],
+): Promise<number> {
   let removed = 0;
   // Concurrent lookups in slices: one round trip per session one after the other took seconds
   // for a fleet of 10,000 persistent sessions.
@@ -47,7 +54,10 @@ export async function removeForeignSubscriptions(store: SubscriptionStore, clien
       slice.map(async (id) => {
         const stored = (await store.subscriptionsByClient({ id })) ?? [];
         const foreign = stored.filter((s) => !maySubscribe(id, s.topic)).map((s) => s.topic);
-        const aboveGranted = allowedSubscriptions(id, stored.filter((s) => s.qos > MAX_GRANTED_QOS));
+        const aboveGranted = allowedSubscriptions(
+          id,
+          stored.filter((s) => s.qos > MAX_GRANTED_QOS),
+        );
         if (foreign.length > 0) await store.removeSubscriptions({ id }, foreign);
         // Stored again at the QoS the broker grants (the store replaces a filter's entry).
         if (aboveGranted.length > 0) await store.addSubscriptions({ id }, aboveGranted);

@@ -20,7 +20,9 @@ function newestMtime(entry) {
 export function portalIsStale() {
   if (!fs.existsSync(builtIndex)) return true;
   const built = fs.statSync(builtIndex).mtimeMs;
-  const sources = ['src', 'index.html', 'vite.config.ts', 'tsconfig.json'].map((p) => path.join(portal, p)).filter((p) => fs.existsSync(p));
+  const sources = ['src', 'index.html', 'vite.config.ts', 'tsconfig.json']
+    .map((p) => path.join(portal, p))
+    .filter((p) => fs.existsSync(p));
   return sources.some((p) => newestMtime(p) > built);
 }
 
@@ -39,7 +41,8 @@ function withLock(fn) {
       } catch {
         // removed meanwhile
       }
-      if (Date.now() - started > 300_000) throw new Error('Timed out waiting for another portal build (portal/.build-lock).');
+      if (Date.now() - started > 300_000)
+        throw new Error('Timed out waiting for another portal build (portal/.build-lock).');
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 250);
     }
   }
@@ -57,7 +60,8 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
     console.log('Building the portal (portal/dist is missing or older than portal/src)...');
     const vite = path.join(portal, '..', 'node_modules', 'vite', 'bin', 'vite.js');
     const result = spawnSync(process.execPath, [vite, 'build', portal, '--logLevel', 'warn'], { stdio: 'inherit' });
-    if (result.status !== 0) console.error('The portal build failed; the API still starts, the portal answers 503 until it is built.');
+    if (result.status !== 0)
+      console.error('The portal build failed; the API still starts, the portal answers 503 until it is built.');
     return result.status ?? 1;
   });
   // `npm start` goes on without a portal (the API still works); tests pass --strict to fail.

@@ -10,19 +10,81 @@ const routes: RouteRecordRaw[] = [
     path: '/',
     component: AppLayout,
     children: [
-      { path: '', name: 'dashboard', component: () => import('./features/dashboard/pages/DashboardPage.vue'), meta: { title: 'Dashboard' } },
-      { path: 'devices', name: 'devices', component: () => import('./features/devices/pages/DeviceListPage.vue'), meta: { title: 'Devices' } },
-      { path: 'devices/:serial', name: 'device', component: () => import('./features/devices/pages/DevicePage.vue'), props: true, meta: { title: 'Device' } },
-      { path: 'firmware', name: 'firmware', component: () => import('./features/firmware/pages/FirmwarePage.vue'), meta: { title: 'Firmware' } },
-      { path: 'deployments', name: 'deployments', component: () => import('./features/firmware/pages/DeploymentsPage.vue'), meta: { title: 'Deployments' } },
-      { path: 'deployments/new', name: 'deploy', component: () => import('./features/firmware/pages/NewDeploymentPage.vue'), meta: { title: 'Schedule an update' } },
-      { path: 'deployments/:id', name: 'deployment', component: () => import('./features/firmware/pages/DeploymentPage.vue'), props: true, meta: { title: 'Deployment' } },
+      {
+        path: '',
+        name: 'dashboard',
+        component: () => import('./features/dashboard/pages/DashboardPage.vue'),
+        meta: { title: 'Dashboard' },
+      },
+      {
+        path: 'devices',
+        name: 'devices',
+        component: () => import('./features/devices/pages/DeviceListPage.vue'),
+        meta: { title: 'Devices' },
+      },
+      {
+        path: 'devices/:serial',
+        name: 'device',
+        component: () => import('./features/devices/pages/DevicePage.vue'),
+        props: true,
+        meta: { title: 'Device' },
+      },
+      {
+        path: 'firmware',
+        name: 'firmware',
+        component: () => import('./features/firmware/pages/FirmwarePage.vue'),
+        meta: { title: 'Firmware' },
+      },
+      {
+        path: 'deployments',
+        name: 'deployments',
+        component: () => import('./features/firmware/pages/DeploymentsPage.vue'),
+        meta: { title: 'Deployments' },
+      },
+      {
+        path: 'deployments/new',
+        name: 'deploy',
+        component: () => import('./features/firmware/pages/NewDeploymentPage.vue'),
+        meta: { title: 'Schedule an update' },
+      },
+      {
+        path: 'deployments/:id',
+        name: 'deployment',
+        component: () => import('./features/firmware/pages/DeploymentPage.vue'),
+        props: true,
+        meta: { title: 'Deployment' },
+      },
       { path: 'settings', redirect: { name: 'api-keys' } },
-      { path: 'settings/api-keys', name: 'api-keys', component: () => import('./features/settings/pages/ApiKeysPage.vue'), meta: { title: 'API keys' } },
-      { path: 'settings/webhooks', name: 'webhooks', component: () => import('./features/settings/pages/WebhooksPage.vue'), meta: { title: 'Webhooks' } },
-      { path: 'settings/firmware-signing', name: 'firmware-signing', component: () => import('./features/settings/pages/FirmwareSigningPage.vue'), meta: { title: 'Firmware signing' } },
-      { path: 'settings/users', name: 'users', component: () => import('./features/settings/pages/UsersPage.vue'), meta: { title: 'Users' } },
-      { path: ':pathMatch(.*)*', name: 'not-found', component: () => import('./layout/NotFoundPage.vue'), meta: { title: 'Not found' } },
+      {
+        path: 'settings/api-keys',
+        name: 'api-keys',
+        component: () => import('./features/settings/pages/ApiKeysPage.vue'),
+        meta: { title: 'API keys' },
+      },
+      {
+        path: 'settings/webhooks',
+        name: 'webhooks',
+        component: () => import('./features/settings/pages/WebhooksPage.vue'),
+        meta: { title: 'Webhooks' },
+      },
+      {
+        path: 'settings/firmware-signing',
+        name: 'firmware-signing',
+        component: () => import('./features/settings/pages/FirmwareSigningPage.vue'),
+        meta: { title: 'Firmware signing' },
+      },
+      {
+        path: 'settings/users',
+        name: 'users',
+        component: () => import('./features/settings/pages/UsersPage.vue'),
+        meta: { title: 'Users' },
+      },
+      {
+        path: ':pathMatch(.*)*',
+        name: 'not-found',
+        component: () => import('./layout/NotFoundPage.vue'),
+        meta: { title: 'Not found' },
+      },
     ],
   },
 ];
@@ -34,7 +96,10 @@ export function createPortalRouter() {
     if (!session.loaded) await loadSession();
     if (to.meta.public) {
       // Already logged in: the login page forwards to where the user wanted to go.
-      if (to.name === 'login' && session.user) return typeof to.query.next === 'string' && to.query.next.startsWith('/') ? to.query.next : { name: 'dashboard' };
+      if (to.name === 'login' && session.user)
+        return typeof to.query.next === 'string' && to.query.next.startsWith('/')
+          ? to.query.next
+          : { name: 'dashboard' };
       return true;
     }
     if (!session.user) return { name: 'login', query: { next: to.fullPath } };
@@ -47,7 +112,8 @@ export function createPortalRouter() {
   // A page's code could not be loaded (a new build replaced the old files, or the network
   // dropped): load that address afresh instead of leaving an empty page.
   router.onError((error: Error, to) => {
-    if (/dynamically imported module|Importing a module script failed|Failed to fetch/i.test(error.message)) window.location.assign(to.fullPath);
+    if (/dynamically imported module|Importing a module script failed|Failed to fetch/i.test(error.message))
+      window.location.assign(to.fullPath);
     else window.dispatchEvent(new CustomEvent('portal-error', { detail: { error } }));
   });
 

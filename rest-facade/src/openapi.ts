@@ -28,7 +28,8 @@ export function buildOpenApiDocument(routes: RouteDef[], info: { version: string
     const parameters: unknown[] = [];
     if (route.params) {
       const json = convert(route.params, 'input') as { properties?: Record<string, JsonSchema> };
-      for (const [name, schema] of Object.entries(json.properties ?? {})) parameters.push({ name, in: 'path', required: true, schema });
+      for (const [name, schema] of Object.entries(json.properties ?? {}))
+        parameters.push({ name, in: 'path', required: true, schema });
     }
     if (route.query) {
       const json = convert(route.query, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
@@ -38,8 +39,12 @@ export function buildOpenApiDocument(routes: RouteDef[], info: { version: string
     }
     if (route.idempotent) {
       parameters.push({
-        name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 255 },
-        description: 'Retrying with the same key and body replays the first response (24 h), only to the API key or user that sent it.',
+        name: 'Idempotency-Key',
+        in: 'header',
+        required: false,
+        schema: { type: 'string', maxLength: 255 },
+        description:
+          'Retrying with the same key and body replays the first response (24 h), only to the API key or user that sent it.',
       });
     }
     const responses: Record<string, unknown> = {};
@@ -64,9 +69,17 @@ export function buildOpenApiDocument(routes: RouteDef[], info: { version: string
       ...(route.auth === 'public' ? { security: [] } : {}),
     };
     if (route.body) {
-      operation.requestBody = { required: true, content: { 'application/json': { schema: convert(route.body, 'input') } } };
+      operation.requestBody = {
+        required: true,
+        content: { 'application/json': { schema: convert(route.body, 'input') } },
+      };
     } else if (route.requestContentType) {
-      operation.requestBody = { required: true, content: { [route.requestContentType]: route.requestSchema ? { schema: convert(route.requestSchema, 'input') } : {} } };
+      operation.requestBody = {
+        required: true,
+        content: {
+          [route.requestContentType]: route.requestSchema ? { schema: convert(route.requestSchema, 'input') } : {},
+        },
+      };
     }
     (paths[path] ??= {})[route.method] = operation;
   }
@@ -82,7 +95,9 @@ export function buildOpenApiDocument(routes: RouteDef[], info: { version: string
     servers: [{ url: '/' }],
     security: [{ bearerAuth: [] }],
     components: {
-      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'API key from Settings > API Keys' } },
+      securitySchemes: {
+        bearerAuth: { type: 'http', scheme: 'bearer', description: 'API key from Settings > API Keys' },
+      },
       schemas: components,
     },
     paths,

@@ -37,7 +37,10 @@ export function createRestRouter(routes: RouteDef[], deps: RestRouterDeps): Rout
       const started = process.hrtime.bigint();
       res.on('finish', () => {
         deps.metrics.httpRequests.inc({ method: route.method, route: route.path, status: String(res.statusCode) });
-        deps.metrics.httpDuration.observe({ method: route.method, route: route.path }, Number(process.hrtime.bigint() - started) / 1e9);
+        deps.metrics.httpDuration.observe(
+          { method: route.method, route: route.path },
+          Number(process.hrtime.bigint() - started) / 1e9,
+        );
       });
       try {
         let caller: Caller | undefined;
@@ -57,10 +60,13 @@ export function createRestRouter(routes: RouteDef[], deps: RestRouterDeps): Rout
           if (!req.is(JSON_TYPES)) {
             throw new DomainError('unsupported_media_type', 'Send the body as application/json.');
           }
-          await new Promise<void>((resolve, reject) => jsonParser(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
+          await new Promise<void>((resolve, reject) =>
+            jsonParser(req, res, (err?: unknown) => (err ? reject(err) : resolve())),
+          );
         }
         // PostgreSQL text cannot hold NUL; refuse it at the edge for every field (OWASP API8).
-        const nulAt = findNul(req.params, 'path') ?? findNul(req.query, 'query') ?? (route.body ? findNul(req.body, '') : null);
+        const nulAt =
+          findNul(req.params, 'path') ?? findNul(req.query, 'query') ?? (route.body ? findNul(req.body, '') : null);
         if (nulAt !== null) {
           throw new DomainError('validation_failed', 'Text may not contain NUL characters.', {
             errors: [{ field: nulAt || '(body)', message: 'contains a NUL character' }],
@@ -74,7 +80,13 @@ export function createRestRouter(routes: RouteDef[], deps: RestRouterDeps): Rout
         const idempotencyKey = route.idempotent ? req.get('Idempotency-Key') : undefined;
         if (route.idempotent && idempotencyKey !== undefined && caller) {
           const outcome = await deps.idempotency.run(
-            { actor, key: idempotencyKey, operation: route.operationId, body, requiredRole: route.idempotent.requiredRole },
+            {
+              actor,
+              key: idempotencyKey,
+              operation: route.operationId,
+              body,
+              requiredRole: route.idempotent.requiredRole,
+            },
             async (unitOfWork) => {
               const result = await route.handler({ actor, params, query, body, req, res, unitOfWork });
               if (!result) throw new Error(`${route.operationId}: an idempotent handler must return its result`);
@@ -114,10 +126,13 @@ function parsePart(schema: RouteDef['params'], value: unknown, prefix: string): 
   if (!schema) return value;
   const parsed = schema.safeParse(value ?? {});
   if (!parsed.success) {
-    throw new DomainError('validation_failed', prefix ? `Invalid ${prefix} parameters.` : 'The request has invalid fields.', {
-      errors: zodToFieldErrors(parsed.error, prefix === 'path' || prefix === 'query' ? prefix : ''),
-    });
+    throw new DomainError(
+      'validation_failed',
+      prefix ? `Invalid ${prefix} parameters.` : 'The request has invalid fields.',
+      {
+        errors: zodToFieldErrors(parsed.error, prefix === 'path' || prefix === 'query' ? prefix : ''),
+      },
+    );
   }
   return parsed.data;
 }
-

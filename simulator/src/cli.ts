@@ -43,7 +43,8 @@ function fail(message: string): never {
 function numberOption(value: string | undefined, name: string, min: number, max: number): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!Number.isFinite(n) || n < min || n > max) fail(`--${name} must be a number from ${min} to ${max} (got "${value}")`);
+  if (!Number.isFinite(n) || n < min || n > max)
+    fail(`--${name} must be a number from ${min} to ${max} (got "${value}")`);
   return n;
 }
 
@@ -86,7 +87,8 @@ if (values.help) {
 const count = numberOption(values.count, 'count', 1, 10_000) ?? fail('--count is required');
 if (!Number.isInteger(count)) fail('--count must be a whole number');
 const brokerUrl = values['broker-url'] ?? fail('--broker-url is required');
-if (!/^(mqtt|ws|wss|mqtts|tcp):\/\//.test(brokerUrl)) fail('--broker-url must start with mqtt:// or ws:// (wss://, mqtts:// also work)');
+if (!/^(mqtt|ws|wss|mqtts|tcp):\/\//.test(brokerUrl))
+  fail('--broker-url must start with mqtt:// or ws:// (wss://, mqtts:// also work)');
 const firmware = values.firmware ?? fail('--firmware is required');
 if (!isValidVersion(firmware)) fail(`--firmware "${firmware}" is not a dotted version such as 1.4.2`);
 const heartbeatS = numberOption(values['heartbeat-s'], 'heartbeat-s', 0.05, 3600);
@@ -127,9 +129,15 @@ async function credentials() {
     const model = values.model ?? fail('--model is required with --claim');
     const prefix = values['serial-prefix'] ?? `SIM-${randomBytes(2).toString('hex').toUpperCase()}`;
     const serials = makeSerials(prefix, count);
-    console.log(`claiming ${count} devices ${serials[0]}..${serials.at(-1)} (model ${model}, firmware ${firmware}) at ${apiUrl}`);
+    console.log(
+      `claiming ${count} devices ${serials[0]}..${serials.at(-1)} (model ${model}, firmware ${firmware}) at ${apiUrl}`,
+    );
     const creds = await claimDevices({
-      apiUrl, apiKey, model, firmware, serials,
+      apiUrl,
+      apiKey,
+      model,
+      firmware,
+      serials,
       certificates: certDir !== undefined,
       ...(ca !== undefined ? { ca } : {}),
       onBatch: (done) => console.log(`  claimed ${done}/${count}`),
@@ -140,17 +148,27 @@ async function credentials() {
       console.log(`credentials saved to ${values.credentials} (keep it private: it holds the device passwords)`);
     }
     if (certDir !== undefined) {
-      const certified = creds.flatMap((c) => (c.certificate && c.privateKey ? [{ serial: c.serial, certificate: c.certificate, privateKey: c.privateKey }] : []));
+      const certified = creds.flatMap((c) =>
+        c.certificate && c.privateKey
+          ? [{ serial: c.serial, certificate: c.certificate, privateKey: c.privateKey }]
+          : [],
+      );
       await saveDeviceCertificates(certDir, certified);
-      console.log(`${certified.length} device keys and certificates saved in ${certDir} (the devices connect with them, no password)`);
+      console.log(
+        `${certified.length} device keys and certificates saved in ${certDir} (the devices connect with them, no password)`,
+      );
     }
     return creds;
   }
-  if (!values.credentials) fail('without --claim, --credentials FILE must name the credentials saved by an earlier --claim run');
+  if (!values.credentials)
+    fail('without --claim, --credentials FILE must name the credentials saved by an earlier --claim run');
   const creds = (await loadCredentials(values.credentials)).slice(0, count);
   if (creds.length < count) fail(`${values.credentials} holds ${creds.length} devices, fewer than --count ${count}`);
   if (certDir === undefined) return creds;
-  const certificates = await loadDeviceCertificates(certDir, creds.map((c) => c.serial));
+  const certificates = await loadDeviceCertificates(
+    certDir,
+    creds.map((c) => c.serial),
+  );
   console.log(`${certificates.size} of ${count} devices connect by certificate (from ${certDir})`);
   return creds.map((c) => ({ ...c, ...certificates.get(c.serial) }));
 }
@@ -160,7 +178,10 @@ const line = (s: FleetStats) =>
 
 async function main(): Promise<void> {
   const devices = await credentials();
-  if (signingKey) console.log(`firmware signatures are checked with key ${signingKey.keyId}: unsigned or differently signed images fail with signature_invalid`);
+  if (signingKey)
+    console.log(
+      `firmware signatures are checked with key ${signingKey.keyId}: unsigned or differently signed images fail with signature_invalid`,
+    );
   const fleet = new Fleet({
     devices,
     brokerUrl,
@@ -176,7 +197,15 @@ async function main(): Promise<void> {
 
   const tty = process.stdout.isTTY && !values.verbose;
   const bar = tty
-    ? new cliProgress.SingleBar({ format: 'devices [{bar}] {connected}/{total} connected | online {online} | updating {updating} | succeeded {succeeded} | failed {failed}', hideCursor: true, clearOnComplete: false }, cliProgress.Presets.shades_classic)
+    ? new cliProgress.SingleBar(
+        {
+          format:
+            'devices [{bar}] {connected}/{total} connected | online {online} | updating {updating} | succeeded {succeeded} | failed {failed}',
+          hideCursor: true,
+          clearOnComplete: false,
+        },
+        cliProgress.Presets.shades_classic,
+      )
     : null;
   const show = () => {
     const s = fleet.stats();
@@ -204,7 +233,10 @@ async function main(): Promise<void> {
   if (duration) setTimeout(() => void finish(`--duration ${duration} s`), duration * 1000);
 
   const ramp = await fleet.start();
-  if (!bar) console.log(`connected ${ramp.connected}/${count} in ${ramp.seconds.toFixed(1)} s${ramp.failed ? ` (${ramp.failed} refused or failed: check credentials and broker URL)` : ''}`);
+  if (!bar)
+    console.log(
+      `connected ${ramp.connected}/${count} in ${ramp.seconds.toFixed(1)} s${ramp.failed ? ` (${ramp.failed} refused or failed: check credentials and broker URL)` : ''}`,
+    );
   if (ramp.connected === 0) {
     clearInterval(timer);
     bar?.stop();

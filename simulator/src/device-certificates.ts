@@ -15,16 +15,33 @@ export interface DeviceKeyAndCsr {
  * the serial anyway).
  */
 export async function makeKeyAndCsr(serial: string): Promise<DeviceKeyAndCsr> {
-  const keys = (await webCrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify'])) as CryptoKeyPair;
-  const csr = await x509.Pkcs10CertificateRequestGenerator.create({ name: [{ CN: [serial] }], keys, signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' } }, webCrypto);
+  const keys = (await webCrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, [
+    'sign',
+    'verify',
+  ])) as CryptoKeyPair;
+  const csr = await x509.Pkcs10CertificateRequestGenerator.create(
+    { name: [{ CN: [serial] }], keys, signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' } },
+    webCrypto,
+  );
   const pkcs8 = Buffer.from(await webCrypto.subtle.exportKey('pkcs8', keys.privateKey));
-  return { privateKey: createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' }).export({ format: 'pem', type: 'pkcs8' }).toString(), csr: csr.toString('pem') };
+  return {
+    privateKey: createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' })
+      .export({ format: 'pem', type: 'pkcs8' })
+      .toString(),
+    csr: csr.toString('pem'),
+  };
 }
 
-const files = (dir: string, serial: string) => ({ key: path.join(dir, `${serial}.key`), cert: path.join(dir, `${serial}.pem`) });
+const files = (dir: string, serial: string) => ({
+  key: path.join(dir, `${serial}.key`),
+  cert: path.join(dir, `${serial}.pem`),
+});
 
 /** `--cert-dir`: one `<serial>.key` (mode 0600) and `<serial>.pem` per device, as a module keeps them. */
-export async function saveDeviceCertificates(dir: string, devices: Array<{ serial: string; privateKey: string; certificate: string }>): Promise<void> {
+export async function saveDeviceCertificates(
+  dir: string,
+  devices: Array<{ serial: string; privateKey: string; certificate: string }>,
+): Promise<void> {
   await mkdir(dir, { recursive: true, mode: 0o700 });
   for (const d of devices) {
     const f = files(dir, d.serial);
@@ -34,7 +51,10 @@ export async function saveDeviceCertificates(dir: string, devices: Array<{ seria
 }
 
 /** The key and certificate of each serial from `--cert-dir`; a serial without both files is left out. */
-export async function loadDeviceCertificates(dir: string, serials: string[]): Promise<Map<string, { privateKey: string; certificate: string }>> {
+export async function loadDeviceCertificates(
+  dir: string,
+  serials: string[],
+): Promise<Map<string, { privateKey: string; certificate: string }>> {
   const found = new Map<string, { privateKey: string; certificate: string }>();
   for (const serial of serials) {
     const f = files(dir, serial);

@@ -49,7 +49,8 @@ export class Fleet {
     const downloadGate = async () => {
       if (!this.hold) return;
       await this.hold.promise;
-      if (this.releaseSpreadMs > 0) await new Promise((resolve) => setTimeout(resolve, random() * this.releaseSpreadMs));
+      if (this.releaseSpreadMs > 0)
+        await new Promise((resolve) => setTimeout(resolve, random() * this.releaseSpreadMs));
     };
     this.devices = options.devices.map((credentials) => new SimulatedDevice({ ...options, credentials, downloadGate }));
   }
@@ -80,7 +81,9 @@ export class Fleet {
   }
 
   /** Connects every device (staggered); resolves when each one connected or failed once. */
-  async start(onProgress?: (stats: FleetStats) => void): Promise<{ connected: number; failed: number; seconds: number }> {
+  async start(
+    onProgress?: (stats: FleetStats) => void,
+  ): Promise<{ connected: number; failed: number; seconds: number }> {
     const started = performance.now();
     const rate = this.options.connectRatePerS ?? 1000;
     const maxPending = this.options.maxPendingConnects ?? 500;
@@ -94,7 +97,8 @@ export class Fleet {
       while (pending >= maxPending) await Promise.race(inFlight);
       pending += 1;
       const device = this.devices[i]!;
-      const attempt = device.start()
+      const attempt = device
+        .start()
         .catch(() => {
           this.connectFailures += 1;
           device.retryLater();
@@ -107,11 +111,28 @@ export class Fleet {
       if (onProgress && i % 500 === 0) onProgress(this.stats());
     }
     await Promise.all(inFlight);
-    return { connected: this.stats().connected, failed: this.connectFailures, seconds: (performance.now() - started) / 1000 };
+    return {
+      connected: this.stats().connected,
+      failed: this.connectFailures,
+      seconds: (performance.now() - started) / 1000,
+    };
   }
 
   stats(): FleetStats {
-    const s: FleetStats = { total: this.devices.length, connected: 0, online: 0, updating: 0, succeeded: 0, failed: 0, rolledBack: 0, heartbeats: 0, heartbeatsAcked: 0, connectFailures: this.connectFailures, commandsReceived: 0, lastCommandAtMs: { first: 0, last: 0 } };
+    const s: FleetStats = {
+      total: this.devices.length,
+      connected: 0,
+      online: 0,
+      updating: 0,
+      succeeded: 0,
+      failed: 0,
+      rolledBack: 0,
+      heartbeats: 0,
+      heartbeatsAcked: 0,
+      connectFailures: this.connectFailures,
+      commandsReceived: 0,
+      lastCommandAtMs: { first: 0, last: 0 },
+    };
     for (const d of this.devices) {
       if (d.connected) s.connected += 1;
       if (d.connected && d.heartbeats > 0) s.online += 1;
@@ -123,7 +144,8 @@ export class Fleet {
       s.heartbeatsAcked += d.heartbeatsAcked;
       s.commandsReceived += d.commandsReceived;
       if (d.lastCommandAtMs > 0) {
-        if (s.lastCommandAtMs.first === 0 || d.lastCommandAtMs < s.lastCommandAtMs.first) s.lastCommandAtMs.first = d.lastCommandAtMs;
+        if (s.lastCommandAtMs.first === 0 || d.lastCommandAtMs < s.lastCommandAtMs.first)
+          s.lastCommandAtMs.first = d.lastCommandAtMs;
         s.lastCommandAtMs.last = Math.max(s.lastCommandAtMs.last, d.lastCommandAtMs);
       }
     }
@@ -133,7 +155,8 @@ export class Fleet {
   async stop(): Promise<void> {
     this.stopped = true;
     // In slices: 10,000 simultaneous DISCONNECTs would just queue up anyway.
-    for (let i = 0; i < this.devices.length; i += 1000) await Promise.all(this.devices.slice(i, i + 1000).map((d) => d.stop()));
+    for (let i = 0; i < this.devices.length; i += 1000)
+      await Promise.all(this.devices.slice(i, i + 1000).map((d) => d.stop()));
   }
 }
 
@@ -168,16 +191,27 @@ export async function claimDevices(input: {
     const serials = input.serials.slice(i, i + 1000);
     const keys = new Map<string, DeviceKeyAndCsr>();
     if (input.certificates) for (const serial of serials) keys.set(serial, await makeKeyAndCsr(serial));
-    const csrs = input.certificates ? { csrs: Object.fromEntries([...keys].map(([serial, k]) => [serial, k.csr])) } : {};
+    const csrs = input.certificates
+      ? { csrs: Object.fromEntries([...keys].map(([serial, k]) => [serial, k.csr])) }
+      : {};
     const post = (firmware: boolean) =>
       undiciFetch(`${base}/api/v1/devices/claim`, {
         method: 'POST',
         headers: { authorization: `Bearer ${input.apiKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ serials, model: input.model, ...(firmware ? { firmware: input.firmware } : {}), ...csrs }),
+        body: JSON.stringify({
+          serials,
+          model: input.model,
+          ...(firmware ? { firmware: input.firmware } : {}),
+          ...csrs,
+        }),
         ...(agent ? { dispatcher: agent } : {}),
       });
     type ClaimBody = {
-      devices?: Array<{ serial: string; credentials: { username: string; password: string }; certificate?: { certificate: string } }>;
+      devices?: Array<{
+        serial: string;
+        credentials: { username: string; password: string };
+        certificate?: { certificate: string };
+      }>;
       detail?: string;
       code?: string;
       errors?: Array<{ field: string; message: string }>;
@@ -186,14 +220,21 @@ export async function claimDevices(input: {
     let body = (await res.json().catch(() => ({}))) as ClaimBody;
     if (res.status === 422 && body.code === 'version_not_found' && withFirmware) {
       // The devices already run --firmware; without that binary uploaded there is nothing to schedule.
-      input.onNote?.(`firmware ${input.firmware} is not uploaded for model ${input.model}: claiming without scheduling an update`);
+      input.onNote?.(
+        `firmware ${input.firmware} is not uploaded for model ${input.model}: claiming without scheduling an update`,
+      );
       withFirmware = false;
       res = await post(false);
       body = (await res.json().catch(() => ({}))) as ClaimBody;
     }
     if (res.status !== 201 || !body.devices) {
-      const details = (body.errors ?? []).slice(0, 5).map((e) => `${e.field}: ${e.message}`).join('; ');
-      throw new Error(`claim of serials ${serials[0]}..${serials.at(-1)} failed: HTTP ${res.status} ${body.code ?? ''} ${body.detail ?? ''}${details ? ` (${details})` : ''}`.trim());
+      const details = (body.errors ?? [])
+        .slice(0, 5)
+        .map((e) => `${e.field}: ${e.message}`)
+        .join('; ');
+      throw new Error(
+        `claim of serials ${serials[0]}..${serials.at(-1)} failed: HTTP ${res.status} ${body.code ?? ''} ${body.detail ?? ''}${details ? ` (${details})` : ''}`.trim(),
+      );
     }
     for (const d of body.devices) {
       const key = keys.get(d.serial);
@@ -221,7 +262,8 @@ export async function loadCredentials(file: string): Promise<DeviceCredentials[]
   if (!Array.isArray(parsed)) throw new Error(`${file}: expected a JSON array of {serial, username, password}`);
   return parsed.map((d, i) => {
     const item = d as Partial<DeviceCredentials>;
-    if (typeof item.serial !== 'string' || typeof item.username !== 'string' || typeof item.password !== 'string') throw new Error(`${file}: entry ${i} needs serial, username and password`);
+    if (typeof item.serial !== 'string' || typeof item.username !== 'string' || typeof item.password !== 'string')
+      throw new Error(`${file}: entry ${i} needs serial, username and password`);
     return { serial: item.serial, username: item.username, password: item.password };
   });
 }

@@ -4,7 +4,10 @@ import https from 'node:https';
 import type { OtaCommand } from '../../broker/src/protocol/payloads';
 import { pick, sleep } from './sim-helpers';
 
-const DOWNLOAD_ERRORS = ['download failed: connection reset by peer (ECONNRESET)', 'download failed: timed out waiting for data after 30 s'];
+const DOWNLOAD_ERRORS = [
+  'download failed: connection reset by peer (ECONNRESET)',
+  'download failed: timed out waiting for data after 30 s',
+];
 const DOWNLOAD_ATTEMPTS = 6;
 const IDLE_TIMEOUT_MS = 30_000;
 
@@ -52,7 +55,8 @@ export async function downloadImage(command: OtaCommand, options: ImageDownloadO
   for (let attempt = 1; ; attempt++) {
     let retryable = true;
     try {
-      const headers: Record<string, string> = received > 0 && etag ? { range: `bytes=${received}-`, 'if-range': etag } : {};
+      const headers: Record<string, string> =
+        received > 0 && etag ? { range: `bytes=${received}-`, 'if-range': etag } : {};
       const res = await request(command.url, headers);
       const status = res.statusCode ?? 0;
       if (status >= 400 && status < 500) retryable = false;
@@ -84,17 +88,20 @@ export async function downloadImage(command: OtaCommand, options: ImageDownloadO
           if (due > 0) await sleep(due);
         }
       }
-      if (command.size && received < command.size) throw new Error(`connection closed at ${received} of ${command.size} bytes`);
+      if (command.size && received < command.size)
+        throw new Error(`connection closed at ${received} of ${command.size} bytes`);
       break;
     } catch (err) {
       const message = (err as Error).message.replace(/^download failed: /, '');
-      if (!retryable || options.isStopped() || attempt >= DOWNLOAD_ATTEMPTS) throw new Error(`download failed: ${message}`);
+      if (!retryable || options.isStopped() || attempt >= DOWNLOAD_ATTEMPTS)
+        throw new Error(`download failed: ${message}`);
       options.trace(`${message}; resuming at byte ${received} (attempt ${attempt + 1} of ${DOWNLOAD_ATTEMPTS})`);
       await sleep(Math.min(500 * 2 ** (attempt - 1), 8000) * (0.5 + random()));
     }
   }
   if (failMidway) throw new Error(`${pick(DOWNLOAD_ERRORS, random)} at 99%`);
-  if (command.size && received !== command.size) throw new Error(`download failed: got ${received} bytes, expected ${command.size}`);
+  if (command.size && received !== command.size)
+    throw new Error(`download failed: got ${received} bytes, expected ${command.size}`);
   onProgress(100);
   return hash.digest('hex');
 }

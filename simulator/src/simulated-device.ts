@@ -71,9 +71,15 @@ export interface SimulatedDeviceOptions {
 export type OtaOutcome = 'succeeded' | 'failed' | 'rolled_back';
 
 /** Realistic failures of a lighting module's update (what a field engineer would read). */
-const INSTALL_ERRORS = ['flash write failed: bank B sector 12 verify error', 'install refused: supply voltage 9.8 V below 10.5 V minimum for flashing'];
+const INSTALL_ERRORS = [
+  'flash write failed: bank B sector 12 verify error',
+  'install refused: supply voltage 9.8 V below 10.5 V minimum for flashing',
+];
 /** A broken download is resumed this many times in all before the update is reported failed. */
-const BOOT_ERRORS = ['new image failed to boot: watchdog reset 3 times; reverted to previous image', 'new image failed self-test: DALI driver init error; reverted'];
+const BOOT_ERRORS = [
+  'new image failed to boot: watchdog reset 3 times; reverted to previous image',
+  'new image failed self-test: DALI driver init error; reverted',
+];
 
 /**
  * One virtual lighting module speaking protocol v1: connects (client id = username = serial,
@@ -180,7 +186,9 @@ export class SimulatedDevice {
       const byCertificate = credentials.certificate !== undefined && credentials.privateKey !== undefined;
       const client = mqtt.connect(this.options.brokerUrl, {
         clientId: credentials.serial,
-        ...(byCertificate ? { cert: credentials.certificate, key: credentials.privateKey } : { username: credentials.username, password: credentials.password }),
+        ...(byCertificate
+          ? { cert: credentials.certificate, key: credentials.privateKey }
+          : { username: credentials.username, password: credentials.password }),
         ...(this.options.ca !== undefined ? { ca: this.options.ca } : {}),
         clean: this.options.clean ?? false,
         keepalive: 30,
@@ -297,7 +305,12 @@ export class SimulatedDevice {
     if (!this.client?.connected) return;
     // uptime_s only grows, and by at least 1 per heartbeat, so each heartbeat is recognisable in the database.
     const uptimeS = Math.max(Math.floor((Date.now() - this.startedAt) / 1000), (this.lastHeartbeat?.uptimeS ?? -1) + 1);
-    const payload = JSON.stringify({ firmware: this.firmware, ip: this.ip, uptime_s: uptimeS, rssi: -40 - Math.floor(this.random() * 50) });
+    const payload = JSON.stringify({
+      firmware: this.firmware,
+      ip: this.ip,
+      uptime_s: uptimeS,
+      rssi: -40 - Math.floor(this.random() * 50),
+    });
     this.lastHeartbeat = { at: performance.now(), uptimeS };
     this.heartbeats += 1;
     void this.publish(topics.heartbeat(this.serial), payload, this.options.heartbeatQos ?? 1).then(() => {
@@ -346,7 +359,11 @@ export class SimulatedDevice {
     }
   }
 
-  private report(job: string, state: OtaProgress['state'], extra: { progress?: number; error?: string } = {}): Promise<void> {
+  private report(
+    job: string,
+    state: OtaProgress['state'],
+    extra: { progress?: number; error?: string } = {},
+  ): Promise<void> {
     this.jobs.set(job, state);
     return this.sendReport(JSON.stringify({ job_id: job, state, ...extra }));
   }
@@ -364,7 +381,8 @@ export class SimulatedDevice {
     const previous = this.jobs.get(command.job_id);
     if (previous) {
       // Already handled (QoS 1 redelivery): repeat the final word, never the work.
-      if (previous === 'succeeded' || previous === 'failed' || previous === 'rolled_back') void this.report(command.job_id, previous);
+      if (previous === 'succeeded' || previous === 'failed' || previous === 'rolled_back')
+        void this.report(command.job_id, previous);
       return 'duplicate';
     }
     if (this.updating) return 'duplicate';
@@ -402,7 +420,10 @@ export class SimulatedDevice {
     } catch (err) {
       return fail((err as Error).message);
     }
-    if (digest !== command.sha256) return fail(`sha256 mismatch: expected ${command.sha256.slice(0, 12)}…, got ${digest.slice(0, 12)}…; image discarded`);
+    if (digest !== command.sha256)
+      return fail(
+        `sha256 mismatch: expected ${command.sha256.slice(0, 12)}…, got ${digest.slice(0, 12)}…; image discarded`,
+      );
     const untrusted = this.signatureProblem(command, digest);
     if (untrusted) return fail(`signature_invalid: ${untrusted}; image discarded`);
     void this.report(job, 'installing', { progress: 0 });
@@ -429,10 +450,13 @@ export class SimulatedDevice {
    */
   private signatureProblem(command: OtaCommand, digest: string): string | null {
     if (!this.trusted) return null;
-    if (command.signature === undefined || command.key_id === undefined) return 'the command carries no signature and this device installs signed images only';
-    if (command.key_id !== this.trusted.keyId) return `signed with key ${command.key_id}, this device trusts key ${this.trusted.keyId}`;
+    if (command.signature === undefined || command.key_id === undefined)
+      return 'the command carries no signature and this device installs signed images only';
+    if (command.key_id !== this.trusted.keyId)
+      return `signed with key ${command.key_id}, this device trusts key ${this.trusted.keyId}`;
     const signature = decodeSignature(command.signature);
-    if (!signature || !verifyDigestSignature({ sha256: digest, signature, key: this.trusted.key })) return `the signature does not verify with key ${this.trusted.keyId}`;
+    if (!signature || !verifyDigestSignature({ sha256: digest, signature, key: this.trusted.key }))
+      return `the signature does not verify with key ${this.trusted.keyId}`;
     return null;
   }
 

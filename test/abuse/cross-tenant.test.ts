@@ -69,15 +69,27 @@ describe("another account's ids answer 404 on every route (generated from the ro
     const claimed = await claimDevices(a, { serials: ['TENANT-A-1', 'TENANT-A-2'], model: 'LX-200' });
     expect(claimed.devices).toHaveLength(2);
     BODY_BY_OPERATION.issueDeviceCertificate = { csr: (await makeCsr()).pem };
-    const certificate = await a.api.post('/api/v1/devices/TENANT-A-1/certificates', BODY_BY_OPERATION.issueDeviceCertificate);
+    const certificate = await a.api.post(
+      '/api/v1/devices/TENANT-A-1/certificates',
+      BODY_BY_OPERATION.issueDeviceCertificate,
+    );
     expect(certificate.status, JSON.stringify(certificate.body)).toBe(201);
-    const deploy = await a.api.post('/api/v1/firmware/deploy', { firmware_version: '1.1.0', filter: { model: 'LX-200' } });
+    const deploy = await a.api.post('/api/v1/firmware/deploy', {
+      firmware_version: '1.1.0',
+      filter: { model: 'LX-200' },
+    });
     expect(deploy.status, JSON.stringify(deploy.body)).toBe(202);
-    const hook = await a.api.post('/api/v1/webhooks', { url: 'http://127.0.0.1:9/hook', event_types: ['device.online'] });
+    const hook = await a.api.post('/api/v1/webhooks', {
+      url: 'http://127.0.0.1:9/hook',
+      event_types: ['device.online'],
+    });
     expect(hook.status, JSON.stringify(hook.body)).toBe(201);
     const webhookId = (hook.body.webhook ?? hook.body).id as string;
     // A delivery row of A's webhook, to aim at its redelivery route.
-    const delivery = (await server.service.database.knex('webhook_deliveries').where({ webhook_id: webhookId }).first('id')) as { id: string } | undefined;
+    const delivery = (await server.service.database
+      .knex('webhook_deliveries')
+      .where({ webhook_id: webhookId })
+      .first('id')) as { id: string } | undefined;
     fixtures = {
       serial: 'TENANT-A-1',
       apiKeyId: a.apiKeyId,
@@ -110,19 +122,27 @@ describe("another account's ids answer 404 on every route (generated from the ro
     const failures: string[] = [];
     for (const route of routes) {
       const params = FIXTURE_BY_PATH[route.path]?.(fixtures) ?? {};
-      const path = '/api/v1' + route.path.replace(/:([A-Za-z]+)/g, (_m, name: string) => encodeURIComponent(params[name] ?? 'x'));
+      const path =
+        '/api/v1' + route.path.replace(/:([A-Za-z]+)/g, (_m, name: string) => encodeURIComponent(params[name] ?? 'x'));
       const body = BODY_BY_OPERATION[route.operationId] ?? (route.body ? {} : undefined);
       const res = await b.api.request(route.method.toUpperCase(), path, body === undefined ? {} : { body });
-      if (res.status !== 404) failures.push(`${route.method.toUpperCase()} ${route.path}: ${res.status} ${JSON.stringify(res.body).slice(0, 160)}`);
+      if (res.status !== 404)
+        failures.push(
+          `${route.method.toUpperCase()} ${route.path}: ${res.status} ${JSON.stringify(res.body).slice(0, 160)}`,
+        );
       else expect(res.body.code).toBe('not_found');
     }
     expect(failures).toEqual([]);
     const after = await snapshot();
     expect(after.device.name).toBe(before.device.name);
     expect(after.device.config).toEqual(before.device.config);
-    expect(after.keys.api_keys.map((k: { revoked_at: unknown }) => k.revoked_at)).toEqual(before.keys.api_keys.map((k: { revoked_at: unknown }) => k.revoked_at));
+    expect(after.keys.api_keys.map((k: { revoked_at: unknown }) => k.revoked_at)).toEqual(
+      before.keys.api_keys.map((k: { revoked_at: unknown }) => k.revoked_at),
+    );
     expect(after.hooks).toEqual(before.hooks);
-    expect(after.deployment.deployment?.status ?? after.deployment.status).toBe(before.deployment.deployment?.status ?? before.deployment.status);
+    expect(after.deployment.deployment?.status ?? after.deployment.status).toBe(
+      before.deployment.deployment?.status ?? before.deployment.status,
+    );
     expect(after.versions).toEqual(before.versions);
     expect(after.certificates).toEqual(before.certificates);
   });
@@ -138,7 +158,9 @@ describe("another account's ids answer 404 on every route (generated from the ro
   it("does not list A's data to B", async () => {
     const devices = await b.api.get('/api/v1/devices?limit=100');
     expect(devices.body.total).toBe(0);
-    expect(JSON.stringify((await b.api.get('/api/v1/firmware/versions')).body)).not.toContain(fixtures.firmwareVersionId);
+    expect(JSON.stringify((await b.api.get('/api/v1/firmware/versions')).body)).not.toContain(
+      fixtures.firmwareVersionId,
+    );
     expect(JSON.stringify((await b.api.get('/api/v1/firmware/deployments')).body)).not.toContain(fixtures.deploymentId);
     expect(JSON.stringify((await b.api.get('/api/v1/webhooks')).body)).not.toContain(fixtures.webhookId);
     expect(JSON.stringify((await b.api.get('/api/v1/api-keys')).body)).not.toContain(fixtures.apiKeyId);
@@ -164,10 +186,18 @@ describe("another account's ids are not found through any GraphQL field (generat
   };
   /** Which kind of resource a field's `id` argument names. */
   const ID_KIND: Record<string, (f: Fixtures) => string> = {
-    deployment: (f) => f.deploymentId, cancelDeployment: (f) => f.deploymentId, pauseDeployment: (f) => f.deploymentId,
-    resumeDeployment: (f) => f.deploymentId, rollbackDeployment: (f) => f.deploymentId, retryFailedDeployment: (f) => f.deploymentId,
-    revokeApiKey: (f) => f.apiKeyId, updateWebhook: (f) => f.webhookId, deleteWebhook: (f) => f.webhookId,
-    redeliverWebhookDelivery: (f) => f.deliveryId, firmwareVersion: (f) => f.firmwareVersionId, deleteFirmwareVersion: (f) => f.firmwareVersionId,
+    deployment: (f) => f.deploymentId,
+    cancelDeployment: (f) => f.deploymentId,
+    pauseDeployment: (f) => f.deploymentId,
+    resumeDeployment: (f) => f.deploymentId,
+    rollbackDeployment: (f) => f.deploymentId,
+    retryFailedDeployment: (f) => f.deploymentId,
+    revokeApiKey: (f) => f.apiKeyId,
+    updateWebhook: (f) => f.webhookId,
+    deleteWebhook: (f) => f.webhookId,
+    redeliverWebhookDelivery: (f) => f.deliveryId,
+    firmwareVersion: (f) => f.firmwareVersionId,
+    deleteFirmwareVersion: (f) => f.firmwareVersionId,
   };
   /** Valid values for the other required arguments. */
   const OTHER_ARGS: Record<string, Record<string, unknown>> = {
@@ -196,12 +226,22 @@ describe("another account's ids are not found through any GraphQL field (generat
     const certificate = await a.api.post('/api/v1/devices/GQL-A-1/certificates', { csr });
     expect(certificate.status).toBe(201);
     OTHER_ARGS.revokeDeviceCertificate = { fingerprint: certificate.body.fingerprint_sha256 };
-    const deploy = await a.api.post('/api/v1/firmware/deploy', { firmware_version: '1.1.0', filter: { model: 'LX-200' } });
-    const hook = await a.api.post('/api/v1/webhooks', { url: 'http://127.0.0.1:9/hook', event_types: ['device.online'] });
+    const deploy = await a.api.post('/api/v1/firmware/deploy', {
+      firmware_version: '1.1.0',
+      filter: { model: 'LX-200' },
+    });
+    const hook = await a.api.post('/api/v1/webhooks', {
+      url: 'http://127.0.0.1:9/hook',
+      event_types: ['device.online'],
+    });
     const webhookId = (hook.body.webhook ?? hook.body).id as string;
     fixtures = {
-      serial: 'GQL-A-1', apiKeyId: a.apiKeyId, webhookId, deliveryId: '00000000-0000-4000-8000-000000000001',
-      firmwareVersionId: (fw1.body.firmware_version ?? fw1.body).id as string, deploymentId: deploy.body.deployment_id as string,
+      serial: 'GQL-A-1',
+      apiKeyId: a.apiKeyId,
+      webhookId,
+      deliveryId: '00000000-0000-4000-8000-000000000001',
+      firmwareVersionId: (fw1.body.firmware_version ?? fw1.body).id as string,
+      deploymentId: deploy.body.deployment_id as string,
       certificateFingerprint: certificate.body.fingerprint_sha256 as string,
     };
     await server.service.services.apiKeys.setRateLimit(b.apiKeyId, 100_000);
@@ -211,7 +251,10 @@ describe("another account's ids are not found through any GraphQL field (generat
   it('answers null or not_found for every field taking an id, and changes nothing', async () => {
     const failures: string[] = [];
     let checked = 0;
-    for (const [kind, root] of [['query', schema.getQueryType()], ['mutation', schema.getMutationType()]] as const) {
+    for (const [kind, root] of [
+      ['query', schema.getQueryType()],
+      ['mutation', schema.getMutationType()],
+    ] as const) {
       if (!root) continue;
       for (const field of Object.values(root.getFields())) {
         const idArgs = field.args.filter((arg) => arg.name in ARG_FIXTURE);
@@ -227,7 +270,9 @@ describe("another account's ids are not found through any GraphQL field (generat
           failures.push(`${field.name}: add values for ${missing.map((m) => m.name).join(', ')} to OTHER_ARGS`);
           continue;
         }
-        const decls = field.args.filter((arg) => arg.name in variables).map((arg) => `$${arg.name}: ${arg.type.toString()}`);
+        const decls = field.args
+          .filter((arg) => arg.name in variables)
+          .map((arg) => `$${arg.name}: ${arg.type.toString()}`);
         const call = field.args.filter((arg) => arg.name in variables).map((arg) => `${arg.name}: $${arg.name}`);
         const selection = isObjectType(getNamedType(field.type)) ? ' { __typename }' : '';
         const query = `${kind} Probe(${decls.join(', ')}) { ${field.name}(${call.join(', ')})${selection} }`;
@@ -235,7 +280,9 @@ describe("another account's ids are not found through any GraphQL field (generat
         checked += 1;
         const value = res.body?.data?.[field.name];
         const codes = (res.body?.errors ?? []).map((e: { extensions?: { code?: string } }) => e.extensions?.code);
-        const ok = (value === null || value === undefined) && (codes.length === 0 ? !isNonNullType(field.type) : codes.every((c: string) => c === 'not_found'));
+        const ok =
+          (value === null || value === undefined) &&
+          (codes.length === 0 ? !isNonNullType(field.type) : codes.every((c: string) => c === 'not_found'));
         if (!ok) failures.push(`${field.name}: ${JSON.stringify(res.body).slice(0, 200)}`);
       }
     }
@@ -243,8 +290,11 @@ describe("another account's ids are not found through any GraphQL field (generat
     expect(checked).toBeGreaterThanOrEqual(10);
     const device = await a.api.get(`/api/v1/devices/${fixtures.serial}`);
     expect(device.body.name).not.toBe('stolen');
-    expect((await a.api.get('/api/v1/api-keys')).body.api_keys.every((k: { revoked_at: unknown }) => k.revoked_at === null)).toBe(true);
-    const certificates = (await a.api.get(`/api/v1/devices/${fixtures.serial}/certificates`)).body.certificates as Array<{ revoked_at: unknown }>;
+    expect(
+      (await a.api.get('/api/v1/api-keys')).body.api_keys.every((k: { revoked_at: unknown }) => k.revoked_at === null),
+    ).toBe(true);
+    const certificates = (await a.api.get(`/api/v1/devices/${fixtures.serial}/certificates`)).body
+      .certificates as Array<{ revoked_at: unknown }>;
     expect(certificates.map((c) => c.revoked_at)).toEqual([null]);
   });
 });

@@ -65,14 +65,24 @@ describe('HTTP hardening: headers, metrics token, mutations per rate-limit unit'
   });
 
   it('charges one rate-limit unit per top-level mutation field: 15 aliased claims are 15 units', async () => {
-    const claims = Array.from({ length: 15 }, (_, i) => `c${i}: claimDevices(input: { serials: ["ALIAS-${i}"], model: "LX-200" }) { count }`).join('\n');
+    const claims = Array.from(
+      { length: 15 },
+      (_, i) => `c${i}: claimDevices(input: { serials: ["ALIAS-${i}"], model: "LX-200" }) { count }`,
+    ).join('\n');
     await server.service.services.apiKeys.setRateLimit(account.apiKeyId, 10);
     const refused = await gql(url, `mutation {\n${claims}\n}`, { apiKey: account.apiKey });
     expect(refused.status).toBe(429);
     expect(refused.body.errors[0].extensions.code).toBe('rate_limited');
     expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
     expect(refused.body.data ?? null).toBeNull();
-    expect((await server.service.database.knex('devices').where({ account_id: account.accountId }).count<{ count: string }[]>('* as count'))[0]!.count).toBe(0);
+    expect(
+      (
+        await server.service.database
+          .knex('devices')
+          .where({ account_id: account.accountId })
+          .count<{ count: string }[]>('* as count')
+      )[0]!.count,
+    ).toBe(0);
 
     // Within the limit they run, and the remaining allowance drops by 15, not by 1.
     const fresh = keys[0]!;
@@ -88,7 +98,10 @@ describe('HTTP hardening: headers, metrics token, mutations per rate-limit unit'
   it('charges aliased mutations over graphql-ws the same way', async () => {
     const key = keys[1]!;
     await server.service.services.apiKeys.setRateLimit(key.id, 5);
-    const models = Array.from({ length: 8 }, (_, i) => `m${i}: registerModel(input: { name: "WS-${i}" }) { name }`).join('\n');
+    const models = Array.from(
+      { length: 8 },
+      (_, i) => `m${i}: registerModel(input: { name: "WS-${i}" }) { name }`,
+    ).join('\n');
     const client = wsClient(url, { apiKey: key.secret });
     try {
       const sub = collect(client, `mutation {\n${models}\n}`);
@@ -97,6 +110,11 @@ describe('HTTP hardening: headers, metrics token, mutations per rate-limit unit'
     } finally {
       await client.dispose();
     }
-    expect(await server.service.database.knex('models').where({ account_id: account.accountId }).where('name', 'like', 'WS-%')).toHaveLength(0);
+    expect(
+      await server.service.database
+        .knex('models')
+        .where({ account_id: account.accountId })
+        .where('name', 'like', 'WS-%'),
+    ).toHaveLength(0);
   });
 });

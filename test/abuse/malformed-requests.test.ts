@@ -47,12 +47,26 @@ describe('malformed requests answer 4xx problem+json, never a 500 or a stack', (
     const anonymous = account.api.withKey('');
     const failures: string[] = [];
     for (const route of allRoutes(server.service.services)) {
-      const path = '/api/v1' + route.path.replace(/:serial/g, 'NUL-1').replace(/:id/g, '00000000-0000-4000-8000-000000000000').replace(/:[a-zA-Z_]+/g, 'x');
-      const res = await anonymous.request(route.method.toUpperCase(), path, { headers: { ...cookie, 'content-type': 'application/json' }, ...(route.body ? { rawBody: '{}' } : {}) });
-      if (res.status >= 500 || (res.status >= 400 && !(res.headers.get('content-type') ?? '').startsWith('application/problem+json'))) {
-        failures.push(`${route.method.toUpperCase()} ${route.path}: ${res.status} ${JSON.stringify(res.body).slice(0, 120)}`);
+      const path =
+        '/api/v1' +
+        route.path
+          .replace(/:serial/g, 'NUL-1')
+          .replace(/:id/g, '00000000-0000-4000-8000-000000000000')
+          .replace(/:[a-zA-Z_]+/g, 'x');
+      const res = await anonymous.request(route.method.toUpperCase(), path, {
+        headers: { ...cookie, 'content-type': 'application/json' },
+        ...(route.body ? { rawBody: '{}' } : {}),
+      });
+      if (
+        res.status >= 500 ||
+        (res.status >= 400 && !(res.headers.get('content-type') ?? '').startsWith('application/problem+json'))
+      ) {
+        failures.push(
+          `${route.method.toUpperCase()} ${route.path}: ${res.status} ${JSON.stringify(res.body).slice(0, 120)}`,
+        );
       }
-      if (route.auth !== 'public' && res.status !== 401) failures.push(`${route.method.toUpperCase()} ${route.path}: ${res.status}, not 401`);
+      if (route.auth !== 'public' && res.status !== 401)
+        failures.push(`${route.method.toUpperCase()} ${route.path}: ${res.status}, not 401`);
     }
     expect(failures).toEqual([]);
     const graph = await gql(url, '{ viewer { accountId } }', { cookie: cookie.cookie });
@@ -62,10 +76,22 @@ describe('malformed requests answer 4xx problem+json, never a 500 or a stack', (
 
   it('refuses NUL characters in GraphQL string arguments and variables with validation_failed, like REST', async () => {
     const cases: Array<[string, string, Record<string, unknown>]> = [
-      ['filter text (variable)', 'query($f: DeviceFilter) { devices(first: 5, filter: $f) { totalCount } }', { f: { text: 'a\u0000b' } }],
+      [
+        'filter text (variable)',
+        'query($f: DeviceFilter) { devices(first: 5, filter: $f) { totalCount } }',
+        { f: { text: 'a\u0000b' } },
+      ],
       ['filter text (literal)', 'query { devices(first: 5, filter: { text: "a\\u0000b" }) { totalCount } }', {}],
-      ['device name', 'mutation($i: UpdateDeviceInput!) { updateDevice(serial: "NUL-1", input: $i) { name } }', { i: { name: 'lamp\u0000' } }],
-      ['tag key', 'mutation($i: UpdateDeviceInput!) { updateDevice(serial: "NUL-1", input: $i) { name } }', { i: { tags: { 'k\u0000': 'v' } } }],
+      [
+        'device name',
+        'mutation($i: UpdateDeviceInput!) { updateDevice(serial: "NUL-1", input: $i) { name } }',
+        { i: { name: 'lamp\u0000' } },
+      ],
+      [
+        'tag key',
+        'mutation($i: UpdateDeviceInput!) { updateDevice(serial: "NUL-1", input: $i) { name } }',
+        { i: { tags: { 'k\u0000': 'v' } } },
+      ],
       ['serial argument', 'query { device(serial: "NUL-1\\u0000") { serial } }', {}],
     ];
     for (const [label, query, variables] of cases) {
@@ -82,7 +108,9 @@ describe('malformed requests answer 4xx problem+json, never a 500 or a stack', (
   it('refuses NUL characters in subscription arguments over graphql-ws the same way', async () => {
     const client = wsClient(url, { apiKey: account.apiKey });
     try {
-      const sub = collect(client, 'subscription($f: DeviceFilter) { deviceChanged(filter: $f) { type } }', { f: { text: '\u0000' } });
+      const sub = collect(client, 'subscription($f: DeviceFilter) { deviceChanged(filter: $f) { type } }', {
+        f: { text: '\u0000' },
+      });
       await expect(sub.until(() => false, 2000)).rejects.toThrow(/ended/);
       expect(JSON.stringify(sub.errors)).toContain('validation_failed');
       expect(JSON.stringify(sub.errors)).toContain('contains a NUL character');

@@ -43,9 +43,11 @@ describe('MQTT isolation between accounts', () => {
     subscriptionsByClient(c: { id: string }): Promise<Array<{ topic: string }> | null>;
   };
   const store = () => (server.service.broker as unknown as { aedes: { persistence: Store } }).aedes.persistence;
-  const storedFilters = async (serial: string) => ((await store().subscriptionsByClient({ id: serial })) ?? []).map((s) => s.topic).sort();
+  const storedFilters = async (serial: string) =>
+    ((await store().subscriptionsByClient({ id: serial })) ?? []).map((s) => s.topic).sort();
 
-  const foreign = (seen: Array<{ topic: string }>, own: string) => seen.filter((m) => !m.topic.startsWith(`devices/${own}/`));
+  const foreign = (seen: Array<{ topic: string }>, own: string) =>
+    seen.filter((m) => !m.topic.startsWith(`devices/${own}/`));
 
   for (const transport of ['tcp', 'websocket'] as const) {
     it(`a denied filter of a mixed SUBSCRIBE is neither stored nor matched (${transport})`, async () => {
@@ -98,7 +100,10 @@ describe('MQTT isolation between accounts', () => {
     await first.endAsync();
     const persistence = store();
     const unguarded = (Object.getPrototypeOf(persistence) as Store).addSubscriptions;
-    await unguarded.call(persistence, { id: e.serial }, [{ topic: 'devices/+/config', qos: 1 }, { topic: topics.ota(e.serial), qos: 1 }]);
+    await unguarded.call(persistence, { id: e.serial }, [
+      { topic: 'devices/+/config', qos: 1 },
+      { topic: topics.ota(e.serial), qos: 1 },
+    ]);
 
     expect((await b.api.patch(`/api/v1/devices/${other!.serial}`, { config: { dim_level: 33 } })).status).toBe(200);
     const again = await connectDevice(server.service.mqttUrl!, e);

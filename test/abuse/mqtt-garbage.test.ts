@@ -24,7 +24,13 @@ const remainingLength = (n: number): Buffer => {
   return Buffer.from(out);
 };
 
-function connectPacket(opts: { clientId: string | Buffer; flags?: number; username?: string; password?: string; will?: { topic: string; payload: string } }): Buffer {
+function connectPacket(opts: {
+  clientId: string | Buffer;
+  flags?: number;
+  username?: string;
+  password?: string;
+  will?: { topic: string; payload: string };
+}): Buffer {
   let flags = opts.flags ?? 0x02; // clean session
   const payload: Buffer[] = [utf8(opts.clientId)];
   if (opts.will) payload.push(utf8(opts.will.topic), utf8(opts.will.payload));
@@ -72,7 +78,10 @@ describe('raw MQTT abuse never crashes the broker', () => {
   afterAll(async () => server?.close());
 
   const brokerStillAnswers = async () => {
-    const res = await exchange(port, connectPacket({ clientId: 'NOT-CLAIMED-1', username: 'NOT-CLAIMED-1', password: 'x' }));
+    const res = await exchange(
+      port,
+      connectPacket({ clientId: 'NOT-CLAIMED-1', username: 'NOT-CLAIMED-1', password: 'x' }),
+    );
     const code = connackCode(res.data);
     // Refused (bad credentials / not authorized / identifier rejected) but answered with a CONNACK:
     // a dead broker gives no CONNACK at all.
@@ -112,13 +121,24 @@ describe('raw MQTT abuse never crashes the broker', () => {
 
   it('refuses a Will with QoS 3', async () => {
     const flags = 0x02 | 0x04 | 0x18; // clean, will flag, will QoS bits = 3
-    const res = await exchange(port, connectPacket({ clientId: 'WILL-3', flags, will: { topic: 'devices/WILL-3/status', payload: '{}' }, username: 'WILL-3', password: 'x' }));
+    const res = await exchange(
+      port,
+      connectPacket({
+        clientId: 'WILL-3',
+        flags,
+        will: { topic: 'devices/WILL-3/status', payload: '{}' },
+        username: 'WILL-3',
+        password: 'x',
+      }),
+    );
     expect(connackCode(res.data) ?? -1).not.toBe(0);
     await brokerStillAnswers();
   });
 
   it('survives 200 connections of garbage at once', async () => {
-    await Promise.all(Array.from({ length: 200 }, (_, i) => exchange(port, Buffer.from([0x10 + (i % 16), 0xff, i & 0xff, 0x00]), 500)));
+    await Promise.all(
+      Array.from({ length: 200 }, (_, i) => exchange(port, Buffer.from([0x10 + (i % 16), 0xff, i & 0xff, 0x00]), 500)),
+    );
     await brokerStillAnswers();
     expect((await fetch(`${server.service.httpUrl}/healthz`)).status).toBe(200);
   });

@@ -4,7 +4,14 @@ import { describe, it, expect } from 'vitest';
 import mqtt from 'mqtt';
 import { Aedes, type Client, type PublishPacket } from 'aedes';
 import memoryPersistence from 'aedes-persistence';
-import { AEDES_VERSION_EXPECTED, assertAedesInternals, clientOf, parserOf, routeOnlyUnconsumed, sessionStoreOf } from '../../broker/src/aedes-internals';
+import {
+  AEDES_VERSION_EXPECTED,
+  assertAedesInternals,
+  clientOf,
+  parserOf,
+  routeOnlyUnconsumed,
+  sessionStoreOf,
+} from '../../broker/src/aedes-internals';
 
 /** An Aedes on a free port, with a connected client id `probe`. */
 async function brokerWithClient(options: ConstructorParameters<typeof Aedes>[0] = {}) {
@@ -55,7 +62,9 @@ describe('Aedes internals the broker relies on', () => {
       expect(seen).toContain('subscribe');
       expect(clientOf(b.aedes, 'probe')).toBe(b.handled());
       const store = sessionStoreOf(b.aedes);
-      expect(await store.subscriptionsByClient({ id: 'probe' })).toEqual([expect.objectContaining({ topic: 'x/y', qos: 1 })]);
+      expect(await store.subscriptionsByClient({ id: 'probe' })).toEqual([
+        expect.objectContaining({ topic: 'x/y', qos: 1 }),
+      ]);
       await store.removeSubscriptions({ id: 'probe' }, ['x/y']);
       expect(await store.subscriptionsByClient({ id: 'probe' })).toEqual([]);
       await store.addSubscriptions({ id: 'probe' }, [{ topic: 'x/z', qos: 0 }]);
@@ -85,7 +94,12 @@ describe('Aedes internals the broker relies on', () => {
       await b.client.publishAsync('reports/x', 'r', { qos: 1 });
       await b.client.publishAsync('commands/x', 'c', { qos: 1 });
       // The service's own publishes (two-argument form) are always routed.
-      await new Promise<void>((resolve, reject) => b.aedes.publish({ cmd: 'publish', topic: 'reports/x', payload: Buffer.from('s'), qos: 0, retain: false, dup: false }, (err) => (err ? reject(err) : resolve())));
+      await new Promise<void>((resolve, reject) =>
+        b.aedes.publish(
+          { cmd: 'publish', topic: 'reports/x', payload: Buffer.from('s'), qos: 0, retain: false, dup: false },
+          (err) => (err ? reject(err) : resolve()),
+        ),
+      );
       await expect.poll(() => received.sort()).toEqual(['commands/x', 'reports/x']);
       expect(consumedTopics).toEqual(['reports/x']);
     } finally {
@@ -100,7 +114,9 @@ describe('Aedes internals the broker relies on', () => {
     persistence.outgoingClearMessageId = undefined;
     const aedes = await Aedes.createBroker({ persistence: persistence as never });
     try {
-      expect(() => assertAedesInternals(aedes)).toThrow(/^aedes 1\.2\.0 does not have .*aedes\.persistence\.outgoingClearMessageId\(\)/);
+      expect(() => assertAedesInternals(aedes)).toThrow(
+        /^aedes 1\.2\.0 does not have .*aedes\.persistence\.outgoingClearMessageId\(\)/,
+      );
       (aedes as unknown as { publish: unknown }).publish = (packet: unknown, done: unknown) => [packet, done];
       expect(() => assertAedesInternals(aedes)).toThrow(/aedes\.publish\(packet, client, done\)/);
     } finally {
@@ -111,7 +127,9 @@ describe('Aedes internals the broker relies on', () => {
   it('refuses cluster backends without the emitter and store calls the cluster glue wraps', async () => {
     const aedes = await Aedes.createBroker();
     try {
-      expect(() => assertAedesInternals(aedes, { mq: {}, persistence: {} })).toThrow(/mqemitter-redis _emit\(\) and state, aedes-persistence-redis addSubscriptions\(\)/);
+      expect(() => assertAedesInternals(aedes, { mq: {}, persistence: {} })).toThrow(
+        /mqemitter-redis _emit\(\) and state, aedes-persistence-redis addSubscriptions\(\)/,
+      );
     } finally {
       await new Promise<void>((resolve) => aedes.close(() => resolve()));
     }

@@ -1,6 +1,14 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
-import { claimForMqtt, connectDevice, refusalCode, collect, closed, heartbeat, type DeviceCreds } from '../helpers/mqtt';
+import {
+  claimForMqtt,
+  connectDevice,
+  refusalCode,
+  collect,
+  closed,
+  heartbeat,
+  type DeviceCreds,
+} from '../helpers/mqtt';
 import { topics } from '../../broker/src/protocol/topics';
 
 /** Device authentication and the per-topic ACL of protocol v1, with real mqtt.js clients. */
@@ -16,7 +24,9 @@ describe('MQTT authentication and ACL', () => {
     server = await startTestServer();
     account = await server.createAccount();
     url = server.service.mqttUrl!;
-    creds = await claimForMqtt(server, account, ['ACL-A', 'ACL-B', 'ACL-ROT', 'ACL-GONE', 'ACL-TAKE'], { firmware: null });
+    creds = await claimForMqtt(server, account, ['ACL-A', 'ACL-B', 'ACL-ROT', 'ACL-GONE', 'ACL-TAKE'], {
+      firmware: null,
+    });
     [a, b] = creds as [DeviceCreds, DeviceCreds];
     // Generous: the embedded database starts slowly on a busy machine.
   }, 180_000);
@@ -73,9 +83,21 @@ describe('MQTT authentication and ACL', () => {
   it('a device cannot subscribe to another device or to wildcards, and receives nothing from them', async () => {
     const spy = await connectDevice(url, a);
     const seen = collect(spy);
-    const filters = [topics.ota(b.serial), topics.config(b.serial), 'devices/#', '#', 'devices/+/ota', 'devices/+/config', `devices/${b.serial}/#`, '$SYS/#', topics.heartbeat(b.serial)];
+    const filters = [
+      topics.ota(b.serial),
+      topics.config(b.serial),
+      'devices/#',
+      '#',
+      'devices/+/ota',
+      'devices/+/config',
+      `devices/${b.serial}/#`,
+      '$SYS/#',
+      topics.heartbeat(b.serial),
+    ];
     // mqtt.js rejects subscribeAsync when every filter is refused, so read the SUBACK by callback.
-    const suback = new Promise<number[]>((resolve) => spy.on('packetreceive', (p) => p.cmd === 'suback' && resolve(p.granted as number[])));
+    const suback = new Promise<number[]>((resolve) =>
+      spy.on('packetreceive', (p) => p.cmd === 'suback' && resolve(p.granted as number[])),
+    );
     spy.subscribe(filters, { qos: 1 }, () => undefined);
     expect(await suback).toEqual(filters.map(() => 128));
     // The service publishes to B (config retained, an OTA command) and B itself heartbeats.
@@ -83,9 +105,22 @@ describe('MQTT authentication and ACL', () => {
     await other.subscribeAsync([topics.ota(b.serial), topics.config(b.serial)], { qos: 1 });
     const received = collect(other);
     await server.service.services.gateway.publishConfig(b.serial, { version: 1, config: { dim_level: 40 } });
-    await server.service.services.gateway.publishOta(b.serial, { jobId: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0', url: 'http://127.0.0.1/x', sha256: 'a'.repeat(64), size: 1 });
+    await server.service.services.gateway.publishOta(b.serial, {
+      jobId: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11',
+      version: '1.1.0',
+      url: 'http://127.0.0.1/x',
+      sha256: 'a'.repeat(64),
+      size: 1,
+    });
     await other.publishAsync(topics.heartbeat(b.serial), heartbeat(), { qos: 1 });
-    await expect.poll(() => received.some((m) => m.topic === topics.ota(b.serial)) && received.some((m) => m.payload.includes('"dim_level":40')), { timeout: 3000 }).toBe(true);
+    await expect
+      .poll(
+        () =>
+          received.some((m) => m.topic === topics.ota(b.serial)) &&
+          received.some((m) => m.payload.includes('"dim_level":40')),
+        { timeout: 3000 },
+      )
+      .toBe(true);
     // Give a wrongly granted subscription every chance to deliver before asserting silence.
     await new Promise((r) => setTimeout(r, 300));
     expect(seen).toEqual([]);
@@ -120,18 +155,24 @@ describe('MQTT authentication and ACL', () => {
     const take = creds.find((c) => c.serial === 'ACL-TAKE')!;
     const first = await connectDevice(url, take);
     await first.publishAsync(topics.heartbeat(take.serial), heartbeat(), { qos: 1 });
-    await expect.poll(async () => (await account.api.get('/api/v1/devices/ACL-TAKE')).body.status, { timeout: 5000 }).toBe('online');
+    await expect
+      .poll(async () => (await account.api.get('/api/v1/devices/ACL-TAKE')).body.status, { timeout: 5000 })
+      .toBe('online');
     const firstClosed = closed(first);
     const second = await connectDevice(url, take);
     expect(await firstClosed).toBe(true);
     first.end(true);
     await second.publishAsync(topics.heartbeat(take.serial), heartbeat({ uptime_s: 5 }), { qos: 1 });
-    await expect.poll(async () => (await account.api.get('/api/v1/devices/ACL-TAKE')).body.uptime_s, { timeout: 5000 }).toBe(5);
+    await expect
+      .poll(async () => (await account.api.get('/api/v1/devices/ACL-TAKE')).body.uptime_s, { timeout: 5000 })
+      .toBe(5);
     const device = (await account.api.get('/api/v1/devices/ACL-TAKE')).body;
     expect(device.status).toBe('online');
     // No offline blip in the history: the takeover is not a disconnect.
     const history = (await account.api.get('/api/v1/devices/ACL-TAKE/history')).body;
-    const statuses = (history.events ?? history.items ?? []).filter((e: { type: string }) => e.type === 'status_changed');
+    const statuses = (history.events ?? history.items ?? []).filter(
+      (e: { type: string }) => e.type === 'status_changed',
+    );
     expect(statuses.map((e: { data: { to: string } }) => e.data.to)).toEqual(['online']);
     await second.endAsync();
   });

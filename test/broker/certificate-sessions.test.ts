@@ -14,7 +14,11 @@ const CERTIFICATE = 'c'.repeat(64);
  * all the broker looks at when a revocation asks it to close "the sessions of certificate X".
  */
 class CertificateMarkingAuth extends DeviceAuthService {
-  override async authenticate(input: { clientId: string; username: string | undefined; password: Buffer | undefined }): Promise<DeviceAuthResult> {
+  override async authenticate(input: {
+    clientId: string;
+    username: string | undefined;
+    password: Buffer | undefined;
+  }): Promise<DeviceAuthResult> {
     const result = await super.authenticate(input);
     return result.ok ? { ok: true, session: { ...result.session, certificateFingerprint: CERTIFICATE } } : result;
   }
@@ -39,7 +43,12 @@ describe('closing the sessions of one certificate', () => {
       presence: services.presence,
       ingest: new HeartbeatIngest({ presence: services.presence, clock, logger }),
       // This broker's devices need no OTA engine.
-      otaListener: { onDeviceReady: async () => undefined, onDeviceHeard: async () => undefined, onProgress: async () => undefined, onFirmwareReported: async () => undefined },
+      otaListener: {
+        onDeviceReady: async () => undefined,
+        onDeviceHeard: async () => undefined,
+        onProgress: async () => undefined,
+        onFirmwareReported: async () => undefined,
+      },
     });
     markedUrl = `mqtt://127.0.0.1:${await marked.listenTcp(0, '127.0.0.1')}`;
   }, 180_000);

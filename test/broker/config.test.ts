@@ -19,13 +19,17 @@ describe('device configuration over MQTT', () => {
 
   const device = async () => (await account.api.get('/api/v1/devices/CFG-1')).body;
   const configMessages = (seen: Array<{ topic: string; payload: string }>) =>
-    seen.filter((m) => m.topic === topics.config('CFG-1')).map((m) => JSON.parse(m.payload) as { version: number; config: Record<string, unknown> });
+    seen
+      .filter((m) => m.topic === topics.config('CFG-1'))
+      .map((m) => JSON.parse(m.payload) as { version: number; config: Record<string, unknown> });
 
   it('PATCH config reaches a connected device at once, retained; config/reported marks it applied', async () => {
     const dev = await connectDevice(server.service.mqttUrl!, creds);
     const seen = collect(dev);
     await dev.subscribeAsync([topics.config('CFG-1'), topics.ota('CFG-1')], { qos: 1 });
-    const res = await account.api.patch('/api/v1/devices/CFG-1', { config: { dim_level: 40, heartbeat_interval_s: 30 } });
+    const res = await account.api.patch('/api/v1/devices/CFG-1', {
+      config: { dim_level: 40, heartbeat_interval_s: 30 },
+    });
     expect(res.status).toBe(200);
     const version = res.body.config.desired_version as number;
     expect(res.body.config.in_sync).toBe(false);
@@ -35,10 +39,17 @@ describe('device configuration over MQTT', () => {
     await dev.publishAsync(topics.configReported('CFG-1'), JSON.stringify({ version }), { qos: 1 });
     await expect.poll(async () => (await device()).config.in_sync).toBe(true);
     const d = await device();
-    expect(d.config).toMatchObject({ reported_version: version, reported: { dim_level: 40, heartbeat_interval_s: 30 } });
+    expect(d.config).toMatchObject({
+      reported_version: version,
+      reported: { dim_level: 40, heartbeat_interval_s: 30 },
+    });
     const history = (await account.api.get('/api/v1/devices/CFG-1/history')).body.events;
-    expect(history.filter((e: { type: string }) => e.type === 'config_applied')).toEqual([expect.objectContaining({ data: { version } })]);
-    const events = await server.service.database.knex('events').where({ subject: 'CFG-1', type: 'device.config_applied' });
+    expect(history.filter((e: { type: string }) => e.type === 'config_applied')).toEqual([
+      expect.objectContaining({ data: { version } }),
+    ]);
+    const events = await server.service.database
+      .knex('events')
+      .where({ subject: 'CFG-1', type: 'device.config_applied' });
     expect(events).toHaveLength(1);
     await dev.endAsync();
   });
@@ -68,7 +79,10 @@ describe('device configuration over MQTT', () => {
 
   it("a device unclaimed and claimed again (here by another account) gets the new owner's configuration, never the previous owner's", async () => {
     const [first] = (await claimForMqtt(server, account, ['CFG-2'], { firmware: null })) as [DeviceCreds];
-    const configs = (seen: Array<{ topic: string; payload: string }>) => seen.filter((m) => m.topic === topics.config('CFG-2')).map((m) => JSON.parse(m.payload) as { version: number; config: Record<string, unknown> });
+    const configs = (seen: Array<{ topic: string; payload: string }>) =>
+      seen
+        .filter((m) => m.topic === topics.config('CFG-2'))
+        .map((m) => JSON.parse(m.payload) as { version: number; config: Record<string, unknown> });
     const old = await connectDevice(server.service.mqttUrl!, first);
     const oldSeen = collect(old);
     await old.subscribeAsync(topics.config('CFG-2'), { qos: 1 });
@@ -88,7 +102,11 @@ describe('device configuration over MQTT', () => {
     await expect.poll(() => configs(seen).some((m) => m.version === desired.desired_version)).toBe(true);
     // Give a late retained or queued message of the old session time to arrive.
     await new Promise((r) => setTimeout(r, 300));
-    expect(configs(seen).every((m) => m.version === desired.desired_version && m.config.dim_level === desired.desired.dim_level)).toBe(true);
+    expect(
+      configs(seen).every(
+        (m) => m.version === desired.desired_version && m.config.dim_level === desired.desired.dim_level,
+      ),
+    ).toBe(true);
     await dev.endAsync();
   });
 

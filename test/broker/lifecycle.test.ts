@@ -40,7 +40,9 @@ describe('broker life cycle', () => {
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
     const port = (blocker.address() as AddressInfo).port;
     try {
-      await expect(startTestServer({ env: { MQTT_PORT: String(port) } })).rejects.toThrow(`MQTT port ${port} on 127.0.0.1 is already in use. Set MQTT_PORT to a free port (0 picks any).`);
+      await expect(startTestServer({ env: { MQTT_PORT: String(port) } })).rejects.toThrow(
+        `MQTT port ${port} on 127.0.0.1 is already in use. Set MQTT_PORT to a free port (0 picks any).`,
+      );
     } finally {
       blocker.close();
     }

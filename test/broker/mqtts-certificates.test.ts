@@ -7,7 +7,13 @@ import { promisify } from 'node:util';
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { claimForMqtt, closed, heartbeat, type DeviceCreds } from '../helpers/mqtt';
-import { makeCsr, foreignCertificateWithKey, writeServerCertificate, opensslAvailable, type TestCsr } from '../helpers/certificates';
+import {
+  makeCsr,
+  foreignCertificateWithKey,
+  writeServerCertificate,
+  opensslAvailable,
+  type TestCsr,
+} from '../helpers/certificates';
 import { mosquittoClientsAvailable } from '../helpers/tls';
 import { topics } from '../../broker/src/protocol/topics';
 import { ManualClock } from '../../api/src/domain/shared/clock';
@@ -23,7 +29,8 @@ import { ManualClock } from '../../api/src/domain/shared/clock';
 const canRun = opensslAvailable();
 if (!canRun) console.log('MQTTS certificate tests skipped: they need the openssl command');
 const withMosquitto = mosquittoClientsAvailable();
-if (canRun && !withMosquitto) console.log('MQTTS certificate tests with mosquitto_pub/mosquitto_sub skipped: mosquitto-clients is not installed');
+if (canRun && !withMosquitto)
+  console.log('MQTTS certificate tests with mosquitto_pub/mosquitto_sub skipped: mosquitto-clients is not installed');
 
 const exec = promisify(execFile);
 
@@ -75,7 +82,11 @@ describe.skipIf(!canRun)('MQTTS with device certificates', () => {
   beforeAll(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'fleet-mqtts-'));
     serverTls = await writeServerCertificate(dir);
-    server = await startTestServer({ clock, tlsCa: serverTls.caPem, env: { MQTTS_PORT: '0', TLS_CERT_FILE: serverTls.certFile, TLS_KEY_FILE: serverTls.keyFile } });
+    server = await startTestServer({
+      clock,
+      tlsCa: serverTls.caPem,
+      env: { MQTTS_PORT: '0', TLS_CERT_FILE: serverTls.certFile, TLS_KEY_FILE: serverTls.keyFile },
+    });
     url = server.service.mqttsUrl!;
     account = await server.createAccount();
     creds = await claimForMqtt(server, account, ['TLS-1', 'TLS-2', 'TLS-3', 'TLS-4', 'TLS-5'], { firmware: null });
@@ -87,19 +98,35 @@ describe.skipIf(!canRun)('MQTTS with device certificates', () => {
 
   it('mqtt.js: a valid certificate connects with client id = CN and no username or password, and the device works', async () => {
     const { csr, certificate } = await issue('TLS-1');
-    const { code, client } = await attempt(tlsOptions({ key: csr.privateKeyPem, cert: certificate }, { clientId: 'TLS-1' }));
+    const { code, client } = await attempt(
+      tlsOptions({ key: csr.privateKeyPem, cert: certificate }, { clientId: 'TLS-1' }),
+    );
     expect(code).toBe(0);
     await client!.publishAsync(topics.heartbeat('TLS-1'), heartbeat(), { qos: 1 });
     await expect.poll(async () => (await account.api.get('/api/v1/devices/TLS-1')).body.status).toBe('online');
     // With a username, it must equal the client id.
     await client!.endAsync();
-    expect((await attempt(tlsOptions({ key: csr.privateKeyPem, cert: certificate }, { clientId: 'TLS-1', username: 'TLS-1' }))).code).toBe(0);
+    expect(
+      (
+        await attempt(
+          tlsOptions({ key: csr.privateKeyPem, cert: certificate }, { clientId: 'TLS-1', username: 'TLS-1' }),
+        )
+      ).code,
+    ).toBe(0);
   });
 
   it('mqtt.js: a client id or username other than the CN is refused with CONNACK 2', async () => {
     const { csr, certificate } = await issue('TLS-2');
-    expect((await attempt(tlsOptions({ key: csr.privateKeyPem, cert: certificate }, { clientId: 'TLS-3' }))).code).toBe(2);
-    expect((await attempt(tlsOptions({ key: csr.privateKeyPem, cert: certificate }, { clientId: 'TLS-2', username: 'TLS-3' }))).code).toBe(2);
+    expect((await attempt(tlsOptions({ key: csr.privateKeyPem, cert: certificate }, { clientId: 'TLS-3' }))).code).toBe(
+      2,
+    );
+    expect(
+      (
+        await attempt(
+          tlsOptions({ key: csr.privateKeyPem, cert: certificate }, { clientId: 'TLS-2', username: 'TLS-3' }),
+        )
+      ).code,
+    ).toBe(2);
   });
 
   it('mqtt.js: revoking closes the live session at once and refuses the certificate with CONNACK 4', async () => {
@@ -108,17 +135,24 @@ describe.skipIf(!canRun)('MQTTS with device certificates', () => {
     expect((await account.api.delete(`/api/v1/devices/TLS-3/certificates/${fingerprint}`)).status).toBe(200);
     expect(await closed(client!)).toBe(true);
     client!.end(true);
-    expect((await attempt(tlsOptions({ key: csr.privateKeyPem, cert: certificate }, { clientId: 'TLS-3' }))).code).toBe(4);
+    expect((await attempt(tlsOptions({ key: csr.privateKeyPem, cert: certificate }, { clientId: 'TLS-3' }))).code).toBe(
+      4,
+    );
   });
 
   it('mqtt.js: a certificate of another CA, or past its validity, is refused with CONNACK 4', async () => {
     // The TLS handshake succeeds (the listener takes any client certificate); the service refuses it.
     const foreign = await foreignCertificateWithKey('TLS-4');
-    expect((await attempt(tlsOptions({ key: foreign.privateKeyPem, cert: foreign.certificate }, { clientId: 'TLS-4' }))).code).toBe(4);
+    expect(
+      (await attempt(tlsOptions({ key: foreign.privateKeyPem, cert: foreign.certificate }, { clientId: 'TLS-4' })))
+        .code,
+    ).toBe(4);
     const { csr, certificate } = await issue('TLS-4');
     clock.advance(3651 * 86_400_000);
     try {
-      expect((await attempt(tlsOptions({ key: csr.privateKeyPem, cert: certificate }, { clientId: 'TLS-4' }))).code).toBe(4);
+      expect(
+        (await attempt(tlsOptions({ key: csr.privateKeyPem, cert: certificate }, { clientId: 'TLS-4' }))).code,
+      ).toBe(4);
     } finally {
       clock.advance(-3651 * 86_400_000);
     }
@@ -126,21 +160,76 @@ describe.skipIf(!canRun)('MQTTS with device certificates', () => {
 
   it('mqtt.js: passwords keep working over MQTTS (no client certificate) and over plain MQTT', async () => {
     const device = creds.find((c) => c.serial === 'TLS-5')!;
-    const { code, client } = await attempt({ ca: serverTls.caPem, clientId: device.serial, username: device.username, password: device.password, reconnectPeriod: 0 });
+    const { code, client } = await attempt({
+      ca: serverTls.caPem,
+      clientId: device.serial,
+      username: device.username,
+      password: device.password,
+      reconnectPeriod: 0,
+    });
     expect(code).toBe(0);
     await client!.endAsync();
   });
 
-  it.skipIf(!withMosquitto)('mosquitto_pub: publishes with --cert/--key and -i <serial>; another -i is refused', async () => {
-    const { csr, certificate } = await issue('TLS-5');
-    const files = deviceFiles('TLS-5', csr, certificate);
-    const port = String(server.service.mqttsPort);
-    const base = ['-h', '127.0.0.1', '-p', port, '--cafile', serverTls.caFile, '--cert', files.certFile, '--key', files.keyFile, '-V', 'mqttv311'];
-    await exec('mosquitto_pub', [...base, '-q', '1', '-i', 'TLS-5', '-t', topics.heartbeat('TLS-5'), '-m', heartbeat()]);
-    const refused = await exec('mosquitto_pub', [...base, '-q', '1', '-i', 'TLS-1', '-t', topics.heartbeat('TLS-1'), '-m', heartbeat()]).catch((error: { stderr?: string }) => error);
-    expect(String((refused as { stderr?: string }).stderr)).toMatch(/identifier rejected/i);
-    // mosquitto_sub receives the retained configuration of its own device.
-    const sub = await exec('mosquitto_sub', [...base, '-q', '1', '-i', 'TLS-5', '-c', '-t', topics.config('TLS-5'), '-C', '1', '-W', '5']);
-    expect(JSON.parse(sub.stdout)).toMatchObject({ version: 1 });
-  });
+  it.skipIf(!withMosquitto)(
+    'mosquitto_pub: publishes with --cert/--key and -i <serial>; another -i is refused',
+    async () => {
+      const { csr, certificate } = await issue('TLS-5');
+      const files = deviceFiles('TLS-5', csr, certificate);
+      const port = String(server.service.mqttsPort);
+      const base = [
+        '-h',
+        '127.0.0.1',
+        '-p',
+        port,
+        '--cafile',
+        serverTls.caFile,
+        '--cert',
+        files.certFile,
+        '--key',
+        files.keyFile,
+        '-V',
+        'mqttv311',
+      ];
+      await exec('mosquitto_pub', [
+        ...base,
+        '-q',
+        '1',
+        '-i',
+        'TLS-5',
+        '-t',
+        topics.heartbeat('TLS-5'),
+        '-m',
+        heartbeat(),
+      ]);
+      const refused = await exec('mosquitto_pub', [
+        ...base,
+        '-q',
+        '1',
+        '-i',
+        'TLS-1',
+        '-t',
+        topics.heartbeat('TLS-1'),
+        '-m',
+        heartbeat(),
+      ]).catch((error: { stderr?: string }) => error);
+      expect(String((refused as { stderr?: string }).stderr)).toMatch(/identifier rejected/i);
+      // mosquitto_sub receives the retained configuration of its own device.
+      const sub = await exec('mosquitto_sub', [
+        ...base,
+        '-q',
+        '1',
+        '-i',
+        'TLS-5',
+        '-c',
+        '-t',
+        topics.config('TLS-5'),
+        '-C',
+        '1',
+        '-W',
+        '5',
+      ]);
+      expect(JSON.parse(sub.stdout)).toMatchObject({ version: 1 });
+    },
+  );
 });

@@ -41,16 +41,28 @@ describe('OTA hooks of the broker', () => {
     await expect.poll(() => calls.filter((c) => c.kind === 'ready').length).toBe(2);
     const received: string[] = [];
     again.on('message', (_t, p) => received.push(p.toString()));
-    await server.service.services.gateway.publishOta('OTA-1', { jobId: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0', url: 'http://127.0.0.1/fw', sha256: 'a'.repeat(64), size: 10 });
+    await server.service.services.gateway.publishOta('OTA-1', {
+      jobId: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11',
+      version: '1.1.0',
+      url: 'http://127.0.0.1/fw',
+      sha256: 'a'.repeat(64),
+      size: 10,
+    });
     await expect.poll(() => received.length).toBe(1);
-    expect(JSON.parse(received[0]!)).toMatchObject({ job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0' });
+    expect(JSON.parse(received[0]!)).toMatchObject({
+      job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11',
+      version: '1.1.0',
+    });
     await again.endAsync();
   });
 
   it('hears a device once per connection: ready, its first heartbeat in, and the reports it sent before that heartbeat stored', async () => {
     const JOB = '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11';
     let store: () => void = () => undefined;
-    listenInsteadOfOtaEngine(server.service.services.ota, { ...listener, onProgress: () => new Promise<void>((resolve) => (store = resolve)) });
+    listenInsteadOfOtaEngine(server.service.services.ota, {
+      ...listener,
+      onProgress: () => new Promise<void>((resolve) => (store = resolve)),
+    });
     const gateway = server.service.services.gateway;
     const heard = () => calls.filter((c) => c.kind === 'heard');
     const before = heard().length;
@@ -58,7 +70,11 @@ describe('OTA hooks of the broker', () => {
       const dev = await connectDevice(server.service.mqttUrl!, creds);
       await dev.subscribeAsync(topics.ota('OTA-1'), { qos: 1 });
       // The report it kept while it was away comes first; the engine is slow to store it.
-      void dev.publishAsync(topics.otaProgress('OTA-1'), JSON.stringify({ job_id: JOB, state: 'failed', error: 'download broken' }), { qos: 1 });
+      void dev.publishAsync(
+        topics.otaProgress('OTA-1'),
+        JSON.stringify({ job_id: JOB, state: 'failed', error: 'download broken' }),
+        { qos: 1 },
+      );
       await dev.publishAsync(topics.heartbeat('OTA-1'), heartbeat({ firmware: '1.0.0' }), { qos: 1 });
       await new Promise((r) => setTimeout(r, 300));
       expect(heard()).toHaveLength(before);
@@ -81,7 +97,13 @@ describe('OTA hooks of the broker', () => {
     const dev = await connectDevice(server.service.mqttUrl!, creds);
     await dev.subscribeAsync(topics.ota('OTA-1'), { qos: 1 });
     await dev.endAsync();
-    await server.service.services.gateway.publishOta('OTA-1', { jobId: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0', url: 'http://127.0.0.1/fw', sha256: 'a'.repeat(64), size: 10 });
+    await server.service.services.gateway.publishOta('OTA-1', {
+      jobId: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11',
+      version: '1.1.0',
+      url: 'http://127.0.0.1/fw',
+      sha256: 'a'.repeat(64),
+      size: 10,
+    });
     const received: string[] = [];
     const again = mqtt.connect(server.service.mqttUrl!, deviceOptions(creds));
     again.on('message', (topic) => received.push(topic));
@@ -90,7 +112,13 @@ describe('OTA hooks of the broker', () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(received.filter((t) => t === topics.ota('OTA-1'))).toEqual([]);
     // Live commands still arrive once the connection is ready.
-    await server.service.services.gateway.publishOta('OTA-1', { jobId: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.1.0', url: 'http://127.0.0.1/fw', sha256: 'a'.repeat(64), size: 10 });
+    await server.service.services.gateway.publishOta('OTA-1', {
+      jobId: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11',
+      version: '1.1.0',
+      url: 'http://127.0.0.1/fw',
+      sha256: 'a'.repeat(64),
+      size: 10,
+    });
     await expect.poll(() => received.filter((t) => t === topics.ota('OTA-1')).length).toBe(1);
     await again.endAsync();
   });
@@ -98,12 +126,31 @@ describe('OTA hooks of the broker', () => {
   it('passes valid progress reports on and drops invalid ones', async () => {
     const dev = await connectDevice(server.service.mqttUrl!, creds);
     const before = calls.filter((c) => c.kind === 'progress').length;
-    await dev.publishAsync(topics.otaProgress('OTA-1'), JSON.stringify({ job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', state: 'downloading', progress: 42 }), { qos: 1 });
-    await dev.publishAsync(topics.otaProgress('OTA-1'), JSON.stringify({ job_id: 'not-a-job', state: 'downloading', progress: 42 }), { qos: 1 });
-    await dev.publishAsync(topics.otaProgress('OTA-1'), JSON.stringify({ job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', state: 'downloading', progress: 420 }), { qos: 1 });
-    await dev.publishAsync(topics.otaProgress('OTA-1'), JSON.stringify({ job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', state: 'failed', error: 'sha256 mismatch' }), { qos: 1 });
+    await dev.publishAsync(
+      topics.otaProgress('OTA-1'),
+      JSON.stringify({ job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', state: 'downloading', progress: 42 }),
+      { qos: 1 },
+    );
+    await dev.publishAsync(
+      topics.otaProgress('OTA-1'),
+      JSON.stringify({ job_id: 'not-a-job', state: 'downloading', progress: 42 }),
+      { qos: 1 },
+    );
+    await dev.publishAsync(
+      topics.otaProgress('OTA-1'),
+      JSON.stringify({ job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', state: 'downloading', progress: 420 }),
+      { qos: 1 },
+    );
+    await dev.publishAsync(
+      topics.otaProgress('OTA-1'),
+      JSON.stringify({ job_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', state: 'failed', error: 'sha256 mismatch' }),
+      { qos: 1 },
+    );
     await expect.poll(() => calls.filter((c) => c.kind === 'progress').length).toBe(before + 2);
-    const progress = calls.filter((c) => c.kind === 'progress').slice(-2).map((c) => (c.input as { report: unknown }).report);
+    const progress = calls
+      .filter((c) => c.kind === 'progress')
+      .slice(-2)
+      .map((c) => (c.input as { report: unknown }).report);
     expect(progress).toEqual([
       { jobId: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', state: 'downloading', progress: 42 },
       { jobId: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', state: 'failed', error: 'sha256 mismatch' },
@@ -128,9 +175,15 @@ describe('OTA hooks of the broker', () => {
     try {
       const dev = await connectDevice(server.service.mqttUrl!, creds);
       let acked = false;
-      const first = dev.publishAsync(topics.otaProgress('OTA-1'), JSON.stringify({ job_id: JOB, state: 'downloading', progress: 10 }), { qos: 1 }).then(() => {
-        acked = true;
-      });
+      const first = dev
+        .publishAsync(
+          topics.otaProgress('OTA-1'),
+          JSON.stringify({ job_id: JOB, state: 'downloading', progress: 10 }),
+          { qos: 1 },
+        )
+        .then(() => {
+          acked = true;
+        });
       await new Promise((r) => setTimeout(r, 300));
       expect(acked).toBe(false);
       store();
@@ -140,7 +193,13 @@ describe('OTA hooks of the broker', () => {
 
       // Not stored (the database is away): no PUBACK, the connection closes, the device keeps its report.
       const closed = new Promise<void>((resolve) => dev.once('close', () => resolve()));
-      void dev.publishAsync(topics.otaProgress('OTA-1'), JSON.stringify({ job_id: JOB, state: 'failed', error: 'flash write failed' }), { qos: 1 }).catch(() => undefined);
+      void dev
+        .publishAsync(
+          topics.otaProgress('OTA-1'),
+          JSON.stringify({ job_id: JOB, state: 'failed', error: 'flash write failed' }),
+          { qos: 1 },
+        )
+        .catch(() => undefined);
       await expect.poll(() => reports).toBe(2);
       await new Promise((r) => setTimeout(r, 100));
       expect(dev.connected).toBe(true);
@@ -156,14 +215,20 @@ describe('OTA hooks of the broker', () => {
     const dev = await connectDevice(server.service.mqttUrl!, creds);
     await dev.publishAsync(topics.heartbeat('OTA-1'), heartbeat({ firmware: '1.0.0' }), { qos: 1 });
     await server.service.ingest.flush();
-    const firmware = () => calls.filter((c) => c.kind === 'firmware').flatMap((c) => c.input as Array<{ firmware: string; previous: string | null }>);
+    const firmware = () =>
+      calls
+        .filter((c) => c.kind === 'firmware')
+        .flatMap((c) => c.input as Array<{ firmware: string; previous: string | null }>);
     await expect.poll(() => firmware().length).toBe(1);
     expect(firmware()[0]).toMatchObject({ serial: 'OTA-1', firmware: '1.0.0', previous: null });
     // Same version, nothing in progress: nothing to report.
     await dev.publishAsync(topics.heartbeat('OTA-1'), heartbeat({ firmware: '1.0.0' }), { qos: 1 });
     await server.service.ingest.flush();
     // An update in progress: every heartbeat is reported (a heartbeat on the target version completes it).
-    await server.service.database.knex('devices').where({ serial: 'OTA-1' }).update({ current_update_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11' });
+    await server.service.database
+      .knex('devices')
+      .where({ serial: 'OTA-1' })
+      .update({ current_update_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11' });
     await dev.publishAsync(topics.heartbeat('OTA-1'), heartbeat({ firmware: '1.0.0' }), { qos: 1 });
     await server.service.ingest.flush();
     await expect.poll(() => firmware().length).toBe(2);

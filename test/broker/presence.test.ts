@@ -21,26 +21,62 @@ describe('heartbeats and presence', () => {
     server = await startTestServer({ clock });
     account = await server.createAccount();
     url = server.service.mqttUrl!;
-    const list = await claimForMqtt(server, account, ['P-HB', 'P-WILL', 'P-KA', 'P-TIMEOUT', 'P-BYE', 'P-RESTART', 'P-USB', 'P-CFG', 'P-BAD', 'P-FLOOD', 'P-STEADY', 'P-WIRED'], { firmware: null });
+    const list = await claimForMqtt(
+      server,
+      account,
+      [
+        'P-HB',
+        'P-WILL',
+        'P-KA',
+        'P-TIMEOUT',
+        'P-BYE',
+        'P-RESTART',
+        'P-USB',
+        'P-CFG',
+        'P-BAD',
+        'P-FLOOD',
+        'P-STEADY',
+        'P-WIRED',
+      ],
+      { firmware: null },
+    );
     creds = new Map(list.map((c) => [c.serial, c]));
     // Generous: the embedded database starts slowly on a busy machine.
   }, 180_000);
   afterAll(async () => server?.close());
 
   const device = async (serial: string) => (await account.api.get(`/api/v1/devices/${serial}`)).body;
-  const history = async (serial: string) => ((await account.api.get(`/api/v1/devices/${serial}/history`)).body.events as Array<{ type: string; data: Record<string, unknown> }>);
-  const outbox = (serial: string) => server.service.database.knex('events').where({ subject: serial }).orderBy('seq').select('type', 'data');
+  const history = async (serial: string) =>
+    (await account.api.get(`/api/v1/devices/${serial}/history`)).body.events as Array<{
+      type: string;
+      data: Record<string, unknown>;
+    }>;
+  const outbox = (serial: string) =>
+    server.service.database.knex('events').where({ subject: serial }).orderBy('seq').select('type', 'data');
   const flush = () => server.service.ingest.flush();
 
   it('a heartbeat makes the device online with its ip, firmware and telemetry; history and outbox record it', async () => {
     expect((await device('P-HB')).status).toBe('offline');
     const dev = await connectDevice(url, creds.get('P-HB')!);
-    await dev.publishAsync(topics.heartbeat('P-HB'), heartbeat({ firmware: '1.0.0', ip: '10.0.4.17', uptime_s: 3600, rssi: -61 }), { qos: 1 });
+    await dev.publishAsync(
+      topics.heartbeat('P-HB'),
+      heartbeat({ firmware: '1.0.0', ip: '10.0.4.17', uptime_s: 3600, rssi: -61 }),
+      { qos: 1 },
+    );
     await flush();
     const d = await device('P-HB');
-    expect(d).toMatchObject({ status: 'online', connectivity: 'online', ip: '10.0.4.17', firmware: '1.0.0', uptime_s: 3600, rssi: -61 });
+    expect(d).toMatchObject({
+      status: 'online',
+      connectivity: 'online',
+      ip: '10.0.4.17',
+      firmware: '1.0.0',
+      uptime_s: 3600,
+      rssi: -61,
+    });
     expect(d.last_seen).toBe(clock.now().toISOString());
-    expect((await history('P-HB')).map((e) => e.type)).toEqual(expect.arrayContaining(['status_changed', 'firmware_changed']));
+    expect((await history('P-HB')).map((e) => e.type)).toEqual(
+      expect.arrayContaining(['status_changed', 'firmware_changed']),
+    );
     expect((await outbox('P-HB')).map((e) => e.type)).toContain('device.online');
     await dev.endAsync();
     await expect.poll(async () => (await device('P-HB')).status).toBe('offline');
@@ -66,7 +102,10 @@ describe('heartbeats and presence', () => {
     dev.stream.destroy();
     await expect.poll(async () => (await device('P-WILL')).status, { timeout: 5000 }).toBe('offline');
     const last = (await history('P-WILL'))[0]!;
-    expect(last).toMatchObject({ type: 'status_changed', data: { from: 'online', to: 'offline', reason: 'last_will' } });
+    expect(last).toMatchObject({
+      type: 'status_changed',
+      data: { from: 'online', to: 'offline', reason: 'last_will' },
+    });
     dev.end(true);
   });
 
@@ -86,8 +125,28 @@ describe('heartbeats and presence', () => {
     // A raw client with keepalive 1 s that never sends PINGREQ: Aedes closes it after 1.5 s.
     const socket = net.connect(server.service.mqttPort!, '127.0.0.1');
     socket.on('error', () => undefined);
-    socket.write(mqttPacket.generate({ cmd: 'connect', protocolId: 'MQTT', protocolVersion: 4, clean: true, clientId: c.serial, username: c.username, password: Buffer.from(c.password), keepalive: 1 }));
-    socket.write(mqttPacket.generate({ cmd: 'publish', topic: topics.heartbeat(c.serial), payload: Buffer.from(heartbeat()), qos: 0, dup: false, retain: false }));
+    socket.write(
+      mqttPacket.generate({
+        cmd: 'connect',
+        protocolId: 'MQTT',
+        protocolVersion: 4,
+        clean: true,
+        clientId: c.serial,
+        username: c.username,
+        password: Buffer.from(c.password),
+        keepalive: 1,
+      }),
+    );
+    socket.write(
+      mqttPacket.generate({
+        cmd: 'publish',
+        topic: topics.heartbeat(c.serial),
+        payload: Buffer.from(heartbeat()),
+        qos: 0,
+        dup: false,
+        retain: false,
+      }),
+    );
     await expect.poll(async () => (await device('P-KA')).status, { timeout: 5000 }).toBe('online');
     await expect.poll(async () => (await device('P-KA')).status, { timeout: 6000 }).toBe('offline');
     expect((await history('P-KA'))[0]!.data).toMatchObject({ to: 'offline', reason: 'keepalive_timeout' });
@@ -141,7 +200,9 @@ describe('heartbeats and presence', () => {
     await flush();
     const knex = server.service.database.knex;
     // current_update_id belongs to the OTA engine; here it is set by hand.
-    await knex('devices').where({ serial: 'P-HB' }).update({ current_update_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11' });
+    await knex('devices')
+      .where({ serial: 'P-HB' })
+      .update({ current_update_id: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11' });
     await dev.publishAsync(topics.heartbeat('P-HB'), heartbeat(), { qos: 1 });
     await flush();
     expect((await device('P-HB')).status).toBe('updating');
@@ -157,7 +218,10 @@ describe('heartbeats and presence', () => {
     await dev.publishAsync(topics.heartbeat('P-USB'), heartbeat({ firmware: '1.2.0' }), { qos: 1 });
     await flush();
     expect((await device('P-USB')).firmware).toBe('1.2.0');
-    expect((await history('P-USB'))[0]).toMatchObject({ type: 'firmware_changed_outside_ota', data: { from: '1.0.0', to: '1.2.0' } });
+    expect((await history('P-USB'))[0]).toMatchObject({
+      type: 'firmware_changed_outside_ota',
+      data: { from: '1.0.0', to: '1.2.0' },
+    });
     await dev.endAsync();
   });
 
@@ -171,16 +235,29 @@ describe('heartbeats and presence', () => {
     await server.restart();
     dev.end(true);
     expect(await device('P-RESTART')).toMatchObject({ status: 'offline', connectivity: 'offline' });
-    expect((await history('P-RESTART'))[0]).toMatchObject({ type: 'status_changed', data: { from: 'online', to: 'offline', reason: 'service_restart' } });
+    expect((await history('P-RESTART'))[0]).toMatchObject({
+      type: 'status_changed',
+      data: { from: 'online', to: 'offline', reason: 'service_restart' },
+    });
     expect((await outbox('P-RESTART')).map((e) => e.type).slice(-1)).toEqual(['device.offline']);
     url = server.service.mqttUrl!;
   });
 
   it('each heartbeat field is optional: a wired module without rssi, or a bare sign of life, records what it sends', async () => {
     const dev = await connectDevice(url, creds.get('P-WIRED')!);
-    await dev.publishAsync(topics.heartbeat('P-WIRED'), JSON.stringify({ firmware: '1.2.0', ip: '10.0.9.4', uptime_s: 60 }), { qos: 1 });
+    await dev.publishAsync(
+      topics.heartbeat('P-WIRED'),
+      JSON.stringify({ firmware: '1.2.0', ip: '10.0.9.4', uptime_s: 60 }),
+      { qos: 1 },
+    );
     await flush();
-    expect(await device('P-WIRED')).toMatchObject({ status: 'online', firmware: '1.2.0', ip: '10.0.9.4', uptime_s: 60, rssi: null });
+    expect(await device('P-WIRED')).toMatchObject({
+      status: 'online',
+      firmware: '1.2.0',
+      ip: '10.0.9.4',
+      uptime_s: 60,
+      rssi: null,
+    });
     await dev.publishAsync(topics.heartbeat('P-WIRED'), JSON.stringify({ firmware: '1.2.1' }), { qos: 1 });
     await flush();
     expect(await device('P-WIRED')).toMatchObject({ firmware: '1.2.1', ip: '10.0.9.4', uptime_s: 60, rssi: null });
@@ -221,7 +298,9 @@ describe('heartbeats and presence', () => {
     const after = await device('P-BAD');
     expect(after).toMatchObject({ firmware: '2.0.0', ip: '10.1.1.1', uptime_s: before.uptime_s, status: 'online' });
     const metrics = await (await fetch(`${server.service.httpUrl}/metrics`)).text();
-    const dropped = metrics.split('\n').filter((l) => l.startsWith('fleet_mqtt_messages_dropped_total{kind="heartbeat"'));
+    const dropped = metrics
+      .split('\n')
+      .filter((l) => l.startsWith('fleet_mqtt_messages_dropped_total{kind="heartbeat"'));
     const total = dropped.reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
     expect(total).toBeGreaterThanOrEqual(bad.length);
     expect(metrics).toMatch(/fleet_mqtt_messages_dropped_total\{kind="heartbeat",reason="too_large"\} [1-9]/);
@@ -232,7 +311,8 @@ describe('heartbeats and presence', () => {
     const flooder = await connectDevice(url, creds.get('P-FLOOD')!);
     const neighbour = await connectDevice(url, creds.get('P-BAD')!);
     const gone = closed(flooder, 10_000);
-    for (let i = 0; i < 400 && flooder.connected; i++) flooder.publish(topics.heartbeat('P-FLOOD'), heartbeat({ uptime_s: i }), { qos: 0 });
+    for (let i = 0; i < 400 && flooder.connected; i++)
+      flooder.publish(topics.heartbeat('P-FLOOD'), heartbeat({ uptime_s: i }), { qos: 0 });
     expect(await gone).toBe(true);
     flooder.end(true);
     const metrics = await (await fetch(`${server.service.httpUrl}/metrics`)).text();

@@ -11,7 +11,10 @@ describe('device protocol document', () => {
 
   it('embeds exactly the JSON Schemas generated from the payload schemas', () => {
     for (const [name, schema] of Object.entries(protocolJsonSchemas())) {
-      expect(doc, `schema ${name} is stale: regenerate with node --import tsx broker/src/protocol/json-schemas.ts`).toContain(`#### ${name}\n\n\`\`\`json\n${JSON.stringify(schema, null, 2)}\n\`\`\``);
+      expect(
+        doc,
+        `schema ${name} is stale: regenerate with node --import tsx broker/src/protocol/json-schemas.ts`,
+      ).toContain(`#### ${name}\n\n\`\`\`json\n${JSON.stringify(schema, null, 2)}\n\`\`\``);
     }
   });
 
@@ -32,8 +35,18 @@ describe('device protocol document', () => {
     expect(valid('OtaProgress', { job_id: 'a', state: 'exploded' })).toBe(false);
     expect(valid('ConfigMessage', { version: 7, config: { dim_level: 40 } })).toBe(true);
     expect(valid('ConfigReported', { version: 7 })).toBe(true);
-    expect(valid('OtaCommand', { job_id: 'j', version: '1.5.0', url: 'https://x/fw', sha256: 'a'.repeat(64), size: 123456 })).toBe(true);
-    const signed = { job_id: 'j', version: '1.5.0', url: 'https://x/fw', sha256: 'a'.repeat(64), size: 123456, signature: `${'A'.repeat(86)}==`, key_id: '0123456789abcdef' };
+    expect(
+      valid('OtaCommand', { job_id: 'j', version: '1.5.0', url: 'https://x/fw', sha256: 'a'.repeat(64), size: 123456 }),
+    ).toBe(true);
+    const signed = {
+      job_id: 'j',
+      version: '1.5.0',
+      url: 'https://x/fw',
+      sha256: 'a'.repeat(64),
+      size: 123456,
+      signature: `${'A'.repeat(86)}==`,
+      key_id: '0123456789abcdef',
+    };
     expect(valid('OtaCommand', signed)).toBe(true);
     expect(valid('OtaCommand', { ...signed, key_id: undefined })).toBe(false);
     expect(valid('OtaCommand', { ...signed, signature: 'c2ln' })).toBe(false);

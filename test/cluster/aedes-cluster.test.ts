@@ -9,7 +9,10 @@ import { Redis } from 'ioredis';
 
 const probe = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
 probe.on('error', () => undefined);
-const redisUp = await probe.connect().then(() => true, () => false);
+const redisUp = await probe.connect().then(
+  () => true,
+  () => false,
+);
 probe.disconnect();
 if (!redisUp) console.log(`aedes cluster tests skipped: no Redis at ${REDIS_URL}`);
 
@@ -24,7 +27,9 @@ describe.skipIf(!redisUp)('two Aedes brokers sharing Redis (cluster backends)', 
   async function broker(prefix: string): Promise<number> {
     prefixes.add(prefix);
     const backends = createClusterBrokerBackends({ redisUrl: REDIS_URL, prefix });
-    const aedes = await Aedes.createBroker({ mq: backends.mq, persistence: backends.persistence } as Parameters<typeof Aedes.createBroker>[0]);
+    const aedes = await Aedes.createBroker({ mq: backends.mq, persistence: backends.persistence } as Parameters<
+      typeof Aedes.createBroker
+    >[0]);
     const server = net.createServer(aedes.handle);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     closers.push(async () => {
@@ -41,7 +46,9 @@ describe.skipIf(!redisUp)('two Aedes brokers sharing Redis (cluster backends)', 
     const sub = await mqtt.connectAsync(`mqtt://127.0.0.1:${p2}`, { clientId: `sub-${prefix}` });
     closers.push(() => sub.endAsync());
     await sub.subscribeAsync(`devices/${prefix}/ota`, { qos: 1 });
-    const received = new Promise<string>((resolve) => sub.on('message', (t, payload) => t.endsWith('/ota') && resolve(payload.toString())));
+    const received = new Promise<string>((resolve) =>
+      sub.on('message', (t, payload) => t.endsWith('/ota') && resolve(payload.toString())),
+    );
     const pub = await mqtt.connectAsync(`mqtt://127.0.0.1:${p1}`, { clientId: `pub-${prefix}` });
     closers.push(() => pub.endAsync());
     await pub.publishAsync(`devices/${prefix}/ota`, '{"job_id":"j1"}', { qos: 1 });
@@ -58,7 +65,11 @@ describe.skipIf(!redisUp)('two Aedes brokers sharing Redis (cluster backends)', 
   it('acknowledges a persistent session subscribing to several topics in one SUBSCRIBE (the device protocol)', async () => {
     const prefix = `t-${randomBytes(4).toString('hex')}`;
     const port = await broker(prefix);
-    const device = await mqtt.connectAsync(`mqtt://127.0.0.1:${port}`, { clientId: `dev-${prefix}`, clean: false, reconnectPeriod: 0 });
+    const device = await mqtt.connectAsync(`mqtt://127.0.0.1:${port}`, {
+      clientId: `dev-${prefix}`,
+      clean: false,
+      reconnectPeriod: 0,
+    });
     closers.push(() => device.endAsync(true));
     const granted = await Promise.race([
       device.subscribeAsync([`devices/${prefix}/ota`, `devices/${prefix}/config`], { qos: 1 }),

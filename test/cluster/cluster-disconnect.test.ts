@@ -37,7 +37,13 @@ describe.skipIf(!availability.ok)('device sessions close on every process of a c
     cluster = await startTestCluster(2);
     [node0, node1] = [cluster.nodes[0]!, cluster.nodes[1]!];
     const created = await node0.services.accounts.create({
-      name: 'Disconnects', quota: 100, budget: 1000, currency: 'EUR', unitPrice: 1, adminEmail: `disconnects-${Date.now()}@example.test`, adminPassword: 'correct horse battery',
+      name: 'Disconnects',
+      quota: 100,
+      budget: 1000,
+      currency: 'EUR',
+      unitPrice: 1,
+      adminEmail: `disconnects-${Date.now()}@example.test`,
+      adminPassword: 'correct horse battery',
     });
     api0 = new ApiClient(node0.httpUrl, created.apiKey);
     api1 = new ApiClient(node1.httpUrl, created.apiKey);
@@ -79,7 +85,15 @@ describe.skipIf(!availability.ok)('device sessions close on every process of a c
     const issued = await api0.post('/api/v1/devices/CL-CERT-1/certificates', { csr: (await makeCsr()).pem });
     expect(issued.status, JSON.stringify(issued.body)).toBe(201);
     const certificate = peerCertificate(issued.body.certificate);
-    expect((await node1.services.deviceAuth.authenticateCertificate({ clientId: 'CL-CERT-1', username: undefined, certificate })).ok).toBe(true);
+    expect(
+      (
+        await node1.services.deviceAuth.authenticateCertificate({
+          clientId: 'CL-CERT-1',
+          username: undefined,
+          certificate,
+        })
+      ).ok,
+    ).toBe(true);
 
     // What node 1's broker is asked to close, whichever process asked.
     const closes: DisconnectRequest[] = [];
@@ -93,10 +107,20 @@ describe.skipIf(!availability.ok)('device sessions close on every process of a c
       const client = await connectedToNode1(creds);
       const revoked = await api0.delete(`/api/v1/devices/CL-CERT-1/certificates/${issued.body.fingerprint_sha256}`);
       expect(revoked.status).toBe(200);
-      expect(await node1.services.deviceAuth.authenticateCertificate({ clientId: 'CL-CERT-1', username: undefined, certificate })).toEqual({ ok: false, reason: 'certificate_revoked' });
+      expect(
+        await node1.services.deviceAuth.authenticateCertificate({
+          clientId: 'CL-CERT-1',
+          username: undefined,
+          certificate,
+        }),
+      ).toEqual({ ok: false, reason: 'certificate_revoked' });
       await expect
         .poll(() => closes)
-        .toContainEqual({ serial: 'CL-CERT-1', reason: 'certificate revoked', certificateFingerprint: issued.body.fingerprint_sha256 });
+        .toContainEqual({
+          serial: 'CL-CERT-1',
+          reason: 'certificate revoked',
+          certificateFingerprint: issued.body.fingerprint_sha256,
+        });
       await new Promise((resolve) => setTimeout(resolve, 200));
       expect(client.connected).toBe(true);
       await client.endAsync();

@@ -25,11 +25,18 @@ describe.skipIf(!availability.ok)('MQTT isolation with the Redis session store',
     subscriptionsByClient(c: { id: string }): Promise<Array<{ topic: string; qos: number }> | null>;
   };
   const store = (n: FleetService) => (n.broker as unknown as { aedes: { persistence: Store } }).aedes.persistence;
-  const stored = async (n: FleetService, serial: string) => ((await store(n).subscriptionsByClient({ id: serial })) ?? []).map((s) => `${s.topic}@${s.qos}`).sort();
+  const stored = async (n: FleetService, serial: string) =>
+    ((await store(n).subscriptionsByClient({ id: serial })) ?? []).map((s) => `${s.topic}@${s.qos}`).sort();
 
   const account = async (name: string) => {
     const created = await node.services.accounts.create({
-      name, quota: 10, budget: 100, currency: 'EUR', unitPrice: 1, adminEmail: `${name.toLowerCase()}-${Date.now()}@example.test`, adminPassword: 'correct horse battery',
+      name,
+      quota: 10,
+      budget: 100,
+      currency: 'EUR',
+      unitPrice: 1,
+      adminEmail: `${name.toLowerCase()}-${Date.now()}@example.test`,
+      adminPassword: 'correct horse battery',
     });
     const api = new ApiClient(node.httpUrl, created.apiKey);
     expect((await api.post('/api/v1/models', { name: 'LX-I' })).status).toBe(201);
@@ -73,11 +80,21 @@ describe.skipIf(!availability.ok)('MQTT isolation with the Redis session store',
     await first.endAsync();
     // What Aedes 1.2 stored before the guard: straight into Redis, past the guarded store.
     const unguarded = (Object.getPrototypeOf(store(node)) as Store).addSubscriptions;
-    await unguarded.call(store(node), { id: evil.serial }, [{ topic: '#', qos: 1 }, { topic: topics.config(evil.serial), qos: 2 }]);
-    expect(await stored(node, evil.serial)).toEqual(['#@1', `${topics.config(evil.serial)}@2`, `${topics.ota(evil.serial)}@1`]);
+    await unguarded.call(store(node), { id: evil.serial }, [
+      { topic: '#', qos: 1 },
+      { topic: topics.config(evil.serial), qos: 2 },
+    ]);
+    expect(await stored(node, evil.serial)).toEqual([
+      '#@1',
+      `${topics.config(evil.serial)}@2`,
+      `${topics.ota(evil.serial)}@1`,
+    ]);
 
     const joined = await cluster.addNode();
-    expect(await stored(joined, evil.serial)).toEqual([`${topics.config(evil.serial)}@1`, `${topics.ota(evil.serial)}@1`]);
+    expect(await stored(joined, evil.serial)).toEqual([
+      `${topics.config(evil.serial)}@1`,
+      `${topics.ota(evil.serial)}@1`,
+    ]);
 
     expect((await b.patch(`/api/v1/devices/${other.serial}`, { config: { dim_level: 21 } })).status).toBe(200);
     const again = await connectDevice(joined.mqttUrl!, evil);

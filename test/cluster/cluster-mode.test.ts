@@ -12,8 +12,13 @@ describe.skipIf(!availability.ok)('cluster mode (two processes on PostgreSQL and
   beforeAll(async () => {
     cluster = await startTestCluster(2);
     const created = await cluster.nodes[0]!.services.accounts.create({
-      name: 'Cluster Co', quota: 100, budget: 1000, currency: 'EUR', unitPrice: 1,
-      adminEmail: `cluster-${Date.now()}@example.test`, adminPassword: 'correct horse battery',
+      name: 'Cluster Co',
+      quota: 100,
+      budget: 1000,
+      currency: 'EUR',
+      unitPrice: 1,
+      adminEmail: `cluster-${Date.now()}@example.test`,
+      adminPassword: 'correct horse battery',
     });
     apiKey = created.apiKey;
   });
@@ -40,14 +45,18 @@ describe.skipIf(!availability.ok)('cluster mode (two processes on PostgreSQL and
     const unsubscribe = cluster.nodes[1]!.bus.subscribe((e) => {
       received.push(e.type);
     });
-    const { accountId } = (await cluster.nodes[0]!.database.knex('accounts').first('id as accountId')) as { accountId: string };
+    const { accountId } = (await cluster.nodes[0]!.database.knex('accounts').first('id as accountId')) as {
+      accountId: string;
+    };
     await cluster.nodes[0]!.services.models.register(
       { accountId, role: 'admin', principal: 'system' },
       { name: 'Cluster-Model' },
     );
     const { appendEvents } = await import('../../api/src/events/outbox');
     await cluster.nodes[0]!.database.knex.transaction((trx) =>
-      appendEvents(trx, cluster.nodes[0]!.clock, [{ accountId, type: 'device.online', subject: 'X1', data: { serial: 'X1' } }]),
+      appendEvents(trx, cluster.nodes[0]!.clock, [
+        { accountId, type: 'device.online', subject: 'X1', data: { serial: 'X1' } },
+      ]),
     );
     await cluster.nodes[0]!.outbox.flush();
     await expect.poll(() => received.includes('device.online'), { timeout: 5000 }).toBe(true);

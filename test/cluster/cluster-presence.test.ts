@@ -21,8 +21,13 @@ describe.skipIf(!availability.ok)('presence across two processes', () => {
     cluster = await startTestCluster(2);
     const [n1] = cluster.nodes;
     const created = await n1!.services.accounts.create({
-      name: 'Presence Co', quota: 10, budget: 100, currency: 'EUR', unitPrice: 1,
-      adminEmail: `presence-${Date.now()}@example.test`, adminPassword: 'correct horse battery',
+      name: 'Presence Co',
+      quota: 10,
+      budget: 100,
+      currency: 'EUR',
+      unitPrice: 1,
+      adminEmail: `presence-${Date.now()}@example.test`,
+      adminPassword: 'correct horse battery',
     });
     api = new ApiClient(n1!.httpUrl, created.apiKey);
     expect((await api.post('/api/v1/models', { name: 'LX-C' })).status).toBe(201);
@@ -38,7 +43,8 @@ describe.skipIf(!availability.ok)('presence across two processes', () => {
   });
 
   const flushAll = () => Promise.all(cluster.nodes.map((n) => n.ingest.flush()));
-  const status = async () => (await api.get('/api/v1/devices/CLUSTER-P1')).body as { status: string; connectivity: string };
+  const status = async () =>
+    (await api.get('/api/v1/devices/CLUSTER-P1')).body as { status: string; connectivity: string };
 
   it('stays online when it moves to the other process, in either flush order', async () => {
     const [n1, n2] = cluster.nodes;
@@ -62,10 +68,15 @@ describe.skipIf(!availability.ok)('presence across two processes', () => {
       expect(await status()).toMatchObject({ connectivity: 'online', status: 'online' });
       first.end(true);
       await second.endAsync();
-      await expect.poll(async () => {
-        await flushAll();
-        return (await status()).connectivity;
-      }, { timeout: 5000, interval: 100 }).toBe('offline');
+      await expect
+        .poll(
+          async () => {
+            await flushAll();
+            return (await status()).connectivity;
+          },
+          { timeout: 5000, interval: 100 },
+        )
+        .toBe('offline');
     }
   });
 
@@ -74,7 +85,13 @@ describe.skipIf(!availability.ok)('presence across two processes', () => {
     const device = await connectDevice(n2!.mqttUrl!, creds);
     // The retained configuration arrives first on subscribe; wait for the change itself.
     const got = new Promise<string>((resolve) =>
-      device.on('message', (topic, payload) => topic === topics.config(creds.serial) && payload.toString().includes('"dim_level":42') && resolve(payload.toString())),
+      device.on(
+        'message',
+        (topic, payload) =>
+          topic === topics.config(creds.serial) &&
+          payload.toString().includes('"dim_level":42') &&
+          resolve(payload.toString()),
+      ),
     );
     await device.subscribeAsync(topics.config(creds.serial), { qos: 1 });
     const patch = await api.patch('/api/v1/devices/CLUSTER-P1', { config: { dim_level: 42 } });

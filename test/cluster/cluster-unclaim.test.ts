@@ -21,7 +21,13 @@ describe.skipIf(!availability.ok)('unclaim with the Redis session store', () => 
 
   const account = async (name: string) => {
     const created = await node.services.accounts.create({
-      name, quota: 10, budget: 100, currency: 'EUR', unitPrice: 1, adminEmail: `${name.toLowerCase()}-${Date.now()}@example.test`, adminPassword: 'correct horse battery',
+      name,
+      quota: 10,
+      budget: 100,
+      currency: 'EUR',
+      unitPrice: 1,
+      adminEmail: `${name.toLowerCase()}-${Date.now()}@example.test`,
+      adminPassword: 'correct horse battery',
     });
     const api = new ApiClient(node.httpUrl, created.apiKey);
     expect((await api.post('/api/v1/models', { name: 'LX-C' })).status).toBe(201);
@@ -42,14 +48,15 @@ describe.skipIf(!availability.ok)('unclaim with the Redis session store', () => 
     await cluster?.close();
   });
 
-  it("the next owner gets its own configuration, never the one queued for the previous owner", async () => {
+  it('the next owner gets its own configuration, never the one queued for the previous owner', async () => {
     const serial = 'CLUSTER-U1';
     const first = await account('First');
     const old = await connectDevice(node.mqttUrl!, await claim(first, serial));
     await old.subscribeAsync(topics.config(serial), { qos: 1 });
     await old.endAsync();
     // Changed twice while the device is away: queued in its persistent session in Redis.
-    for (const level of [12, 13]) expect((await first.patch(`/api/v1/devices/${serial}`, { config: { dim_level: level } })).status).toBe(200);
+    for (const level of [12, 13])
+      expect((await first.patch(`/api/v1/devices/${serial}`, { config: { dim_level: level } })).status).toBe(200);
     expect((await first.delete(`/api/v1/devices/${serial}`)).status).toBe(204);
 
     const second = await account('Second');
@@ -61,7 +68,9 @@ describe.skipIf(!availability.ok)('unclaim with the Redis session store', () => 
     await dev.subscribeAsync(topics.config(serial), { qos: 1 });
     await expect.poll(() => seen.some((m) => m.version === desired.desired_version)).toBe(true);
     await new Promise((r) => setTimeout(r, 300));
-    expect(seen.every((m) => m.version === desired.desired_version && m.config.dim_level === desired.desired.dim_level)).toBe(true);
+    expect(
+      seen.every((m) => m.version === desired.desired_version && m.config.dim_level === desired.desired.dim_level),
+    ).toBe(true);
     await dev.endAsync();
   });
 });

@@ -50,12 +50,29 @@ describe.skipIf(!availability.ok || !tools)('two processes behind a TLS-terminat
     fs.writeFileSync(file, config);
     haproxy = spawn('haproxy', ['-f', file, '-db'], { stdio: 'ignore' });
     const created = await a.services.accounts.create({
-      name: 'LB TLS Co', quota: 100, budget: 1000, currency: 'EUR', unitPrice: 1, adminEmail: admin.email, adminPassword: admin.password,
+      name: 'LB TLS Co',
+      quota: 100,
+      budget: 1000,
+      currency: 'EUR',
+      unitPrice: 1,
+      adminEmail: admin.email,
+      adminPassword: admin.password,
     });
     apiKey = created.apiKey;
     // Ready once HAProxy answers and has seen a process healthy.
     for (let i = 0; i < 75; i++) {
-      const code = (await run('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', '--cacert', files.caFile, `https://127.0.0.1:${httpsPort}/readyz`]).catch(() => ({ stdout: '000' }))).stdout;
+      const code = (
+        await run('curl', [
+          '-s',
+          '-o',
+          '/dev/null',
+          '-w',
+          '%{http_code}',
+          '--cacert',
+          files.caFile,
+          `https://127.0.0.1:${httpsPort}/readyz`,
+        ]).catch(() => ({ stdout: '000' }))
+      ).stdout;
       if (code === '200') break;
       await new Promise((r) => setTimeout(r, 200));
     }
@@ -66,21 +83,78 @@ describe.skipIf(!availability.ok || !tools)('two processes behind a TLS-terminat
   });
 
   it('answers REST over HTTPS through the proxy, and the processes see https (Secure cookie)', async () => {
-    const { stdout } = await run('curl', ['-sS', '--cacert', files.caFile, '-H', `Authorization: Bearer ${apiKey}`, `https://127.0.0.1:${httpsPort}/api/v1/allocation`]);
+    const { stdout } = await run('curl', [
+      '-sS',
+      '--cacert',
+      files.caFile,
+      '-H',
+      `Authorization: Bearer ${apiKey}`,
+      `https://127.0.0.1:${httpsPort}/api/v1/allocation`,
+    ]);
     expect(JSON.parse(stdout).quota).toBe(100);
-    const headers = (await run('curl', ['-sS', '-D', '-', '-o', '/dev/null', '--cacert', files.caFile, '-H', 'Content-Type: application/json', '-d', JSON.stringify(admin), `https://127.0.0.1:${httpsPort}/api/v1/session`])).stdout;
+    const headers = (
+      await run('curl', [
+        '-sS',
+        '-D',
+        '-',
+        '-o',
+        '/dev/null',
+        '--cacert',
+        files.caFile,
+        '-H',
+        'Content-Type: application/json',
+        '-d',
+        JSON.stringify(admin),
+        `https://127.0.0.1:${httpsPort}/api/v1/session`,
+      ])
+    ).stdout;
     expect(headers).toMatch(/^HTTP\/1\.1 201/);
     expect(headers).toMatch(/set-cookie: fleet_session=[^\r\n]*; Secure/i);
   });
 
   it('carries MQTT over TLS to the processes', async () => {
-    const claimed = JSON.parse((await run('curl', ['-sS', '--cacert', files.caFile, '-H', `Authorization: Bearer ${apiKey}`, '-H', 'Content-Type: application/json',
-      '-d', JSON.stringify({ name: 'LX-LB' }), `https://127.0.0.1:${httpsPort}/api/v1/models`])).stdout);
+    const claimed = JSON.parse(
+      (
+        await run('curl', [
+          '-sS',
+          '--cacert',
+          files.caFile,
+          '-H',
+          `Authorization: Bearer ${apiKey}`,
+          '-H',
+          'Content-Type: application/json',
+          '-d',
+          JSON.stringify({ name: 'LX-LB' }),
+          `https://127.0.0.1:${httpsPort}/api/v1/models`,
+        ])
+      ).stdout,
+    );
     expect(claimed.model.name).toBe('LX-LB');
-    const res = JSON.parse((await run('curl', ['-sS', '--cacert', files.caFile, '-H', `Authorization: Bearer ${apiKey}`, '-H', 'Content-Type: application/json',
-      '-d', JSON.stringify({ serials: ['LB-TLS-1'], model: 'LX-LB' }), `https://127.0.0.1:${httpsPort}/api/v1/devices/claim`])).stdout);
+    const res = JSON.parse(
+      (
+        await run('curl', [
+          '-sS',
+          '--cacert',
+          files.caFile,
+          '-H',
+          `Authorization: Bearer ${apiKey}`,
+          '-H',
+          'Content-Type: application/json',
+          '-d',
+          JSON.stringify({ serials: ['LB-TLS-1'], model: 'LX-LB' }),
+          `https://127.0.0.1:${httpsPort}/api/v1/devices/claim`,
+        ])
+      ).stdout,
+    );
     const { username, password } = res.devices[0].credentials as { username: string; password: string };
-    const device = await mqtt.connectAsync(`mqtts://127.0.0.1:${mqttsPort}`, { ca: fs.readFileSync(files.caFile), clientId: 'LB-TLS-1', username, password, clean: false, reconnectPeriod: 0 });
+    const device = await mqtt.connectAsync(`mqtts://127.0.0.1:${mqttsPort}`, {
+      ca: fs.readFileSync(files.caFile),
+      clientId: 'LB-TLS-1',
+      username,
+      password,
+      clean: false,
+      reconnectPeriod: 0,
+    });
     expect(device.connected).toBe(true);
     await device.endAsync();
   });

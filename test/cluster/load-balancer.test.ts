@@ -18,8 +18,13 @@ describe.skipIf(!availability.ok || !haproxy)('two processes behind HAProxy', ()
     cluster = await startTestCluster(2);
     lb = await startHaproxy(cluster.nodes.map((n) => ({ httpPort: n.httpPort, mqttPort: n.mqttPort })));
     const created = await cluster.nodes[0]!.services.accounts.create({
-      name: 'LB Co', quota: 100, budget: 1000, currency: 'EUR', unitPrice: 1,
-      adminEmail: `lb-${Date.now()}@example.test`, adminPassword: 'correct horse battery',
+      name: 'LB Co',
+      quota: 100,
+      budget: 1000,
+      currency: 'EUR',
+      unitPrice: 1,
+      adminEmail: `lb-${Date.now()}@example.test`,
+      adminPassword: 'correct horse battery',
     });
     apiKey = created.apiKey;
   });
@@ -30,9 +35,17 @@ describe.skipIf(!availability.ok || !haproxy)('two processes behind HAProxy', ()
 
   it('serves the API through the balancer from both processes', async () => {
     const api = new ApiClient(`http://127.0.0.1:${lb.httpPort}`, apiKey);
-    const before = await Promise.all(cluster.nodes.map(async (n) => Number((await n.metrics.httpRequests.get()).values.reduce((a, v) => a + v.value, 0))));
+    const before = await Promise.all(
+      cluster.nodes.map(async (n) =>
+        Number((await n.metrics.httpRequests.get()).values.reduce((a, v) => a + v.value, 0)),
+      ),
+    );
     for (let i = 0; i < 10; i++) expect((await api.get('/api/v1/api-keys')).status).toBe(200);
-    const after = await Promise.all(cluster.nodes.map(async (n) => Number((await n.metrics.httpRequests.get()).values.reduce((a, v) => a + v.value, 0))));
+    const after = await Promise.all(
+      cluster.nodes.map(async (n) =>
+        Number((await n.metrics.httpRequests.get()).values.reduce((a, v) => a + v.value, 0)),
+      ),
+    );
     // Round robin: both processes answered some of the ten.
     expect(after[0]! - before[0]!).toBeGreaterThan(0);
     expect(after[1]! - before[1]!).toBeGreaterThan(0);
@@ -42,9 +55,21 @@ describe.skipIf(!availability.ok || !haproxy)('two processes behind HAProxy', ()
     await cluster.nodes[1]!.stop();
     const api = new ApiClient(`http://127.0.0.1:${lb.httpPort}`, apiKey);
     // Health checks take the stopped process out within about a second.
-    await expect.poll(async () => {
-      const results = await Promise.all(Array.from({ length: 4 }, () => api.get('/api/v1/api-keys').then((r) => r.status).catch(() => 0)));
-      return results.every((s) => s === 200);
-    }, { timeout: 10_000, interval: 500 }).toBe(true);
+    await expect
+      .poll(
+        async () => {
+          const results = await Promise.all(
+            Array.from({ length: 4 }, () =>
+              api
+                .get('/api/v1/api-keys')
+                .then((r) => r.status)
+                .catch(() => 0),
+            ),
+          );
+          return results.every((s) => s === 200);
+        },
+        { timeout: 10_000, interval: 500 },
+      )
+      .toBe(true);
   });
 });

@@ -17,7 +17,12 @@ type Json = any;
 interface Driver {
   registerModel(name: string): Promise<Json>;
   claim(serials: string[], model: string, firmware?: string): Promise<Json>;
-  list(input: { limit: number; cursor?: string; status?: string; model?: string }): Promise<{ total: number; quota: number; serials: string[]; next: string | null }>;
+  list(input: {
+    limit: number;
+    cursor?: string;
+    status?: string;
+    model?: string;
+  }): Promise<{ total: number; quota: number; serials: string[]; next: string | null }>;
   get(serial: string): Promise<Json>;
   update(serial: string, patch: { name?: string; dimLevel?: number; tags?: Record<string, string> }): Promise<Json>;
   allocation(): Promise<Json>;
@@ -37,7 +42,14 @@ interface Driver {
 }
 
 /** A certificate in neutral form: no fingerprint or dates (they differ per issue), whether it is revoked. */
-const certificateOf = (c: { serial: string; keyAlgorithm: string; revoked: boolean; reason: string | null; pem: string; fingerprint: string }) => ({
+const certificateOf = (c: {
+  serial: string;
+  keyAlgorithm: string;
+  revoked: boolean;
+  reason: string | null;
+  pem: string;
+  fingerprint: string;
+}) => ({
   serial: c.serial,
   keyAlgorithm: c.keyAlgorithm,
   revoked: c.revoked,
@@ -51,22 +63,61 @@ const failure = (code: string) => ({ error: code });
 
 function restDriver(account: TestAccount): Driver {
   const api = account.api;
-  const deviceOf = (d: Json) => ({ serial: d.serial, name: d.name, model: d.model, firmware: d.firmware, status: d.status, ip: d.ip, tags: d.tags, dimLevel: d.config.desired.dim_level ?? null, desiredVersion: d.config.desired_version, inSync: d.config.in_sync });
-  const deploymentOf = (d: Json) => ({ status: d.status, targetCount: d.target_count, targetVersion: d.target_version, model: d.model, kind: d.kind, queued: d.counts.queued, cancelled: d.counts.cancelled, progress: d.progress_percent });
+  const deviceOf = (d: Json) => ({
+    serial: d.serial,
+    name: d.name,
+    model: d.model,
+    firmware: d.firmware,
+    status: d.status,
+    ip: d.ip,
+    tags: d.tags,
+    dimLevel: d.config.desired.dim_level ?? null,
+    desiredVersion: d.config.desired_version,
+    inSync: d.config.in_sync,
+  });
+  const deploymentOf = (d: Json) => ({
+    status: d.status,
+    targetCount: d.target_count,
+    targetVersion: d.target_version,
+    model: d.model,
+    kind: d.kind,
+    queued: d.counts.queued,
+    cancelled: d.counts.cancelled,
+    progress: d.progress_percent,
+  });
   return {
     async registerModel(name) {
       const res = await api.post('/api/v1/models', { name, description: 'Linear' });
-      return res.status === 201 ? { name: res.body.model.name, description: res.body.model.description } : failure(res.body.code);
+      return res.status === 201
+        ? { name: res.body.model.name, description: res.body.model.description }
+        : failure(res.body.code);
     },
     async claim(serials, model, firmware) {
       const res = await api.post('/api/v1/devices/claim', { serials, model, ...(firmware ? { firmware } : {}) });
-      if (res.status !== 201) return { ...failure(res.body.code), offending: (res.body.errors ?? []).map((e: Json) => e.field).length > 0 };
-      return { count: res.body.claimed, charged: res.body.charged, devices: res.body.devices.map(deviceOf), usernames: res.body.devices.map((d: Json) => d.credentials.username), hasDeployment: res.body.deployment_id !== null };
+      if (res.status !== 201)
+        return { ...failure(res.body.code), offending: (res.body.errors ?? []).map((e: Json) => e.field).length > 0 };
+      return {
+        count: res.body.claimed,
+        charged: res.body.charged,
+        devices: res.body.devices.map(deviceOf),
+        usernames: res.body.devices.map((d: Json) => d.credentials.username),
+        hasDeployment: res.body.deployment_id !== null,
+      };
     },
     async list({ limit, cursor, status, model }) {
-      const q = new URLSearchParams({ limit: String(limit), ...(cursor ? { cursor } : {}), ...(status ? { status } : {}), ...(model ? { model } : {}) });
+      const q = new URLSearchParams({
+        limit: String(limit),
+        ...(cursor ? { cursor } : {}),
+        ...(status ? { status } : {}),
+        ...(model ? { model } : {}),
+      });
       const res = await api.get(`/api/v1/devices?${q}`);
-      return { total: res.body.total, quota: res.body.quota, serials: res.body.devices.map((d: Json) => d.serial), next: res.body.next_cursor ?? null };
+      return {
+        total: res.body.total,
+        quota: res.body.quota,
+        serials: res.body.devices.map((d: Json) => d.serial),
+        next: res.body.next_cursor ?? null,
+      };
     },
     async get(serial) {
       const res = await api.get(`/api/v1/devices/${encodeURIComponent(serial)}`);
@@ -82,21 +133,37 @@ function restDriver(account: TestAccount): Driver {
     },
     async allocation() {
       const b = (await api.get('/api/v1/allocation')).body;
-      return { quota: b.quota, provisioned: b.provisioned, available: b.available, budget: b.budget.amount, spent: b.budget.spent, remaining: b.budget.remaining, unitPrice: b.unit_price };
+      return {
+        quota: b.quota,
+        provisioned: b.provisioned,
+        available: b.available,
+        budget: b.budget.amount,
+        spent: b.budget.spent,
+        remaining: b.budget.remaining,
+        unitPrice: b.unit_price,
+      };
     },
     async firmwareVersions(model) {
-      return (await api.get(`/api/v1/firmware/versions?model=${encodeURIComponent(model)}`)).body.versions.map((v: Json) => v.version);
+      return (await api.get(`/api/v1/firmware/versions?model=${encodeURIComponent(model)}`)).body.versions.map(
+        (v: Json) => v.version,
+      );
     },
     async registerSigningKey(publicPem) {
       const res = await api.request('PUT', '/api/v1/firmware/signing-key', { body: { public_key: publicPem } });
-      return res.status === 200 ? { current: res.body.signing_key.key_id, retired: res.body.retired_keys.map((k: Json) => k.key_id) } : failure(res.body.code);
+      return res.status === 200
+        ? { current: res.body.signing_key.key_id, retired: res.body.retired_keys.map((k: Json) => k.key_id) }
+        : failure(res.body.code);
     },
     async signedVersions(model) {
-      return (await api.get(`/api/v1/firmware/versions?model=${encodeURIComponent(model)}`)).body.versions.map((v: Json) => ({ version: v.version, signed: v.signed, keyId: v.key_id, signature: v.signature }));
+      return (await api.get(`/api/v1/firmware/versions?model=${encodeURIComponent(model)}`)).body.versions.map(
+        (v: Json) => ({ version: v.version, signed: v.signed, keyId: v.key_id, signature: v.signature }),
+      );
     },
     async deploy(version, model) {
       const res = await api.post('/api/v1/firmware/deploy', { firmware_version: version, filter: { model } });
-      return res.status === 202 ? { id: res.body.deployment_id, ...deploymentOf(res.body.deployment) } : failure(res.body.code);
+      return res.status === 202
+        ? { id: res.body.deployment_id, ...deploymentOf(res.body.deployment) }
+        : failure(res.body.code);
     },
     async deployment(id) {
       const res = await api.get(`/api/v1/firmware/deployments/${id}`);
@@ -112,30 +179,59 @@ function restDriver(account: TestAccount): Driver {
     },
     async createWebhook(url, types) {
       const res = await api.post('/api/v1/webhooks', { url, event_types: types });
-      return res.status === 201 ? { url: res.body.webhook.url, types: res.body.webhook.event_types, enabled: res.body.webhook.enabled, secretShown: /^whsec_/.test(res.body.secret) } : failure(res.body.code);
+      return res.status === 201
+        ? {
+            url: res.body.webhook.url,
+            types: res.body.webhook.event_types,
+            enabled: res.body.webhook.enabled,
+            secretShown: /^whsec_/.test(res.body.secret),
+          }
+        : failure(res.body.code);
     },
     async webhooks() {
-      return (await api.get('/api/v1/webhooks')).body.webhooks.map((w: Json) => ({ url: w.url, types: w.event_types, enabled: w.enabled }));
+      return (await api.get('/api/v1/webhooks')).body.webhooks.map((w: Json) => ({
+        url: w.url,
+        types: w.event_types,
+        enabled: w.enabled,
+      }));
     },
     async issueCertificate(serial, csr) {
       const res = await api.post(`/api/v1/devices/${encodeURIComponent(serial)}/certificates`, { csr });
-      return res.status === 201 ? { ...certificateOfRest(res.body), id: res.body.fingerprint_sha256 } : failure(res.body.code);
+      return res.status === 201
+        ? { ...certificateOfRest(res.body), id: res.body.fingerprint_sha256 }
+        : failure(res.body.code);
     },
     async certificates(serial) {
       const res = await api.get(`/api/v1/devices/${encodeURIComponent(serial)}/certificates`);
       return res.status === 200 ? res.body.certificates.map(certificateOfRest) : failure(res.body.code);
     },
     async revokeCertificate(serial, fingerprint) {
-      const res = await api.delete(`/api/v1/devices/${encodeURIComponent(serial)}/certificates/${encodeURIComponent(fingerprint)}`);
+      const res = await api.delete(
+        `/api/v1/devices/${encodeURIComponent(serial)}/certificates/${encodeURIComponent(fingerprint)}`,
+      );
       return res.status === 200 ? certificateOfRest(res.body) : failure(res.body.code);
     },
   };
 }
 
 const certificateOfRest = (c: Json) =>
-  certificateOf({ serial: c.serial, keyAlgorithm: c.key_algorithm, revoked: c.revoked_at !== null, reason: c.revoked_reason, pem: c.certificate, fingerprint: c.fingerprint_sha256 });
+  certificateOf({
+    serial: c.serial,
+    keyAlgorithm: c.key_algorithm,
+    revoked: c.revoked_at !== null,
+    reason: c.revoked_reason,
+    pem: c.certificate,
+    fingerprint: c.fingerprint_sha256,
+  });
 const certificateOfGraphql = (c: Json) =>
-  certificateOf({ serial: c.serial, keyAlgorithm: c.keyAlgorithm, revoked: c.revokedAt !== null, reason: c.revokedReason, pem: c.pem, fingerprint: c.fingerprintSha256 });
+  certificateOf({
+    serial: c.serial,
+    keyAlgorithm: c.keyAlgorithm,
+    revoked: c.revokedAt !== null,
+    reason: c.revokedReason,
+    pem: c.pem,
+    fingerprint: c.fingerprintSha256,
+  });
 const CERTIFICATE = 'serial keyAlgorithm revokedAt revokedReason pem fingerprintSha256';
 
 function graphqlDriver(server: TestServer, account: TestAccount): Driver {
@@ -144,92 +240,210 @@ function graphqlDriver(server: TestServer, account: TestAccount): Driver {
     return res.body as { data: Json; errors?: Array<{ extensions: { code: string; errors?: unknown[] } }> };
   };
   const DEVICE = 'serial name model firmware status ip tags config { desired { dimLevel } desiredVersion inSync }';
-  const deviceOf = (d: Json) => ({ serial: d.serial, name: d.name, model: d.model, firmware: d.firmware, status: d.status, ip: d.ip, tags: d.tags, dimLevel: d.config.desired.dimLevel, desiredVersion: d.config.desiredVersion, inSync: d.config.inSync });
+  const deviceOf = (d: Json) => ({
+    serial: d.serial,
+    name: d.name,
+    model: d.model,
+    firmware: d.firmware,
+    status: d.status,
+    ip: d.ip,
+    tags: d.tags,
+    dimLevel: d.config.desired.dimLevel,
+    desiredVersion: d.config.desiredVersion,
+    inSync: d.config.inSync,
+  });
   const DEPLOYMENT = 'id status targetCount targetVersion model kind counts { queued cancelled } progress';
-  const deploymentOf = (d: Json) => ({ status: d.status, targetCount: d.targetCount, targetVersion: d.targetVersion, model: d.model, kind: d.kind, queued: d.counts.queued, cancelled: d.counts.cancelled, progress: d.progress });
+  const deploymentOf = (d: Json) => ({
+    status: d.status,
+    targetCount: d.targetCount,
+    targetVersion: d.targetVersion,
+    model: d.model,
+    kind: d.kind,
+    queued: d.counts.queued,
+    cancelled: d.counts.cancelled,
+    progress: d.progress,
+  });
   return {
     async registerModel(name) {
-      const r = await run('mutation($name: String!) { registerModel(input: { name: $name, description: "Linear" }) { name description } }', { name });
+      const r = await run(
+        'mutation($name: String!) { registerModel(input: { name: $name, description: "Linear" }) { name description } }',
+        { name },
+      );
       return r.errors ? failure(r.errors[0]!.extensions.code) : r.data.registerModel;
     },
     async claim(serials, model, firmware) {
-      const r = await run(`mutation($input: ClaimDevicesInput!) { claimDevices(input: $input) { count charged { amount currency } devices { ${DEVICE} } credentials { username } deploymentId } }`, {
-        input: { serials, model, ...(firmware ? { firmware } : {}) },
-      });
-      if (r.errors) return { ...failure(r.errors[0]!.extensions.code), offending: (r.errors[0]!.extensions.errors ?? []).length > 0 };
+      const r = await run(
+        `mutation($input: ClaimDevicesInput!) { claimDevices(input: $input) { count charged { amount currency } devices { ${DEVICE} } credentials { username } deploymentId } }`,
+        {
+          input: { serials, model, ...(firmware ? { firmware } : {}) },
+        },
+      );
+      if (r.errors)
+        return {
+          ...failure(r.errors[0]!.extensions.code),
+          offending: (r.errors[0]!.extensions.errors ?? []).length > 0,
+        };
       const c = r.data.claimDevices;
-      return { count: c.count, charged: c.charged, devices: c.devices.map(deviceOf), usernames: c.credentials.map((x: Json) => x.username), hasDeployment: c.deploymentId !== null };
+      return {
+        count: c.count,
+        charged: c.charged,
+        devices: c.devices.map(deviceOf),
+        usernames: c.credentials.map((x: Json) => x.username),
+        hasDeployment: c.deploymentId !== null,
+      };
     },
     async list({ limit, cursor, status, model }) {
-      const r = await run('query($first: Int, $after: String, $filter: DeviceFilter) { devices(first: $first, after: $after, filter: $filter) { totalCount quota edges { node { serial } } pageInfo { hasNextPage endCursor } } }', {
-        first: limit,
-        after: cursor ?? null,
-        filter: { ...(status ? { status } : {}), ...(model ? { model } : {}) },
-      });
+      const r = await run(
+        'query($first: Int, $after: String, $filter: DeviceFilter) { devices(first: $first, after: $after, filter: $filter) { totalCount quota edges { node { serial } } pageInfo { hasNextPage endCursor } } }',
+        {
+          first: limit,
+          after: cursor ?? null,
+          filter: { ...(status ? { status } : {}), ...(model ? { model } : {}) },
+        },
+      );
       const d = r.data.devices;
-      return { total: d.totalCount, quota: d.quota, serials: d.edges.map((e: Json) => e.node.serial), next: d.pageInfo.hasNextPage ? d.pageInfo.endCursor : null };
+      return {
+        total: d.totalCount,
+        quota: d.quota,
+        serials: d.edges.map((e: Json) => e.node.serial),
+        next: d.pageInfo.hasNextPage ? d.pageInfo.endCursor : null,
+      };
     },
     async get(serial) {
       const r = await run(`query($serial: String!) { device(serial: $serial) { ${DEVICE} } }`, { serial });
       return r.data.device ? deviceOf(r.data.device) : failure('not_found');
     },
     async update(serial, patch) {
-      const r = await run(`mutation($serial: String!, $input: UpdateDeviceInput!) { updateDevice(serial: $serial, input: $input) { ${DEVICE} } }`, {
-        serial,
-        input: { ...(patch.name ? { name: patch.name } : {}), ...(patch.tags ? { tags: patch.tags } : {}), ...(patch.dimLevel !== undefined ? { config: { dimLevel: patch.dimLevel } } : {}) },
-      });
+      const r = await run(
+        `mutation($serial: String!, $input: UpdateDeviceInput!) { updateDevice(serial: $serial, input: $input) { ${DEVICE} } }`,
+        {
+          serial,
+          input: {
+            ...(patch.name ? { name: patch.name } : {}),
+            ...(patch.tags ? { tags: patch.tags } : {}),
+            ...(patch.dimLevel !== undefined ? { config: { dimLevel: patch.dimLevel } } : {}),
+          },
+        },
+      );
       return r.errors ? failure(r.errors[0]!.extensions.code) : deviceOf(r.data.updateDevice);
     },
     async allocation() {
-      const a = (await run('{ allocation { quota provisioned remaining budget { amount } spent { amount } remainingBudget { amount } unitPrice { amount } } }')).data.allocation;
-      return { quota: a.quota, provisioned: a.provisioned, available: a.remaining, budget: a.budget.amount, spent: a.spent.amount, remaining: a.remainingBudget.amount, unitPrice: a.unitPrice.amount };
+      const a = (
+        await run(
+          '{ allocation { quota provisioned remaining budget { amount } spent { amount } remainingBudget { amount } unitPrice { amount } } }',
+        )
+      ).data.allocation;
+      return {
+        quota: a.quota,
+        provisioned: a.provisioned,
+        available: a.remaining,
+        budget: a.budget.amount,
+        spent: a.spent.amount,
+        remaining: a.remainingBudget.amount,
+        unitPrice: a.unitPrice.amount,
+      };
     },
     async firmwareVersions(model) {
-      return (await run('query($model: String) { firmwareVersions(model: $model) { version } }', { model })).data.firmwareVersions.map((v: Json) => v.version);
+      return (
+        await run('query($model: String) { firmwareVersions(model: $model) { version } }', { model })
+      ).data.firmwareVersions.map((v: Json) => v.version);
     },
     async registerSigningKey(publicPem) {
-      const r = await run('mutation($input: RegisterFirmwareSigningKeyInput!) { registerFirmwareSigningKey(input: $input) { current { keyId } retired { keyId } } }', { input: { publicKey: publicPem } });
-      return r.errors ? failure(r.errors[0]!.extensions.code) : { current: r.data.registerFirmwareSigningKey.current.keyId, retired: r.data.registerFirmwareSigningKey.retired.map((k: Json) => k.keyId) };
+      const r = await run(
+        'mutation($input: RegisterFirmwareSigningKeyInput!) { registerFirmwareSigningKey(input: $input) { current { keyId } retired { keyId } } }',
+        { input: { publicKey: publicPem } },
+      );
+      return r.errors
+        ? failure(r.errors[0]!.extensions.code)
+        : {
+            current: r.data.registerFirmwareSigningKey.current.keyId,
+            retired: r.data.registerFirmwareSigningKey.retired.map((k: Json) => k.keyId),
+          };
     },
     async signedVersions(model) {
-      return (await run('query($model: String) { firmwareVersions(model: $model) { version signed signingKeyId signature } }', { model })).data.firmwareVersions.map((v: Json) => ({ version: v.version, signed: v.signed, keyId: v.signingKeyId, signature: v.signature }));
+      return (
+        await run(
+          'query($model: String) { firmwareVersions(model: $model) { version signed signingKeyId signature } }',
+          { model },
+        )
+      ).data.firmwareVersions.map((v: Json) => ({
+        version: v.version,
+        signed: v.signed,
+        keyId: v.signingKeyId,
+        signature: v.signature,
+      }));
     },
     async deploy(version, model) {
-      const r = await run(`mutation($input: DeployFirmwareInput!) { deployFirmware(input: $input) { ${DEPLOYMENT} } }`, { input: { firmwareVersion: version, filter: { model } } });
-      return r.errors ? failure(r.errors[0]!.extensions.code) : { id: r.data.deployFirmware.id, ...deploymentOf(r.data.deployFirmware) };
+      const r = await run(
+        `mutation($input: DeployFirmwareInput!) { deployFirmware(input: $input) { ${DEPLOYMENT} } }`,
+        { input: { firmwareVersion: version, filter: { model } } },
+      );
+      return r.errors
+        ? failure(r.errors[0]!.extensions.code)
+        : { id: r.data.deployFirmware.id, ...deploymentOf(r.data.deployFirmware) };
     },
     async deployment(id) {
       const r = await run(`query($id: ID!) { deployment(id: $id) { ${DEPLOYMENT} } }`, { id });
       if (r.errors) return failure(r.errors[0]!.extensions.code);
-      return r.data.deployment ? deploymentOf(r.data.deployment) : failure("not_found");
+      return r.data.deployment ? deploymentOf(r.data.deployment) : failure('not_found');
     },
     async cancel(id) {
       const r = await run(`mutation($id: ID!) { cancelDeployment(id: $id) { ${DEPLOYMENT} } }`, { id });
       return r.errors ? failure(r.errors[0]!.extensions.code) : deploymentOf(r.data.cancelDeployment);
     },
     async createKey(name) {
-      const c = (await run('mutation($name: String!) { createApiKey(input: { name: $name, role: viewer }) { secret apiKey { name role } } }', { name })).data.createApiKey;
+      const c = (
+        await run(
+          'mutation($name: String!) { createApiKey(input: { name: $name, role: viewer }) { secret apiKey { name role } } }',
+          { name },
+        )
+      ).data.createApiKey;
       return { name: c.apiKey.name, role: c.apiKey.role, secretShown: /^flk_/.test(c.secret) };
     },
     async createWebhook(url, types) {
-      const r = await run('mutation($input: CreateWebhookInput!) { createWebhook(input: $input) { secret webhook { url eventTypes enabled } } }', { input: { url, eventTypes: types } });
+      const r = await run(
+        'mutation($input: CreateWebhookInput!) { createWebhook(input: $input) { secret webhook { url eventTypes enabled } } }',
+        { input: { url, eventTypes: types } },
+      );
       if (r.errors) return failure(r.errors[0]!.extensions.code);
       const w = r.data.createWebhook;
-      return { url: w.webhook.url, types: w.webhook.eventTypes, enabled: w.webhook.enabled, secretShown: /^whsec_/.test(w.secret) };
+      return {
+        url: w.webhook.url,
+        types: w.webhook.eventTypes,
+        enabled: w.webhook.enabled,
+        secretShown: /^whsec_/.test(w.secret),
+      };
     },
     async webhooks() {
-      return (await run('{ webhooks { url eventTypes enabled } }')).data.webhooks.map((w: Json) => ({ url: w.url, types: w.eventTypes, enabled: w.enabled }));
+      return (await run('{ webhooks { url eventTypes enabled } }')).data.webhooks.map((w: Json) => ({
+        url: w.url,
+        types: w.eventTypes,
+        enabled: w.enabled,
+      }));
     },
     async issueCertificate(serial, csr) {
-      const r = await run(`mutation($serial: String!, $csr: String!) { issueDeviceCertificate(serial: $serial, csr: $csr) { ${CERTIFICATE} } }`, { serial, csr });
-      return r.errors ? failure(r.errors[0]!.extensions.code) : { ...certificateOfGraphql(r.data.issueDeviceCertificate), id: r.data.issueDeviceCertificate.fingerprintSha256 };
+      const r = await run(
+        `mutation($serial: String!, $csr: String!) { issueDeviceCertificate(serial: $serial, csr: $csr) { ${CERTIFICATE} } }`,
+        { serial, csr },
+      );
+      return r.errors
+        ? failure(r.errors[0]!.extensions.code)
+        : {
+            ...certificateOfGraphql(r.data.issueDeviceCertificate),
+            id: r.data.issueDeviceCertificate.fingerprintSha256,
+          };
     },
     async certificates(serial) {
-      const r = await run(`query($serial: String!) { device(serial: $serial) { certificates { ${CERTIFICATE} } } }`, { serial });
+      const r = await run(`query($serial: String!) { device(serial: $serial) { certificates { ${CERTIFICATE} } } }`, {
+        serial,
+      });
       return r.data.device ? r.data.device.certificates.map(certificateOfGraphql) : failure('not_found');
     },
     async revokeCertificate(serial, fingerprint) {
-      const r = await run(`mutation($serial: String!, $fingerprint: String!) { revokeDeviceCertificate(serial: $serial, fingerprint: $fingerprint) { ${CERTIFICATE} } }`, { serial, fingerprint });
+      const r = await run(
+        `mutation($serial: String!, $fingerprint: String!) { revokeDeviceCertificate(serial: $serial, fingerprint: $fingerprint) { ${CERTIFICATE} } }`,
+        { serial, fingerprint },
+      );
       return r.errors ? failure(r.errors[0]!.extensions.code) : certificateOfGraphql(r.data.revokeDeviceCertificate);
     },
   };
@@ -238,7 +452,13 @@ function graphqlDriver(server: TestServer, account: TestAccount): Driver {
 /** One manufacturer's keys, registered by both accounts so both give the same key ids. */
 const SIGNING_KEYS = [newSigningKey(), newSigningKey()] as const;
 
-async function uploadFirmware(server: TestServer, account: TestAccount, model: string, version: string, signWith?: (typeof SIGNING_KEYS)[number]['privateKey']): Promise<void> {
+async function uploadFirmware(
+  server: TestServer,
+  account: TestAccount,
+  model: string,
+  version: string,
+  signWith?: (typeof SIGNING_KEYS)[number]['privateKey'],
+): Promise<void> {
   const form = new FormData();
   form.set('model', model);
   form.set('version', version);
@@ -246,7 +466,11 @@ async function uploadFirmware(server: TestServer, account: TestAccount, model: s
   form.set('changelog', '- fixes');
   form.set('file', new Blob([Buffer.from(`firmware ${version}`)]), `fw-${version}.bin`);
   if (signWith) form.set('signature', signFirmware(signWith, Buffer.from(`firmware ${version}`)));
-  const res = await fetch(`${server.service.httpUrl}/api/v1/firmware/versions`, { method: 'POST', headers: { authorization: `Bearer ${account.apiKey}` }, body: form });
+  const res = await fetch(`${server.service.httpUrl}/api/v1/firmware/versions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${account.apiKey}` },
+    body: form,
+  });
   expect(res.status, await res.clone().text()).toBe(201);
 }
 
@@ -264,7 +488,10 @@ async function scenario(server: TestServer, account: TestAccount, driver: Driver
   out.claimBadSerial = await driver.claim(['bad serial!'], 'LX-200');
   const page1 = await driver.list({ limit: 2 });
   const page2 = await driver.list({ limit: 2, cursor: page1.next! });
-  out.pages = [{ ...page1, next: page1.next !== null }, { ...page2, next: page2.next !== null }];
+  out.pages = [
+    { ...page1, next: page1.next !== null },
+    { ...page2, next: page2.next !== null },
+  ];
   out.offline = (await driver.list({ limit: 10, status: 'offline' })).total;
   out.unknownModel = (await driver.list({ limit: 10, model: 'NOPE' })).total;
   out.get = await driver.get(s(2));
@@ -282,7 +509,10 @@ async function scenario(server: TestServer, account: TestAccount, driver: Driver
   out.cancel = await driver.cancel(deployed.id);
   out.cancelAgain = await driver.cancel(deployed.id);
   out.key = await driver.createKey('automation');
-  out.webhook = await driver.createWebhook('https://hooks.example.com/fleet', ['device.online', 'firmware.update.failed']);
+  out.webhook = await driver.createWebhook('https://hooks.example.com/fleet', [
+    'device.online',
+    'firmware.update.failed',
+  ]);
   out.webhookBad = await driver.createWebhook('https://hooks.example.com/fleet', ['device.updated']);
   out.webhooks = await driver.webhooks();
   out.signingKeyInvalid = await driver.registerSigningKey('not a key');

@@ -13,7 +13,10 @@ const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../.
 
 /** Builds portal/dist when missing or stale, so `npm test` does not depend on a prior build. */
 export function ensurePortalBuilt(): void {
-  const result = spawnSync(process.execPath, [path.join(root, 'portal/scripts/ensure-built.mjs'), '--strict'], { stdio: 'pipe', encoding: 'utf8' });
+  const result = spawnSync(process.execPath, [path.join(root, 'portal/scripts/ensure-built.mjs'), '--strict'], {
+    stdio: 'pipe',
+    encoding: 'utf8',
+  });
   if (result.status !== 0 || !fs.existsSync(path.join(root, 'portal/dist/index.html'))) {
     throw new Error(`The portal build failed:\n${result.stdout}\n${result.stderr}`);
   }
@@ -34,7 +37,15 @@ export async function launchBrowser(options: { viewport?: { width: number; heigh
     executablePath: CHROMIUM,
     headless: true,
     viewport: options.viewport ?? { width: 1366, height: 860 },
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      '--disable-quic',
+    ],
   });
   const errors: string[] = [];
   const watch = (page: Page) => {

@@ -31,13 +31,21 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
   let adminCookie = '';
 
   const simulate = async (creds: DeviceCreds, firmware = '1.0.0') => {
-    const device = new SimulatedDevice({ credentials: creds, brokerUrl: server.service.mqttUrl!, firmware, heartbeatS: 2, rebootMs: 200 });
+    const device = new SimulatedDevice({
+      credentials: creds,
+      brokerUrl: server.service.mqttUrl!,
+      firmware,
+      heartbeatS: 2,
+      rebootMs: 200,
+    });
     simulated.push(device);
     await device.start();
     return device;
   };
   const summary = async () =>
-    (await gql(base, '{ fleetSummary { total online offline updating provisioned quota } }', { cookie: adminCookie }).then((r) => r.body.data?.fleetSummary ?? Promise.reject(new Error(JSON.stringify(r.body))))) as {
+    (await gql(base, '{ fleetSummary { total online offline updating provisioned quota } }', {
+      cookie: adminCookie,
+    }).then((r) => r.body.data?.fleetSummary ?? Promise.reject(new Error(JSON.stringify(r.body))))) as {
       total: number;
       online: number;
       offline: number;
@@ -90,7 +98,9 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
     expect(Number(await page.getByTestId('stat-total').textContent())).toBe(before.total);
     expect(Number(await page.getByTestId('stat-online').textContent())).toBe(before.online);
     expect(Number(await page.getByTestId('stat-offline').textContent())).toBe(before.offline);
-    expect(await page.getByTestId('gauge-allowance').getByTestId('gauge-used').textContent()).toContain(String(before.provisioned));
+    expect(await page.getByTestId('gauge-allowance').getByTestId('gauge-used').textContent()).toContain(
+      String(before.provisioned),
+    );
     await screenshot(page, 'dashboard');
 
     // A second tab shows the device list; both must change live when LUM-0007 connects.
@@ -100,7 +110,9 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
     await expect.poll(() => cell.getAttribute('data-status')).toBe('offline');
 
     await simulate(lx200[6]!);
-    await expect.poll(() => page.getByTestId('stat-online').textContent(), { timeout: 10_000 }).toBe(String(before.online + 1));
+    await expect
+      .poll(() => page.getByTestId('stat-online').textContent(), { timeout: 10_000 })
+      .toBe(String(before.online + 1));
     await expect.poll(() => cell.getAttribute('data-status'), { timeout: 10_000 }).toBe('online');
     await expect.poll(async () => (await summary()).online).toBe(before.online + 1);
     await list.close();
@@ -109,7 +121,8 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
   it('filters live in the URL: deep links and reloads show the same list, and typing a search updates the URL', async () => {
     await page.goto(`${base}/devices?model=LX-300`);
     await page.locator('[data-serial="SPOT-0001"]').waitFor();
-    const rows = () => page.locator('[data-serial]').evaluateAll((els) => els.map((e) => e.getAttribute('data-serial')));
+    const rows = () =>
+      page.locator('[data-serial]').evaluateAll((els) => els.map((e) => e.getAttribute('data-serial')));
     expect((await rows()).sort()).toEqual(lx300.map((c) => c.serial).sort());
     await page.reload();
     await page.locator('[data-serial="SPOT-0001"]').waitFor();
@@ -160,7 +173,11 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
     await expect.poll(() => page.locator('[data-config="dimLevel"] [data-col="reported"]').textContent()).toBe('40');
     const device = simulated.find((d) => d.serial === 'LUM-0001')!;
     expect(device.config.dim_level).toBe(40);
-    await page.getByTestId('device-history').getByText(/config/i).first().waitFor();
+    await page
+      .getByTestId('device-history')
+      .getByText(/config/i)
+      .first()
+      .waitFor();
     await screenshot(page, 'device');
   });
 
@@ -170,7 +187,9 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
     await page.getByLabel('Version').fill('1.1.0');
     await page.getByLabel('Release notes (Markdown)').fill('**Smoother dimming** <img src=x onerror="window.__xss=1">');
     await page.getByLabel('Changelog (Markdown)').fill('- fixed flicker at 1 %');
-    await page.getByTestId('upload-file').setInputFiles({ name: 'lx200-1.1.0.bin', mimeType: 'application/octet-stream', buffer: randomBytes(64 * 1024) });
+    await page
+      .getByTestId('upload-file')
+      .setInputFiles({ name: 'lx200-1.1.0.bin', mimeType: 'application/octet-stream', buffer: randomBytes(64 * 1024) });
     await page.getByRole('button', { name: 'Upload', exact: true }).click();
     const notes = page.getByTestId('firmware-versions').locator('strong', { hasText: 'Smoother dimming' });
     await notes.waitFor({ timeout: 15_000 });
@@ -192,7 +211,9 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
     await page.getByTestId('deploy-filter').click();
     await page.waitForURL(/\/deployments\/new\?/);
     await page.getByLabel('Installed firmware older than').fill('1.1.0');
-    await expect.poll(() => page.getByTestId('deploy-preview-count').textContent(), { timeout: 10_000 }).toBe(String(online - 0));
+    await expect
+      .poll(() => page.getByTestId('deploy-preview-count').textContent(), { timeout: 10_000 })
+      .toBe(String(online - 0));
     await screenshot(page, 'deploy');
     await page.getByTestId('deploy-submit').click();
     await page.getByRole('button', { name: 'Schedule update', exact: true }).click();
@@ -202,16 +223,26 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
     expect(await page.getByTestId('deployment-percent').textContent()).toBe('100');
     expect(await page.locator('dd[data-state="succeeded"]').textContent()).toBe(String(online));
     // The per-device list follows too: every device row ends on succeeded.
-    await expect.poll(() => page.getByTestId('deployment-updates').locator('[data-status="succeeded"]').count(), { timeout: 10_000 }).toBe(online);
+    await expect
+      .poll(() => page.getByTestId('deployment-updates').locator('[data-status="succeeded"]').count(), {
+        timeout: 10_000,
+      })
+      .toBe(online);
     await screenshot(page, 'deployment');
-    expect(simulated.filter((d) => d.connected && d.serial.startsWith('LUM-')).every((d) => d.firmware === '1.1.0')).toBe(true);
+    expect(
+      simulated.filter((d) => d.connected && d.serial.startsWith('LUM-')).every((d) => d.firmware === '1.1.0'),
+    ).toBe(true);
 
     const deploymentUrl = page.url();
     await page.getByTestId('rollback').click();
     await page.getByRole('button', { name: 'Roll back', exact: true }).click();
     await page.waitForURL((url) => url.href !== deploymentUrl && /\/deployments\/[0-9a-f-]{36}$/.test(url.pathname));
     await expect.poll(() => status.getAttribute('data-status'), { timeout: 60_000, interval: 500 }).toBe('completed');
-    await expect.poll(() => simulated.filter((d) => d.serial.startsWith('LUM-')).every((d) => d.firmware === '1.0.0'), { timeout: 10_000 }).toBe(true);
+    await expect
+      .poll(() => simulated.filter((d) => d.serial.startsWith('LUM-')).every((d) => d.firmware === '1.0.0'), {
+        timeout: 10_000,
+      })
+      .toBe(true);
   }, 150_000);
 
   it('creates an API key that is shown once and works against the REST API', async () => {
@@ -236,7 +267,9 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
     await page.getByLabel('Select SPOT-0001').check();
     await page.getByLabel('Select SPOT-0003').check();
     await page.getByTestId('deploy-selection').click();
-    await page.waitForURL((url) => url.pathname === '/deployments/new' && url.searchParams.get('serials') === 'SPOT-0001,SPOT-0003');
+    await page.waitForURL(
+      (url) => url.pathname === '/deployments/new' && url.searchParams.get('serials') === 'SPOT-0001,SPOT-0003',
+    );
     await page.getByLabel('Serial numbers', { exact: true }).waitFor();
     // Both are on 1.0.0, the only LX-300 version: nothing to update, and the form says so.
     await expect.poll(() => page.getByTestId('deploy-preview-count').textContent()).toBe('0');
@@ -256,15 +289,23 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
     const issued = await account.api.post('/api/v1/devices/SPOT-0002/certificates', { csr: (await makeCsr()).pem });
     expect(issued.status).toBe(201);
     await page.goto(`${base}/devices/SPOT-0002`);
-    const row = page.getByTestId('device-certificates').locator(`tr[data-fingerprint="${issued.body.fingerprint_sha256}"]`);
+    const row = page
+      .getByTestId('device-certificates')
+      .locator(`tr[data-fingerprint="${issued.body.fingerprint_sha256}"]`);
     await row.getByText('valid', { exact: true }).waitFor();
     await row.getByRole('button', { name: 'Revoke' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Revoke', exact: true }).click();
     await row.getByText('revoked', { exact: true }).waitFor();
     expect(await row.getByRole('button', { name: 'Revoke' }).count()).toBe(0);
-    await page.getByTestId('device-history').getByText(/Certificate revoked/).waitFor();
+    await page
+      .getByTestId('device-history')
+      .getByText(/Certificate revoked/)
+      .waitFor();
     const listed = await account.api.get('/api/v1/devices/SPOT-0002/certificates');
-    expect(listed.body.certificates[0]).toMatchObject({ fingerprint_sha256: issued.body.fingerprint_sha256, revoked_reason: 'revoked' });
+    expect(listed.body.certificates[0]).toMatchObject({
+      fingerprint_sha256: issued.body.fingerprint_sha256,
+      revoked_reason: 'revoked',
+    });
   });
 
   it('creates a webhook whose secret is shown once, shows its deliveries and redelivers one', async () => {
@@ -293,10 +334,13 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
       await expect.poll(() => received.length, { timeout: 15_000 }).toBeGreaterThan(0);
       await page.getByText(url).click();
       await expect
-        .poll(async () => {
-          await page.getByRole('button', { name: 'Refresh' }).click();
-          return page.locator('[data-status="delivered"]').count();
-        }, { timeout: 15_000 })
+        .poll(
+          async () => {
+            await page.getByRole('button', { name: 'Refresh' }).click();
+            return page.locator('[data-status="delivered"]').count();
+          },
+          { timeout: 15_000 },
+        )
         .toBeGreaterThan(0);
       const before = received.length;
       await page.getByRole('button', { name: 'Redeliver' }).first().click();
@@ -342,11 +386,15 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
     await page.goto(`${base}/firmware?model=LX-200`);
     await page.getByRole('button', { name: 'Upload a version' }).click();
     await page.getByLabel('Version').fill('1.2.0');
-    await page.getByTestId('upload-file').setInputFiles({ name: 'lx200-1.2.0.bin', mimeType: 'application/octet-stream', buffer: bytes });
+    await page
+      .getByTestId('upload-file')
+      .setInputFiles({ name: 'lx200-1.2.0.bin', mimeType: 'application/octet-stream', buffer: bytes });
     await page.getByLabel(`Signature (key ${key.keyId})`).fill(signFirmware(key.privateKey, bytes));
     await page.getByRole('button', { name: 'Upload', exact: true }).click();
     const versions = page.getByTestId('firmware-versions');
-    await expect.poll(() => versions.getByTestId('version-signature').first().textContent(), { timeout: 15_000 }).toBe(`signed with key ${key.keyId}`);
+    await expect
+      .poll(() => versions.getByTestId('version-signature').first().textContent(), { timeout: 15_000 })
+      .toBe(`signed with key ${key.keyId}`);
     expect(await versions.getByTestId('version-signed').count()).toBe(1);
     // The versions uploaded before the key are marked, so nobody mistakes them for signed ones.
     expect(await versions.getByTestId('version-unsigned').count()).toBe(2);
@@ -389,7 +437,9 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
       const res = await fetch('/graphql', {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-csrf-token': session.csrf_token },
-        body: JSON.stringify({ query: 'mutation { updateDevice(serial: "LUM-0001", input: { name: "hacked" }) { name } }' }),
+        body: JSON.stringify({
+          query: 'mutation { updateDevice(serial: "LUM-0001", input: { name: "hacked" }) { name } }',
+        }),
       });
       return (await res.json()) as { errors?: { extensions?: { code?: string } }[] };
     });
@@ -402,7 +452,12 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
     await browser.context.clearCookies();
     // Client-side navigation: the next GraphQL request meets the expired session.
     await page.getByRole('link', { name: 'Deployments' }).click();
-    await page.waitForURL((url) => url.pathname === '/login' && url.searchParams.get('next') === '/deployments' && url.searchParams.get('expired') === '1');
+    await page.waitForURL(
+      (url) =>
+        url.pathname === '/login' &&
+        url.searchParams.get('next') === '/deployments' &&
+        url.searchParams.get('expired') === '1',
+    );
     await page.getByText('Your session has ended').waitFor();
     await logIn(page, 'viewer@example.test', 'viewer-password');
     await page.waitForURL((url) => url.pathname === '/deployments');

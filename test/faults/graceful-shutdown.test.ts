@@ -32,9 +32,30 @@ describe('graceful shutdown on SIGTERM', () => {
       // SIGTERM wait for the 15 s watchdog.
       NODE_ENV: 'production',
     };
-    const { stdout } = await promisify(execFile)(process.execPath, [path.resolve('bin/fleet.js'), 'account', 'create', '--name', 'Stop Co', '--quota', '10', '--budget', '100',
-      '--currency', 'EUR', '--unit-price', '1', '--admin-email', `stop-${Date.now()}@example.test`, '--admin-password', 'correct horse battery', '--json'],
-      { env: { ...process.env, ...env } });
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [
+        path.resolve('bin/fleet.js'),
+        'account',
+        'create',
+        '--name',
+        'Stop Co',
+        '--quota',
+        '10',
+        '--budget',
+        '100',
+        '--currency',
+        'EUR',
+        '--unit-price',
+        '1',
+        '--admin-email',
+        `stop-${Date.now()}@example.test`,
+        '--admin-password',
+        'correct horse battery',
+        '--json',
+      ],
+      { env: { ...process.env, ...env } },
+    );
     apiKey = (JSON.parse(stdout) as { api_key: string }).api_key;
   }, 120_000);
   afterAll(async () => db?.drop());
@@ -47,34 +68,56 @@ describe('graceful shutdown on SIGTERM', () => {
     expect(node.logs()).toContain('"msg":"stopped"');
   });
 
-  it('a firmware download that stalls is cut after the drain time, and the service still exits 0', { timeout: 120_000 }, async () => {
-    const node = new ServiceProcess({ ...env, PUBLIC_URL: 'http://127.0.0.1:0' });
-    await node.start();
-    const publicUrl = node.httpUrl;
-    const api = new ApiClient(publicUrl, apiKey);
-    expect((await api.post('/api/v1/models', { name: 'LX-S' })).status).toBe(201);
-    await uploadFirmware({ api } as Parameters<typeof uploadFirmware>[0], { model: 'LX-S', version: '2.0.0', bytes: randomBytes(64 * 1024 * 1024), expectStatus: 201 });
-    const claimed = await api.post('/api/v1/devices/claim', { serials: ['STOP-1'], model: 'LX-S', firmware: '2.0.0' });
-    expect(claimed.status).toBe(201);
-    const creds = { serial: 'STOP-1', ...claimed.body.devices[0].credentials } as { serial: string; username: string; password: string };
-    const device = await connectDevice(`mqtt://127.0.0.1:${node.mqttPort}`, creds);
-    const command = new Promise<{ url: string }>((resolve) => device.on('message', (topic, payload) => topic === topics.ota('STOP-1') && resolve(JSON.parse(payload.toString()))));
-    await device.subscribeAsync(topics.ota('STOP-1'), { qos: 1 });
-    await device.publishAsync(topics.heartbeat('STOP-1'), heartbeat({ firmware: '1.0.0' }), { qos: 1 });
-    const link = new URL((await command).url);
-    // The device reads the first bytes and no more: the response cannot finish.
-    const download = await fetch(`${publicUrl}${link.pathname}${link.search}`);
-    expect(download.status).toBe(200);
-    const reader = download.body!.getReader();
-    await reader.read();
+  it(
+    'a firmware download that stalls is cut after the drain time, and the service still exits 0',
+    { timeout: 120_000 },
+    async () => {
+      const node = new ServiceProcess({ ...env, PUBLIC_URL: 'http://127.0.0.1:0' });
+      await node.start();
+      const publicUrl = node.httpUrl;
+      const api = new ApiClient(publicUrl, apiKey);
+      expect((await api.post('/api/v1/models', { name: 'LX-S' })).status).toBe(201);
+      await uploadFirmware({ api } as Parameters<typeof uploadFirmware>[0], {
+        model: 'LX-S',
+        version: '2.0.0',
+        bytes: randomBytes(64 * 1024 * 1024),
+        expectStatus: 201,
+      });
+      const claimed = await api.post('/api/v1/devices/claim', {
+        serials: ['STOP-1'],
+        model: 'LX-S',
+        firmware: '2.0.0',
+      });
+      expect(claimed.status).toBe(201);
+      const creds = { serial: 'STOP-1', ...claimed.body.devices[0].credentials } as {
+        serial: string;
+        username: string;
+        password: string;
+      };
+      const device = await connectDevice(`mqtt://127.0.0.1:${node.mqttPort}`, creds);
+      const command = new Promise<{ url: string }>((resolve) =>
+        device.on(
+          'message',
+          (topic, payload) => topic === topics.ota('STOP-1') && resolve(JSON.parse(payload.toString())),
+        ),
+      );
+      await device.subscribeAsync(topics.ota('STOP-1'), { qos: 1 });
+      await device.publishAsync(topics.heartbeat('STOP-1'), heartbeat({ firmware: '1.0.0' }), { qos: 1 });
+      const link = new URL((await command).url);
+      // The device reads the first bytes and no more: the response cannot finish.
+      const download = await fetch(`${publicUrl}${link.pathname}${link.search}`);
+      expect(download.status).toBe(200);
+      const reader = download.body!.getReader();
+      await reader.read();
 
-    const { code, ms } = await node.terminate();
-    device.end(true);
-    expect(code, node.logs().slice(-2000)).toBe(0);
-    expect(ms).toBeGreaterThanOrEqual(HTTP_DRAIN_MS - 500);
-    expect(ms).toBeLessThan(HTTP_DRAIN_MS + 5000);
-    expect(node.logs()).toContain('HTTP requests still running at shutdown');
-    expect(node.logs()).toContain('"msg":"stopped"');
-    await reader.cancel().catch(() => undefined);
-  });
+      const { code, ms } = await node.terminate();
+      device.end(true);
+      expect(code, node.logs().slice(-2000)).toBe(0);
+      expect(ms).toBeGreaterThanOrEqual(HTTP_DRAIN_MS - 500);
+      expect(ms).toBeLessThan(HTTP_DRAIN_MS + 5000);
+      expect(node.logs()).toContain('HTTP requests still running at shutdown');
+      expect(node.logs()).toContain('"msg":"stopped"');
+      await reader.cancel().catch(() => undefined);
+    },
+  );
 });

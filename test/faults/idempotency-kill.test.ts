@@ -34,9 +34,29 @@ describe('idempotent claims across a kill -9', () => {
     db = await createTestDatabase();
     const env = { DATA_DIR: db.dataDir, ...(db.databaseUrl ? { DATABASE_URL: db.databaseUrl } : {}) };
     // The operator tool opens the embedded database itself, so it runs before the service does.
-    const fleet = (args: string[]) => promisify(execFile)(process.execPath, [path.resolve('bin/fleet.js'), ...args], { env: { ...process.env, ...env } });
-    const { stdout } = await fleet(['account', 'create', '--name', 'Crash Co', '--quota', '5000', '--budget', '100000', '--currency', 'EUR',
-      '--unit-price', '1', '--admin-email', `crash-${Date.now()}@example.test`, '--admin-password', 'correct horse battery', '--json']);
+    const fleet = (args: string[]) =>
+      promisify(execFile)(process.execPath, [path.resolve('bin/fleet.js'), ...args], {
+        env: { ...process.env, ...env },
+      });
+    const { stdout } = await fleet([
+      'account',
+      'create',
+      '--name',
+      'Crash Co',
+      '--quota',
+      '5000',
+      '--budget',
+      '100000',
+      '--currency',
+      'EUR',
+      '--unit-price',
+      '1',
+      '--admin-email',
+      `crash-${Date.now()}@example.test`,
+      '--admin-password',
+      'correct horse battery',
+      '--json',
+    ]);
     const account = JSON.parse(stdout) as { api_key: string; api_key_id: string };
     await fleet(['api-key', 'rate-limit', '--key', account.api_key_id, '--per-minute', '10000']);
     node = new ServiceProcess({ ...env, FLEET_SECRET: randomBytes(32).toString('hex') });
@@ -80,8 +100,11 @@ describe('idempotent claims across a kill -9', () => {
 
     await node.start();
     const retries = new Map<string, ApiResponse<ClaimBody>>();
-    for (const r of requests) retries.set(r.key, await api.post<ClaimBody>('/api/v1/devices/claim', r.body, { 'Idempotency-Key': r.key }));
-    const statuses = [...retries.values()].map((res) => `${res.status} ${(res.body as { code?: string }).code ?? ''}`.trim());
+    for (const r of requests)
+      retries.set(r.key, await api.post<ClaimBody>('/api/v1/devices/claim', r.body, { 'Idempotency-Key': r.key }));
+    const statuses = [...retries.values()].map((res) =>
+      `${res.status} ${(res.body as { code?: string }).code ?? ''}`.trim(),
+    );
     expect(statuses).toEqual(requests.map(() => '201'));
     for (const [key, before] of answered) {
       const retry = retries.get(key)!;
@@ -95,10 +118,14 @@ describe('idempotent claims across a kill -9', () => {
     await node.stop();
     const database = await openDatabase({ databaseUrl: db.databaseUrl, dataDir: db.dataDir, poolSize: 1 });
     try {
-      const rows = (await database.knex('devices as d').join('device_credentials as c', 'c.device_id', 'd.id').select('d.serial', 'c.secret_hash')) as Array<{ serial: string; secret_hash: string }>;
+      const rows = (await database
+        .knex('devices as d')
+        .join('device_credentials as c', 'c.device_id', 'd.id')
+        .select('d.serial', 'c.secret_hash')) as Array<{ serial: string; secret_hash: string }>;
       const hashes = new Map(rows.map((row) => [row.serial, row.secret_hash]));
       for (const retry of retries.values()) {
-        for (const device of retry.body.devices) expect(hashes.get(device.serial)).toBe(sha256Hex(device.credentials.password));
+        for (const device of retry.body.devices)
+          expect(hashes.get(device.serial)).toBe(sha256Hex(device.credentials.password));
       }
     } finally {
       await database.close();

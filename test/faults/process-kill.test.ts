@@ -55,7 +55,10 @@ describe.skipIf(!canRun)('kill -9 of one of two processes during a staged deploy
     };
     nodes = [new ServiceProcess(env), new ServiceProcess(env)];
     for (const node of nodes) await node.start();
-    lb = await startHaproxy(nodes.map((n) => ({ httpPort: n.httpPort, mqttPort: n.mqttPort })), { httpPort: lbHttp, mqttPort: lbMqtt });
+    lb = await startHaproxy(
+      nodes.map((n) => ({ httpPort: n.httpPort, mqttPort: n.mqttPort })),
+      { httpPort: lbHttp, mqttPort: lbMqtt },
+    );
   }, 120_000);
 
   afterAll(async () => {
@@ -65,97 +68,158 @@ describe.skipIf(!canRun)('kill -9 of one of two processes during a staged deploy
     await db?.drop();
   }, 60_000);
 
-  it('completes the deployment on the survivor with every device updated exactly once', { timeout: 240_000 }, async () => {
-    const run = promisify(execFile);
-    const { stdout } = await run(process.execPath, [path.resolve('bin/fleet.js'), 'account', 'create', '--name', 'Kill Co', '--quota', '5000', '--budget', '100000',
-      '--currency', 'EUR', '--unit-price', '1', '--admin-email', `kill-${Date.now()}@example.test`, '--admin-password', 'correct horse battery', '--json'],
-      { env: { ...process.env, DATABASE_URL: db.databaseUrl!, DATA_DIR: db.dataDir } });
-    const account = JSON.parse(stdout) as { api_key: string; api_key_id: string };
-    await run(process.execPath, [path.resolve('bin/fleet.js'), 'api-key', 'rate-limit', '--key', account.api_key_id, '--per-minute', '100000'],
-      { env: { ...process.env, DATABASE_URL: db.databaseUrl!, DATA_DIR: db.dataDir } });
-    const apiUrl = `http://127.0.0.1:${lb.httpPort}`;
-    const api = new ApiClient(apiUrl, account.api_key);
-    expect((await api.post('/api/v1/models', { name: 'LX-K' })).status).toBe(201);
-    const testAccount = { api } as Parameters<typeof uploadFirmware>[0];
-    await uploadFirmware(testAccount, { model: 'LX-K', version: '1.0.0', expectStatus: 201 });
-    await uploadFirmware(testAccount, { model: 'LX-K', version: '2.0.0', expectStatus: 201 });
+  it(
+    'completes the deployment on the survivor with every device updated exactly once',
+    { timeout: 240_000 },
+    async () => {
+      const run = promisify(execFile);
+      const { stdout } = await run(
+        process.execPath,
+        [
+          path.resolve('bin/fleet.js'),
+          'account',
+          'create',
+          '--name',
+          'Kill Co',
+          '--quota',
+          '5000',
+          '--budget',
+          '100000',
+          '--currency',
+          'EUR',
+          '--unit-price',
+          '1',
+          '--admin-email',
+          `kill-${Date.now()}@example.test`,
+          '--admin-password',
+          'correct horse battery',
+          '--json',
+        ],
+        { env: { ...process.env, DATABASE_URL: db.databaseUrl!, DATA_DIR: db.dataDir } },
+      );
+      const account = JSON.parse(stdout) as { api_key: string; api_key_id: string };
+      await run(
+        process.execPath,
+        [path.resolve('bin/fleet.js'), 'api-key', 'rate-limit', '--key', account.api_key_id, '--per-minute', '100000'],
+        { env: { ...process.env, DATABASE_URL: db.databaseUrl!, DATA_DIR: db.dataDir } },
+      );
+      const apiUrl = `http://127.0.0.1:${lb.httpPort}`;
+      const api = new ApiClient(apiUrl, account.api_key);
+      expect((await api.post('/api/v1/models', { name: 'LX-K' })).status).toBe(201);
+      const testAccount = { api } as Parameters<typeof uploadFirmware>[0];
+      await uploadFirmware(testAccount, { model: 'LX-K', version: '1.0.0', expectStatus: 201 });
+      await uploadFirmware(testAccount, { model: 'LX-K', version: '2.0.0', expectStatus: 201 });
 
-    const credentials = await claimDevices({ apiUrl, apiKey: account.api_key, model: 'LX-K', firmware: '1.0.0', serials: makeSerials('KILL', DEVICES) });
-    fleet = new Fleet({
-      devices: credentials,
-      brokerUrl: `mqtt://127.0.0.1:${lb.mqttPort}`,
-      firmware: '1.0.0',
-      heartbeatS: 5,
-      downloadKbps: 100_000,
-      rebootMs: 200,
-      connectRatePerS: 500,
-      trace: (line) => {
-        // "<iso> SERIAL <- devices/SERIAL/ota {...}" and "... -> devices/SERIAL/ota/progress {...}"
-        const [, serial, direction, topic, ...rest] = line.split(' ');
-        if (!serial || !topic) return;
-        const payload = rest.join(' ');
-        if (direction === '<-' && topic.endsWith('/ota')) {
-          const job = (JSON.parse(payload) as { job_id: string }).job_id;
-          if (finished.get(serial)?.has(job)) repeatsAfterFinish.push(`${serial} ${job}`);
-        } else if (direction === '->' && topic.endsWith('/ota/progress')) {
-          const report = JSON.parse(payload) as { job_id: string; state: string };
-          if (['succeeded', 'failed', 'rolled_back'].includes(report.state)) {
-            if (!finished.has(serial)) finished.set(serial, new Set());
-            finished.get(serial)!.add(report.job_id);
-          }
-        }
-      },
-    });
-    const started = await fleet.start();
-    expect(started.connected).toBe(DEVICES);
-
-    // The claim scheduled 1.0.0, which the devices already run: wait until every such update
-    // is settled so the deployment below targets the whole fleet.
-    await expect
-      .poll(async () => {
-        const list = (await api.get('/api/v1/firmware/deployments')).body;
-        const items = (list.deployments ?? list.items ?? []) as Array<{ status: string }>;
-        return items.length > 0 && items.every((d) => d.status.startsWith('completed'));
-      }, { timeout: 60_000, interval: 500 })
-      .toBe(true);
-
-    const deploy = await api.post('/api/v1/firmware/deploy', {
-      firmware_version: '2.0.0',
-      filter: { model: 'LX-K' },
-      rollout: { batches: [10, 50, 100], failure_threshold_percent: 20 },
-    });
-    expect(deploy.status, JSON.stringify(deploy.body)).toBe(202);
-    const id = deploy.body.deployment_id as string;
-    const state = async () => (await api.get(`/api/v1/firmware/deployments/${id}`)).body.deployment ?? (await api.get(`/api/v1/firmware/deployments/${id}`)).body;
-
-    // Kill one process once the rollout is under way (some succeeded, many still to go).
-    let last: unknown;
-    await expect
-      .poll(async () => {
-        last = await state();
-        return (last as { counts?: { succeeded?: number } }).counts?.succeeded ?? 0;
-      }, { timeout: 120_000, interval: 500, message: `deployment never got going: ${JSON.stringify(last)}` })
-      .toBeGreaterThan(DEVICES * 0.05)
-      .catch((error: Error) => {
-        console.log('deployment state:', JSON.stringify(last), 'fleet:', JSON.stringify(fleet.stats()));
-        console.log(nodes.map((n) => n.logs().slice(-3000)).join('\n----\n'));
-        throw error;
+      const credentials = await claimDevices({
+        apiUrl,
+        apiKey: account.api_key,
+        model: 'LX-K',
+        firmware: '1.0.0',
+        serials: makeSerials('KILL', DEVICES),
       });
-    await nodes[0]!.kill();
+      fleet = new Fleet({
+        devices: credentials,
+        brokerUrl: `mqtt://127.0.0.1:${lb.mqttPort}`,
+        firmware: '1.0.0',
+        heartbeatS: 5,
+        downloadKbps: 100_000,
+        rebootMs: 200,
+        connectRatePerS: 500,
+        trace: (line) => {
+          // "<iso> SERIAL <- devices/SERIAL/ota {...}" and "... -> devices/SERIAL/ota/progress {...}"
+          const [, serial, direction, topic, ...rest] = line.split(' ');
+          if (!serial || !topic) return;
+          const payload = rest.join(' ');
+          if (direction === '<-' && topic.endsWith('/ota')) {
+            const job = (JSON.parse(payload) as { job_id: string }).job_id;
+            if (finished.get(serial)?.has(job)) repeatsAfterFinish.push(`${serial} ${job}`);
+          } else if (direction === '->' && topic.endsWith('/ota/progress')) {
+            const report = JSON.parse(payload) as { job_id: string; state: string };
+            if (['succeeded', 'failed', 'rolled_back'].includes(report.state)) {
+              if (!finished.has(serial)) finished.set(serial, new Set());
+              finished.get(serial)!.add(report.job_id);
+            }
+          }
+        },
+      });
+      const started = await fleet.start();
+      expect(started.connected).toBe(DEVICES);
 
-    await expect.poll(async () => (await state()).status, { timeout: 180_000, interval: 1000 }).toMatch(/^completed/).catch(() => undefined);
-    const final = await state();
-    if (final.status !== 'completed') {
-      console.log('fleet:', JSON.stringify(fleet.stats()), 'not on 2.0.0:', fleet.devices.filter((d) => d.firmware !== '2.0.0').map((d) => `${d.serial} connected=${d.connected} updating=${d.updating}`).join('; '));
-      const failedDevices = (await api.get(`/api/v1/firmware/deployments/${id}/devices?limit=1000`)).body;
-      console.log('final:', JSON.stringify(final.counts), JSON.stringify((failedDevices.devices ?? failedDevices.updates ?? []).filter((u: { state: string }) => u.state !== 'succeeded')).slice(0, 3000));
-    }
-    expect(final.status).toBe('completed');
-    expect(final.target_count).toBe(DEVICES);
-    expect(final.counts.succeeded).toBe(DEVICES);
-    expect(fleet.devices.filter((d) => d.firmware !== '2.0.0').map((d) => d.serial)).toEqual([]);
-    expect(repeatsAfterFinish).toEqual([]);
-    const listed = await api.get('/api/v1/devices?limit=1000&firmware=2.0.0');
-    expect(listed.body.total).toBe(DEVICES);
-  });
+      // The claim scheduled 1.0.0, which the devices already run: wait until every such update
+      // is settled so the deployment below targets the whole fleet.
+      await expect
+        .poll(
+          async () => {
+            const list = (await api.get('/api/v1/firmware/deployments')).body;
+            const items = (list.deployments ?? list.items ?? []) as Array<{ status: string }>;
+            return items.length > 0 && items.every((d) => d.status.startsWith('completed'));
+          },
+          { timeout: 60_000, interval: 500 },
+        )
+        .toBe(true);
+
+      const deploy = await api.post('/api/v1/firmware/deploy', {
+        firmware_version: '2.0.0',
+        filter: { model: 'LX-K' },
+        rollout: { batches: [10, 50, 100], failure_threshold_percent: 20 },
+      });
+      expect(deploy.status, JSON.stringify(deploy.body)).toBe(202);
+      const id = deploy.body.deployment_id as string;
+      const state = async () =>
+        (await api.get(`/api/v1/firmware/deployments/${id}`)).body.deployment ??
+        (await api.get(`/api/v1/firmware/deployments/${id}`)).body;
+
+      // Kill one process once the rollout is under way (some succeeded, many still to go).
+      let last: unknown;
+      await expect
+        .poll(
+          async () => {
+            last = await state();
+            return (last as { counts?: { succeeded?: number } }).counts?.succeeded ?? 0;
+          },
+          { timeout: 120_000, interval: 500, message: `deployment never got going: ${JSON.stringify(last)}` },
+        )
+        .toBeGreaterThan(DEVICES * 0.05)
+        .catch((error: Error) => {
+          console.log('deployment state:', JSON.stringify(last), 'fleet:', JSON.stringify(fleet.stats()));
+          console.log(nodes.map((n) => n.logs().slice(-3000)).join('\n----\n'));
+          throw error;
+        });
+      await nodes[0]!.kill();
+
+      await expect
+        .poll(async () => (await state()).status, { timeout: 180_000, interval: 1000 })
+        .toMatch(/^completed/)
+        .catch(() => undefined);
+      const final = await state();
+      if (final.status !== 'completed') {
+        console.log(
+          'fleet:',
+          JSON.stringify(fleet.stats()),
+          'not on 2.0.0:',
+          fleet.devices
+            .filter((d) => d.firmware !== '2.0.0')
+            .map((d) => `${d.serial} connected=${d.connected} updating=${d.updating}`)
+            .join('; '),
+        );
+        const failedDevices = (await api.get(`/api/v1/firmware/deployments/${id}/devices?limit=1000`)).body;
+        console.log(
+          'final:',
+          JSON.stringify(final.counts),
+          JSON.stringify(
+            (failedDevices.devices ?? failedDevices.updates ?? []).filter(
+              (u: { state: string }) => u.state !== 'succeeded',
+            ),
+          ).slice(0, 3000),
+        );
+      }
+      expect(final.status).toBe('completed');
+      expect(final.target_count).toBe(DEVICES);
+      expect(final.counts.succeeded).toBe(DEVICES);
+      expect(fleet.devices.filter((d) => d.firmware !== '2.0.0').map((d) => d.serial)).toEqual([]);
+      expect(repeatsAfterFinish).toEqual([]);
+      const listed = await api.get('/api/v1/devices?limit=1000&firmware=2.0.0');
+      expect(listed.body.total).toBe(DEVICES);
+    },
+  );
 });

@@ -18,8 +18,13 @@ describe.skipIf(!canRun)('Redis restarted under a two-process cluster', () => {
     await redis.start();
     cluster = await startTestCluster(2, { REDIS_URL: redis.url });
     const created = await cluster.nodes[0]!.services.accounts.create({
-      name: 'Redis Co', quota: 100, budget: 1000, currency: 'EUR', unitPrice: 1,
-      adminEmail: `redis-${Date.now()}@example.test`, adminPassword: 'correct horse battery',
+      name: 'Redis Co',
+      quota: 100,
+      budget: 1000,
+      currency: 'EUR',
+      unitPrice: 1,
+      adminEmail: `redis-${Date.now()}@example.test`,
+      adminPassword: 'correct horse battery',
     });
     apiKey = created.apiKey;
     accountId = created.accountId;
@@ -36,7 +41,9 @@ describe.skipIf(!canRun)('Redis restarted under a two-process cluster', () => {
     });
     try {
       await cluster.nodes[0]!.database.knex.transaction((trx) =>
-        appendEvents(trx, cluster.nodes[0]!.clock, [{ accountId, type: 'device.online', subject, data: { serial: subject } }]),
+        appendEvents(trx, cluster.nodes[0]!.clock, [
+          { accountId, type: 'device.online', subject, data: { serial: subject } },
+        ]),
       );
       await cluster.nodes[0]!.outbox.flush();
       const until = Date.now() + 3000;
@@ -58,7 +65,12 @@ describe.skipIf(!canRun)('Redis restarted under a two-process cluster', () => {
     expect(ready.body.checks.redis.ok).toBe(false);
 
     await redis.start();
-    await expect.poll(async () => (await new ApiClient(cluster.nodes[0]!.httpUrl).get('/readyz')).status, { timeout: 15_000, interval: 500 }).toBe(200);
+    await expect
+      .poll(async () => (await new ApiClient(cluster.nodes[0]!.httpUrl).get('/readyz')).status, {
+        timeout: 15_000,
+        interval: 500,
+      })
+      .toBe(200);
     await expect.poll(() => crossProcessEvent(`after-${Date.now()}`), { timeout: 15_000, interval: 500 }).toBe(true);
   });
 });

@@ -5,7 +5,13 @@ import WebSocket from 'ws';
 export async function gql(
   baseUrl: string,
   query: string,
-  options: { variables?: Record<string, unknown>; apiKey?: string; cookie?: string; csrf?: string; headers?: Record<string, string> } = {},
+  options: {
+    variables?: Record<string, unknown>;
+    apiKey?: string;
+    cookie?: string;
+    csrf?: string;
+    headers?: Record<string, string>;
+  } = {},
   // Test bodies are asserted field by field; `any` keeps those assertions short.
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
 ): Promise<{ status: number; headers: Headers; body: any }> {
@@ -13,14 +19,26 @@ export async function gql(
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
   if (options.cookie) headers.cookie = options.cookie;
   if (options.csrf) headers['x-csrf-token'] = options.csrf;
-  const res = await fetch(`${baseUrl}/graphql`, { method: 'POST', headers, body: JSON.stringify({ query, variables: options.variables ?? {} }) });
+  const res = await fetch(`${baseUrl}/graphql`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ query, variables: options.variables ?? {} }),
+  });
   const text = await res.text();
   return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : null };
 }
 
 /** Logs in through REST and returns the cookie header and CSRF token. */
-export async function login(baseUrl: string, email: string, password: string): Promise<{ cookie: string; csrf: string }> {
-  const res = await fetch(`${baseUrl}/api/v1/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
+export async function login(
+  baseUrl: string,
+  email: string,
+  password: string,
+): Promise<{ cookie: string; csrf: string }> {
+  const res = await fetch(`${baseUrl}/api/v1/session`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password }),
+  });
   if (res.status !== 201) throw new Error(`login failed: ${res.status}`);
   const setCookie = res.headers.get('set-cookie') ?? '';
   const body = (await res.json()) as { csrf_token: string };

@@ -7,7 +7,12 @@ import { topics } from '../../broker/src/protocol/topics';
 import { wsClient, collect } from './graphql-client';
 
 interface Change {
-  data: { deviceChanged: { type: string; device: { serial: string; status: string; firmware: string | null; ip: string | null } } };
+  data: {
+    deviceChanged: {
+      type: string;
+      device: { serial: string; status: string; firmware: string | null; ip: string | null };
+    };
+  };
 }
 
 describe('subscriptions fed by real MQTT devices', () => {
@@ -36,7 +41,10 @@ describe('subscriptions fed by real MQTT devices', () => {
     const watcher = wsClient(server.service.httpUrl, { apiKey: account.apiKey });
     const stranger = wsClient(server.service.httpUrl, { apiKey: other.apiKey });
     clients.push(watcher, stranger);
-    const mine = collect<Change>(watcher, 'subscription { deviceChanged { type device { serial status firmware ip } } }');
+    const mine = collect<Change>(
+      watcher,
+      'subscription { deviceChanged { type device { serial status firmware ip } } }',
+    );
     const theirs = collect<Change>(stranger, 'subscription { deviceChanged { type device { serial } } }');
     await new Promise((r) => setTimeout(r, 300));
 
@@ -48,7 +56,11 @@ describe('subscriptions fed by real MQTT devices', () => {
     const onlineAfter = Date.now() - started;
     expect(onlineAfter).toBeLessThan(1000);
     await mine.until(() => mine.items.some((i) => i.data.deviceChanged.device.firmware === '1.0.0'), 1000);
-    expect(mine.items.at(-1)!.data.deviceChanged.device).toMatchObject({ serial: 'MQ-1', status: 'online', ip: '10.0.4.17' });
+    expect(mine.items.at(-1)!.data.deviceChanged.device).toMatchObject({
+      serial: 'MQ-1',
+      status: 'online',
+      ip: '10.0.4.17',
+    });
 
     started = Date.now();
     device.stream.destroy(); // abrupt loss: the broker publishes the Last Will

@@ -23,7 +23,18 @@ describe('GraphQL subscriptions over graphql-ws', () => {
   /** What the broker does when a device connects or drops: the same domain call. */
   const presence = async (deviceId: string, connectivity: 'online' | 'offline') => {
     await server.service.services.presence.applyBatch([
-      { deviceId, seenAt: connectivity === 'online' ? new Date() : null, firmware: null, firmwareKey: null, ip: connectivity === 'online' ? '10.0.0.7' : null, uptimeS: null, rssi: null, reportedConfigVersion: null, connectivity, offlineReason: connectivity === 'offline' ? 'disconnected' : null },
+      {
+        deviceId,
+        seenAt: connectivity === 'online' ? new Date() : null,
+        firmware: null,
+        firmwareKey: null,
+        ip: connectivity === 'online' ? '10.0.0.7' : null,
+        uptimeS: null,
+        rssi: null,
+        reportedConfigVersion: null,
+        connectivity,
+        offlineReason: connectivity === 'offline' ? 'disconnected' : null,
+      },
     ]);
   };
 
@@ -53,20 +64,34 @@ describe('GraphQL subscriptions over graphql-ws', () => {
   });
 
   it('pushes device online/offline within a second, re-read with status, only to the owning account', async () => {
-    const mine = collect(open({ apiKey: account.apiKey }), 'subscription { deviceChanged { type occurredAt device { serial status connectivity ip model } } }');
-    const filtered = collect(open({ apiKey: account.apiKey }), 'subscription { deviceChanged(filter: { text: "sub-2" }) { type device { serial } } }');
+    const mine = collect(
+      open({ apiKey: account.apiKey }),
+      'subscription { deviceChanged { type occurredAt device { serial status connectivity ip model } } }',
+    );
+    const filtered = collect(
+      open({ apiKey: account.apiKey }),
+      'subscription { deviceChanged(filter: { text: "sub-2" }) { type device { serial } } }',
+    );
     const theirs = collect(open({ apiKey: other.apiKey }), 'subscription { deviceChanged { type device { serial } } }');
     await new Promise((r) => setTimeout(r, 200)); // subscriptions acknowledged
     const started = Date.now();
     await presence(idOf('SUB-1'), 'online');
     await mine.until(() => mine.items.length >= 1, 1000);
     expect(Date.now() - started).toBeLessThan(1000);
-    expect(mine.items[0]).toEqual({ data: { deviceChanged: expect.objectContaining({ type: 'device.online', device: { serial: 'SUB-1', status: 'online', connectivity: 'online', ip: '10.0.0.7', model: 'LX-200' } }) } });
+    expect(mine.items[0]).toEqual({
+      data: {
+        deviceChanged: expect.objectContaining({
+          type: 'device.online',
+          device: { serial: 'SUB-1', status: 'online', connectivity: 'online', ip: '10.0.0.7', model: 'LX-200' },
+        }),
+      },
+    });
     await presence(idOf('SUB-1'), 'offline');
     await presence(idOf('SUB-2'), 'online');
     await mine.until(() => mine.items.length >= 3, 1000);
     const seen = mine.items.map((i) => {
-      const change = (i as { data: { deviceChanged: { type: string; device: { serial: string; status: string } } } }).data.deviceChanged;
+      const change = (i as { data: { deviceChanged: { type: string; device: { serial: string; status: string } } } })
+        .data.deviceChanged;
       return `${change.device.serial}:${change.type}:${change.device.status}`;
     });
     expect(seen).toEqual(['SUB-1:device.online:online', 'SUB-1:device.offline:offline', 'SUB-2:device.online:online']);
@@ -81,7 +106,10 @@ describe('GraphQL subscriptions over graphql-ws', () => {
   });
 
   it('coalesces fleetSummaryChanged: a burst of changes gives a few summaries with the final counts', async () => {
-    const summaries = collect(open({ apiKey: account.apiKey }), 'subscription { fleetSummaryChanged { total online offline } }');
+    const summaries = collect(
+      open({ apiKey: account.apiKey }),
+      'subscription { fleetSummaryChanged { total online offline } }',
+    );
     await new Promise((r) => setTimeout(r, 200));
     for (let i = 0; i < 20; i++) {
       await presence(idOf('SUB-1'), i % 2 === 0 ? 'online' : 'offline');
@@ -99,19 +127,33 @@ describe('GraphQL subscriptions over graphql-ws', () => {
 
   it('streams the account events by type, and a session cookie authenticates the upgrade', async () => {
     const session = await login(server.service.httpUrl, account.adminEmail, account.adminPassword);
-    const viaCookie = collect(open({ cookie: session.cookie }), 'subscription { events(types: ["device.claimed"]) { id type subject data } }');
-    const foreignOrigin = collect(open({ cookie: session.cookie, origin: 'https://evil.example' }), 'subscription { events { id } }');
+    const viaCookie = collect(
+      open({ cookie: session.cookie }),
+      'subscription { events(types: ["device.claimed"]) { id type subject data } }',
+    );
+    const foreignOrigin = collect(
+      open({ cookie: session.cookie, origin: 'https://evil.example' }),
+      'subscription { events { id } }',
+    );
     await new Promise((r) => setTimeout(r, 200));
     await account.api.post('/api/v1/devices/claim', { serials: ['SUB-3'], model: 'LX-200' });
-    await appendEvents(server.service.database.knex, server.service.clock, [{ accountId: other.accountId, type: 'device.claimed', subject: 'X', data: {} }]);
+    await appendEvents(server.service.database.knex, server.service.clock, [
+      { accountId: other.accountId, type: 'device.claimed', subject: 'X', data: {} },
+    ]);
     await server.service.outbox.flush();
     await viaCookie.until(() => viaCookie.items.length >= 1, 2000);
     await new Promise((r) => setTimeout(r, 200));
     expect(viaCookie.items).toHaveLength(1);
-    expect(viaCookie.items[0]).toMatchObject({ data: { events: { type: 'device.claimed', subject: 'SUB-3', data: { serial: 'SUB-3' } } } });
+    expect(viaCookie.items[0]).toMatchObject({
+      data: { events: { type: 'device.claimed', subject: 'SUB-3', data: { serial: 'SUB-3' } } },
+    });
     // The recent events query returns the same event id.
-    const recent = await gql(server.service.httpUrl, '{ events(first: 5, types: ["device.claimed"]) { id subject } }', { apiKey: account.apiKey });
-    expect(recent.body.data.events[0].id).toBe((viaCookie.items[0] as { data: { events: { id: string } } }).data.events.id);
+    const recent = await gql(server.service.httpUrl, '{ events(first: 5, types: ["device.claimed"]) { id subject } }', {
+      apiKey: account.apiKey,
+    });
+    expect(recent.body.data.events[0].id).toBe(
+      (viaCookie.items[0] as { data: { events: { id: string } } }).data.events.id,
+    );
     // Cross-site WebSocket hijacking: a cookie from another origin is not trusted.
     await expect(foreignOrigin.until(() => false, 2000)).rejects.toThrow(/ended/);
     const bad = collect(open({ apiKey: account.apiKey }), 'subscription { events(types: ["nope"]) { id } }');
@@ -123,7 +165,10 @@ describe('GraphQL subscriptions over graphql-ws', () => {
     const created = await account.api.post('/api/v1/api-keys', { name: 'watcher', role: 'viewer' });
     const sub = collect(open({ apiKey: created.body.secret }), 'subscription { events { id } }');
     await new Promise((r) => setTimeout(r, 200));
-    const revoked = await gql(server.service.httpUrl, 'mutation($id: ID!) { revokeApiKey(id: $id) { revokedAt } }', { apiKey: account.apiKey, variables: { id: created.body.api_key.id } });
+    const revoked = await gql(server.service.httpUrl, 'mutation($id: ID!) { revokeApiKey(id: $id) { revokedAt } }', {
+      apiKey: account.apiKey,
+      variables: { id: created.body.api_key.id },
+    });
     expect(revoked.body.data.revokeApiKey.revokedAt).toBeTruthy();
     await expect(sub.until(() => false, 2000)).rejects.toThrow(/ended/);
     expect(JSON.stringify(sub.errors)).toMatch(/4403|revoked/);
@@ -134,19 +179,36 @@ describe('GraphQL subscriptions over graphql-ws', () => {
     form.set('model', 'LX-200');
     form.set('version', '1.1.0');
     form.set('file', new Blob([Buffer.from('firmware 1.1.0')]), 'fw.bin');
-    const upload = await fetch(`${server.service.httpUrl}/api/v1/firmware/versions`, { method: 'POST', headers: { authorization: `Bearer ${account.apiKey}` }, body: form });
+    const upload = await fetch(`${server.service.httpUrl}/api/v1/firmware/versions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${account.apiKey}` },
+      body: form,
+    });
     expect(upload.status).toBe(201);
-    const deployed = await gql(server.service.httpUrl, 'mutation { deployFirmware(input: { firmwareVersion: "1.1.0", filter: { model: "LX-200" } }) { id status targetCount } }', { apiKey: account.apiKey });
+    const deployed = await gql(
+      server.service.httpUrl,
+      'mutation { deployFirmware(input: { firmwareVersion: "1.1.0", filter: { model: "LX-200" } }) { id status targetCount } }',
+      { apiKey: account.apiKey },
+    );
     expect(deployed.body.errors).toBeUndefined();
     const id = deployed.body.data.deployFirmware.id;
-    const progress = collect<{ data: { deploymentProgress: { id: string; status: string; counts: { cancelled: number } } } }>(
+    const progress = collect<{
+      data: { deploymentProgress: { id: string; status: string; counts: { cancelled: number } } };
+    }>(
       open({ apiKey: account.apiKey }),
       'subscription($id: ID!) { deploymentProgress(id: $id) { id status progress counts { queued cancelled } } }',
       { id },
     );
-    const foreign = collect(open({ apiKey: other.apiKey }), 'subscription($id: ID!) { deploymentProgress(id: $id) { id } }', { id });
+    const foreign = collect(
+      open({ apiKey: other.apiKey }),
+      'subscription($id: ID!) { deploymentProgress(id: $id) { id } }',
+      { id },
+    );
     await new Promise((r) => setTimeout(r, 200));
-    const cancelled = await gql(server.service.httpUrl, 'mutation($id: ID!) { cancelDeployment(id: $id) { status } }', { apiKey: account.apiKey, variables: { id } });
+    const cancelled = await gql(server.service.httpUrl, 'mutation($id: ID!) { cancelDeployment(id: $id) { status } }', {
+      apiKey: account.apiKey,
+      variables: { id },
+    });
     expect(cancelled.body.data.cancelDeployment.status).toBe('cancelled');
     await progress.until(() => progress.items.some((i) => i.data.deploymentProgress.status === 'cancelled'), 3000);
     expect(progress.items.at(-1)!.data.deploymentProgress).toMatchObject({ id, status: 'cancelled' });

@@ -40,7 +40,11 @@ export class ApiClient {
     }
     // Paths are absolute on the server: '/api/v1/devices', '/healthz'.
     const init = { method, headers, ...(body !== undefined ? { body } : {}) };
-    const res = this.agent ? ((await undiciFetch(this.baseUrl + path, { ...init, dispatcher: this.agent } as Parameters<typeof undiciFetch>[1])) as unknown as Response) : await fetch(this.baseUrl + path, init);
+    const res = this.agent
+      ? ((await undiciFetch(this.baseUrl + path, { ...init, dispatcher: this.agent } as Parameters<
+          typeof undiciFetch
+        >[1])) as unknown as Response)
+      : await fetch(this.baseUrl + path, init);
     const text = await res.text();
     let parsed: unknown = text;
     const type = res.headers.get('content-type') ?? '';

@@ -20,17 +20,31 @@ export interface TestCsr {
   publicKeySpki: Buffer;
 }
 
-function keyParams(type: TestKeyType): { generate: EcKeyGenParams | RsaHashedKeyGenParams | Algorithm; sign: Algorithm | EcdsaParams } {
+function keyParams(type: TestKeyType): {
+  generate: EcKeyGenParams | RsaHashedKeyGenParams | Algorithm;
+  sign: Algorithm | EcdsaParams;
+} {
   switch (type) {
     case 'P-256':
-      return { generate: { name: 'ECDSA', namedCurve: 'P-256' } as EcKeyGenParams, sign: { name: 'ECDSA', hash: 'SHA-256' } as EcdsaParams };
+      return {
+        generate: { name: 'ECDSA', namedCurve: 'P-256' } as EcKeyGenParams,
+        sign: { name: 'ECDSA', hash: 'SHA-256' } as EcdsaParams,
+      };
     case 'P-384':
-      return { generate: { name: 'ECDSA', namedCurve: 'P-384' } as EcKeyGenParams, sign: { name: 'ECDSA', hash: 'SHA-384' } as EcdsaParams };
+      return {
+        generate: { name: 'ECDSA', namedCurve: 'P-384' } as EcKeyGenParams,
+        sign: { name: 'ECDSA', hash: 'SHA-384' } as EcdsaParams,
+      };
     case 'Ed25519':
       return { generate: { name: 'Ed25519' }, sign: { name: 'Ed25519' } };
     case 'RSA-2048':
       return {
-        generate: { name: 'RSASSA-PKCS1-v1_5', modulusLength: 2048, publicExponent: new Uint8Array([1, 0, 1]), hash: 'SHA-256' } as RsaHashedKeyGenParams,
+        generate: {
+          name: 'RSASSA-PKCS1-v1_5',
+          modulusLength: 2048,
+          publicExponent: new Uint8Array([1, 0, 1]),
+          hash: 'SHA-256',
+        } as RsaHashedKeyGenParams,
         sign: { name: 'RSASSA-PKCS1-v1_5' },
       };
   }
@@ -46,7 +60,9 @@ export async function makeCsr(input: { type?: TestKeyType; commonName?: string }
   const pkcs8 = Buffer.from(await webCrypto.subtle.exportKey('pkcs8', keys.privateKey));
   return {
     pem: csr.toString('pem'),
-    privateKeyPem: createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' }).export({ type: 'pkcs8', format: 'pem' }).toString(),
+    privateKeyPem: createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' })
+      .export({ type: 'pkcs8', format: 'pem' })
+      .toString(),
     publicKeySpki: Buffer.from(await webCrypto.subtle.exportKey('spki', keys.publicKey)),
   };
 }
@@ -70,21 +86,42 @@ export async function foreignCertificate(commonName: string): Promise<string> {
 }
 
 /** A certificate for `commonName` from a CA that is not ours, with its private key (PKCS#8 PEM), so a TLS client can present it. */
-export async function foreignCertificateWithKey(commonName: string): Promise<{ certificate: string; privateKeyPem: string }> {
+export async function foreignCertificateWithKey(
+  commonName: string,
+): Promise<{ certificate: string; privateKeyPem: string }> {
   const alg = { name: 'ECDSA', namedCurve: 'P-256' } as EcKeyGenParams;
   const sign = { name: 'ECDSA', hash: 'SHA-256' } as EcdsaParams;
   const caKeys = (await webCrypto.subtle.generateKey(alg, true, ['sign', 'verify'])) as CryptoKeyPair;
   const ca = await x509.X509CertificateGenerator.createSelfSigned(
-    { name: [{ CN: ['Somebody else'] }], keys: caKeys, signingAlgorithm: sign, serialNumber: '01', extensions: [new x509.BasicConstraintsExtension(true, 0, true)] },
+    {
+      name: [{ CN: ['Somebody else'] }],
+      keys: caKeys,
+      signingAlgorithm: sign,
+      serialNumber: '01',
+      extensions: [new x509.BasicConstraintsExtension(true, 0, true)],
+    },
     webCrypto,
   );
   const leafKeys = (await webCrypto.subtle.generateKey(alg, true, ['sign', 'verify'])) as CryptoKeyPair;
   const leaf = await x509.X509CertificateGenerator.create(
-    { subject: [{ CN: [commonName] }], issuer: ca.subjectName, publicKey: leafKeys.publicKey, signingKey: caKeys.privateKey, signingAlgorithm: sign, serialNumber: '02' },
+    {
+      subject: [{ CN: [commonName] }],
+      issuer: ca.subjectName,
+      publicKey: leafKeys.publicKey,
+      signingKey: caKeys.privateKey,
+      signingAlgorithm: sign,
+      serialNumber: '02',
+    },
     webCrypto,
   );
   const pkcs8 = Buffer.from(await webCrypto.subtle.exportKey('pkcs8', leafKeys.privateKey));
-  return { certificate: leaf.toString('pem'), privateKeyPem: createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' }).export({ format: 'pem', type: 'pkcs8' }) as string };
+  return {
+    certificate: leaf.toString('pem'),
+    privateKeyPem: createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' }).export({
+      format: 'pem',
+      type: 'pkcs8',
+    }) as string,
+  };
 }
 
 export function opensslAvailable(): boolean {
@@ -102,7 +139,10 @@ export function opensslCsr(input: { type: 'P-256' | 'Ed25519'; subject: string }
   try {
     const key = path.join(dir, 'device.key');
     const csr = path.join(dir, 'device.csr');
-    if (input.type === 'P-256') execFileSync('openssl', ['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', key], { stdio: 'ignore' });
+    if (input.type === 'P-256')
+      execFileSync('openssl', ['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', key], {
+        stdio: 'ignore',
+      });
     else execFileSync('openssl', ['genpkey', '-algorithm', 'ed25519', '-out', key], { stdio: 'ignore' });
     execFileSync('openssl', ['req', '-new', '-key', key, '-subj', input.subject, '-out', csr], { stdio: 'ignore' });
     return { pem: readFileSync(csr, 'utf8'), keyPem: readFileSync(key, 'utf8') };
@@ -118,7 +158,11 @@ export function opensslVerifyClient(input: { caPem: string; certificatePem: stri
     writeFileSync(path.join(dir, 'ca.pem'), input.caPem);
     writeFileSync(path.join(dir, 'cert.pem'), input.certificatePem);
     try {
-      const output = execFileSync('openssl', ['verify', '-purpose', 'sslclient', '-CAfile', path.join(dir, 'ca.pem'), path.join(dir, 'cert.pem')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+      const output = execFileSync(
+        'openssl',
+        ['verify', '-purpose', 'sslclient', '-CAfile', path.join(dir, 'ca.pem'), path.join(dir, 'cert.pem')],
+        { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
+      );
       return { ok: true, output };
     } catch (error) {
       const e = error as { stdout?: string; stderr?: string };
@@ -130,8 +174,14 @@ export function opensslVerifyClient(input: { caPem: string; certificatePem: stri
 }
 
 /** A self-signed P-256 CA written to files, as a manufacturer would hand over DEVICE_CA_CERT_FILE and DEVICE_CA_KEY_FILE. */
-export async function writeCaFiles(dir: string, options: { ca?: boolean; commonName?: string } = {}): Promise<{ certFile: string; keyFile: string; certPem: string }> {
-  const keys = (await webCrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' } as EcKeyGenParams, true, ['sign', 'verify'])) as CryptoKeyPair;
+export async function writeCaFiles(
+  dir: string,
+  options: { ca?: boolean; commonName?: string } = {},
+): Promise<{ certFile: string; keyFile: string; certPem: string }> {
+  const keys = (await webCrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' } as EcKeyGenParams, true, [
+    'sign',
+    'verify',
+  ])) as CryptoKeyPair;
   const cert = await x509.X509CertificateGenerator.createSelfSigned(
     {
       name: [{ CN: [options.commonName ?? `Acme device CA ${randomBytes(2).toString('hex')}`], O: ['Acme Lighting'] }],
@@ -149,7 +199,9 @@ export async function writeCaFiles(dir: string, options: { ca?: boolean; commonN
   );
   const pkcs8 = Buffer.from(await webCrypto.subtle.exportKey('pkcs8', keys.privateKey));
   // SEC1 ("EC PRIVATE KEY"), what `openssl ecparam -genkey` writes.
-  const keyPem = createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' }).export({ type: 'sec1', format: 'pem' }).toString();
+  const keyPem = createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' })
+    .export({ type: 'sec1', format: 'pem' })
+    .toString();
   const certFile = path.join(dir, 'device-ca.pem');
   const keyFile = path.join(dir, 'device-ca.key');
   writeFileSync(certFile, cert.toString('pem'));
@@ -161,12 +213,20 @@ export async function writeCaFiles(dir: string, options: { ca?: boolean; commonN
  * A TLS server certificate for 127.0.0.1 (subjectAltName IP) and the CA that signed it, written
  * to files as the MQTTS listener takes them; `caPem` is what clients trust.
  */
-export async function writeServerCertificate(dir: string): Promise<{ certFile: string; keyFile: string; caPem: string; caFile: string }> {
+export async function writeServerCertificate(
+  dir: string,
+): Promise<{ certFile: string; keyFile: string; caPem: string; caFile: string }> {
   const alg = { name: 'ECDSA', namedCurve: 'P-256' } as EcKeyGenParams;
   const sign = { name: 'ECDSA', hash: 'SHA-256' } as EcdsaParams;
   const caKeys = (await webCrypto.subtle.generateKey(alg, true, ['sign', 'verify'])) as CryptoKeyPair;
   const ca = await x509.X509CertificateGenerator.createSelfSigned(
-    { name: [{ CN: ['Test server CA'] }], keys: caKeys, signingAlgorithm: sign, serialNumber: '01', extensions: [new x509.BasicConstraintsExtension(true, 0, true)] },
+    {
+      name: [{ CN: ['Test server CA'] }],
+      keys: caKeys,
+      signingAlgorithm: sign,
+      serialNumber: '01',
+      extensions: [new x509.BasicConstraintsExtension(true, 0, true)],
+    },
     webCrypto,
   );
   const keys = (await webCrypto.subtle.generateKey(alg, true, ['sign', 'verify'])) as CryptoKeyPair;
@@ -178,7 +238,10 @@ export async function writeServerCertificate(dir: string): Promise<{ certFile: s
       signingKey: caKeys.privateKey,
       signingAlgorithm: sign,
       serialNumber: '02',
-      extensions: [new x509.SubjectAlternativeNameExtension([{ type: 'ip', value: '127.0.0.1' }]), new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth])],
+      extensions: [
+        new x509.SubjectAlternativeNameExtension([{ type: 'ip', value: '127.0.0.1' }]),
+        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
+      ],
     },
     webCrypto,
   );
@@ -187,7 +250,11 @@ export async function writeServerCertificate(dir: string): Promise<{ certFile: s
   const keyFile = path.join(dir, 'server.key');
   const caFile = path.join(dir, 'server-ca.pem');
   writeFileSync(certFile, cert.toString('pem'));
-  writeFileSync(keyFile, createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' }).export({ type: 'pkcs8', format: 'pem' }).toString(), { mode: 0o600 });
+  writeFileSync(
+    keyFile,
+    createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' }).export({ type: 'pkcs8', format: 'pem' }).toString(),
+    { mode: 0o600 },
+  );
   writeFileSync(caFile, ca.toString('pem'));
   return { certFile, keyFile, caPem: ca.toString('pem'), caFile };
 }

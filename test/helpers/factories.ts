@@ -22,9 +22,14 @@ export async function buildModel(account: TestAccount, name = 'LX-200', descript
 }
 
 /** A firmware version row for a model (the upload API belongs to the firmware area). */
-export async function buildFirmwareVersion(server: TestServer, input: { accountId: string; model: string; version: string }): Promise<string> {
+export async function buildFirmwareVersion(
+  server: TestServer,
+  input: { accountId: string; model: string; version: string },
+): Promise<string> {
   const knex = server.service.database.knex;
-  const model = (await knex('models').where({ account_id: input.accountId, name: input.model }).first('id')) as { id: string };
+  const model = (await knex('models').where({ account_id: input.accountId, name: input.model }).first('id')) as {
+    id: string;
+  };
   const id = newId();
   await knex('firmware_versions').insert({
     id,
@@ -41,7 +46,13 @@ export async function buildFirmwareVersion(server: TestServer, input: { accountI
 /** Claims through POST /api/v1/devices/claim and expects success; returns the response body. */
 export async function claimDevices(
   account: TestAccount,
-  input: { serials: string[]; model: string; firmware?: string; names?: Record<string, string>; csrs?: Record<string, string> },
+  input: {
+    serials: string[];
+    model: string;
+    firmware?: string;
+    names?: Record<string, string>;
+    csrs?: Record<string, string>;
+  },
   // Test bodies are asserted field by field.
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
 ): Promise<any> {
@@ -58,7 +69,10 @@ export interface ReportedState {
 }
 
 /** What heartbeats would have written, for many devices in one statement. */
-export async function setReported(knex: Knex, input: { accountId: string; serials: string[]; state: ReportedState }): Promise<void> {
+export async function setReported(
+  knex: Knex,
+  input: { accountId: string; serials: string[]; state: ReportedState },
+): Promise<void> {
   const patch: Record<string, unknown> = {};
   const { state } = input;
   if (state.firmware !== undefined) {
@@ -71,5 +85,8 @@ export async function setReported(knex: Knex, input: { accountId: string; serial
   }
   if (state.ip !== undefined) patch.ip = state.ip;
   if (state.lastSeen !== undefined) patch.last_seen = state.lastSeen;
-  await knex('devices').where({ account_id: input.accountId }).whereRaw('serial = ANY(?)', [input.serials]).update(patch);
+  await knex('devices')
+    .where({ account_id: input.accountId })
+    .whereRaw('serial = ANY(?)', [input.serials])
+    .update(patch);
 }

@@ -27,7 +27,10 @@ export async function startHaproxy(
   const mqttPort = ports.mqttPort ?? (await freePort());
   const servers = (kind: 'http' | 'mqtt') =>
     nodes
-      .map((n, i) => `    server node${i + 1} 127.0.0.1:${kind === 'http' ? n.httpPort : n.mqttPort} check port ${n.httpPort} inter 500ms fall 2 rise 1`)
+      .map(
+        (n, i) =>
+          `    server node${i + 1} 127.0.0.1:${kind === 'http' ? n.httpPort : n.mqttPort} check port ${n.httpPort} inter 500ms fall 2 rise 1`,
+      )
       .join('\n');
   // This sandbox allows 20,000 open files per process: stay well below (2 fds per connection).
   const config = `global

@@ -16,7 +16,12 @@ export interface DeviceCreds {
  * REST. `firmware: null` claims without a firmware to install, so no OTA update is scheduled
  * (broker tests that are not about OTA stay independent of the OTA engine).
  */
-export async function claimForMqtt(server: TestServer, account: TestAccount, serials: string[], options: { model?: string; firmware?: string | null } = {}): Promise<DeviceCreds[]> {
+export async function claimForMqtt(
+  server: TestServer,
+  account: TestAccount,
+  serials: string[],
+  options: { model?: string; firmware?: string | null } = {},
+): Promise<DeviceCreds[]> {
   const model = options.model ?? 'LX-200';
   const firmware = options.firmware === undefined ? '1.0.0' : options.firmware;
   const knex = server.service.database.knex;
@@ -27,11 +32,13 @@ export async function claimForMqtt(server: TestServer, account: TestAccount, ser
   }
   const res = await account.api.post('/api/v1/devices/claim', { serials, model, ...(firmware ? { firmware } : {}) });
   expect(res.status, JSON.stringify(res.body).slice(0, 300)).toBe(201);
-  return (res.body.devices as Array<{ serial: string; credentials: { username: string; password: string } }>).map((d) => ({
-    serial: d.serial,
-    username: d.credentials.username,
-    password: d.credentials.password,
-  }));
+  return (res.body.devices as Array<{ serial: string; credentials: { username: string; password: string } }>).map(
+    (d) => ({
+      serial: d.serial,
+      username: d.credentials.username,
+      password: d.credentials.password,
+    }),
+  );
 }
 
 /** Protocol v1 connect options (decisions.md): client id = username = serial, clean false, Last Will offline. */
@@ -50,7 +57,11 @@ export function deviceOptions(creds: DeviceCreds, extra: Partial<IClientOptions>
 }
 
 /** Connects and resolves once CONNACK accepted it; rejects with the refusal (error.code = return code). */
-export function connectDevice(url: string, creds: DeviceCreds, extra: Partial<IClientOptions> = {}): Promise<MqttClient> {
+export function connectDevice(
+  url: string,
+  creds: DeviceCreds,
+  extra: Partial<IClientOptions> = {},
+): Promise<MqttClient> {
   return new Promise((resolve, reject) => {
     const client = mqtt.connect(url, deviceOptions(creds, extra));
     client.once('connect', () => resolve(client));
@@ -63,7 +74,11 @@ export function connectDevice(url: string, creds: DeviceCreds, extra: Partial<IC
 }
 
 /** The CONNACK return code of a refused connection (4 bad credentials, 2 identifier rejected...). */
-export async function refusalCode(url: string, creds: DeviceCreds, extra: Partial<IClientOptions> = {}): Promise<number | string> {
+export async function refusalCode(
+  url: string,
+  creds: DeviceCreds,
+  extra: Partial<IClientOptions> = {},
+): Promise<number | string> {
   try {
     const client = await connectDevice(url, creds, extra);
     await client.endAsync(true);
@@ -76,7 +91,9 @@ export async function refusalCode(url: string, creds: DeviceCreds, extra: Partia
 /** Collects every message a client receives. */
 export function collect(client: MqttClient): Array<{ topic: string; payload: string; retain: boolean }> {
   const seen: Array<{ topic: string; payload: string; retain: boolean }> = [];
-  client.on('message', (topic, payload, packet) => seen.push({ topic, payload: payload.toString(), retain: packet.retain }));
+  client.on('message', (topic, payload, packet) =>
+    seen.push({ topic, payload: payload.toString(), retain: packet.retain }),
+  );
   return seen;
 }
 

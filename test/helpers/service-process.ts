@@ -45,7 +45,8 @@ export class ServiceProcess {
     this.child.stderr?.on('data', (d: Buffer) => (this.output = (this.output + d.toString()).slice(-20_000)));
     const until = Date.now() + timeoutMs;
     while (Date.now() < until) {
-      if (this.child.exitCode !== null) throw new Error(`service process exited (${this.child.exitCode}):\n${this.output}`);
+      if (this.child.exitCode !== null)
+        throw new Error(`service process exited (${this.child.exitCode}):\n${this.output}`);
       try {
         const res = await fetch(`${this.httpUrl}/readyz`);
         if (res.status === 200) return;

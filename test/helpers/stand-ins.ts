@@ -42,7 +42,13 @@ export function recordGateway(gateway: DeviceGateway, options: { passThrough: bo
         if (options.passThrough) await real.publishOta(...args);
       },
       disconnect: (serial: string, reason: string, match?: { certificateFingerprint?: string }) => {
-        recording.disconnects.push({ serial, reason, ...(match?.certificateFingerprint !== undefined ? { certificateFingerprint: match.certificateFingerprint } : {}) });
+        recording.disconnects.push({
+          serial,
+          reason,
+          ...(match?.certificateFingerprint !== undefined
+            ? { certificateFingerprint: match.certificateFingerprint }
+            : {}),
+        });
         if (options.passThrough) real.disconnect(serial, reason, match);
       },
       forget: async (serial: string) => {
@@ -59,11 +65,13 @@ export function listenInsteadOfOtaEngine(engine: OtaDeviceListener, listener: Ot
     onDeviceReady: (input: Parameters<OtaDeviceListener['onDeviceReady']>[0]) => listener.onDeviceReady(input),
     onDeviceHeard: (input: Parameters<OtaDeviceListener['onDeviceHeard']>[0]) => listener.onDeviceHeard(input),
     onProgress: (input: Parameters<OtaDeviceListener['onProgress']>[0]) => listener.onProgress(input),
-    onFirmwareReported: (input: Parameters<OtaDeviceListener['onFirmwareReported']>[0]) => listener.onFirmwareReported(input),
+    onFirmwareReported: (input: Parameters<OtaDeviceListener['onFirmwareReported']>[0]) =>
+      listener.onFirmwareReported(input),
   });
 }
 
 /** The OTA engine hears about devices itself again. */
 export function restoreOtaEngine(engine: OtaDeviceListener): void {
-  for (const name of ['onDeviceReady', 'onDeviceHeard', 'onProgress', 'onFirmwareReported']) delete (engine as unknown as Record<string, unknown>)[name];
+  for (const name of ['onDeviceReady', 'onDeviceHeard', 'onProgress', 'onFirmwareReported'])
+    delete (engine as unknown as Record<string, unknown>)[name];
 }

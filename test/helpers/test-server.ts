@@ -39,7 +39,14 @@ export interface TestAccount {
 let accountCounter = 0;
 
 /** A real server on free ports (HTTP and MQTT) with its own database; no demo account. */
-export async function startTestServer(options: { clock?: Clock; env?: Record<string, string>; resolveHost?: HostResolver; /** CA of the service certificate, for the account API clients over HTTPS. */ tlsCa?: string } = {}): Promise<TestServer> {
+export async function startTestServer(
+  options: {
+    clock?: Clock;
+    env?: Record<string, string>;
+    resolveHost?: HostResolver;
+    /** CA of the service certificate, for the account API clients over HTTPS. */ tlsCa?: string;
+  } = {},
+): Promise<TestServer> {
   const db = await createTestDatabase();
   const config = loadConfig({
     PORT: '0',
@@ -53,7 +60,10 @@ export async function startTestServer(options: { clock?: Clock; env?: Record<str
     ...options.env,
   });
   const logger = createLogger(config.logLevel);
-  const extra = { ...(options.clock ? { clock: options.clock } : {}), ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}) };
+  const extra = {
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}),
+  };
   let service = await startFleetService({ config, logger, ...extra });
 
   const server: TestServer = {

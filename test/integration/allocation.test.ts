@@ -27,13 +27,21 @@ describe('allocation: quota, budget, ledger and thresholds', () => {
       available: 10,
       budget: { amount: 100, currency: 'EUR', spent: 0, remaining: 100 },
       unit_price: 2.5,
-      thresholds: [80, 90, 100].map((p) => ({ kind: 'quota', percent: p, reached_at: null })).concat([80, 90, 100].map((p) => ({ kind: 'budget', percent: p, reached_at: null }))),
+      thresholds: [80, 90, 100]
+        .map((p) => ({ kind: 'quota', percent: p, reached_at: null }))
+        .concat([80, 90, 100].map((p) => ({ kind: 'budget', percent: p, reached_at: null }))),
     });
     await claimDevices(acc, { serials: serials('AL', 8), model: 'LX-200' });
     const after = (await acc.api.get('/api/v1/allocation')).body;
     expect(after).toMatchObject({ provisioned: 8, available: 2, budget: { spent: 20, remaining: 80 } });
-    expect(after.thresholds.find((t: { kind: string; percent: number }) => t.kind === 'quota' && t.percent === 80).reached_at).toEqual(expect.any(String));
-    expect(after.thresholds.find((t: { kind: string; percent: number }) => t.kind === 'quota' && t.percent === 90).reached_at).toBeNull();
+    expect(
+      after.thresholds.find((t: { kind: string; percent: number }) => t.kind === 'quota' && t.percent === 80)
+        .reached_at,
+    ).toEqual(expect.any(String));
+    expect(
+      after.thresholds.find((t: { kind: string; percent: number }) => t.kind === 'quota' && t.percent === 90)
+        .reached_at,
+    ).toBeNull();
   });
 
   it('refuses a claim past the quota, listing the serials that do not fit, and writes nothing', async () => {
@@ -42,7 +50,14 @@ describe('allocation: quota, budget, ledger and thresholds', () => {
     await claimDevices(acc, { serials: serials('Q', 3), model: 'LX-200' });
     const res = await acc.api.post('/api/v1/devices/claim', { serials: serials('Q', 3, 4), model: 'LX-200' });
     expect(res.status).toBe(422);
-    expect(res.body).toMatchObject({ code: 'quota_exceeded', quota: 5, provisioned: 3, available: 2, requested: 3, offending_serials: ['Q-0006'] });
+    expect(res.body).toMatchObject({
+      code: 'quota_exceeded',
+      quota: 5,
+      provisioned: 3,
+      available: 2,
+      requested: 3,
+      offending_serials: ['Q-0006'],
+    });
     const alloc = (await acc.api.get('/api/v1/allocation')).body;
     expect(alloc).toMatchObject({ provisioned: 3, budget: { spent: 3 } });
     expect((await acc.api.get('/api/v1/devices/Q-0004')).status).toBe(404);
@@ -54,8 +69,17 @@ describe('allocation: quota, budget, ledger and thresholds', () => {
     await claimDevices(acc, { serials: serials('M', 2), model: 'LX-200' });
     const res = await acc.api.post('/api/v1/devices/claim', { serials: serials('M', 2, 3), model: 'LX-200' });
     expect(res.status).toBe(422);
-    expect(res.body).toMatchObject({ code: 'budget_exceeded', remaining: 4, required: 6, currency: 'EUR', offending_serials: ['M-0004'] });
-    expect((await acc.api.get('/api/v1/allocation')).body).toMatchObject({ provisioned: 2, budget: { spent: 6, remaining: 4 } });
+    expect(res.body).toMatchObject({
+      code: 'budget_exceeded',
+      remaining: 4,
+      required: 6,
+      currency: 'EUR',
+      offending_serials: ['M-0004'],
+    });
+    expect((await acc.api.get('/api/v1/allocation')).body).toMatchObject({
+      provisioned: 2,
+      budget: { spent: 6, remaining: 4 },
+    });
     const ledger = await server.service.database.knex('ledger_entries').where({ account_id: acc.accountId });
     expect(ledger).toHaveLength(1);
   });
@@ -77,23 +101,29 @@ describe('allocation: quota, budget, ledger and thresholds', () => {
     expect(alloc.thresholds.filter((t: { reached_at: string | null }) => t.reached_at !== null)).toHaveLength(5);
   });
 
-  it('20 concurrent claims racing for the last 5 quota slots claim exactly 5, with a consistent ledger', { timeout: 120_000 }, async () => {
-    const acc = await server.createAccount({ quota: 25, budget: 1000, unitPrice: 1.5 });
-    await buildModel(acc, 'LX-200');
-    await claimDevices(acc, { serials: serials('R', 20), model: 'LX-200' });
-    const results = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => acc.api.post('/api/v1/devices/claim', { serial: `RACE-${i}`, model: 'LX-200' })),
-    );
-    const statuses = results.map((r) => r.status);
-    expect(statuses.filter((s) => s === 201)).toHaveLength(5);
-    expect(statuses.filter((s) => s === 422)).toHaveLength(15);
-    for (const r of results.filter((x) => x.status === 422)) expect(r.body.code).toBe('quota_exceeded');
-    const alloc = (await acc.api.get('/api/v1/allocation')).body;
-    expect(alloc).toMatchObject({ provisioned: 25, available: 0, budget: { spent: 37.5 } });
-    const ledger = await server.service.database.knex('ledger_entries').where({ account_id: acc.accountId });
-    expect(ledger).toHaveLength(6);
-    expect(ledger.reduce((sum, l) => sum + Number(l.devices), 0)).toBe(25);
-  });
+  it(
+    '20 concurrent claims racing for the last 5 quota slots claim exactly 5, with a consistent ledger',
+    { timeout: 120_000 },
+    async () => {
+      const acc = await server.createAccount({ quota: 25, budget: 1000, unitPrice: 1.5 });
+      await buildModel(acc, 'LX-200');
+      await claimDevices(acc, { serials: serials('R', 20), model: 'LX-200' });
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          acc.api.post('/api/v1/devices/claim', { serial: `RACE-${i}`, model: 'LX-200' }),
+        ),
+      );
+      const statuses = results.map((r) => r.status);
+      expect(statuses.filter((s) => s === 201)).toHaveLength(5);
+      expect(statuses.filter((s) => s === 422)).toHaveLength(15);
+      for (const r of results.filter((x) => x.status === 422)) expect(r.body.code).toBe('quota_exceeded');
+      const alloc = (await acc.api.get('/api/v1/allocation')).body;
+      expect(alloc).toMatchObject({ provisioned: 25, available: 0, budget: { spent: 37.5 } });
+      const ledger = await server.service.database.knex('ledger_entries').where({ account_id: acc.accountId });
+      expect(ledger).toHaveLength(6);
+      expect(ledger.reduce((sum, l) => sum + Number(l.devices), 0)).toBe(25);
+    },
+  );
 
   it("two accounts racing for the same serial: exactly one wins, the other hears only 'already claimed'", async () => {
     const x = await server.createAccount();

@@ -22,7 +22,8 @@ describe('POST /api/v1/devices/claim', () => {
   afterAll(async () => server?.close());
 
   const knex = () => server.service.database.knex;
-  const deviceCount = async (accountId: string) => Number((await knex()('devices').where({ account_id: accountId }).count('* as c'))[0]!.c);
+  const deviceCount = async (accountId: string) =>
+    Number((await knex()('devices').where({ account_id: accountId }).count('* as c'))[0]!.c);
 
   it('claims a batch: devices offline and unreported, credentials shown once and stored only hashed', async () => {
     const body = await claimDevices(a, { serials: serials('BATCH', 3), model: 'LX-200', firmware: '1.4.2' });
@@ -30,11 +31,29 @@ describe('POST /api/v1/devices/claim', () => {
     expect(body.charged).toEqual({ amount: 7.5, currency: 'EUR' });
     expect(body.deployment_id === null || typeof body.deployment_id === 'string').toBe(true);
     const first = body.devices[0];
-    expect(first).toMatchObject({ serial: 'BATCH-0001', name: 'BATCH-0001', model: 'LX-200', firmware: null, status: 'offline', connectivity: 'offline', ip: null, last_seen: null });
-    expect(first.config.desired).toEqual({ heartbeat_interval_s: 60, dim_level: 100, power_on_level: 100, timezone: 'UTC', maintenance_window: null });
+    expect(first).toMatchObject({
+      serial: 'BATCH-0001',
+      name: 'BATCH-0001',
+      model: 'LX-200',
+      firmware: null,
+      status: 'offline',
+      connectivity: 'offline',
+      ip: null,
+      last_seen: null,
+    });
+    expect(first.config.desired).toEqual({
+      heartbeat_interval_s: 60,
+      dim_level: 100,
+      power_on_level: 100,
+      timezone: 'UTC',
+      maintenance_window: null,
+    });
     expect(first.credentials.username).toBe('BATCH-0001');
     expect(first.credentials.password).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    const stored = await knex()('device_credentials').join('devices', 'devices.id', 'device_credentials.device_id').where('devices.serial', 'BATCH-0001').first('secret_hash');
+    const stored = await knex()('device_credentials')
+      .join('devices', 'devices.id', 'device_credentials.device_id')
+      .where('devices.serial', 'BATCH-0001')
+      .first('secret_hash');
     expect(stored.secret_hash).toBe(sha256Hex(first.credentials.password));
     expect(JSON.stringify(await knex()('device_credentials').select())).not.toContain(first.credentials.password);
     // The password is never shown again.
@@ -44,21 +63,36 @@ describe('POST /api/v1/devices/claim', () => {
     const ledger = await knex()('ledger_entries').where({ account_id: a.accountId });
     expect(ledger.map((l) => [l.kind, Number(l.amount_minor), l.devices])).toEqual([['claim_charge', 750, 3]]);
     const history = await a.api.get('/api/v1/devices/BATCH-0002/history');
-    expect(history.body.events.find((e: { type: string }) => e.type === 'claimed')).toMatchObject({ data: { model: 'LX-200', firmware: '1.4.2' } });
+    expect(history.body.events.find((e: { type: string }) => e.type === 'claimed')).toMatchObject({
+      data: { model: 'LX-200', firmware: '1.4.2' },
+    });
     // The claimed firmware is scheduled: each device shows its queued update of that deployment.
     if (body.deployment_id !== null) {
-      for (const device of body.devices) expect(device.update).toMatchObject({ deployment_id: body.deployment_id, state: 'queued', target_version: '1.4.2' });
+      for (const device of body.devices)
+        expect(device.update).toMatchObject({
+          deployment_id: body.deployment_id,
+          state: 'queued',
+          target_version: '1.4.2',
+        });
     }
     const events = await knex()('events').where({ account_id: a.accountId, type: 'device.claimed' });
     expect(events.map((e) => e.subject).sort()).toEqual(serials('BATCH', 3));
   });
 
   it('claims a single device with a name, and names in the batch form', async () => {
-    const single = await a.api.post('/api/v1/devices/claim', { serial: 'SINGLE-1', name: 'Lobby left', model: 'LX-200' });
+    const single = await a.api.post('/api/v1/devices/claim', {
+      serial: 'SINGLE-1',
+      name: 'Lobby left',
+      model: 'LX-200',
+    });
     expect(single.status).toBe(201);
     expect(single.body.devices[0]).toMatchObject({ serial: 'SINGLE-1', name: 'Lobby left' });
     expect(single.body.deployment_id).toBeNull();
-    const named = await claimDevices(a, { serials: ['NAMED-1', 'NAMED-2'], model: 'LX-200', names: { 'NAMED-2': 'Stage' } });
+    const named = await claimDevices(a, {
+      serials: ['NAMED-1', 'NAMED-2'],
+      model: 'LX-200',
+      names: { 'NAMED-2': 'Stage' },
+    });
     expect(named.devices.map((d: { name: string }) => d.name)).toEqual(['NAMED-1', 'Stage']);
   });
 
@@ -70,7 +104,11 @@ describe('POST /api/v1/devices/claim', () => {
     const version = await a.api.post('/api/v1/devices/claim', { serials: ['X-1'], model: 'LX-200', firmware: '9.9.9' });
     expect(version.status).toBe(422);
     expect(version.body.code).toBe('version_not_found');
-    const malformed = await a.api.post('/api/v1/devices/claim', { serials: ['X-1'], model: 'LX-200', firmware: 'latest' });
+    const malformed = await a.api.post('/api/v1/devices/claim', {
+      serials: ['X-1'],
+      model: 'LX-200',
+      firmware: 'latest',
+    });
     expect(malformed.status).toBe(422);
     expect(malformed.body.code).toBe('invalid_version');
     expect(await deviceCount(a.accountId)).toBe(before);
@@ -118,7 +156,11 @@ describe('POST /api/v1/devices/claim', () => {
     expect(empty.status).toBe(422);
     const both = await a.api.post('/api/v1/devices/claim', { serials: ['A-1'], serial: 'A-2', model: 'LX-200' });
     expect(both.status).toBe(422);
-    const unknownField = await a.api.post('/api/v1/devices/claim', { serials: ['A-1'], model: 'LX-200', account_id: b.accountId });
+    const unknownField = await a.api.post('/api/v1/devices/claim', {
+      serials: ['A-1'],
+      model: 'LX-200',
+      account_id: b.accountId,
+    });
     expect(unknownField.status).toBe(422);
   });
 
@@ -126,7 +168,9 @@ describe('POST /api/v1/devices/claim', () => {
     const body = await claimDevices(a, { serials: serials('K', 1000), model: 'LX-200' });
     expect(body.claimed).toBe(1000);
     expect(body.devices).toHaveLength(1000);
-    expect(new Set(body.devices.map((d: { credentials: { password: string } }) => d.credentials.password)).size).toBe(1000);
+    expect(new Set(body.devices.map((d: { credentials: { password: string } }) => d.credentials.password)).size).toBe(
+      1000,
+    );
   });
 
   it('refuses a viewer key with 403 and claims nothing', async () => {
@@ -140,20 +184,38 @@ describe('POST /api/v1/devices/claim', () => {
 
   describe('CSRs in the batch claim (csrs: serial -> PEM)', () => {
     it('signs a certificate per CSR and answers it with its device; devices without a CSR get none', async () => {
-      const [p256, ed25519] = await Promise.all([makeCsr({ type: 'P-256', commonName: 'line-3' }), makeCsr({ type: 'Ed25519' })]);
-      const body = await claimDevices(a, { serials: ['CSR-1', 'CSR-2', 'CSR-3'], model: 'LX-200', csrs: { 'CSR-1': p256.pem, 'CSR-3': ed25519.pem } });
+      const [p256, ed25519] = await Promise.all([
+        makeCsr({ type: 'P-256', commonName: 'line-3' }),
+        makeCsr({ type: 'Ed25519' }),
+      ]);
+      const body = await claimDevices(a, {
+        serials: ['CSR-1', 'CSR-2', 'CSR-3'],
+        model: 'LX-200',
+        csrs: { 'CSR-1': p256.pem, 'CSR-3': ed25519.pem },
+      });
       const [first, second, third] = body.devices;
       expect(second.certificate).toBeUndefined();
       const ca = new X509Certificate((await a.api.get('/api/v1/device-ca')).body);
-      for (const [device, csr] of [[first, p256], [third, ed25519]] as const) {
+      for (const [device, csr] of [
+        [first, p256],
+        [third, ed25519],
+      ] as const) {
         const cert = new X509Certificate(device.certificate.certificate);
         expect(cert.subject).toBe(`CN=${device.serial}`);
         expect(cert.checkIssued(ca) && cert.verify(ca.publicKey)).toBe(true);
         expect(cert.publicKey.export({ type: 'spki', format: 'der' }).equals(csr.publicKeySpki)).toBe(true);
-        expect(device.certificate).toMatchObject({ serial: device.serial, fingerprint_sha256: sha256Hex(cert.raw), revoked_at: null });
+        expect(device.certificate).toMatchObject({
+          serial: device.serial,
+          fingerprint_sha256: sha256Hex(cert.raw),
+          revoked_at: null,
+        });
         const listed = await a.api.get(`/api/v1/devices/${device.serial}/certificates`);
         expect(listed.body.certificates).toEqual([device.certificate]);
-        const auth = await server.service.services.deviceAuth.authenticateCertificate({ clientId: device.serial, username: undefined, certificate: peerCertificate(device.certificate.certificate) });
+        const auth = await server.service.services.deviceAuth.authenticateCertificate({
+          clientId: device.serial,
+          username: undefined,
+          certificate: peerCertificate(device.certificate.certificate),
+        });
         expect(auth.ok).toBe(true);
       }
       expect(first.certificate.key_algorithm).toBe('P-256');
@@ -176,10 +238,18 @@ describe('POST /api/v1/devices/claim', () => {
       expect(await deviceCount(a.accountId)).toBe(before);
       expect((await knex()('device_certificates').select('fingerprint_sha256')).length).toBe(certificatesBefore);
       // A CSR for a serial the claim does not list, or in the single form, is a validation error.
-      const stray = await a.api.post('/api/v1/devices/claim', { serials: ['CSRX-1'], model: 'LX-200', csrs: { 'CSRX-9': good.pem } });
+      const stray = await a.api.post('/api/v1/devices/claim', {
+        serials: ['CSRX-1'],
+        model: 'LX-200',
+        csrs: { 'CSRX-9': good.pem },
+      });
       expect(stray.status).toBe(422);
       expect(stray.body.code).toBe('validation_failed');
-      const single = await a.api.post('/api/v1/devices/claim', { serial: 'CSRX-1', model: 'LX-200', csrs: { 'CSRX-1': good.pem } });
+      const single = await a.api.post('/api/v1/devices/claim', {
+        serial: 'CSRX-1',
+        model: 'LX-200',
+        csrs: { 'CSRX-1': good.pem },
+      });
       expect(single.status).toBe(422);
       expect(await deviceCount(a.accountId)).toBe(before);
     });
@@ -211,7 +281,9 @@ describe('POST /api/v1/devices/claim', () => {
 
     it('answers 422 for the same key with a different body', async () => {
       const headers = { 'Idempotency-Key': 'claim-reuse' };
-      expect((await a.api.post('/api/v1/devices/claim', { serials: ['IDEM-3'], model: 'LX-200' }, headers)).status).toBe(201);
+      expect(
+        (await a.api.post('/api/v1/devices/claim', { serials: ['IDEM-3'], model: 'LX-200' }, headers)).status,
+      ).toBe(201);
       const other = await a.api.post('/api/v1/devices/claim', { serials: ['IDEM-4'], model: 'LX-200' }, headers);
       expect(other.status).toBe(422);
       expect(other.body.code).toBe('idempotency_key_reused');
@@ -231,7 +303,9 @@ describe('POST /api/v1/devices/claim', () => {
     it('claims once for simultaneous retries: the others get the answer or 409 with Retry-After', async () => {
       const headers = { 'Idempotency-Key': 'claim-burst' };
       const input = { serials: serials('BURST', 50), model: 'LX-200' };
-      const answers = await Promise.all(Array.from({ length: 8 }, () => a.api.post('/api/v1/devices/claim', input, headers)));
+      const answers = await Promise.all(
+        Array.from({ length: 8 }, () => a.api.post('/api/v1/devices/claim', input, headers)),
+      );
       const fresh = answers.filter((r) => r.status === 201 && r.headers.get('idempotent-replayed') === null);
       const replayed = answers.filter((r) => r.status === 201 && r.headers.get('idempotent-replayed') === 'true');
       const busy = answers.filter((r) => r.status === 409);
@@ -252,10 +326,18 @@ describe('POST /api/v1/devices/claim', () => {
       const running = { serials: ['LEGACY-1'], model: 'LX-200' };
       const crashed = { serials: ['LEGACY-2'], model: 'LX-200' };
       const marker = (key: string, body: unknown, ageMs: number) => ({
-        account_id: a.accountId, key, principal: `api_key:${a.apiKeyId}`, operation: 'claimDevices', request_hash: sha256Hex(`claimDevices\n${JSON.stringify(body)}`),
-        state: 'in_progress', created_at: new Date(Date.now() - ageMs),
+        account_id: a.accountId,
+        key,
+        principal: `api_key:${a.apiKeyId}`,
+        operation: 'claimDevices',
+        request_hash: sha256Hex(`claimDevices\n${JSON.stringify(body)}`),
+        state: 'in_progress',
+        created_at: new Date(Date.now() - ageMs),
       });
-      await knex()('idempotency_keys').insert([marker('legacy-running', running, 5_000), marker('legacy-crashed', crashed, 120_000)]);
+      await knex()('idempotency_keys').insert([
+        marker('legacy-running', running, 5_000),
+        marker('legacy-crashed', crashed, 120_000),
+      ]);
       const whileRunning = await a.api.post('/api/v1/devices/claim', running, { 'Idempotency-Key': 'legacy-running' });
       expect(whileRunning.status).toBe(409);
       expect(whileRunning.body.code).toBe('idempotency_key_in_use');

@@ -15,7 +15,15 @@ import { loadConfig } from '../../api/src/config';
 import { x509 } from '../../api/src/domain/certificates/x509';
 import { recordGateway } from '../helpers/stand-ins';
 import {
-  makeCsr, tamperCsr, peerCertificate, foreignCertificate, opensslAvailable, opensslCsr, opensslVerifyClient, writeCaFiles, type TestKeyType,
+  makeCsr,
+  tamperCsr,
+  peerCertificate,
+  foreignCertificate,
+  opensslAvailable,
+  opensslCsr,
+  opensslVerifyClient,
+  writeCaFiles,
+  type TestKeyType,
 } from '../helpers/certificates';
 
 const sha256 = (der: Buffer) => createHash('sha256').update(der).digest('hex');
@@ -81,7 +89,9 @@ describe('device certificates: device CA, CSR signing, listing, revocation, cert
       expect(body.serial_number).toMatch(/^[0-9a-f]{32}$/);
       expect(body.not_after).toBe(new Date(cert.validTo).toISOString());
       // DEVICE_CERT_DAYS default: 3650 days from now.
-      expect(Math.abs(new Date(body.not_after).getTime() - (clock.now().getTime() + 3650 * 86_400_000))).toBeLessThan(2000);
+      expect(Math.abs(new Date(body.not_after).getTime() - (clock.now().getTime() + 3650 * 86_400_000))).toBeLessThan(
+        2000,
+      );
       const parsed = new x509.X509Certificate(body.certificate);
       expect(parsed.getExtension(x509.KeyUsagesExtension)?.usages).toBe(x509.KeyUsageFlags.digitalSignature);
       expect(parsed.getExtension(x509.ExtendedKeyUsageExtension)?.usages).toEqual([x509.ExtendedKeyUsage.clientAuth]);
@@ -89,18 +99,21 @@ describe('device certificates: device CA, CSR signing, listing, revocation, cert
     });
   }
 
-  it.skipIf(!opensslAvailable())('signs CSRs made with openssl, and openssl verifies the result as a TLS client certificate', async () => {
-    const ca = await caPem();
-    for (const type of ['P-256', 'Ed25519'] as const) {
-      const csr = opensslCsr({ type, subject: '/CN=not-my-serial/O=Acme' });
-      const res = await a.api.post('/api/v1/devices/CERT-2/certificates', { csr: csr.pem });
-      expect(res.status, JSON.stringify(res.body)).toBe(201);
-      expect(new X509Certificate(res.body.certificate).subject).toBe('CN=CERT-2');
-      const verified = opensslVerifyClient({ caPem: ca, certificatePem: res.body.certificate });
-      expect(verified.output).toContain('OK');
-      expect(verified.ok).toBe(true);
-    }
-  });
+  it.skipIf(!opensslAvailable())(
+    'signs CSRs made with openssl, and openssl verifies the result as a TLS client certificate',
+    async () => {
+      const ca = await caPem();
+      for (const type of ['P-256', 'Ed25519'] as const) {
+        const csr = opensslCsr({ type, subject: '/CN=not-my-serial/O=Acme' });
+        const res = await a.api.post('/api/v1/devices/CERT-2/certificates', { csr: csr.pem });
+        expect(res.status, JSON.stringify(res.body)).toBe(201);
+        expect(new X509Certificate(res.body.certificate).subject).toBe('CN=CERT-2');
+        const verified = opensslVerifyClient({ caPem: ca, certificatePem: res.body.certificate });
+        expect(verified.output).toContain('OK');
+        expect(verified.ok).toBe(true);
+      }
+    },
+  );
 
   it('refuses unreadable, tampered and unsupported CSRs with 422 csr_invalid and records nothing', async () => {
     const before = await a.api.get('/api/v1/devices/CERT-3/certificates');
@@ -142,50 +155,105 @@ describe('device certificates: device CA, CSR signing, listing, revocation, cert
   it('lists certificates newest first and records their issue in the history', async () => {
     const first = await a.api.post('/api/v1/devices/CERT-3/certificates', { csr: (await makeCsr()).pem });
     clock.advance(1000);
-    const second = await a.api.post('/api/v1/devices/CERT-3/certificates', { csr: (await makeCsr({ type: 'Ed25519' })).pem });
+    const second = await a.api.post('/api/v1/devices/CERT-3/certificates', {
+      csr: (await makeCsr({ type: 'Ed25519' })).pem,
+    });
     const list = await a.api.get('/api/v1/devices/CERT-3/certificates');
     expect(list.status).toBe(200);
-    expect(list.body.certificates.map((c: { fingerprint_sha256: string }) => c.fingerprint_sha256)).toEqual([second.body.fingerprint_sha256, first.body.fingerprint_sha256]);
+    expect(list.body.certificates.map((c: { fingerprint_sha256: string }) => c.fingerprint_sha256)).toEqual([
+      second.body.fingerprint_sha256,
+      first.body.fingerprint_sha256,
+    ]);
     expect(list.body.certificates[0]).toEqual(second.body);
     const history = await a.api.get('/api/v1/devices/CERT-3/history');
     const issued = history.body.events.filter((e: { type: string }) => e.type === 'certificate_issued');
-    expect(issued.map((e: { data: { fingerprint_sha256: string } }) => e.data.fingerprint_sha256)).toEqual([second.body.fingerprint_sha256, first.body.fingerprint_sha256]);
+    expect(issued.map((e: { data: { fingerprint_sha256: string } }) => e.data.fingerprint_sha256)).toEqual([
+      second.body.fingerprint_sha256,
+      first.body.fingerprint_sha256,
+    ]);
   });
 
   it('authenticates a device by its certificate: client id (and username, if given) must equal the CN', async () => {
     const res = await a.api.post('/api/v1/devices/CERT-4/certificates', { csr: (await makeCsr()).pem });
     const certificate = peerCertificate(res.body.certificate);
     const ok = await auth().authenticateCertificate({ clientId: 'CERT-4', username: undefined, certificate });
-    expect(ok).toMatchObject({ ok: true, session: { serial: 'CERT-4', accountId: a.accountId, certificateFingerprint: res.body.fingerprint_sha256, desiredConfigVersion: 1 } });
-    expect((await auth().authenticateCertificate({ clientId: 'CERT-4', username: 'CERT-4', certificate })).ok).toBe(true);
-    expect(await auth().authenticateCertificate({ clientId: 'CERT-5', username: undefined, certificate })).toEqual({ ok: false, reason: 'invalid_client' });
-    expect(await auth().authenticateCertificate({ clientId: 'CERT-4', username: 'CERT-5', certificate })).toEqual({ ok: false, reason: 'invalid_client' });
-    expect(await auth().authenticateCertificate({ clientId: '', username: undefined, certificate })).toEqual({ ok: false, reason: 'invalid_client' });
+    expect(ok).toMatchObject({
+      ok: true,
+      session: {
+        serial: 'CERT-4',
+        accountId: a.accountId,
+        certificateFingerprint: res.body.fingerprint_sha256,
+        desiredConfigVersion: 1,
+      },
+    });
+    expect((await auth().authenticateCertificate({ clientId: 'CERT-4', username: 'CERT-4', certificate })).ok).toBe(
+      true,
+    );
+    expect(await auth().authenticateCertificate({ clientId: 'CERT-5', username: undefined, certificate })).toEqual({
+      ok: false,
+      reason: 'invalid_client',
+    });
+    expect(await auth().authenticateCertificate({ clientId: 'CERT-4', username: 'CERT-5', certificate })).toEqual({
+      ok: false,
+      reason: 'invalid_client',
+    });
+    expect(await auth().authenticateCertificate({ clientId: '', username: undefined, certificate })).toEqual({
+      ok: false,
+      reason: 'invalid_client',
+    });
   });
 
   it('refuses certificates of another CA, unknown to the service, unreadable, or outside their validity', async () => {
     const foreign = peerCertificate(await foreignCertificate('CERT-4'));
-    expect(await auth().authenticateCertificate({ clientId: 'CERT-4', username: undefined, certificate: foreign })).toEqual({ ok: false, reason: 'certificate_untrusted' });
+    expect(
+      await auth().authenticateCertificate({ clientId: 'CERT-4', username: undefined, certificate: foreign }),
+    ).toEqual({ ok: false, reason: 'certificate_untrusted' });
     // The CA certificate itself is not a device certificate.
     const ca = peerCertificate(await caPem());
-    expect((await auth().authenticateCertificate({ clientId: 'CERT-4', username: undefined, certificate: ca })).ok).toBe(false);
-    expect(await auth().authenticateCertificate({ clientId: 'CERT-4', username: undefined, certificate: { raw: Buffer.from('junk') } })).toEqual({ ok: false, reason: 'certificate_invalid' });
-    expect(await auth().authenticateCertificate({ clientId: 'CERT-4', username: undefined, certificate: {} })).toEqual({ ok: false, reason: 'certificate_invalid' });
+    expect(
+      (await auth().authenticateCertificate({ clientId: 'CERT-4', username: undefined, certificate: ca })).ok,
+    ).toBe(false);
+    expect(
+      await auth().authenticateCertificate({
+        clientId: 'CERT-4',
+        username: undefined,
+        certificate: { raw: Buffer.from('junk') },
+      }),
+    ).toEqual({ ok: false, reason: 'certificate_invalid' });
+    expect(await auth().authenticateCertificate({ clientId: 'CERT-4', username: undefined, certificate: {} })).toEqual({
+      ok: false,
+      reason: 'certificate_invalid',
+    });
     // Signed by our CA but never recorded (its row is gone): refused.
     const res = await a.api.post('/api/v1/devices/CERT-4/certificates', { csr: (await makeCsr()).pem });
-    await server.service.database.knex('device_certificates').where({ fingerprint_sha256: res.body.fingerprint_sha256 }).delete();
-    expect(await auth().authenticateCertificate({ clientId: 'CERT-4', username: undefined, certificate: peerCertificate(res.body.certificate) })).toEqual({ ok: false, reason: 'certificate_unknown' });
+    await server.service.database
+      .knex('device_certificates')
+      .where({ fingerprint_sha256: res.body.fingerprint_sha256 })
+      .delete();
+    expect(
+      await auth().authenticateCertificate({
+        clientId: 'CERT-4',
+        username: undefined,
+        certificate: peerCertificate(res.body.certificate),
+      }),
+    ).toEqual({ ok: false, reason: 'certificate_unknown' });
   });
 
   it('revokes a certificate: refused from then on, the sessions that used it are closed, revoking again changes nothing', async () => {
     const issued = await a.api.post('/api/v1/devices/CERT-5/certificates', { csr: (await makeCsr()).pem });
     const kept = await a.api.post('/api/v1/devices/CERT-5/certificates', { csr: (await makeCsr()).pem });
     const certificate = peerCertificate(issued.body.certificate);
-    expect((await auth().authenticateCertificate({ clientId: 'CERT-5', username: undefined, certificate })).ok).toBe(true);
+    expect((await auth().authenticateCertificate({ clientId: 'CERT-5', username: undefined, certificate })).ok).toBe(
+      true,
+    );
     const gateway = recordGateway(server.service.services.gateway, { passThrough: true });
     try {
-      expect((await viewer.delete(`/api/v1/devices/CERT-5/certificates/${issued.body.fingerprint_sha256}`)).status).toBe(403);
-      expect((await b.api.delete(`/api/v1/devices/CERT-5/certificates/${issued.body.fingerprint_sha256}`)).status).toBe(404);
+      expect(
+        (await viewer.delete(`/api/v1/devices/CERT-5/certificates/${issued.body.fingerprint_sha256}`)).status,
+      ).toBe(403);
+      expect((await b.api.delete(`/api/v1/devices/CERT-5/certificates/${issued.body.fingerprint_sha256}`)).status).toBe(
+        404,
+      );
       expect(gateway.disconnects).toEqual([]);
       // The colon-separated upper-case form openssl and node:tls print works as well.
       const colons = issued.body.fingerprint_sha256.toUpperCase().match(/../g).join(':');
@@ -193,16 +261,34 @@ describe('device certificates: device CA, CSR signing, listing, revocation, cert
       expect(res.status).toBe(200);
       expect(res.body).toMatchObject({ fingerprint_sha256: issued.body.fingerprint_sha256, revoked_reason: 'revoked' });
       expect(res.body.revoked_at).toBe(clock.now().toISOString());
-      expect(gateway.disconnects).toEqual([{ serial: 'CERT-5', reason: 'certificate revoked', certificateFingerprint: issued.body.fingerprint_sha256 }]);
-      expect(await auth().authenticateCertificate({ clientId: 'CERT-5', username: undefined, certificate })).toEqual({ ok: false, reason: 'certificate_revoked' });
+      expect(gateway.disconnects).toEqual([
+        { serial: 'CERT-5', reason: 'certificate revoked', certificateFingerprint: issued.body.fingerprint_sha256 },
+      ]);
+      expect(await auth().authenticateCertificate({ clientId: 'CERT-5', username: undefined, certificate })).toEqual({
+        ok: false,
+        reason: 'certificate_revoked',
+      });
       // The device's other certificate is unaffected.
-      expect((await auth().authenticateCertificate({ clientId: 'CERT-5', username: undefined, certificate: peerCertificate(kept.body.certificate) })).ok).toBe(true);
+      expect(
+        (
+          await auth().authenticateCertificate({
+            clientId: 'CERT-5',
+            username: undefined,
+            certificate: peerCertificate(kept.body.certificate),
+          })
+        ).ok,
+      ).toBe(true);
       clock.advance(5000);
       const again = await a.api.delete(`/api/v1/devices/CERT-5/certificates/${issued.body.fingerprint_sha256}`);
       expect(again.status).toBe(200);
       expect(again.body.revoked_at).toBe(res.body.revoked_at);
-      const list = (await a.api.get('/api/v1/devices/CERT-5/certificates')).body.certificates as Array<{ fingerprint_sha256: string; revoked_at: string | null }>;
-      expect(list.find((c) => c.fingerprint_sha256 === issued.body.fingerprint_sha256)?.revoked_at).toBe(res.body.revoked_at);
+      const list = (await a.api.get('/api/v1/devices/CERT-5/certificates')).body.certificates as Array<{
+        fingerprint_sha256: string;
+        revoked_at: string | null;
+      }>;
+      expect(list.find((c) => c.fingerprint_sha256 === issued.body.fingerprint_sha256)?.revoked_at).toBe(
+        res.body.revoked_at,
+      );
       expect(list.find((c) => c.fingerprint_sha256 === kept.body.fingerprint_sha256)?.revoked_at).toBeNull();
       for (const unknown of ['0'.repeat(64), 'not-a-fingerprint']) {
         const missing = await a.api.delete(`/api/v1/devices/CERT-5/certificates/${unknown}`);
@@ -220,32 +306,55 @@ describe('device certificates: device CA, CSR signing, listing, revocation, cert
     await claimDevices(a, { serials: ['CERT-U1'], model: 'LX-200' });
     const issued = await a.api.post('/api/v1/devices/CERT-U1/certificates', { csr: (await makeCsr()).pem });
     const certificate = peerCertificate(issued.body.certificate);
-    expect((await auth().authenticateCertificate({ clientId: 'CERT-U1', username: undefined, certificate })).ok).toBe(true);
+    expect((await auth().authenticateCertificate({ clientId: 'CERT-U1', username: undefined, certificate })).ok).toBe(
+      true,
+    );
     expect((await a.api.delete('/api/v1/devices/CERT-U1')).status).toBe(204);
-    expect(await auth().authenticateCertificate({ clientId: 'CERT-U1', username: undefined, certificate })).toEqual({ ok: false, reason: 'certificate_revoked' });
-    const row = await server.service.database.knex('device_certificates').where({ fingerprint_sha256: issued.body.fingerprint_sha256 }).first();
+    expect(await auth().authenticateCertificate({ clientId: 'CERT-U1', username: undefined, certificate })).toEqual({
+      ok: false,
+      reason: 'certificate_revoked',
+    });
+    const row = await server.service.database
+      .knex('device_certificates')
+      .where({ fingerprint_sha256: issued.body.fingerprint_sha256 })
+      .first();
     expect(row.revoked_reason).toBe('unclaimed');
     await claimDevices(b, { serials: ['CERT-U1'], model: 'LX-200' });
-    expect(await auth().authenticateCertificate({ clientId: 'CERT-U1', username: undefined, certificate })).toEqual({ ok: false, reason: 'certificate_revoked' });
+    expect(await auth().authenticateCertificate({ clientId: 'CERT-U1', username: undefined, certificate })).toEqual({
+      ok: false,
+      reason: 'certificate_revoked',
+    });
     expect((await b.api.get('/api/v1/devices/CERT-U1/certificates')).body.certificates).toEqual([]);
   });
 
   it('keeps passwords working alongside certificates', async () => {
     const claimed = await claimDevices(a, { serials: ['CERT-P1'], model: 'LX-200' });
     expect((await a.api.post('/api/v1/devices/CERT-P1/certificates', { csr: (await makeCsr()).pem })).status).toBe(201);
-    const client = await connectDevice(server.service.mqttUrl!, { serial: 'CERT-P1', username: 'CERT-P1', password: claimed.devices[0].credentials.password });
+    const client = await connectDevice(server.service.mqttUrl!, {
+      serial: 'CERT-P1',
+      username: 'CERT-P1',
+      password: claimed.devices[0].credentials.password,
+    });
     await client.endAsync();
   });
 
   it('refuses a certificate before its validity and after it, by the service clock', async () => {
     const issued = await a.api.post('/api/v1/devices/CERT-4/certificates', { csr: (await makeCsr()).pem });
     const certificate = peerCertificate(issued.body.certificate);
-    expect((await auth().authenticateCertificate({ clientId: 'CERT-4', username: undefined, certificate })).ok).toBe(true);
+    expect((await auth().authenticateCertificate({ clientId: 'CERT-4', username: undefined, certificate })).ok).toBe(
+      true,
+    );
     const start = clock.now();
     clock.set(new Date(new Date(issued.body.not_before).getTime() - 1000));
-    expect(await auth().authenticateCertificate({ clientId: 'CERT-4', username: undefined, certificate })).toEqual({ ok: false, reason: 'certificate_expired' });
+    expect(await auth().authenticateCertificate({ clientId: 'CERT-4', username: undefined, certificate })).toEqual({
+      ok: false,
+      reason: 'certificate_expired',
+    });
     clock.set(new Date(new Date(issued.body.not_after).getTime() + 1000));
-    expect(await auth().authenticateCertificate({ clientId: 'CERT-4', username: undefined, certificate })).toEqual({ ok: false, reason: 'certificate_expired' });
+    expect(await auth().authenticateCertificate({ clientId: 'CERT-4', username: undefined, certificate })).toEqual({
+      ok: false,
+      reason: 'certificate_expired',
+    });
     clock.set(start);
   });
 });
@@ -258,7 +367,9 @@ describe('device CA from DEVICE_CA_CERT_FILE and DEVICE_CA_KEY_FILE', () => {
   beforeAll(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'fleet-ca-'));
     files = await writeCaFiles(dir);
-    server = await startTestServer({ env: { DEVICE_CA_CERT_FILE: files.certFile, DEVICE_CA_KEY_FILE: files.keyFile, DEVICE_CERT_DAYS: '30' } });
+    server = await startTestServer({
+      env: { DEVICE_CA_CERT_FILE: files.certFile, DEVICE_CA_KEY_FILE: files.keyFile, DEVICE_CERT_DAYS: '30' },
+    });
   }, 180_000);
   afterAll(async () => {
     await server?.close();
@@ -269,7 +380,11 @@ describe('device CA from DEVICE_CA_CERT_FILE and DEVICE_CA_KEY_FILE', () => {
     const a = await server.createAccount();
     await buildModel(a, 'LX-200');
     await claimDevices(a, { serials: ['MFR-1'], model: 'LX-200' });
-    expect(new X509Certificate((await a.api.get('/api/v1/device-ca')).body).raw.equals(new X509Certificate(files.certPem).raw)).toBe(true);
+    expect(
+      new X509Certificate((await a.api.get('/api/v1/device-ca')).body).raw.equals(
+        new X509Certificate(files.certPem).raw,
+      ),
+    ).toBe(true);
     const res = await a.api.post('/api/v1/devices/MFR-1/certificates', { csr: (await makeCsr()).pem });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     const cert = new X509Certificate(res.body.certificate);
@@ -279,8 +394,17 @@ describe('device CA from DEVICE_CA_CERT_FILE and DEVICE_CA_KEY_FILE', () => {
     // DEVICE_CERT_DAYS=30
     expect(Math.abs(new Date(res.body.not_after).getTime() - (Date.now() + 30 * 86_400_000))).toBeLessThan(60_000);
     expect((await server.service.database.knex('device_ca').select()).length).toBe(0);
-    expect((await server.service.services.deviceAuth.authenticateCertificate({ clientId: 'MFR-1', username: undefined, certificate: peerCertificate(res.body.certificate) })).ok).toBe(true);
-    if (opensslAvailable()) expect(opensslVerifyClient({ caPem: files.certPem, certificatePem: res.body.certificate }).ok).toBe(true);
+    expect(
+      (
+        await server.service.services.deviceAuth.authenticateCertificate({
+          clientId: 'MFR-1',
+          username: undefined,
+          certificate: peerCertificate(res.body.certificate),
+        })
+      ).ok,
+    ).toBe(true);
+    if (opensslAvailable())
+      expect(opensslVerifyClient({ caPem: files.certPem, certificatePem: res.body.certificate }).ok).toBe(true);
   });
 
   it('refuses to start on CA files that cannot sign: not a CA, a key of another certificate, a missing file, one setting of the two', async () => {
@@ -291,10 +415,16 @@ describe('device CA from DEVICE_CA_CERT_FILE and DEVICE_CA_KEY_FILE', () => {
       [{ certFile: leaf.certFile, keyFile: leaf.keyFile }, /not a CA certificate/],
       [{ certFile: files.certFile, keyFile: other.keyFile }, /is not the private key of the certificate/],
       [{ certFile: path.join(dir, 'missing.pem'), keyFile: files.keyFile }, /DEVICE_CA_CERT_FILE .* cannot be read/],
-      [{ certFile: files.certFile, keyFile: files.certFile }, /DEVICE_CA_KEY_FILE .* is not an unencrypted PEM private key/],
+      [
+        { certFile: files.certFile, keyFile: files.certFile },
+        /DEVICE_CA_KEY_FILE .* is not an unencrypted PEM private key/,
+      ],
     ];
-    for (const [caFiles, message] of cases) await expect(new DeviceCa(deps, { files: caFiles }).load()).rejects.toThrow(message);
-    expect(() => loadConfig({ DEVICE_CA_CERT_FILE: files.certFile })).toThrow(/DEVICE_CA_CERT_FILE and DEVICE_CA_KEY_FILE go together/);
+    for (const [caFiles, message] of cases)
+      await expect(new DeviceCa(deps, { files: caFiles }).load()).rejects.toThrow(message);
+    expect(() => loadConfig({ DEVICE_CA_CERT_FILE: files.certFile })).toThrow(
+      /DEVICE_CA_CERT_FILE and DEVICE_CA_KEY_FILE go together/,
+    );
   });
 
   it('creates the database CA once when processes race for it, and keeps verifying when its key cannot be unsealed', async () => {

@@ -49,16 +49,27 @@ describe('one device: read, configure, history, credentials, unclaim', () => {
     expect(res.body.name).toBe('Stage left');
     expect(res.body.tags).toEqual({ site: 'Berlin', floor: '2' });
     expect(res.body.config.desired).toEqual({
-      heartbeat_interval_s: 60, dim_level: 40, power_on_level: 100, timezone: 'Europe/Berlin', maintenance_window: { start: '22:00', end: '04:00' },
+      heartbeat_interval_s: 60,
+      dim_level: 40,
+      power_on_level: 100,
+      timezone: 'Europe/Berlin',
+      maintenance_window: { start: '22:00', end: '04:00' },
     });
     expect(res.body.config.desired_version).toBe(2);
     expect(gateway.configs).toEqual([{ serial: 'D-1', version: 2, config: res.body.config.desired }]);
 
-    const second = await a.api.patch('/api/v1/devices/D-1', { tags: { floor: null, zone: 'A' }, config: { heartbeat_interval_s: 300, maintenance_window: null } });
+    const second = await a.api.patch('/api/v1/devices/D-1', {
+      tags: { floor: null, zone: 'A' },
+      config: { heartbeat_interval_s: 300, maintenance_window: null },
+    });
     expect(second.status).toBe(200);
     expect(second.body.tags).toEqual({ site: 'Berlin', zone: 'A' });
     expect(second.body.name).toBe('Stage left');
-    expect(second.body.config.desired).toMatchObject({ heartbeat_interval_s: 300, dim_level: 40, maintenance_window: null });
+    expect(second.body.config.desired).toMatchObject({
+      heartbeat_interval_s: 300,
+      dim_level: 40,
+      maintenance_window: null,
+    });
     expect(second.body.config.desired_version).toBe(3);
     const row = await server.service.database.knex('devices').where({ serial: 'D-1' }).first('heartbeat_interval_s');
     expect(row.heartbeat_interval_s).toBe(300);
@@ -69,7 +80,9 @@ describe('one device: read, configure, history, credentials, unclaim', () => {
     expect(same.body.config.desired_version).toBe(3);
     expect(gateway.configs).toEqual([]);
 
-    const outbox = await server.service.database.knex('events').where({ account_id: a.accountId, type: 'device.updated', subject: 'D-1' });
+    const outbox = await server.service.database
+      .knex('events')
+      .where({ account_id: a.accountId, type: 'device.updated', subject: 'D-1' });
     expect(outbox).toHaveLength(2);
   });
 
@@ -77,9 +90,17 @@ describe('one device: read, configure, history, credentials, unclaim', () => {
     const first = await a.api.get('/api/v1/devices/D-1/history?limit=2');
     expect(first.status).toBe(200);
     expect(first.body.events.map((e: { type: string }) => e.type)).toEqual(['config_changed', 'tags_changed']);
-    expect(first.body.events[0].data).toMatchObject({ version: 3, changed: ['heartbeat_interval_s', 'maintenance_window'] });
+    expect(first.body.events[0].data).toMatchObject({
+      version: 3,
+      changed: ['heartbeat_interval_s', 'maintenance_window'],
+    });
     const rest = await a.api.get(`/api/v1/devices/D-1/history?limit=10&cursor=${first.body.next_cursor}`);
-    expect(rest.body.events.map((e: { type: string }) => e.type)).toEqual(['config_changed', 'tags_changed', 'renamed', 'claimed']);
+    expect(rest.body.events.map((e: { type: string }) => e.type)).toEqual([
+      'config_changed',
+      'tags_changed',
+      'renamed',
+      'claimed',
+    ]);
     expect(rest.body.next_cursor).toBeNull();
     expect((await b.api.get('/api/v1/devices/D-1/history')).status).toBe(404);
     expect((await a.api.get('/api/v1/devices/D-1/history?cursor=nonsense')).status).toBe(422);
@@ -112,11 +133,16 @@ describe('one device: read, configure, history, credentials, unclaim', () => {
     for (const [body, field] of cases) {
       const res = await a.api.patch('/api/v1/devices/D-2', body);
       expect(res.status, JSON.stringify(body)).toBe(422);
-      expect(res.body.errors.map((e: { field: string }) => e.field), JSON.stringify(body)).toContain(field);
+      expect(
+        res.body.errors.map((e: { field: string }) => e.field),
+        JSON.stringify(body),
+      ).toContain(field);
     }
     const readOnly = await a.api.patch('/api/v1/devices/D-2', { serial: 'X', status: 'online' });
     expect(readOnly.body.errors[0].message).toContain('read-only: serial, status');
-    const tooMany = await a.api.patch('/api/v1/devices/D-2', { tags: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`t${i}`, 'v'])) });
+    const tooMany = await a.api.patch('/api/v1/devices/D-2', {
+      tags: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`t${i}`, 'v'])),
+    });
     expect(tooMany.status).toBe(422);
     expect((await a.api.get('/api/v1/devices/D-2')).body).toEqual(before);
   });
@@ -126,7 +152,10 @@ describe('one device: read, configure, history, credentials, unclaim', () => {
     const res = await a.api.patch('/api/v1/devices/D-3', { tags });
     expect(res.status).toBe(200);
     expect(Object.keys(res.body.tags)).toHaveLength(50);
-    const proto = await a.api.request('PATCH', '/api/v1/devices/D-3', { rawBody: '{"tags":{"__proto__":"x"}}', headers: { 'content-type': 'application/json' } });
+    const proto = await a.api.request('PATCH', '/api/v1/devices/D-3', {
+      rawBody: '{"tags":{"__proto__":"x"}}',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(proto.status).toBe(422);
   });
 
@@ -156,12 +185,22 @@ describe('one device: read, configure, history, credentials, unclaim', () => {
 
   it('rotates credentials: new password shown once, old hash replaced, device disconnected', async () => {
     const knex = server.service.database.knex;
-    const hashOf = async () => (await knex('device_credentials').join('devices', 'devices.id', 'device_credentials.device_id').where('devices.serial', 'D-4').first('secret_hash')).secret_hash;
+    const hashOf = async () =>
+      (
+        await knex('device_credentials')
+          .join('devices', 'devices.id', 'device_credentials.device_id')
+          .where('devices.serial', 'D-4')
+          .first('secret_hash')
+      ).secret_hash;
     const before = await hashOf();
     gateway.disconnects = [];
     const res = await a.api.post('/api/v1/devices/D-4/credentials');
     expect(res.status).toBe(201);
-    expect(res.body).toEqual({ serial: 'D-4', username: 'D-4', password: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) });
+    expect(res.body).toEqual({
+      serial: 'D-4',
+      username: 'D-4',
+      password: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+    });
     const after = await hashOf();
     expect(after).not.toBe(before);
     expect(after).toBe(sha256Hex(res.body.password));
@@ -176,10 +215,15 @@ describe('one device: read, configure, history, credentials, unclaim', () => {
     const knex = server.service.database.knex;
     const versionId = await buildFirmwareVersion(server, { accountId: a.accountId, model: 'LX-200', version: '9.0.0' });
     await knex('firmware_versions').where({ id: versionId }).update({ storage_key: 'never-downloaded' });
-    const deployed = await a.api.post('/api/v1/firmware/deploy', { firmware_version: '9.0.0', serials: ['D-3'], filter: { model: 'LX-200' } });
+    const deployed = await a.api.post('/api/v1/firmware/deploy', {
+      firmware_version: '9.0.0',
+      serials: ['D-3'],
+      filter: { model: 'LX-200' },
+    });
     expect(deployed.status, JSON.stringify(deployed.body)).toBe(202);
     const d3 = (await knex('devices').where({ account_id: a.accountId, serial: 'D-3' }).first('id')) as { id: string };
-    const rowsOf = async (table: string) => Number(((await knex(table).where({ device_id: d3.id }).count('* as c')) as Array<{ c: number | string }>)[0]!.c);
+    const rowsOf = async (table: string) =>
+      Number(((await knex(table).where({ device_id: d3.id }).count('* as c')) as Array<{ c: number | string }>)[0]!.c);
     expect(await rowsOf('device_updates')).toBe(1);
     expect(await rowsOf('device_events')).toBeGreaterThan(1);
     const before = (await a.api.get('/api/v1/allocation')).body;
@@ -196,7 +240,9 @@ describe('one device: read, configure, history, credentials, unclaim', () => {
     expect(Number(creds[0]!.c)).toBe(3);
     expect(await rowsOf('device_updates')).toBe(0);
     expect(await rowsOf('device_events')).toBe(0);
-    expect((await b.api.post('/api/v1/devices/claim', { serial: 'D-3', model: 'LX-200' })).body.code).toBe('unknown_model');
+    expect((await b.api.post('/api/v1/devices/claim', { serial: 'D-3', model: 'LX-200' })).body.code).toBe(
+      'unknown_model',
+    );
     await buildModel(b, 'LX-200');
     expect((await b.api.post('/api/v1/devices/claim', { serial: 'D-3', model: 'LX-200' })).status).toBe(201);
   });

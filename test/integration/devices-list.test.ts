@@ -21,8 +21,17 @@ describe('GET /api/v1/devices', () => {
     await claimDevices(b, { serials: ['B-0001', 'B-0002'], model: 'LX-200' });
     const knex = server.service.database.knex;
     const versions = ['1.9.0', '1.10.0', '2.0.0-rc.1', '2.0.0', '1.4.2.7', '1.4.2'];
-    for (const [i, v] of versions.entries()) await setReported(knex, { accountId: a.accountId, serials: [`V-000${i + 1}`], state: { firmware: v, status: 'online', ip: `10.0.4.${i + 1}`, lastSeen: new Date('2026-11-22T05:00:00Z') } });
-    await setReported(knex, { accountId: a.accountId, serials: serials('A', 100), state: { firmware: '1.9.0', status: 'online' } });
+    for (const [i, v] of versions.entries())
+      await setReported(knex, {
+        accountId: a.accountId,
+        serials: [`V-000${i + 1}`],
+        state: { firmware: v, status: 'online', ip: `10.0.4.${i + 1}`, lastSeen: new Date('2026-11-22T05:00:00Z') },
+      });
+    await setReported(knex, {
+      accountId: a.accountId,
+      serials: serials('A', 100),
+      state: { firmware: '1.9.0', status: 'online' },
+    });
     await setReported(knex, { accountId: a.accountId, serials: ['A-0101', 'A-0102'], state: { status: 'updating' } });
     // Embedded database start and seeding claims can be slow on a busy machine.
   }, 180_000);
@@ -31,27 +40,31 @@ describe('GET /api/v1/devices', () => {
   const page = (account: TestAccount, query: string) => account.api.get(`/api/v1/devices?${query}`);
   const serialsOf = (body: { devices: Array<{ serial: string }> }) => body.devices.map((d) => d.serial);
 
-  it('pages with limit and an opaque cursor; total counts all matches; quota is the account quota', { timeout: 120_000 }, async () => {
-    const first = await page(a, 'limit=500');
-    expect(first.status).toBe(200);
-    expect(first.body.total).toBe(1506);
-    expect(first.body.quota).toBe(5000);
-    expect(first.body.devices).toHaveLength(500);
-    expect(first.body.devices[0].serial).toBe('A-0001');
-    expect(first.body.next_cursor).toMatch(/^[A-Za-z0-9_-]+$/);
-    const seen = new Set<string>(serialsOf(first.body));
-    let cursor: string | null = first.body.next_cursor;
-    while (cursor) {
-      const next = await page(a, `limit=500&cursor=${cursor}`);
-      expect(next.status).toBe(200);
-      for (const s of serialsOf(next.body)) {
-        expect(seen.has(s)).toBe(false);
-        seen.add(s);
+  it(
+    'pages with limit and an opaque cursor; total counts all matches; quota is the account quota',
+    { timeout: 120_000 },
+    async () => {
+      const first = await page(a, 'limit=500');
+      expect(first.status).toBe(200);
+      expect(first.body.total).toBe(1506);
+      expect(first.body.quota).toBe(5000);
+      expect(first.body.devices).toHaveLength(500);
+      expect(first.body.devices[0].serial).toBe('A-0001');
+      expect(first.body.next_cursor).toMatch(/^[A-Za-z0-9_-]+$/);
+      const seen = new Set<string>(serialsOf(first.body));
+      let cursor: string | null = first.body.next_cursor;
+      while (cursor) {
+        const next = await page(a, `limit=500&cursor=${cursor}`);
+        expect(next.status).toBe(200);
+        for (const s of serialsOf(next.body)) {
+          expect(seen.has(s)).toBe(false);
+          seen.add(s);
+        }
+        cursor = next.body.next_cursor;
       }
-      cursor = next.body.next_cursor;
-    }
-    expect(seen.size).toBe(1506);
-  });
+      expect(seen.size).toBe(1506);
+    },
+  );
 
   it('returns the spec fields plus connectivity, update, tags, config and claimed_at', async () => {
     const res = await page(a, 'limit=1&firmware=2.0.0');
@@ -67,7 +80,13 @@ describe('GET /api/v1/devices', () => {
       update: null,
       tags: {},
       config: {
-        desired: { heartbeat_interval_s: 60, dim_level: 100, power_on_level: 100, timezone: 'UTC', maintenance_window: null },
+        desired: {
+          heartbeat_interval_s: 60,
+          dim_level: 100,
+          power_on_level: 100,
+          timezone: 'UTC',
+          maintenance_window: null,
+        },
         desired_version: 1,
         reported: null,
         reported_version: null,
@@ -96,7 +115,8 @@ describe('GET /api/v1/devices', () => {
   });
 
   it('compares firmware as versions in firmware_lt (1.9.0 < 1.10.0, 2.0.0-rc.1 < 2.0.0, four parts)', async () => {
-    const lt = async (v: string) => serialsOf((await page(a, `limit=1000&model=LX-300&firmware_lt=${encodeURIComponent(v)}`)).body);
+    const lt = async (v: string) =>
+      serialsOf((await page(a, `limit=1000&model=LX-300&firmware_lt=${encodeURIComponent(v)}`)).body);
     // V-1 1.9.0, V-2 1.10.0, V-3 2.0.0-rc.1, V-4 2.0.0, V-5 1.4.2.7, V-6 1.4.2
     expect(await lt('1.10.0')).toEqual(['V-0001', 'V-0005', 'V-0006']);
     expect(await lt('2.0.0')).toEqual(['V-0001', 'V-0002', 'V-0003', 'V-0005', 'V-0006']);
@@ -111,9 +131,23 @@ describe('GET /api/v1/devices', () => {
   it('sorts a page by any column on the server: firmware as versions, descending, ties by serial in the same direction', async () => {
     const byFirmware = await page(a, 'model=LX-300&limit=10&sort=firmware');
     expect(byFirmware.status).toBe(200);
-    expect(byFirmware.body.devices.map((d: { firmware: string }) => d.firmware)).toEqual(['1.4.2', '1.4.2.7', '1.9.0', '1.10.0', '2.0.0-rc.1', '2.0.0']);
+    expect(byFirmware.body.devices.map((d: { firmware: string }) => d.firmware)).toEqual([
+      '1.4.2',
+      '1.4.2.7',
+      '1.9.0',
+      '1.10.0',
+      '2.0.0-rc.1',
+      '2.0.0',
+    ]);
     const down = await page(a, 'model=LX-300&limit=10&sort=-firmware');
-    expect(down.body.devices.map((d: { firmware: string }) => d.firmware)).toEqual(['2.0.0', '2.0.0-rc.1', '1.10.0', '1.9.0', '1.4.2.7', '1.4.2']);
+    expect(down.body.devices.map((d: { firmware: string }) => d.firmware)).toEqual([
+      '2.0.0',
+      '2.0.0-rc.1',
+      '1.10.0',
+      '1.9.0',
+      '1.4.2.7',
+      '1.4.2',
+    ]);
     // Renamed "Foyer West" sorts among names case-insensitively; equal names fall back to serial.
     const byName = await page(a, 'q=A-00&limit=3&sort=-name');
     expect(byName.body.devices[0].name).toBe('Foyer West');
@@ -122,43 +156,57 @@ describe('GET /api/v1/devices', () => {
     expect(serialsOf(byStatus.body)).toEqual(['A-0102', 'A-0101']);
   });
 
-  it('pages a sorted list with cursors: every device exactly once, in order; a cursor only continues its own order', { timeout: 120_000 }, async () => {
-    const seen: string[] = [];
-    const keys: string[] = [];
-    let cursor: string | null = null;
-    do {
-      const res = await page(a, `limit=300&sort=-last_seen${cursor ? `&cursor=${cursor}` : ''}`);
-      expect(res.status).toBe(200);
-      for (const d of res.body.devices as Array<{ serial: string; last_seen: string | null }>) {
-        seen.push(d.serial);
-        keys.push(d.last_seen ?? '');
-      }
-      cursor = res.body.next_cursor;
-    } while (cursor);
-    expect(seen).toHaveLength(1506);
-    expect(new Set(seen).size).toBe(1506);
-    // Descending by last_seen: seen devices first, newest first; never-seen last.
-    expect([...keys].sort().reverse()).toEqual(keys);
-    expect(keys[0]).not.toBe('');
+  it(
+    'pages a sorted list with cursors: every device exactly once, in order; a cursor only continues its own order',
+    { timeout: 120_000 },
+    async () => {
+      const seen: string[] = [];
+      const keys: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const res = await page(a, `limit=300&sort=-last_seen${cursor ? `&cursor=${cursor}` : ''}`);
+        expect(res.status).toBe(200);
+        for (const d of res.body.devices as Array<{ serial: string; last_seen: string | null }>) {
+          seen.push(d.serial);
+          keys.push(d.last_seen ?? '');
+        }
+        cursor = res.body.next_cursor;
+      } while (cursor);
+      expect(seen).toHaveLength(1506);
+      expect(new Set(seen).size).toBe(1506);
+      // Descending by last_seen: seen devices first, newest first; never-seen last.
+      expect([...keys].sort().reverse()).toEqual(keys);
+      expect(keys[0]).not.toBe('');
 
-    // A cursor after the longest allowed name in a multi-byte script still pages on.
-    expect((await a.api.patch('/api/v1/devices/A-1500', { name: 'Ł'.repeat(200) })).status).toBe(200);
-    const longFirst = await page(a, 'limit=1&sort=-name');
-    expect(longFirst.body.devices[0].serial).toBe('A-1500');
-    const longNext = await page(a, `limit=1&sort=-name&cursor=${longFirst.body.next_cursor}`);
-    expect(longNext.status).toBe(200);
-    expect(longNext.body.devices[0].serial).not.toBe('A-1500');
+      // A cursor after the longest allowed name in a multi-byte script still pages on.
+      expect((await a.api.patch('/api/v1/devices/A-1500', { name: 'Ł'.repeat(200) })).status).toBe(200);
+      const longFirst = await page(a, 'limit=1&sort=-name');
+      expect(longFirst.body.devices[0].serial).toBe('A-1500');
+      const longNext = await page(a, `limit=1&sort=-name&cursor=${longFirst.body.next_cursor}`);
+      expect(longNext.status).toBe(200);
+      expect(longNext.body.devices[0].serial).not.toBe('A-1500');
 
-    const first = await page(a, 'limit=10&sort=name');
-    const wrongOrder = await page(a, `limit=10&sort=ip&cursor=${first.body.next_cursor}`);
-    expect(wrongOrder.status).toBe(422);
-    expect(wrongOrder.body.errors[0].field).toMatch(/cursor/);
-    const streamed = await page(a, 'sort=name');
-    expect(streamed.status).toBe(422);
-  });
+      const first = await page(a, 'limit=10&sort=name');
+      const wrongOrder = await page(a, `limit=10&sort=ip&cursor=${first.body.next_cursor}`);
+      expect(wrongOrder.status).toBe(422);
+      expect(wrongOrder.body.errors[0].field).toMatch(/cursor/);
+      const streamed = await page(a, 'sort=name');
+      expect(streamed.status).toBe(422);
+    },
+  );
 
   it('refuses bad query parameters with 422 and field errors', async () => {
-    for (const query of ['limit=0', 'limit=1001', 'limit=ten', 'status=sleeping', 'firmware_lt=latest', 'cursor=zzz&limit=5', 'cursor=abc', 'modle=LX-200', 'limit=1&limit=2']) {
+    for (const query of [
+      'limit=0',
+      'limit=1001',
+      'limit=ten',
+      'status=sleeping',
+      'firmware_lt=latest',
+      'cursor=zzz&limit=5',
+      'cursor=abc',
+      'modle=LX-200',
+      'limit=1&limit=2',
+    ]) {
       const res = await page(a, query);
       expect(res.status, query).toBe(422);
       expect(res.headers.get('content-type')).toContain('application/problem+json');
@@ -216,16 +264,41 @@ describe('GET /api/v1/devices', () => {
     await buildFirmwareVersion(server, { accountId: x.accountId, model: 'LX-200', version: '2.1.0' });
     const claimed = await claimDevices(x, { serials: ['X-0001', 'X-0002'], model: 'LX-200', firmware: '2.1.0' });
     await claimDevices(x, { serials: ['X-0003', 'X-0004'], model: 'LX-200' });
-    await x.api.patch('/api/v1/devices/X-0003', { tags: { site: 'Berlin "Mitte"', 'ключ': 'значение' }, config: { maintenance_window: { start: '22:00', end: '04:00' }, timezone: 'Europe/Berlin' } });
+    await x.api.patch('/api/v1/devices/X-0003', {
+      tags: { site: 'Berlin "Mitte"', ключ: 'значение' },
+      config: { maintenance_window: { start: '22:00', end: '04:00' }, timezone: 'Europe/Berlin' },
+    });
     const knex = server.service.database.knex;
-    await setReported(knex, { accountId: x.accountId, serials: ['X-0002', 'X-0003'], state: { firmware: '2.0.0-rc.1', status: 'online', ip: '10.1.2.3', lastSeen: new Date('2026-11-22T05:00:00.123Z') } });
-    await knex('devices').where({ serial: 'X-0003' }).update({ reported_config: JSON.stringify({ dim_level: 100, timezone: 'UTC' }), reported_config_version: 1, uptime_s: 3600, rssi: -61 });
-    if (claimed.deployment_id !== null) expect(claimed.devices[0].update).toMatchObject({ state: 'queued', deployment_id: claimed.deployment_id });
+    await setReported(knex, {
+      accountId: x.accountId,
+      serials: ['X-0002', 'X-0003'],
+      state: {
+        firmware: '2.0.0-rc.1',
+        status: 'online',
+        ip: '10.1.2.3',
+        lastSeen: new Date('2026-11-22T05:00:00.123Z'),
+      },
+    });
+    await knex('devices')
+      .where({ serial: 'X-0003' })
+      .update({
+        reported_config: JSON.stringify({ dim_level: 100, timezone: 'UTC' }),
+        reported_config_version: 1,
+        uptime_s: 3600,
+        rssi: -61,
+      });
+    if (claimed.deployment_id !== null)
+      expect(claimed.devices[0].update).toMatchObject({ state: 'queued', deployment_id: claimed.deployment_id });
     const streamed = (await x.api.get('/api/v1/devices')).body.devices;
-    const paged = [...(await page(x, 'limit=2')).body.devices, ...(await page(x, `limit=2&cursor=${(await page(x, 'limit=2')).body.next_cursor}`)).body.devices];
+    const paged = [
+      ...(await page(x, 'limit=2')).body.devices,
+      ...(await page(x, `limit=2&cursor=${(await page(x, 'limit=2')).body.next_cursor}`)).body.devices,
+    ];
     expect(streamed).toHaveLength(4);
     // The claimed firmware was scheduled, so the update projection is exercised too.
-    expect(streamed.filter((d: { update: unknown }) => d.update !== null).map((d: { serial: string }) => d.serial)).toEqual(['X-0001', 'X-0002']);
+    expect(
+      streamed.filter((d: { update: unknown }) => d.update !== null).map((d: { serial: string }) => d.serial),
+    ).toEqual(['X-0001', 'X-0002']);
     for (const [i, listed] of streamed.entries()) {
       const detail = (await x.api.get(`/api/v1/devices/${listed.serial}`)).body;
       expect(listed).toEqual(detail);

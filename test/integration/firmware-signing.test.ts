@@ -18,8 +18,14 @@ describe('firmware signing key and signed uploads', () => {
   const key1 = newSigningKey();
   const key2 = newSigningKey();
   const firmwareDir = () => path.join(server.config.dataDir, 'firmware');
-  const putKey = (account: TestAccount, body: unknown) => account.api.request('PUT', '/api/v1/firmware/signing-key', { body });
-  const versions = async (account: TestAccount) => (await account.api.get('/api/v1/firmware/versions?model=LX-200')).body.versions as Array<{ version: string; signed: boolean; key_id: string | null }>;
+  const putKey = (account: TestAccount, body: unknown) =>
+    account.api.request('PUT', '/api/v1/firmware/signing-key', { body });
+  const versions = async (account: TestAccount) =>
+    (await account.api.get('/api/v1/firmware/versions?model=LX-200')).body.versions as Array<{
+      version: string;
+      signed: boolean;
+      key_id: string | null;
+    }>;
 
   beforeAll(async () => {
     server = await startTestServer();
@@ -45,7 +51,12 @@ describe('firmware signing key and signed uploads', () => {
     expect((await putKey(viewer, { public_key: key1.publicPem })).status).toBe(403);
     const put = await putKey(a, { public_key: key1.publicPem });
     expect(put.status, JSON.stringify(put.body)).toBe(200);
-    expect(put.body.signing_key).toMatchObject({ key_id: key1.keyId, algorithm: 'ed25519', public_key: key1.publicPem, retired_at: null });
+    expect(put.body.signing_key).toMatchObject({
+      key_id: key1.keyId,
+      algorithm: 'ed25519',
+      public_key: key1.publicPem,
+      retired_at: null,
+    });
     expect(put.body.retired_keys).toEqual([]);
     // Viewers read it (a public key is no secret); the other account has none.
     expect((await viewer.api.get('/api/v1/firmware/signing-key')).body.signing_key.key_id).toBe(key1.keyId);
@@ -59,7 +70,13 @@ describe('firmware signing key and signed uploads', () => {
     const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'pem' });
     const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ type: 'spki', format: 'pem' });
     const privatePem = key1.privateKey.export({ type: 'pkcs8', format: 'pem' });
-    for (const public_key of [rsa, ec, privatePem, 'not a key', '-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----']) {
+    for (const public_key of [
+      rsa,
+      ec,
+      privatePem,
+      'not a key',
+      '-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----',
+    ]) {
       const res = await putKey(a, { public_key });
       expect([res.status, res.body.code], String(public_key).slice(0, 40)).toEqual([422, 'invalid_signing_key']);
     }
@@ -72,9 +89,26 @@ describe('firmware signing key and signed uploads', () => {
 
   it('stores an upload signed with the key as signed, with the key id, whether the signature comes before or after the file', async () => {
     const bytes = randomBytes(5000);
-    const before = await uploadFirmware(a, { model: 'LX-200', version: '1.0.0', bytes, signature: key1.privateKey, expectStatus: 201 });
-    expect(before.body.firmware_version).toMatchObject({ signed: true, key_id: key1.keyId, signature: signFirmware(key1.privateKey, bytes), sha256: sha256(bytes) });
-    const after = await uploadFirmware(a, { model: 'LX-200', version: '1.0.1', signature: key1.privateKey, signatureAfterFile: true, expectStatus: 201 });
+    const before = await uploadFirmware(a, {
+      model: 'LX-200',
+      version: '1.0.0',
+      bytes,
+      signature: key1.privateKey,
+      expectStatus: 201,
+    });
+    expect(before.body.firmware_version).toMatchObject({
+      signed: true,
+      key_id: key1.keyId,
+      signature: signFirmware(key1.privateKey, bytes),
+      sha256: sha256(bytes),
+    });
+    const after = await uploadFirmware(a, {
+      model: 'LX-200',
+      version: '1.0.1',
+      signature: key1.privateKey,
+      signatureAfterFile: true,
+      expectStatus: 201,
+    });
     expect(after.body.firmware_version).toMatchObject({ signed: true, key_id: key1.keyId });
     const read = await a.api.get(`/api/v1/firmware/versions/${before.body.firmware_version.id}`);
     expect(read.body.firmware_version).toMatchObject({ signed: true, key_id: key1.keyId });
@@ -91,17 +125,33 @@ describe('firmware signing key and signed uploads', () => {
       { name: 'too short', signature: Buffer.alloc(32).toString('base64') },
       { name: 'by another key', signature: signFirmware(key2.privateKey, bytes) },
       { name: 'of another file', signature: signFirmware(key1.privateKey, randomBytes(3000)) },
-      { name: 'of another file, after the file part', signature: signFirmware(key1.privateKey, randomBytes(3000)), signatureAfterFile: true },
+      {
+        name: 'of another file, after the file part',
+        signature: signFirmware(key1.privateKey, randomBytes(3000)),
+        signatureAfterFile: true,
+      },
     ];
     for (const c of cases) {
-      const res = await uploadFirmware(a, { model: 'LX-200', version: '2.0.0', bytes, ...(c.signature !== undefined ? { signature: c.signature } : {}), ...(c.signatureAfterFile ? { signatureAfterFile: true } : {}) });
+      const res = await uploadFirmware(a, {
+        model: 'LX-200',
+        version: '2.0.0',
+        bytes,
+        ...(c.signature !== undefined ? { signature: c.signature } : {}),
+        ...(c.signatureAfterFile ? { signatureAfterFile: true } : {}),
+      });
       expect([res.status, res.body.code], c.name).toEqual([422, 'signature_invalid']);
       expect(res.body.errors[0].field).toBe('signature');
     }
     expect(await versions(a)).toEqual(listBefore);
     expect(readdirSync(firmwareDir()).sort()).toEqual(filesBefore);
     // The same version is still free: nothing was recorded for it.
-    await uploadFirmware(a, { model: 'LX-200', version: '2.0.0', bytes, signature: key1.privateKey, expectStatus: 201 });
+    await uploadFirmware(a, {
+      model: 'LX-200',
+      version: '2.0.0',
+      bytes,
+      signature: key1.privateKey,
+      expectStatus: 201,
+    });
   });
 
   it('a new key rotates: uploads need the new key, versions signed with the old one stay valid under its id', async () => {
@@ -117,7 +167,12 @@ describe('firmware signing key and signed uploads', () => {
 
     const old = await uploadFirmware(a, { model: 'LX-200', version: '3.0.0', signature: key1.privateKey });
     expect([old.status, old.body.code]).toEqual([422, 'signature_invalid']);
-    const fresh = await uploadFirmware(a, { model: 'LX-200', version: '3.0.0', signature: key2.privateKey, expectStatus: 201 });
+    const fresh = await uploadFirmware(a, {
+      model: 'LX-200',
+      version: '3.0.0',
+      signature: key2.privateKey,
+      expectStatus: 201,
+    });
     expect(fresh.body.firmware_version).toMatchObject({ signed: true, key_id: key2.keyId });
     const byVersion = Object.fromEntries((await versions(a)).map((v) => [v.version, v]));
     expect(byVersion['1.0.0']).toMatchObject({ signed: true, key_id: key1.keyId });

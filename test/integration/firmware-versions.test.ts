@@ -24,7 +24,14 @@ describe('firmware versions: upload, list, delete', () => {
   it('stores the binary, computing sha256 and size, and answers 201 with the record', async () => {
     const bytes = randomBytes(10_000);
     const res = await uploadFirmware(a, { model: 'LX-200', version: '1.4', bytes, expectStatus: 201 });
-    expect(res.body.firmware_version).toMatchObject({ model: 'LX-200', version: '1.4', size: 10_000, sha256: sha256(bytes), release_notes: 'Release 1.4', file_available: true });
+    expect(res.body.firmware_version).toMatchObject({
+      model: 'LX-200',
+      version: '1.4',
+      size: 10_000,
+      sha256: sha256(bytes),
+      release_notes: 'Release 1.4',
+      file_available: true,
+    });
     expect(res.body.firmware_version.id).toMatch(/^[0-9a-f-]{36}$/);
     const stored = path.join(server.config.dataDir, 'firmware', `${res.body.firmware_version.id}.bin`);
     expect(existsSync(stored)).toBe(true);
@@ -68,10 +75,19 @@ describe('firmware versions: upload, list, delete', () => {
   });
 
   it('lists newest version first by version order (1.10.0 above 1.9.2, rc below its release), filtered by model', async () => {
-    for (const v of ['1.9.2', '1.10.0', '2.0.0-rc.1', '2.0.0', '1.4.2.7']) await uploadFirmware(a, { model: 'LX-200', version: v, expectStatus: 201 });
+    for (const v of ['1.9.2', '1.10.0', '2.0.0-rc.1', '2.0.0', '1.4.2.7'])
+      await uploadFirmware(a, { model: 'LX-200', version: v, expectStatus: 201 });
     const list = await a.api.get('/api/v1/firmware/versions?model=LX-200');
     expect(list.status).toBe(200);
-    expect(list.body.versions.map((v: { version: string }) => v.version)).toEqual(['9.9.8', '2.0.0', '2.0.0-rc.1', '1.10.0', '1.9.2', '1.4.2.7', '1.4']);
+    expect(list.body.versions.map((v: { version: string }) => v.version)).toEqual([
+      '9.9.8',
+      '2.0.0',
+      '2.0.0-rc.1',
+      '1.10.0',
+      '1.9.2',
+      '1.4.2.7',
+      '1.4',
+    ]);
     const other = await b.api.get('/api/v1/firmware/versions');
     expect(other.body.versions).toEqual([]);
   });

@@ -58,10 +58,16 @@ describe('service foundation', () => {
   });
 
   it('answers 400 for malformed JSON, 415 for a wrong content type, 413 for a huge body', async () => {
-    const malformed = await a.api.request('POST', '/api/v1/api-keys', { rawBody: '{"name":', headers: { 'content-type': 'application/json' } });
+    const malformed = await a.api.request('POST', '/api/v1/api-keys', {
+      rawBody: '{"name":',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(malformed.status).toBe(400);
     expect(malformed.body.code).toBe('malformed_json');
-    const text = await a.api.request('POST', '/api/v1/api-keys', { rawBody: 'name=x', headers: { 'content-type': 'text/plain' } });
+    const text = await a.api.request('POST', '/api/v1/api-keys', {
+      rawBody: 'name=x',
+      headers: { 'content-type': 'text/plain' },
+    });
     expect(text.status).toBe(415);
     const huge = await a.api.request('POST', '/api/v1/api-keys', {
       rawBody: JSON.stringify({ name: 'x'.repeat(2 * 1024 * 1024) }),
@@ -95,7 +101,8 @@ describe('service foundation', () => {
   it('locks an e-mail out after 10 failed logins with 429', async () => {
     const anon = new ApiClient(server.service.httpUrl);
     const email = b.adminEmail;
-    for (let i = 0; i < 10; i++) expect((await anon.post('/api/v1/session', { email, password: 'wrong' })).status).toBe(401);
+    for (let i = 0; i < 10; i++)
+      expect((await anon.post('/api/v1/session', { email, password: 'wrong' })).status).toBe(401);
     const locked = await anon.post('/api/v1/session', { email, password: b.adminPassword });
     expect(locked.status).toBe(429);
     expect(Number(locked.headers.get('retry-after'))).toBeGreaterThan(0);

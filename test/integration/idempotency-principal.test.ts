@@ -4,7 +4,8 @@ import { ApiClient } from '../helpers/api-client';
 import { buildModel } from '../helpers/factories';
 import { gql, login } from '../graphql/graphql-client';
 
-const CLAIM = 'mutation($input: ClaimDevicesInput!) { claimDevices(input: $input) { count credentials { serial password } } }';
+const CLAIM =
+  'mutation($input: ClaimDevicesInput!) { claimDevices(input: $input) { count credentials { serial password } } }';
 
 /**
  * Keys are guessable (a production line numbers its batches), so a stored claim answer, device
@@ -22,16 +23,28 @@ describe('idempotent replays go only to the principal that made the request', ()
     server = await startTestServer();
     account = await server.createAccount();
     await buildModel(account, 'LX-200');
-    viewer = account.api.withKey((await account.api.post('/api/v1/api-keys', { name: 'dashboard', role: 'viewer' })).body.secret);
-    secondAdmin = account.api.withKey((await account.api.post('/api/v1/api-keys', { name: 'line 4', role: 'admin' })).body.secret);
+    viewer = account.api.withKey(
+      (await account.api.post('/api/v1/api-keys', { name: 'dashboard', role: 'viewer' })).body.secret,
+    );
+    secondAdmin = account.api.withKey(
+      (await account.api.post('/api/v1/api-keys', { name: 'line 4', role: 'admin' })).body.secret,
+    );
     const admin = { accountId: account.accountId, role: 'admin' as const, principal: 'test' };
-    await server.service.services.users.create(admin, { email: `viewer-${Date.now()}@example.test`, password: 'viewer password', role: 'viewer' });
-    const viewerEmail = (await server.service.database.knex('users').where({ account_id: account.accountId, role: 'viewer' }).first('email')) as { email: string };
+    await server.service.services.users.create(admin, {
+      email: `viewer-${Date.now()}@example.test`,
+      password: 'viewer password',
+      role: 'viewer',
+    });
+    const viewerEmail = (await server.service.database
+      .knex('users')
+      .where({ account_id: account.accountId, role: 'viewer' })
+      .first('email')) as { email: string };
     viewerSession = await login(server.service.httpUrl, viewerEmail.email, 'viewer password');
   });
   afterAll(async () => server?.close());
 
-  const passwordsOf = (body: { devices?: Array<{ credentials: { password: string } }> }) => (body.devices ?? []).map((d) => d.credentials.password);
+  const passwordsOf = (body: { devices?: Array<{ credentials: { password: string } }> }) =>
+    (body.devices ?? []).map((d) => d.credentials.password);
 
   it('REST: a viewer key, a viewer session and another admin key get no replay of the claim', async () => {
     const body = { serials: ['PRIN-1', 'PRIN-2'], model: 'LX-200' };
@@ -47,7 +60,11 @@ describe('idempotent replays go only to the principal that made the request', ()
     expect(byViewerKey.headers.get('idempotent-replayed')).toBeNull();
 
     const anon = new ApiClient(server.service.httpUrl);
-    const bySession = await anon.post('/api/v1/devices/claim', body, { ...headers, cookie: viewerSession.cookie, 'x-csrf-token': viewerSession.csrf });
+    const bySession = await anon.post('/api/v1/devices/claim', body, {
+      ...headers,
+      cookie: viewerSession.cookie,
+      'x-csrf-token': viewerSession.csrf,
+    });
     expect(bySession.status).toBe(403);
     expect(bySession.body.code).toBe('forbidden');
 
@@ -74,11 +91,21 @@ describe('idempotent replays go only to the principal that made the request', ()
     expect(first.body.errors).toBeUndefined();
     const password = first.body.data.claimDevices.credentials[0].password as string;
 
-    const byViewerKey = await gql(server.service.httpUrl, CLAIM, { apiKey: (viewer.apiKey as string), variables: { input } });
+    const byViewerKey = await gql(server.service.httpUrl, CLAIM, {
+      apiKey: viewer.apiKey as string,
+      variables: { input },
+    });
     expect(byViewerKey.body.errors?.[0]?.extensions?.code).toBe('forbidden');
-    const bySession = await gql(server.service.httpUrl, CLAIM, { cookie: viewerSession.cookie, csrf: viewerSession.csrf, variables: { input } });
+    const bySession = await gql(server.service.httpUrl, CLAIM, {
+      cookie: viewerSession.cookie,
+      csrf: viewerSession.csrf,
+      variables: { input },
+    });
     expect(bySession.body.errors?.[0]?.extensions?.code).toBe('forbidden');
-    const byOtherAdmin = await gql(server.service.httpUrl, CLAIM, { apiKey: (secondAdmin.apiKey as string), variables: { input } });
+    const byOtherAdmin = await gql(server.service.httpUrl, CLAIM, {
+      apiKey: secondAdmin.apiKey as string,
+      variables: { input },
+    });
     expect(byOtherAdmin.body.errors?.[0]?.extensions?.code).toBe('idempotency_key_reused');
     for (const res of [byViewerKey, bySession, byOtherAdmin]) {
       expect(res.body.data?.claimDevices ?? null).toBeNull();

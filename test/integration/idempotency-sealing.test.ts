@@ -18,7 +18,9 @@ describe('idempotent responses are stored sealed', () => {
     const body = { serials: ['SEAL-1', 'SEAL-2'], model: 'LX-200' };
     const first = await account.api.post('/api/v1/devices/claim', body, { 'idempotency-key': 'claim-seal-1' });
     expect(first.status).toBe(201);
-    const passwords = (first.body.devices as Array<{ credentials: { password: string } }>).map((d) => d.credentials.password);
+    const passwords = (first.body.devices as Array<{ credentials: { password: string } }>).map(
+      (d) => d.credentials.password,
+    );
     expect(passwords.every((p) => typeof p === 'string' && p.length >= 32)).toBe(true);
 
     const rows = await server.service.database.knex('idempotency_keys').where({ key: 'claim-seal-1' });
@@ -27,6 +29,8 @@ describe('idempotent responses are stored sealed', () => {
 
     const retry = await account.api.post('/api/v1/devices/claim', body, { 'idempotency-key': 'claim-seal-1' });
     expect(retry.status).toBe(201);
-    expect((retry.body.devices as Array<{ credentials: { password: string } }>).map((d) => d.credentials.password)).toEqual(passwords);
+    expect(
+      (retry.body.devices as Array<{ credentials: { password: string } }>).map((d) => d.credentials.password),
+    ).toEqual(passwords);
   });
 });

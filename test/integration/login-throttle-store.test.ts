@@ -2,8 +2,15 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import type { Knex } from 'knex';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-database';
 import { openDatabase, type Database } from '../../api/src/db/database';
-import { countAddressAttempt, countEmailAttempt, withdrawAddressAttempt } from '../../api/src/domain/accounts/store/login-throttle.store';
-import { withdrawAddressAttempt as withdrawRule, type ThrottleCounter } from '../../api/src/domain/accounts/login-throttle-rules';
+import {
+  countAddressAttempt,
+  countEmailAttempt,
+  withdrawAddressAttempt,
+} from '../../api/src/domain/accounts/store/login-throttle.store';
+import {
+  withdrawAddressAttempt as withdrawRule,
+  type ThrottleCounter,
+} from '../../api/src/domain/accounts/login-throttle-rules';
 import { ADDRESS_CASES, EMAIL_CASES, MIN, at, counter, now } from '../unit/accounts/login-throttle-cases';
 
 /**
@@ -30,10 +37,19 @@ describe('login throttle store: the statements decide as the rules do', () => {
   let n = 0;
   const email = () => `case-${++n}@example.com`;
   const address = '203.0.113.9';
-  const asCounter = (row: { failures: number; window_started_at: Date; locked_until: Date | null } | undefined): ThrottleCounter | null =>
-    row ? counter(row.failures, new Date(row.window_started_at), row.locked_until ? new Date(row.locked_until) : null) : null;
-  const stored = (c: ThrottleCounter) => ({ failures: c.failures, window_started_at: c.windowStartedAt, locked_until: c.lockedUntil });
-  const addressRow = async (e: string) => asCounter(await knex('login_address_throttle').where({ email: e, address }).first());
+  const asCounter = (
+    row: { failures: number; window_started_at: Date; locked_until: Date | null } | undefined,
+  ): ThrottleCounter | null =>
+    row
+      ? counter(row.failures, new Date(row.window_started_at), row.locked_until ? new Date(row.locked_until) : null)
+      : null;
+  const stored = (c: ThrottleCounter) => ({
+    failures: c.failures,
+    window_started_at: c.windowStartedAt,
+    locked_until: c.lockedUntil,
+  });
+  const addressRow = async (e: string) =>
+    asCounter(await knex('login_address_throttle').where({ email: e, address }).first());
   const emailRow = async (e: string) => asCounter(await knex('login_throttle').where({ email: e }).first());
 
   it.each(ADDRESS_CASES)('per address: %s', async (_, current, decision) => {

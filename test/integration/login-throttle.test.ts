@@ -27,7 +27,9 @@ describe('login throttle', () => {
 
   it('counts parallel guesses atomically: of 60 at once, 10 are checked and 50 refused', async () => {
     const { adminEmail, adminPassword } = await server.createAccount();
-    const answers = await Promise.all(Array.from({ length: 60 }, () => login(adminEmail, 'wrong password', '203.0.113.9')));
+    const answers = await Promise.all(
+      Array.from({ length: 60 }, () => login(adminEmail, 'wrong password', '203.0.113.9')),
+    );
     const statuses = answers.map((r) => r.status);
     expect(statuses.filter((s) => s === 401)).toHaveLength(10);
     expect(statuses.filter((s) => s === 429)).toHaveLength(50);
@@ -54,7 +56,8 @@ describe('login throttle', () => {
 
   it('counts an IPv6 /64 as one address', async () => {
     const { adminEmail, adminPassword } = await server.createAccount();
-    for (let i = 1; i <= 10; i++) expect((await login(adminEmail, 'wrong password', `2001:db8:1:2::${i.toString(16)}`)).status).toBe(401);
+    for (let i = 1; i <= 10; i++)
+      expect((await login(adminEmail, 'wrong password', `2001:db8:1:2::${i.toString(16)}`)).status).toBe(401);
     expect((await login(adminEmail, adminPassword, '2001:db8:1:2:ffff:ffff:ffff:ffff')).status).toBe(429);
     expect((await login(adminEmail, adminPassword, '2001:db8:1:3::1')).status).toBe(201);
   });
@@ -65,7 +68,8 @@ describe('login throttle', () => {
     expect((await login(adminEmail, adminPassword, home)).status).toBe(201);
 
     // One guess from each of 20 addresses: none is locked out on its own.
-    for (let i = 0; i < 20; i++) expect((await login(adminEmail, 'wrong password', `203.0.113.${100 + i}`)).status).toBe(401);
+    for (let i = 0; i < 20; i++)
+      expect((await login(adminEmail, 'wrong password', `203.0.113.${100 + i}`)).status).toBe(401);
     const fresh = await login(adminEmail, adminPassword, '192.0.2.1');
     expect(fresh.status).toBe(429);
     expect(fresh.body.code).toBe('too_many_login_attempts');
@@ -98,7 +102,12 @@ describe('login throttle', () => {
     const { adminEmail, adminPassword } = await server.createAccount();
     expect((await login(adminEmail, adminPassword, '198.51.100.40')).status).toBe(201);
     expect((await login(adminEmail, 'wrong password', '203.0.113.40')).status).toBe(401);
-    const rows = () => server.service.database.knex('login_address_throttle').where({ email: adminEmail }).orderBy('address').pluck('address');
+    const rows = () =>
+      server.service.database
+        .knex('login_address_throttle')
+        .where({ email: adminEmail })
+        .orderBy('address')
+        .pluck('address');
     expect(await rows()).toEqual(['198.51.100.40', '203.0.113.40']);
     clock.advance(2 * 86_400_000);
     await server.service.services.retention.pruneOnce();

@@ -12,7 +12,9 @@ if (missing.length) console.log(`README production commands skipped: ${missing.j
 
 function bash(script: string, cwd: string): Promise<{ code: number; out: string; err: string }> {
   return new Promise((resolve) => {
-    execFile('bash', ['-euo', 'pipefail', '-c', script], { cwd, timeout: 60_000 }, (error, out, err) => resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, out, err }));
+    execFile('bash', ['-euo', 'pipefail', '-c', script], { cwd, timeout: 60_000 }, (error, out, err) =>
+      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, out, err }),
+    );
   });
 }
 
@@ -29,33 +31,63 @@ describe.skipIf(missing.length > 0)('README production commands', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it('make a certificate, serve TLS, connect a device by password and by certificate, and revoke it', { timeout: 180_000 }, async () => {
-    const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
-    const section = readme.slice(readme.indexOf('## Production: TLS, device certificates, signed firmware'), readme.indexOf('## Operator tool'));
-    const [tlsBlock, certificateBlock] = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!.replace(/\\\n\s*/g, ''));
-    expect(tlsBlock).toContain('TLS_CERT_FILE=server.pem TLS_KEY_FILE=server.key PORT=8443 MQTT_PORT=off npm start');
-    const [makeFiles, afterStart] = tlsBlock!.split(/^.*npm start.*$/m) as [string, string];
+  it(
+    'make a certificate, serve TLS, connect a device by password and by certificate, and revoke it',
+    { timeout: 180_000 },
+    async () => {
+      const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
+      const section = readme.slice(
+        readme.indexOf('## Production: TLS, device certificates, signed firmware'),
+        readme.indexOf('## Operator tool'),
+      );
+      const [tlsBlock, certificateBlock] = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) =>
+        m[1]!.replace(/\\\n\s*/g, ''),
+      );
+      expect(tlsBlock).toContain('TLS_CERT_FILE=server.pem TLS_KEY_FILE=server.key PORT=8443 MQTT_PORT=off npm start');
+      const [makeFiles, afterStart] = tlsBlock!.split(/^.*npm start.*$/m) as [string, string];
 
-    const made = await bash(makeFiles, dir);
-    expect(made.code, made.err).toBe(0);
-    const ca = fs.readFileSync(path.join(dir, 'ca.pem'), 'utf8');
-    server = await startTestServer({ tlsCa: ca, env: { TLS_CERT_FILE: path.join(dir, 'server.pem'), TLS_KEY_FILE: path.join(dir, 'server.key'), MQTT_PORT: 'off', MQTTS_PORT: '0' } });
-    const account = await server.createAccount();
-    expect((await account.api.post('/api/v1/models', { name: 'LX-200' })).status).toBe(201);
-    const claim = await account.api.post('/api/v1/devices/claim', { serials: ['LX200-000001'], model: 'LX-200' });
-    expect(claim.status).toBe(201);
-    const ports = (script: string) => script.replaceAll('localhost:8443', `localhost:${server.service.httpPort}`).replaceAll('-p 8883', `-p ${server.service.mqttsPort}`);
+      const made = await bash(makeFiles, dir);
+      expect(made.code, made.err).toBe(0);
+      const ca = fs.readFileSync(path.join(dir, 'ca.pem'), 'utf8');
+      server = await startTestServer({
+        tlsCa: ca,
+        env: {
+          TLS_CERT_FILE: path.join(dir, 'server.pem'),
+          TLS_KEY_FILE: path.join(dir, 'server.key'),
+          MQTT_PORT: 'off',
+          MQTTS_PORT: '0',
+        },
+      });
+      const account = await server.createAccount();
+      expect((await account.api.post('/api/v1/models', { name: 'LX-200' })).status).toBe(201);
+      const claim = await account.api.post('/api/v1/devices/claim', { serials: ['LX200-000001'], model: 'LX-200' });
+      expect(claim.status).toBe(201);
+      const ports = (script: string) =>
+        script
+          .replaceAll('localhost:8443', `localhost:${server.service.httpPort}`)
+          .replaceAll('-p 8883', `-p ${server.service.mqttsPort}`);
 
-    const clients = await bash(ports(afterStart).replaceAll('<serial>', 'LX200-000001').replace('<password>', claim.body.devices[0].credentials.password), dir);
-    expect(clients.code, clients.err).toBe(0);
-    expect(clients.out).toContain('{"status":"ok"}');
-    expect(JSON.parse(clients.out.slice(clients.out.indexOf('{"version"')))).toMatchObject({ version: 1 });
+      const clients = await bash(
+        ports(afterStart)
+          .replaceAll('<serial>', 'LX200-000001')
+          .replace('<password>', claim.body.devices[0].credentials.password),
+        dir,
+      );
+      expect(clients.code, clients.err).toBe(0);
+      expect(clients.out).toContain('{"status":"ok"}');
+      expect(JSON.parse(clients.out.slice(clients.out.indexOf('{"version"')))).toMatchObject({ version: 1 });
 
-    const certified = await bash(ports(certificateBlock!).replace(/^KEY=flk_\.\.\..*$/m, `KEY=${account.apiKey}`), dir);
-    expect(certified.code, `${certified.out}\n${certified.err}`).toBe(0);
-    await expect.poll(async () => (await account.api.get('/api/v1/devices/LX200-000001')).body.firmware).toBe('1.0.0');
-    const certificates = (await account.api.get('/api/v1/devices/LX200-000001/certificates')).body.certificates;
-    expect(certificates).toHaveLength(1);
-    expect(certificates[0].revoked_at).not.toBeNull();
-  });
+      const certified = await bash(
+        ports(certificateBlock!).replace(/^KEY=flk_\.\.\..*$/m, `KEY=${account.apiKey}`),
+        dir,
+      );
+      expect(certified.code, `${certified.out}\n${certified.err}`).toBe(0);
+      await expect
+        .poll(async () => (await account.api.get('/api/v1/devices/LX200-000001')).body.firmware)
+        .toBe('1.0.0');
+      const certificates = (await account.api.get('/api/v1/devices/LX200-000001/certificates')).body.certificates;
+      expect(certificates).toHaveLength(1);
+      expect(certificates[0].revoked_at).not.toBeNull();
+    },
+  );
 });

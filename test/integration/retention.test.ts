@@ -19,12 +19,23 @@ describe('retention (HISTORY_RETENTION_DAYS=30, EVENT_RETENTION_DAYS=7)', () => 
   const [serial] = serials('RET', 1);
 
   const emit = async (events: Array<Omit<NewEvent, 'accountId'>>) => {
-    await appendEvents(server.service.database.knex, clock, events.map((e) => ({ accountId: account.accountId, ...e })));
+    await appendEvents(
+      server.service.database.knex,
+      clock,
+      events.map((e) => ({ accountId: account.accountId, ...e })),
+    );
     await server.service.outbox.flush();
     await server.service.webhookWorker.settle();
   };
-  const history = async () => ((await account.api.get(`/api/v1/devices/${serial}/history`)).body.events as Array<{ type: string }>).map((e) => e.type);
-  const deliveries = async (webhookId: string) => (await account.api.get(`/api/v1/webhooks/${webhookId}/deliveries`)).body.deliveries as Array<{ event_id: string; status: string }>;
+  const history = async () =>
+    ((await account.api.get(`/api/v1/devices/${serial}/history`)).body.events as Array<{ type: string }>).map(
+      (e) => e.type,
+    );
+  const deliveries = async (webhookId: string) =>
+    (await account.api.get(`/api/v1/webhooks/${webhookId}/deliveries`)).body.deliveries as Array<{
+      event_id: string;
+      status: string;
+    }>;
 
   beforeAll(async () => {
     server = await startTestServer({ clock, env: { HISTORY_RETENTION_DAYS: '30', EVENT_RETENTION_DAYS: '7' } });
@@ -43,10 +54,16 @@ describe('retention (HISTORY_RETENTION_DAYS=30, EVENT_RETENTION_DAYS=7)', () => 
     // Day 0: a claim (history `claimed`, an idempotency key), an event delivered to a receiver
     // that is up, and one whose delivery to a receiver that is down is still being retried.
     await buildModel(account, 'LX-200');
-    const claimed = await account.api.post('/api/v1/devices/claim', { serials: [serial], model: 'LX-200' }, { 'Idempotency-Key': 'claim-day-0' });
+    const claimed = await account.api.post(
+      '/api/v1/devices/claim',
+      { serials: [serial], model: 'LX-200' },
+      { 'Idempotency-Key': 'claim-day-0' },
+    );
     expect(claimed.status).toBe(201);
-    const hookUp = (await account.api.post('/api/v1/webhooks', { url: up.url, event_types: ['device.online'] })).body.webhook.id as string;
-    const hookDown = (await account.api.post('/api/v1/webhooks', { url: down.url, event_types: ['device.offline'] })).body.webhook.id as string;
+    const hookUp = (await account.api.post('/api/v1/webhooks', { url: up.url, event_types: ['device.online'] })).body
+      .webhook.id as string;
+    const hookDown = (await account.api.post('/api/v1/webhooks', { url: down.url, event_types: ['device.offline'] }))
+      .body.webhook.id as string;
     await emit([{ type: 'device.online', subject: serial, data: { serial, n: 1 } }]);
     await emit([{ type: 'device.offline', subject: serial, data: { serial, n: 2 } }]);
     expect(up.received).toHaveLength(1);
@@ -58,13 +75,23 @@ describe('retention (HISTORY_RETENTION_DAYS=30, EVENT_RETENTION_DAYS=7)', () => 
     // Day 40: a rename (recent history) and a recent event.
     clock.advance(40 * DAY_MS);
     expect((await account.api.patch(`/api/v1/devices/${serial}`, { name: 'Lobby 1' })).status).toBe(200);
-    await appendEvents(server.service.database.knex, clock, [{ accountId: account.accountId, type: 'device.online', subject: serial, data: { serial, n: 3 } }]);
+    await appendEvents(server.service.database.knex, clock, [
+      { accountId: account.accountId, type: 'device.online', subject: serial, data: { serial, n: 3 } },
+    ]);
     await server.service.outbox.flush();
     expect(await history()).toEqual(['renamed', 'claimed']);
     expect(await deliveries(hookUp)).toHaveLength(2);
     // An event from day 0 that was never dispatched (the dispatcher is stopped here): it must survive.
     await server.service.outbox.stop();
-    await appendEvents(server.service.database.knex, clock, [{ accountId: account.accountId, type: 'device.online', subject: serial, data: { n: 4 }, occurredAt: new Date(clock.now().getTime() - 40 * DAY_MS) }]);
+    await appendEvents(server.service.database.knex, clock, [
+      {
+        accountId: account.accountId,
+        type: 'device.online',
+        subject: serial,
+        data: { n: 4 },
+        occurredAt: new Date(clock.now().getTime() - 40 * DAY_MS),
+      },
+    ]);
 
     const result = await server.service.services.retention.pruneOnce();
     // The claim's own events of day 0 (device.claimed, ...) go too, with the delivered one.
@@ -78,12 +105,20 @@ describe('retention (HISTORY_RETENTION_DAYS=30, EVENT_RETENTION_DAYS=7)', () => 
     // The pending delivery and its event stay until the retries end.
     expect(await deliveries(hookDown)).toHaveLength(1);
     // Left: the event still owed to a receiver, the recent one, the undispatched one; nothing else old.
-    const events = (await server.service.database.knex('events').where({ account_id: account.accountId }).orderBy('seq').select('data', 'occurred_at')) as Array<{ data: { n?: number }; occurred_at: Date }>;
+    const events = (await server.service.database
+      .knex('events')
+      .where({ account_id: account.accountId })
+      .orderBy('seq')
+      .select('data', 'occurred_at')) as Array<{ data: { n?: number }; occurred_at: Date }>;
     const cutoff = clock.now().getTime() - 7 * DAY_MS;
     expect(events.filter((e) => new Date(e.occurred_at).getTime() < cutoff).map((e) => e.data.n)).toEqual([2, 4]);
     expect(events.filter((e) => e.data.n !== undefined).map((e) => e.data.n)).toEqual([2, 3, 4]);
     // The idempotency key expired with its 24 hours: the same key is a new request now.
-    const again = await account.api.post('/api/v1/devices/claim', { serials: serials('RET2', 1), model: 'LX-200' }, { 'Idempotency-Key': 'claim-day-0' });
+    const again = await account.api.post(
+      '/api/v1/devices/claim',
+      { serials: serials('RET2', 1), model: 'LX-200' },
+      { 'Idempotency-Key': 'claim-day-0' },
+    );
     expect(again.status).toBe(201);
 
     // A second pass finds nothing more to do.
@@ -95,12 +130,19 @@ describe('retention (HISTORY_RETENTION_DAYS=30, EVENT_RETENTION_DAYS=7)', () => 
     expect((await account.api.patch(`/api/v1/webhooks/${hookDown}`, { enabled: false })).status).toBe(200);
     expect(await server.service.services.retention.pruneOnce()).toMatchObject({ events: 1, webhookDeliveries: 1 });
     expect(await deliveries(hookDown)).toHaveLength(0);
-    expect((await server.service.database.knex('events').where({ account_id: account.accountId }).select('data')).map((e: { data: { n?: number } }) => e.data.n).filter((n) => n !== undefined)).toEqual([3, 4]);
+    expect(
+      (await server.service.database.knex('events').where({ account_id: account.accountId }).select('data'))
+        .map((e: { data: { n?: number } }) => e.data.n)
+        .filter((n) => n !== undefined),
+    ).toEqual([3, 4]);
   });
 
   it('walks a long history window by window to the end of what is old', async () => {
     const knex = server.service.database.knex;
-    const device = (await knex('devices').where({ serial }).first('id', 'account_id')) as { id: string; account_id: string };
+    const device = (await knex('devices').where({ serial }).first('id', 'account_id')) as {
+      id: string;
+      account_id: string;
+    };
     const old = new Date(clock.now().getTime() - 31 * DAY_MS);
     // 12,000 old rows (more than two windows of the walk), then one recent.
     await knex.raw(
@@ -108,7 +150,13 @@ describe('retention (HISTORY_RETENTION_DAYS=30, EVENT_RETENTION_DAYS=7)', () => 
        SELECT ?, ?, 'status_changed', jsonb_build_object('i', i), ? FROM generate_series(1, 12000) AS i`,
       [device.account_id, device.id, old],
     );
-    await knex('device_events').insert({ account_id: device.account_id, device_id: device.id, type: 'status_changed', data: JSON.stringify({ recent: true }), occurred_at: clock.now() });
+    await knex('device_events').insert({
+      account_id: device.account_id,
+      device_id: device.id,
+      type: 'status_changed',
+      data: JSON.stringify({ recent: true }),
+      occurred_at: clock.now(),
+    });
     const result = await server.service.services.retention.pruneOnce();
     expect(result.deviceEvents).toBe(12_000);
     // The background worker's pass is what /metrics counts.
@@ -123,28 +171,41 @@ describe('retention (HISTORY_RETENTION_DAYS=30, EVENT_RETENTION_DAYS=7)', () => 
     expect((await history()).slice(0, 2)).toEqual(['status_changed', 'renamed']);
   });
 
-  it.runIf(usingPostgres())('runs the background pass in one process of a cluster at a time (advisory lock)', async () => {
-    const knex = server.service.database.knex;
-    const device = (await knex('devices').where({ serial }).first('id', 'account_id')) as { id: string; account_id: string };
-    await knex.raw(
-      `INSERT INTO device_events (account_id, device_id, type, data, occurred_at)
+  it.runIf(usingPostgres())(
+    'runs the background pass in one process of a cluster at a time (advisory lock)',
+    async () => {
+      const knex = server.service.database.knex;
+      const device = (await knex('devices').where({ serial }).first('id', 'account_id')) as {
+        id: string;
+        account_id: string;
+      };
+      await knex.raw(
+        `INSERT INTO device_events (account_id, device_id, type, data, occurred_at)
        SELECT ?, ?, 'status_changed', '{}'::jsonb, ? FROM generate_series(1, 5)`,
-      [device.account_id, device.id, new Date(clock.now().getTime() - 31 * DAY_MS)],
-    );
-    const oldRows = async () => Number((await knex('device_events').where('occurred_at', '<', new Date(clock.now().getTime() - 30 * DAY_MS)).count('* as n'))[0]!.n);
-    // Another process's pass, as PostgreSQL sees it: a session holding the lock.
-    const other = await knex.client.acquireConnection();
-    try {
-      await other.query('SELECT pg_advisory_lock($1)', [ADVISORY_LOCKS.retention]);
+        [device.account_id, device.id, new Date(clock.now().getTime() - 31 * DAY_MS)],
+      );
+      const oldRows = async () =>
+        Number(
+          (
+            await knex('device_events')
+              .where('occurred_at', '<', new Date(clock.now().getTime() - 30 * DAY_MS))
+              .count('* as n')
+          )[0]!.n,
+        );
+      // Another process's pass, as PostgreSQL sees it: a session holding the lock.
+      const other = await knex.client.acquireConnection();
+      try {
+        await other.query('SELECT pg_advisory_lock($1)', [ADVISORY_LOCKS.retention]);
+        await server.service.retentionWorker.runNow();
+        expect(await oldRows()).toBe(5);
+        await other.query('SELECT pg_advisory_unlock($1)', [ADVISORY_LOCKS.retention]);
+      } finally {
+        await knex.client.releaseConnection(other);
+      }
       await server.service.retentionWorker.runNow();
-      expect(await oldRows()).toBe(5);
-      await other.query('SELECT pg_advisory_unlock($1)', [ADVISORY_LOCKS.retention]);
-    } finally {
-      await knex.client.releaseConnection(other);
-    }
-    await server.service.retentionWorker.runNow();
-    expect(await oldRows()).toBe(0);
-  });
+      expect(await oldRows()).toBe(0);
+    },
+  );
 
   it('keeps everything with 0 days (retention off)', async () => {
     const knex = server.service.database.knex;

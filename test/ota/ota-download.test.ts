@@ -27,7 +27,10 @@ describe('firmware downloads', () => {
       const seen = collect(client);
       await client.subscribeAsync(topics.ota(c.serial), { qos: 1 });
       await client.publishAsync(topics.heartbeat(c.serial), heartbeat({ firmware: '1.0.0' }), { qos: 1 });
-      Object.defineProperty(commands, c.serial, { get: () => JSON.parse(seen.find((m) => m.topic === topics.ota(c.serial))?.payload ?? 'null'), enumerable: true });
+      Object.defineProperty(commands, c.serial, {
+        get: () => JSON.parse(seen.find((m) => m.topic === topics.ota(c.serial))?.payload ?? 'null'),
+        enumerable: true,
+      });
     }
     await waitFor(async () => (await a.api.get('/api/v1/devices?firmware=1.0.0&limit=10')).body.devices.length === 2);
     const res = await a.api.post('/api/v1/firmware/deploy', { firmware_version: '2.0.0', serials: ['DL-1', 'DL-2'] });
@@ -97,19 +100,33 @@ describe('firmware downloads', () => {
     expect(res.status).toBe(403);
     expect(res.headers.get('content-type')).toContain('application/problem+json');
     // A correctly signed link whose time is up.
-    const update = (await server.service.database.knex('device_updates').where({ id: commands['DL-2']!.job_id }).first()) as { id: string; device_id: string; firmware_version_id: string };
+    const update = (await server.service.database
+      .knex('device_updates')
+      .where({ id: commands['DL-2']!.job_id })
+      .first()) as { id: string; device_id: string; firmware_version_id: string };
     const expiresAt = Math.floor(Date.now() / 1000) - 1;
-    const expired = server.service.services.downloadLinks.url(server.service.httpUrl, { jobId: update.id, deviceId: update.device_id, firmwareVersionId: update.firmware_version_id, expiresAt });
+    const expired = server.service.services.downloadLinks.url(server.service.httpUrl, {
+      jobId: update.id,
+      deviceId: update.device_id,
+      firmwareVersionId: update.firmware_version_id,
+      expiresAt,
+    });
     const gone = await fetch(expired);
     expect(gone.status).toBe(410);
     expect((await gone.json()).code).toBe('gone');
     expect((await fetch(`${server.service.httpUrl}/firmware/download/not-a-job?e=1&s=x`)).status).toBe(403);
   });
 
-  it('a finished job\'s link stops working', async () => {
+  it("a finished job's link stops working", async () => {
     const c = clients[0]!;
     await c.publishAsync(topics.heartbeat('DL-1'), heartbeat({ firmware: '2.0.0' }), { qos: 1 });
-    await expect.poll(async () => (await server.service.database.knex('device_updates').where({ id: commands['DL-1']!.job_id }).first('state')).state).toBe('succeeded');
+    await expect
+      .poll(
+        async () =>
+          (await server.service.database.knex('device_updates').where({ id: commands['DL-1']!.job_id }).first('state'))
+            .state,
+      )
+      .toBe('succeeded');
     expect((await fetch(local(commands['DL-1']!.url))).status).toBe(410);
   });
 });

@@ -28,11 +28,23 @@ describe('OTA: a finished job is not sent again when its device comes back', { t
   const poll = { timeout: 30_000, interval: 50 };
 
   beforeAll(async () => {
-    server = await startTestServer({ clock, env: { OTA_SWEEP_INTERVAL_MS: '0', OTA_RESEND_AFTER_S: '60', OTA_STEP_TIMEOUT_S: '900', OTA_BOOT_TIMEOUT_S: '600' } });
+    server = await startTestServer({
+      clock,
+      env: {
+        OTA_SWEEP_INTERVAL_MS: '0',
+        OTA_RESEND_AFTER_S: '60',
+        OTA_STEP_TIMEOUT_S: '900',
+        OTA_BOOT_TIMEOUT_S: '600',
+      },
+    });
     a = await server.createAccount({ quota: 100, budget: 10_000 });
-    await server.service.database.knex('api_keys').where({ id: a.apiKeyId }).update({ rate_limit_per_minute: 1_000_000 });
+    await server.service.database
+      .knex('api_keys')
+      .where({ id: a.apiKeyId })
+      .update({ rate_limit_per_minute: 1_000_000 });
     await buildModel(a, 'LX-200');
-    for (const v of ['1.0.0', '2.0.0']) await uploadFirmware(a, { model: 'LX-200', version: v, bytes: Buffer.alloc(2000, v), expectStatus: 201 });
+    for (const v of ['1.0.0', '2.0.0'])
+      await uploadFirmware(a, { model: 'LX-200', version: v, bytes: Buffer.alloc(2000, v), expectStatus: 201 });
   }, 60_000);
   afterEach(() => restoreOtaEngine(ota()));
   afterAll(async () => {
@@ -56,10 +68,17 @@ describe('OTA: a finished job is not sent again when its device comes back', { t
     });
     return { client, commands };
   };
-  const report = (client: MqttClient, serial: string, body: Record<string, unknown>) => client.publishAsync(topics.otaProgress(serial), JSON.stringify(body), { qos: 1 });
-  const beat = (client: MqttClient, serial: string, firmware: string) => client.publishAsync(topics.heartbeat(serial), heartbeat({ firmware }), { qos: 1 });
+  const report = (client: MqttClient, serial: string, body: Record<string, unknown>) =>
+    client.publishAsync(topics.otaProgress(serial), JSON.stringify(body), { qos: 1 });
+  const beat = (client: MqttClient, serial: string, firmware: string) =>
+    client.publishAsync(topics.heartbeat(serial), heartbeat({ firmware }), { qos: 1 });
   const stateOf = async (deploymentId: string, serial: string) =>
-    ((await a.api.get(`/api/v1/firmware/deployments/${deploymentId}/devices?limit=100`)).body.devices as Array<{ serial: string; state: string }>).find((d) => d.serial === serial)?.state;
+    (
+      (await a.api.get(`/api/v1/firmware/deployments/${deploymentId}/devices?limit=100`)).body.devices as Array<{
+        serial: string;
+        state: string;
+      }>
+    ).find((d) => d.serial === serial)?.state;
 
   /** A device on 1.0.0 that received its 2.0.0 command (state `sent`). */
   const commanded = async (serial: string) => {
@@ -68,7 +87,11 @@ describe('OTA: a finished job is not sent again when its device comes back', { t
     await dev.client.subscribeAsync(topics.ota(serial), { qos: 1 });
     await beat(dev.client, serial, '1.0.0');
     await expect.poll(async () => (await a.api.get(`/api/v1/devices/${serial}`)).body.firmware, poll).toBe('1.0.0');
-    const res = await a.api.post('/api/v1/firmware/deploy', { firmware_version: '2.0.0', serials: [serial], filter: { model: 'LX-200' } });
+    const res = await a.api.post('/api/v1/firmware/deploy', {
+      firmware_version: '2.0.0',
+      serials: [serial],
+      filter: { model: 'LX-200' },
+    });
     expect(res.status, JSON.stringify(res.body)).toBe(202);
     const id = res.body.deployment_id as string;
     await expect.poll(() => dev.commands.length, poll).toBe(1);
@@ -79,7 +102,12 @@ describe('OTA: a finished job is not sent again when its device comes back', { t
   const slowReports = (ms: number) => {
     // The engine's own methods, bound before the stand-in covers them.
     const engine = ota();
-    const own = { ready: engine.onDeviceReady.bind(engine), heard: engine.onDeviceHeard.bind(engine), firmware: engine.onFirmwareReported.bind(engine), progress: engine.onProgress.bind(engine) };
+    const own = {
+      ready: engine.onDeviceReady.bind(engine),
+      heard: engine.onDeviceHeard.bind(engine),
+      firmware: engine.onFirmwareReported.bind(engine),
+      progress: engine.onProgress.bind(engine),
+    };
     listenInsteadOfOtaEngine(engine, {
       onDeviceReady: (input) => own.ready(input),
       onDeviceHeard: (input) => own.heard(input),
@@ -100,14 +128,24 @@ describe('OTA: a finished job is not sent again when its device comes back', { t
 
   it('a copy of the command left in the persistent session is not replayed to the device that finished the job', async () => {
     const { c, dev, id, job } = await commanded('RP-1');
-    const command = (await server.service.database.knex('device_updates as u').join('firmware_versions as f', 'f.id', 'u.firmware_version_id').where('u.id', job).first('f.sha256', 'f.size')) as { sha256: string; size: number };
+    const command = (await server.service.database
+      .knex('device_updates as u')
+      .join('firmware_versions as f', 'f.id', 'u.firmware_version_id')
+      .where('u.id', job)
+      .first('f.sha256', 'f.size')) as { sha256: string; size: number };
     await report(dev.client, 'RP-1', { job_id: job, state: 'downloading', progress: 0 });
     await report(dev.client, 'RP-1', { job_id: job, state: 'rebooting' });
     await expect.poll(() => stateOf(id, 'RP-1'), poll).toBe('rebooting');
     await dev.client.endAsync();
     // Published while the device reboots: it waits in the session, as the copy a killed process
     // had stored there and never delivered did.
-    await server.service.services.gateway.publishOta('RP-1', { jobId: job, version: '2.0.0', url: 'http://127.0.0.1/firmware/stale', sha256: command.sha256, size: Number(command.size) });
+    await server.service.services.gateway.publishOta('RP-1', {
+      jobId: job,
+      version: '2.0.0',
+      url: 'http://127.0.0.1/firmware/stale',
+      sha256: command.sha256,
+      size: Number(command.size),
+    });
     const back = await open(c);
     await beat(back.client, 'RP-1', '2.0.0');
     await report(back.client, 'RP-1', { job_id: job, state: 'succeeded' });

@@ -40,11 +40,17 @@ export const sha256 = (b: Buffer): string => createHash('sha256').update(b).dige
 export function newSigningKey(): { privateKey: KeyObject; publicKey: KeyObject; publicPem: string; keyId: string } {
   const { privateKey, publicKey } = generateKeyPairSync('ed25519');
   const der = publicKey.export({ type: 'spki', format: 'der' });
-  return { privateKey, publicKey, publicPem: String(publicKey.export({ type: 'spki', format: 'pem' })), keyId: createHash('sha256').update(der).digest('hex').slice(0, 16) };
+  return {
+    privateKey,
+    publicKey,
+    publicPem: String(publicKey.export({ type: 'spki', format: 'pem' })),
+    keyId: createHash('sha256').update(der).digest('hex').slice(0, 16),
+  };
 }
 
 /** base64 Ed25519 signature over the raw 32-byte SHA-256 digest of the image, as `openssl pkeyutl -sign -rawin` makes it. */
-export const signFirmware = (privateKey: KeyObject, bytes: Buffer): string => sign(null, createHash('sha256').update(bytes).digest(), privateKey).toString('base64');
+export const signFirmware = (privateKey: KeyObject, bytes: Buffer): string =>
+  sign(null, createHash('sha256').update(bytes).digest(), privateKey).toString('base64');
 
 import type { TestServer } from '../helpers/test-server';
 import { SimulatedDevice, type SimulatedDeviceOptions } from '../../simulator/src/simulated-device';
@@ -56,7 +62,9 @@ export async function claimWithCredentials(
 ): Promise<Array<{ serial: string; username: string; password: string }>> {
   const res = await account.api.post('/api/v1/devices/claim', input);
   expect(res.status, JSON.stringify(res.body).slice(0, 300)).toBe(201);
-  return (res.body.devices as Array<{ serial: string; credentials: { username: string; password: string } }>).map((d) => ({ serial: d.serial, ...d.credentials }));
+  return (res.body.devices as Array<{ serial: string; credentials: { username: string; password: string } }>).map(
+    (d) => ({ serial: d.serial, ...d.credentials }),
+  );
 }
 
 /** Simulated lighting modules (the simulator's engine, in-process), started and connected. */
@@ -65,7 +73,16 @@ export async function startSimulated(
   creds: Array<{ serial: string; username: string; password: string }>,
   options: Partial<Omit<SimulatedDeviceOptions, 'credentials' | 'brokerUrl'>> & { firmware: string },
 ): Promise<SimulatedDevice[]> {
-  const devices = creds.map((c) => new SimulatedDevice({ heartbeatS: 2, rebootMs: 100, ...options, credentials: c, brokerUrl: server.service.mqttUrl! }));
+  const devices = creds.map(
+    (c) =>
+      new SimulatedDevice({
+        heartbeatS: 2,
+        rebootMs: 100,
+        ...options,
+        credentials: c,
+        brokerUrl: server.service.mqttUrl!,
+      }),
+  );
   await Promise.all(devices.map((d) => d.start()));
   return devices;
 }

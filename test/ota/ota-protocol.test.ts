@@ -24,11 +24,25 @@ describe('OTA protocol and timing (manual clock)', { timeout: 90_000 }, () => {
   const poll = { timeout: 30_000, interval: 50 };
 
   beforeAll(async () => {
-    server = await startTestServer({ clock, env: { OTA_SWEEP_INTERVAL_MS: '0', OTA_STEP_TIMEOUT_S: '60', OTA_BOOT_TIMEOUT_S: '30', OTA_RESEND_AFTER_S: '3600', OTA_DISPATCH_FIRST_PAGE: '2', OTA_DISPATCH_MAX_PAGE: '4' } });
+    server = await startTestServer({
+      clock,
+      env: {
+        OTA_SWEEP_INTERVAL_MS: '0',
+        OTA_STEP_TIMEOUT_S: '60',
+        OTA_BOOT_TIMEOUT_S: '30',
+        OTA_RESEND_AFTER_S: '3600',
+        OTA_DISPATCH_FIRST_PAGE: '2',
+        OTA_DISPATCH_MAX_PAGE: '4',
+      },
+    });
     a = await server.createAccount({ quota: 1000, budget: 10_000 });
-    await server.service.database.knex('api_keys').where({ id: a.apiKeyId }).update({ rate_limit_per_minute: 1_000_000 });
+    await server.service.database
+      .knex('api_keys')
+      .where({ id: a.apiKeyId })
+      .update({ rate_limit_per_minute: 1_000_000 });
     await buildModel(a, 'LX-200');
-    for (const v of ['1.0.0', '2.0.0']) await uploadFirmware(a, { model: 'LX-200', version: v, bytes: Buffer.alloc(2000, v), expectStatus: 201 });
+    for (const v of ['1.0.0', '2.0.0'])
+      await uploadFirmware(a, { model: 'LX-200', version: v, bytes: Buffer.alloc(2000, v), expectStatus: 201 });
   }, 60_000);
   afterAll(async () => {
     await Promise.all(clients.map((c) => c.endAsync(true).catch(() => undefined)));
@@ -43,27 +57,50 @@ describe('OTA protocol and timing (manual clock)', { timeout: 90_000 }, () => {
     if (subscribe) await client.subscribeAsync(topics.ota(c.serial), { qos: 1 });
     await client.publishAsync(topics.heartbeat(c.serial), heartbeat({ firmware }), { qos: 1 });
     await expect.poll(async () => (await a.api.get(`/api/v1/devices/${c.serial}`)).body.firmware, poll).toBe(firmware);
-    const commands = () => seen.filter((m) => m.topic === topics.ota(c.serial)).map((m) => JSON.parse(m.payload) as { job_id: string; version: string; url: string });
+    const commands = () =>
+      seen
+        .filter((m) => m.topic === topics.ota(c.serial))
+        .map((m) => JSON.parse(m.payload) as { job_id: string; version: string; url: string });
     return { client, commands };
   };
-  const report = (client: MqttClient, serial: string, body: Record<string, unknown>) => client.publishAsync(topics.otaProgress(serial), JSON.stringify(body), { qos: 1 });
+  const report = (client: MqttClient, serial: string, body: Record<string, unknown>) =>
+    client.publishAsync(topics.otaProgress(serial), JSON.stringify(body), { qos: 1 });
   const updateOf = async (deploymentId: string, serial: string) =>
-    (await a.api.get(`/api/v1/firmware/deployments/${deploymentId}/devices?limit=1000`)).body.devices.find((d: { serial: string }) => d.serial === serial);
+    (await a.api.get(`/api/v1/firmware/deployments/${deploymentId}/devices?limit=1000`)).body.devices.find(
+      (d: { serial: string }) => d.serial === serial,
+    );
   const deploy = async (body: Record<string, unknown>) => {
-    const res = await a.api.post('/api/v1/firmware/deploy', { firmware_version: '2.0.0', ...body, filter: { model: 'LX-200', ...(body.filter as object) } });
+    const res = await a.api.post('/api/v1/firmware/deploy', {
+      firmware_version: '2.0.0',
+      ...body,
+      filter: { model: 'LX-200', ...(body.filter as object) },
+    });
     expect(res.status, JSON.stringify(res.body)).toBe(202);
     await ota().idle();
     return res.body.deployment_id as string;
   };
 
   it('a claimed device that never reported counts as running its claim firmware for firmware_lt, and connects straight to the newer deployment', async () => {
-    const [c] = (await claimWithCredentials(a, { serials: ['CLAIMED-1'], model: 'LX-200', firmware: '1.0.0' })) as [Creds];
+    const [c] = (await claimWithCredentials(a, { serials: ['CLAIMED-1'], model: 'LX-200', firmware: '1.0.0' })) as [
+      Creds,
+    ];
     const claimDeployment = (await a.api.get('/api/v1/devices/CLAIMED-1')).body.update.deployment_id as string;
     // Never connected: it shows no firmware, yet it is older than 2.0.0 for every filter.
     const listed = await a.api.get('/api/v1/devices?model=LX-200&firmware_lt=2.0.0&limit=100');
-    expect(listed.body.devices.find((d: { serial: string }) => d.serial === 'CLAIMED-1')).toMatchObject({ firmware: null, status: 'offline' });
-    expect((await a.api.get('/api/v1/devices?model=LX-200&firmware_lt=1.0.0&limit=100')).body.devices.map((d: { serial: string }) => d.serial)).not.toContain('CLAIMED-1');
-    const dry = await a.api.post('/api/v1/firmware/deploy', { firmware_version: '2.0.0', filter: { model: 'LX-200', firmware_lt: '2.0.0', serials: ['CLAIMED-1'] }, dry_run: true });
+    expect(listed.body.devices.find((d: { serial: string }) => d.serial === 'CLAIMED-1')).toMatchObject({
+      firmware: null,
+      status: 'offline',
+    });
+    expect(
+      (await a.api.get('/api/v1/devices?model=LX-200&firmware_lt=1.0.0&limit=100')).body.devices.map(
+        (d: { serial: string }) => d.serial,
+      ),
+    ).not.toContain('CLAIMED-1');
+    const dry = await a.api.post('/api/v1/firmware/deploy', {
+      firmware_version: '2.0.0',
+      filter: { model: 'LX-200', firmware_lt: '2.0.0', serials: ['CLAIMED-1'] },
+      dry_run: true,
+    });
     expect(dry.body.target_count).toBe(1);
     const id = await deploy({ filter: { firmware_lt: '2.0.0', serials: ['CLAIMED-1'] } });
     expect((await deployment(a, id)).target_count).toBe(1);
@@ -140,7 +177,10 @@ describe('OTA protocol and timing (manual clock)', { timeout: 90_000 }, () => {
     await ota().idle();
     expect((await updateOf(id, 'TO-1')).state).toBe('timed_out');
     expect((await deployment(a, id)).status).toBe('completed_with_failures');
-    const failed = await server.service.database.knex('events').where({ account_id: a.accountId, type: 'firmware.update.failed' }).whereRaw("data->>'deployment_id' = ?", [id]);
+    const failed = await server.service.database
+      .knex('events')
+      .where({ account_id: a.accountId, type: 'firmware.update.failed' })
+      .whereRaw("data->>'deployment_id' = ?", [id]);
     expect(failed).toHaveLength(2);
   });
 
@@ -154,10 +194,15 @@ describe('OTA protocol and timing (manual clock)', { timeout: 90_000 }, () => {
     expect(dev.commands()).toHaveLength(0);
   });
 
-  it('respects each device\'s maintenance window in its own time zone', async () => {
+  it("respects each device's maintenance window in its own time zone", async () => {
     const creds = (await claimWithCredentials(a, { serials: ['WIN-BER', 'WIN-NYC'], model: 'LX-200' })) as Creds[];
-    for (const [serial, timezone] of [['WIN-BER', 'Europe/Berlin'], ['WIN-NYC', 'America/New_York']] as const) {
-      const res = await a.api.patch(`/api/v1/devices/${serial}`, { config: { timezone, maintenance_window: { start: '02:00', end: '04:00' } } });
+    for (const [serial, timezone] of [
+      ['WIN-BER', 'Europe/Berlin'],
+      ['WIN-NYC', 'America/New_York'],
+    ] as const) {
+      const res = await a.api.patch(`/api/v1/devices/${serial}`, {
+        config: { timezone, maintenance_window: { start: '02:00', end: '04:00' } },
+      });
       expect(res.status, JSON.stringify(res.body)).toBe(200);
     }
     clock.set('2026-01-15T01:30:00Z'); // Berlin 02:30 (inside), New York 20:30 (outside)
@@ -178,7 +223,8 @@ describe('OTA protocol and timing (manual clock)', { timeout: 90_000 }, () => {
   it('max_concurrent_per_tag keeps at most N devices of one zone updating at once', async () => {
     const serials = ['Z-1', 'Z-2', 'Z-3'];
     const creds = (await claimWithCredentials(a, { serials, model: 'LX-200' })) as Creds[];
-    for (const s of serials) expect((await a.api.patch(`/api/v1/devices/${s}`, { tags: { zone: 'hall' } })).status).toBe(200);
+    for (const s of serials)
+      expect((await a.api.patch(`/api/v1/devices/${s}`, { tags: { zone: 'hall' } })).status).toBe(200);
     const devs = await Promise.all(creds.map((c) => connect(c)));
     const id = await deploy({ serials, rollout: { max_concurrent_per_tag: { tag: 'zone', max: 1 } } });
     const sentCount = () => devs.reduce((n, d) => n + d.commands().length, 0);
@@ -252,7 +298,12 @@ describe('OTA protocol and timing (manual clock)', { timeout: 90_000 }, () => {
   it('health gate: the reboots of a newer update do not count against the update before it', async () => {
     const updated = await updatedUnderHealthGate('HG-2');
     // A hotfix minutes later: while it installs, the device goes down and comes back three times.
-    await uploadFirmware(a, { model: 'LX-200', version: '2.0.1', bytes: Buffer.alloc(2000, '2.0.1'), expectStatus: 201 });
+    await uploadFirmware(a, {
+      model: 'LX-200',
+      version: '2.0.1',
+      bytes: Buffer.alloc(2000, '2.0.1'),
+      expectStatus: 201,
+    });
     const hotfix = await deploy({ firmware_version: '2.0.1', serials: ['HG-2'] });
     await expect.poll(() => updated.dev.commands().some((m) => m.version === '2.0.1'), poll).toBe(true);
     const dev = await reconnectThreeTimes(updated.c, updated.dev, '2.0.0');

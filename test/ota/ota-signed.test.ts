@@ -11,7 +11,15 @@ import { claimWithCredentials, newSigningKey, startSimulated, uploadFirmware } f
 import type { SimulatedDevice } from '../../simulator/src/simulated-device';
 
 type Creds = { serial: string; username: string; password: string };
-type Command = { job_id: string; version: string; url: string; sha256: string; size: number; signature?: string; key_id?: string };
+type Command = {
+  job_id: string;
+  version: string;
+  url: string;
+  sha256: string;
+  size: number;
+  signature?: string;
+  key_id?: string;
+};
 
 /**
  * Signed firmware on the device side: OTA commands of signed versions carry the signature and
@@ -27,22 +35,51 @@ describe('signed firmware in OTA commands', { timeout: 120_000 }, () => {
   const simulated: SimulatedDevice[] = [];
   const key1 = newSigningKey();
   const key2 = newSigningKey();
-  const images = { '1.0.0': Buffer.alloc(3000, 'one'), '2.0.0': Buffer.alloc(3000, 'two'), '3.0.0': Buffer.alloc(3000, 'three'), '4.0.0': Buffer.alloc(3000, 'four') };
+  const images = {
+    '1.0.0': Buffer.alloc(3000, 'one'),
+    '2.0.0': Buffer.alloc(3000, 'two'),
+    '3.0.0': Buffer.alloc(3000, 'three'),
+    '4.0.0': Buffer.alloc(3000, 'four'),
+  };
   const poll = { timeout: 45_000, interval: 100 };
 
   beforeAll(async () => {
     server = await startTestServer({ env: { OTA_SWEEP_INTERVAL_MS: '0', OTA_RESEND_AFTER_S: '1' } });
     a = await server.createAccount({ quota: 1000, budget: 10_000 });
-    await server.service.database.knex('api_keys').where({ id: a.apiKeyId }).update({ rate_limit_per_minute: 1_000_000 });
+    await server.service.database
+      .knex('api_keys')
+      .where({ id: a.apiKeyId })
+      .update({ rate_limit_per_minute: 1_000_000 });
     await buildModel(a, 'LX-200');
-    const putKey = async (publicPem: string) => expect((await a.api.request('PUT', '/api/v1/firmware/signing-key', { body: { public_key: publicPem } })).status).toBe(200);
+    const putKey = async (publicPem: string) =>
+      expect(
+        (await a.api.request('PUT', '/api/v1/firmware/signing-key', { body: { public_key: publicPem } })).status,
+      ).toBe(200);
     // 1.0.0 before any key (unsigned), 2.0.0 signed with key 1, then the key rotates, 3.0.0 and 4.0.0 with key 2.
     await uploadFirmware(a, { model: 'LX-200', version: '1.0.0', bytes: images['1.0.0'], expectStatus: 201 });
     await putKey(key1.publicPem);
-    await uploadFirmware(a, { model: 'LX-200', version: '2.0.0', bytes: images['2.0.0'], signature: key1.privateKey, expectStatus: 201 });
+    await uploadFirmware(a, {
+      model: 'LX-200',
+      version: '2.0.0',
+      bytes: images['2.0.0'],
+      signature: key1.privateKey,
+      expectStatus: 201,
+    });
     await putKey(key2.publicPem);
-    await uploadFirmware(a, { model: 'LX-200', version: '3.0.0', bytes: images['3.0.0'], signature: key2.privateKey, expectStatus: 201 });
-    await uploadFirmware(a, { model: 'LX-200', version: '4.0.0', bytes: images['4.0.0'], signature: key2.privateKey, expectStatus: 201 });
+    await uploadFirmware(a, {
+      model: 'LX-200',
+      version: '3.0.0',
+      bytes: images['3.0.0'],
+      signature: key2.privateKey,
+      expectStatus: 201,
+    });
+    await uploadFirmware(a, {
+      model: 'LX-200',
+      version: '4.0.0',
+      bytes: images['4.0.0'],
+      signature: key2.privateKey,
+      expectStatus: 201,
+    });
   }, 60_000);
   afterAll(async () => {
     await Promise.all(clients.map((c) => c.endAsync(true).catch(() => undefined)));
@@ -58,7 +95,8 @@ describe('signed firmware in OTA commands', { timeout: 120_000 }, () => {
     if (subscribe) await client.subscribeAsync(topics.ota(c.serial), { qos: 1 });
     await client.publishAsync(topics.heartbeat(c.serial), heartbeat({ firmware }), { qos: 1 });
     await expect.poll(async () => (await a.api.get(`/api/v1/devices/${c.serial}`)).body.firmware, poll).toBe(firmware);
-    const commands = () => seen.filter((m) => m.topic === topics.ota(c.serial)).map((m) => JSON.parse(m.payload) as Command);
+    const commands = () =>
+      seen.filter((m) => m.topic === topics.ota(c.serial)).map((m) => JSON.parse(m.payload) as Command);
     return { client, commands };
   };
   const deploy = async (version: string, serials: string[]) => {
@@ -68,7 +106,9 @@ describe('signed firmware in OTA commands', { timeout: 120_000 }, () => {
     return res.body.deployment_id as string;
   };
   const updateOf = async (deploymentId: string, serial: string) =>
-    (await a.api.get(`/api/v1/firmware/deployments/${deploymentId}/devices?limit=1000`)).body.devices.find((d: { serial: string }) => d.serial === serial);
+    (await a.api.get(`/api/v1/firmware/deployments/${deploymentId}/devices?limit=1000`)).body.devices.find(
+      (d: { serial: string }) => d.serial === serial,
+    );
   /** What a device does: hash the downloaded image, then check the signature over those 32 bytes with the key it trusts. */
   const verifiesWith = async (command: Command, publicPem: string) => {
     const image = Buffer.from(await (await fetch(command.url)).arrayBuffer());
@@ -83,7 +123,11 @@ describe('signed firmware in OTA commands', { timeout: 120_000 }, () => {
     await deploy('2.0.0', ['SIG-1']);
     await expect.poll(() => dev.commands().length, poll).toBe(1);
     const command = dev.commands()[0]!;
-    expect(command).toMatchObject({ version: '2.0.0', key_id: key1.keyId, signature: expect.stringMatching(/^[A-Za-z0-9+/]{86}==$/) });
+    expect(command).toMatchObject({
+      version: '2.0.0',
+      key_id: key1.keyId,
+      signature: expect.stringMatching(/^[A-Za-z0-9+/]{86}==$/),
+    });
     // The key comes from what the service shows (the retired key), as an operator would take it.
     const keys = (await a.api.get('/api/v1/firmware/signing-key')).body;
     expect(keys.signing_key.key_id).toBe(key2.keyId);
@@ -114,16 +158,26 @@ describe('signed firmware in OTA commands', { timeout: 120_000 }, () => {
   });
 
   it('a simulated module trusting a key installs what it signed and reports signature_invalid for an image signed with another key, a tampered one and an unsigned one', async () => {
-    const creds = (await claimWithCredentials(a, { serials: ['SIM-GOOD', 'SIM-OLDKEY', 'SIM-TAMPER', 'SIM-UNSIGNED'], model: 'LX-200' })) as Creds[];
+    const creds = (await claimWithCredentials(a, {
+      serials: ['SIM-GOOD', 'SIM-OLDKEY', 'SIM-TAMPER', 'SIM-UNSIGNED'],
+      model: 'LX-200',
+    })) as Creds[];
     const [good, oldKey, tamper, unsigned] = creds as [Creds, Creds, Creds, Creds];
-    simulated.push(...(await startSimulated(server, [good, oldKey, tamper], { firmware: '1.0.0', signingKey: key2.publicKey })));
+    simulated.push(
+      ...(await startSimulated(server, [good, oldKey, tamper], { firmware: '1.0.0', signingKey: key2.publicKey })),
+    );
     simulated.push(...(await startSimulated(server, [unsigned], { firmware: '0.5.0', signingKey: key2.publicKey })));
     // Someone with write access to the firmware folder swaps 4.0.0's image (and its recorded
     // digest): only the signature can tell.
-    const v4 = (await a.api.get('/api/v1/firmware/versions?model=LX-200')).body.versions.find((v: { version: string }) => v.version === '4.0.0');
+    const v4 = (await a.api.get('/api/v1/firmware/versions?model=LX-200')).body.versions.find(
+      (v: { version: string }) => v.version === '4.0.0',
+    );
     const forged = Buffer.alloc(3000, 'evil');
     writeFileSync(path.join(server.config.dataDir, 'firmware', `${v4.id}.bin`), forged);
-    await server.service.database.knex('firmware_versions').where({ id: v4.id }).update({ sha256: createHash('sha256').update(forged).digest('hex') });
+    await server.service.database
+      .knex('firmware_versions')
+      .where({ id: v4.id })
+      .update({ sha256: createHash('sha256').update(forged).digest('hex') });
 
     const deployments = {
       good: await deploy('3.0.0', ['SIM-GOOD']),

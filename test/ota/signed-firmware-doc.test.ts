@@ -10,19 +10,29 @@ import { buildModel } from '../helpers/factories';
 const root = path.resolve(__dirname, '../..');
 const TOOLS = ['openssl', 'curl', 'jq', 'bash'];
 const missing = TOOLS.filter((tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0);
-if (missing.length) console.warn(`[signed firmware doc] skipped: ${missing.join(', ')} not found (install them to run the documented commands: apt-get install -y openssl curl jq)`);
+if (missing.length)
+  console.warn(
+    `[signed firmware doc] skipped: ${missing.join(', ')} not found (install them to run the documented commands: apt-get install -y openssl curl jq)`,
+  );
 
 /** The ```lang blocks of a Markdown text, in order. */
-const blocks = (markdown: string, lang: string) => [...markdown.matchAll(new RegExp('```' + lang + '\\n([\\s\\S]*?)```', 'g'))].map((m) => m[1]!);
+const blocks = (markdown: string, lang: string) =>
+  [...markdown.matchAll(new RegExp('```' + lang + '\\n([\\s\\S]*?)```', 'g'))].map((m) => m[1]!);
 
 /** Runs a shell script without blocking this process (the server under test answers its curl calls). */
 function bash(script: string, cwd: string): Promise<{ code: number; out: string; err: string }> {
   return new Promise((resolve) => {
-    execFile('bash', ['-euo', 'pipefail', '-c', script], { cwd, timeout: 60_000 }, (error, out, err) => resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, out, err }));
+    execFile('bash', ['-euo', 'pipefail', '-c', script], { cwd, timeout: 60_000 }, (error, out, err) =>
+      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, out, err }),
+    );
   });
 }
 
-const keyIdOf = (pemFile: string) => createHash('sha256').update(createPublicKey(fs.readFileSync(pemFile)).export({ type: 'spki', format: 'der' })).digest('hex').slice(0, 16);
+const keyIdOf = (pemFile: string) =>
+  createHash('sha256')
+    .update(createPublicKey(fs.readFileSync(pemFile)).export({ type: 'spki', format: 'der' }))
+    .digest('hex')
+    .slice(0, 16);
 
 /**
  * docs/signed-firmware.md is what a newcomer types: its shell blocks run here as written (only
@@ -52,7 +62,13 @@ describe.skipIf(missing.length > 0)('signed firmware document', { timeout: 120_0
       .replace(/^export KEY=flk_\.\.\..*$/m, `export KEY=${account.apiKey}`);
     expect(filled).toContain(`export API=${server.service.httpUrl}/api/v1`);
     expect(filled).toContain(`export KEY=${account.apiKey}`);
-    for (const command of ['openssl genpkey -algorithm ed25519', 'openssl pkey -in signing-key.pem -pubout', 'openssl pkeyutl -sign -inkey signing-key.pem -rawin', '-X PUT']) expect(script).toContain(command);
+    for (const command of [
+      'openssl genpkey -algorithm ed25519',
+      'openssl pkey -in signing-key.pem -pubout',
+      'openssl pkeyutl -sign -inkey signing-key.pem -rawin',
+      '-X PUT',
+    ])
+      expect(script).toContain(command);
 
     const run = await bash(filled, dir);
     expect(run.code, `${run.out}\n${run.err}`).toBe(0);
@@ -63,7 +79,14 @@ describe.skipIf(missing.length > 0)('signed firmware document', { timeout: 120_0
     expect(run.out).toMatch(/"signed": true/);
 
     const version = (await account.api.get('/api/v1/firmware/versions?model=Luma-100')).body.versions[0];
-    expect(version).toMatchObject({ version: '1.2.0', signed: true, key_id: firstKey, sha256: createHash('sha256').update(fs.readFileSync(path.join(dir, 'fw-1.2.0.bin'))).digest('hex') });
+    expect(version).toMatchObject({
+      version: '1.2.0',
+      signed: true,
+      key_id: firstKey,
+      sha256: createHash('sha256')
+        .update(fs.readFileSync(path.join(dir, 'fw-1.2.0.bin')))
+        .digest('hex'),
+    });
     const keys = (await account.api.get('/api/v1/firmware/signing-key')).body;
     expect(keys.signing_key.key_id).toBe(secondKey);
     expect(keys.retired_keys.map((k: { key_id: string }) => k.key_id)).toEqual([firstKey]);
@@ -90,6 +113,8 @@ describe.skipIf(missing.length > 0)('signed firmware document', { timeout: 120_0
     // A changed image with its own digest: only the signature tells.
     const forged = { ...command, sha256: createHash('sha256').update(tampered).digest('hex') };
     expect((await check('tampered.bin', forged)).out.trim()).toBe('signature_invalid: does not verify');
-    expect((await check('fw-1.2.0.bin', { ...command, key_id: '0'.repeat(16) })).out.trim()).toBe('signature_invalid: not signed with a trusted key');
+    expect((await check('fw-1.2.0.bin', { ...command, key_id: '0'.repeat(16) })).out.trim()).toBe(
+      'signature_invalid: not signed with a trusted key',
+    );
   });
 });

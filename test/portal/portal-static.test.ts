@@ -18,7 +18,12 @@ describe('the service serves the portal', () => {
   afterAll(async () => server?.close());
 
   it('answers deep links with the app so a reload keeps the page, and revalidates index.html', async () => {
-    for (const p of ['/', '/devices/SN-000001', '/deployments/0b6c2f0e-1111-4222-8333-944445555666', '/settings/api-keys?x=1']) {
+    for (const p of [
+      '/',
+      '/devices/SN-000001',
+      '/deployments/0b6c2f0e-1111-4222-8333-944445555666',
+      '/settings/api-keys?x=1',
+    ]) {
       const res = await fetch(base + p, { headers: { accept: 'text/html' } });
       expect(res.status, p).toBe(200);
       expect(res.headers.get('content-type')).toMatch(/text\/html/);
@@ -39,7 +44,12 @@ describe('the service serves the portal', () => {
   it('serves the portal under a Content-Security-Policy its build works with', async () => {
     const res = await fetch(base + '/devices', { headers: { accept: 'text/html' } });
     const csp = res.headers.get('content-security-policy') ?? '';
-    const directives = new Map(csp.split(';').map((d) => d.trim().split(/\s+/)).map(([name, ...values]) => [name!, values]));
+    const directives = new Map(
+      csp
+        .split(';')
+        .map((d) => d.trim().split(/\s+/))
+        .map(([name, ...values]) => [name!, values]),
+    );
     expect(directives.get('script-src')).toEqual(["'self'"]);
     expect(directives.get('style-src')).toEqual(["'self'", "'unsafe-inline'"]);
     expect(directives.get('img-src')).toEqual(["'self'", 'data:']);
@@ -55,10 +65,14 @@ describe('the service serves the portal', () => {
     expect(res.headers.get('strict-transport-security')).toBeNull();
     // A forged Host is not repeated into the policy.
     const forged = await new Promise<string>((resolve, reject) => {
-      const req = http.get(base + '/', { headers: { host: "evil.example; script-src 'unsafe-inline'", accept: 'text/html' } }, (r) => {
-        r.resume();
-        resolve(String(r.headers['content-security-policy'] ?? ''));
-      });
+      const req = http.get(
+        base + '/',
+        { headers: { host: "evil.example; script-src 'unsafe-inline'", accept: 'text/html' } },
+        (r) => {
+          r.resume();
+          resolve(String(r.headers['content-security-policy'] ?? ''));
+        },
+      );
       req.on('error', reject);
     });
     expect(forged).not.toContain('evil');

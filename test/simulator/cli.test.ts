@@ -10,7 +10,10 @@ import { buildFirmwareVersion, buildModel } from '../helpers/factories';
 /** `npm run simulator -- ...` as a user runs it (a child process, not a TTY). */
 function run(args: string[], signalAfterMs?: number): Promise<{ code: number | null; out: string; err: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'simulator/src/cli.ts', ...args], { cwd: path.resolve(__dirname, '../..'), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'simulator/src/cli.ts', ...args], {
+      cwd: path.resolve(__dirname, '../..'),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     child.stdout.on('data', (d) => (out += d));
@@ -44,14 +47,40 @@ describe('simulator command line', () => {
 
   it('claims, saves credentials, runs for --duration and prints a summary; a second run reuses the credentials; Ctrl-C stops cleanly', async () => {
     const creds = path.join(dir, 'creds.json');
-    const common = ['--count', '3', '--broker-url', server.service.mqttUrl!, '--api-url', server.service.httpUrl, '--api-key', account.apiKey, '--model', 'Luma-100', '--firmware', '1.0.0', '--heartbeat-s', '0.5'];
-    const first = await run([...common, '--claim', '--serial-prefix', 'CLI', '--credentials', creds, '--duration', '5']);
+    const common = [
+      '--count',
+      '3',
+      '--broker-url',
+      server.service.mqttUrl!,
+      '--api-url',
+      server.service.httpUrl,
+      '--api-key',
+      account.apiKey,
+      '--model',
+      'Luma-100',
+      '--firmware',
+      '1.0.0',
+      '--heartbeat-s',
+      '0.5',
+    ];
+    const first = await run([
+      ...common,
+      '--claim',
+      '--serial-prefix',
+      'CLI',
+      '--credentials',
+      creds,
+      '--duration',
+      '5',
+    ]);
     expect(first.code, first.err).toBe(0);
     expect(first.out).toContain('claimed 3/3');
     expect(first.out).toMatch(/connected 3\/3/);
     expect(first.out).toMatch(/summary: connected 3\/3 \| online 3/);
     expect(JSON.parse(fs.readFileSync(creds, 'utf8'))).toHaveLength(3);
-    const list = (await account.api.get('/api/v1/devices?model=Luma-100')).body.devices.map((d: { serial: string }) => d.serial);
+    const list = (await account.api.get('/api/v1/devices?model=Luma-100')).body.devices.map(
+      (d: { serial: string }) => d.serial,
+    );
     expect(list).toEqual(['CLI-000001', 'CLI-000002', 'CLI-000003']);
 
     const second = await run([...common, '--credentials', creds], 1500);
@@ -62,7 +91,30 @@ describe('simulator command line', () => {
 
   it('--count 1 --verbose prints every MQTT message', async () => {
     const creds = path.join(dir, 'one.json');
-    const res = await run(['--count', '1', '--claim', '--serial-prefix', 'VERB', '--credentials', creds, '--broker-url', `ws://127.0.0.1:${server.service.httpPort}/mqtt`, '--api-url', server.service.httpUrl, '--api-key', account.apiKey, '--model', 'Luma-100', '--firmware', '1.0.0', '--heartbeat-s', '0.5', '--duration', '4', '--verbose']);
+    const res = await run([
+      '--count',
+      '1',
+      '--claim',
+      '--serial-prefix',
+      'VERB',
+      '--credentials',
+      creds,
+      '--broker-url',
+      `ws://127.0.0.1:${server.service.httpPort}/mqtt`,
+      '--api-url',
+      server.service.httpUrl,
+      '--api-key',
+      account.apiKey,
+      '--model',
+      'Luma-100',
+      '--firmware',
+      '1.0.0',
+      '--heartbeat-s',
+      '0.5',
+      '--duration',
+      '4',
+      '--verbose',
+    ]);
     expect(res.code, res.err).toBe(0);
     expect(res.out).toMatch(/VERB-000001 <- CONNACK/);
     expect(res.out).toMatch(/VERB-000001 -> devices\/VERB-000001\/heartbeat \{"firmware":"1.0.0"/);
@@ -73,13 +125,43 @@ describe('simulator command line', () => {
     const { publicKey } = generateKeyPairSync('ed25519');
     const keyFile = path.join(dir, 'signing-key.pub.pem');
     fs.writeFileSync(keyFile, publicKey.export({ type: 'spki', format: 'pem' }));
-    const keyId = createHash('sha256').update(publicKey.export({ type: 'spki', format: 'der' })).digest('hex').slice(0, 16);
-    const common = ['--count', '1', '--broker-url', server.service.mqttUrl!, '--api-url', server.service.httpUrl, '--api-key', account.apiKey, '--model', 'Luma-100', '--firmware', '1.0.0', '--heartbeat-s', '0.5'];
-    const ok = await run([...common, '--claim', '--serial-prefix', 'SIGNKEY', '--signing-key', keyFile, '--duration', '2']);
+    const keyId = createHash('sha256')
+      .update(publicKey.export({ type: 'spki', format: 'der' }))
+      .digest('hex')
+      .slice(0, 16);
+    const common = [
+      '--count',
+      '1',
+      '--broker-url',
+      server.service.mqttUrl!,
+      '--api-url',
+      server.service.httpUrl,
+      '--api-key',
+      account.apiKey,
+      '--model',
+      'Luma-100',
+      '--firmware',
+      '1.0.0',
+      '--heartbeat-s',
+      '0.5',
+    ];
+    const ok = await run([
+      ...common,
+      '--claim',
+      '--serial-prefix',
+      'SIGNKEY',
+      '--signing-key',
+      keyFile,
+      '--duration',
+      '2',
+    ]);
     expect(ok.code, ok.err).toBe(0);
     expect(ok.out).toContain(`firmware signatures are checked with key ${keyId}`);
     const rsaFile = path.join(dir, 'rsa.pub.pem');
-    fs.writeFileSync(rsaFile, generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'pem' }));
+    fs.writeFileSync(
+      rsaFile,
+      generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'pem' }),
+    );
     const rsa = await run([...common, '--signing-key', rsaFile]);
     expect(rsa.code).toBe(2);
     expect(rsa.err).toContain('Expected an Ed25519 key');

@@ -23,7 +23,11 @@ async function silentBroker() {
   return {
     url: `mqtt://127.0.0.1:${(server.address() as AddressInfo).port}`,
     cut: () => sockets.forEach((s) => s.destroy()),
-    close: () => new Promise<void>((resolve) => { sockets.forEach((s) => s.destroy()); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        sockets.forEach((s) => s.destroy());
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -33,7 +37,13 @@ describe('simulated device stop', () => {
 
   it('stops at once when its connection is gone with a publish still unacknowledged', async () => {
     broker = await silentBroker();
-    const device = new SimulatedDevice({ credentials: { serial: 'STOP-1', username: 'STOP-1', password: 'x' }, brokerUrl: broker.url, firmware: '1.0.0', heartbeatS: 60, random: () => 0.99 });
+    const device = new SimulatedDevice({
+      credentials: { serial: 'STOP-1', username: 'STOP-1', password: 'x' },
+      brokerUrl: broker.url,
+      firmware: '1.0.0',
+      heartbeatS: 60,
+      random: () => 0.99,
+    });
     await device.start();
     expect(device.connected).toBe(true);
     // The first heartbeat (QoS 1) went out with the CONNACK and is never acknowledged.
@@ -41,16 +51,28 @@ describe('simulated device stop', () => {
     await expect.poll(() => device.connected, { timeout: 5000 }).toBe(false);
     // Before its reconnect (1 to 5 s later) the device is stopped: mqtt.js's graceful end would
     // wait for that PUBACK for ever (a test's teardown hung 60 s after a service restart).
-    const stopped = await Promise.race([device.stop().then(() => 'stopped'), new Promise((r) => setTimeout(() => r('still waiting'), 3000))]);
+    const stopped = await Promise.race([
+      device.stop().then(() => 'stopped'),
+      new Promise((r) => setTimeout(() => r('still waiting'), 3000)),
+    ]);
     expect(stopped).toBe('stopped');
   });
 
   it('stops within a bounded time when the broker never acknowledges its last publish', async () => {
     broker = await silentBroker();
-    const device = new SimulatedDevice({ credentials: { serial: 'STOP-2', username: 'STOP-2', password: 'x' }, brokerUrl: broker.url, firmware: '1.0.0', heartbeatS: 60, random: () => 0.99 });
+    const device = new SimulatedDevice({
+      credentials: { serial: 'STOP-2', username: 'STOP-2', password: 'x' },
+      brokerUrl: broker.url,
+      firmware: '1.0.0',
+      heartbeatS: 60,
+      random: () => 0.99,
+    });
     await device.start();
     const started = Date.now();
-    const stopped = await Promise.race([device.stop().then(() => 'stopped'), new Promise((r) => setTimeout(() => r('still waiting'), 5000))]);
+    const stopped = await Promise.race([
+      device.stop().then(() => 'stopped'),
+      new Promise((r) => setTimeout(() => r('still waiting'), 5000)),
+    ]);
     expect(stopped).toBe('stopped');
     expect(Date.now() - started).toBeLessThan(5000);
   });

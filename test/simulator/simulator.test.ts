@@ -43,7 +43,13 @@ describe('simulator engine', () => {
         const range = /^bytes=(\d+)-$/.exec(req.headers.range ?? '');
         if (range && req.headers['if-range'] === '"fw"') {
           const start = Number(range[1]);
-          res.writeHead(206, { 'content-length': image.length - start, 'content-range': `bytes ${start}-${image.length - 1}/${image.length}`, etag: '"fw"' }).end(image.subarray(start));
+          res
+            .writeHead(206, {
+              'content-length': image.length - start,
+              'content-range': `bytes ${start}-${image.length - 1}/${image.length}`,
+              etag: '"fw"',
+            })
+            .end(image.subarray(start));
         } else {
           // The first transfer breaks halfway, as when the serving process dies.
           res.writeHead(200, { 'content-length': image.length, etag: '"fw"' });
@@ -62,35 +68,87 @@ describe('simulator engine', () => {
     await server?.close();
   });
 
-  const newFleet = async (prefix: string, count: number, extra: Partial<ConstructorParameters<typeof Fleet>[0]> = {}) => {
-    const devices = await claimDevices({ apiUrl: server.service.httpUrl, apiKey: account.apiKey, model: 'Luma-100', firmware: '1.0.0', serials: makeSerials(prefix, count) });
-    const fleet = new Fleet({ devices, brokerUrl: server.service.mqttUrl!, firmware: '1.0.0', heartbeatS: 0.5, rebootMs: 100, ...extra });
+  const newFleet = async (
+    prefix: string,
+    count: number,
+    extra: Partial<ConstructorParameters<typeof Fleet>[0]> = {},
+  ) => {
+    const devices = await claimDevices({
+      apiUrl: server.service.httpUrl,
+      apiKey: account.apiKey,
+      model: 'Luma-100',
+      firmware: '1.0.0',
+      serials: makeSerials(prefix, count),
+    });
+    const fleet = new Fleet({
+      devices,
+      brokerUrl: server.service.mqttUrl!,
+      firmware: '1.0.0',
+      heartbeatS: 0.5,
+      rebootMs: 100,
+      ...extra,
+    });
     fleets.push(fleet);
     return fleet;
   };
   const device = async (serial: string) => (await account.api.get(`/api/v1/devices/${serial}`)).body;
 
   it('claims through REST, saves and reloads credentials, connects and shows the devices online', async () => {
-    const creds = await claimDevices({ apiUrl: server.service.httpUrl, apiKey: account.apiKey, model: 'Luma-100', firmware: '1.0.0', serials: makeSerials('CLAIM', 5) });
-    expect(creds.map((c) => c.serial)).toEqual(['CLAIM-000001', 'CLAIM-000002', 'CLAIM-000003', 'CLAIM-000004', 'CLAIM-000005']);
+    const creds = await claimDevices({
+      apiUrl: server.service.httpUrl,
+      apiKey: account.apiKey,
+      model: 'Luma-100',
+      firmware: '1.0.0',
+      serials: makeSerials('CLAIM', 5),
+    });
+    expect(creds.map((c) => c.serial)).toEqual([
+      'CLAIM-000001',
+      'CLAIM-000002',
+      'CLAIM-000003',
+      'CLAIM-000004',
+      'CLAIM-000005',
+    ]);
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'sim-')), 'creds.json');
     await saveCredentials(file, creds);
     expect(fs.statSync(file).mode & 0o777).toBe(0o600);
     const loaded = await loadCredentials(file);
     expect(loaded).toEqual(creds);
-    const fleet = new Fleet({ devices: loaded, brokerUrl: `ws://127.0.0.1:${server.service.httpPort}/mqtt`, firmware: '1.0.0', heartbeatS: 0.5 });
+    const fleet = new Fleet({
+      devices: loaded,
+      brokerUrl: `ws://127.0.0.1:${server.service.httpPort}/mqtt`,
+      firmware: '1.0.0',
+      heartbeatS: 0.5,
+    });
     fleets.push(fleet);
     const ramp = await fleet.start();
     expect(ramp).toMatchObject({ connected: 5, failed: 0 });
-    await expect.poll(async () => (await account.api.get('/api/v1/devices?status=online')).body.devices.filter((d: { serial: string }) => d.serial.startsWith('CLAIM-')).length, { timeout: 5000 }).toBe(5);
+    await expect
+      .poll(
+        async () =>
+          (await account.api.get('/api/v1/devices?status=online')).body.devices.filter((d: { serial: string }) =>
+            d.serial.startsWith('CLAIM-'),
+          ).length,
+        { timeout: 5000 },
+      )
+      .toBe(5);
     // Online comes with the connection; the firmware with the first heartbeat, which may land in the next flush.
-    await expect.poll(async () => device('CLAIM-000001'), { timeout: 5000 }).toMatchObject({ firmware: '1.0.0', status: 'online' });
+    await expect
+      .poll(async () => device('CLAIM-000001'), { timeout: 5000 })
+      .toMatchObject({ firmware: '1.0.0', status: 'online' });
     await fleet.stop();
     await expect.poll(async () => (await device('CLAIM-000001')).status).toBe('offline');
   });
 
   it('a second claim of the same serials fails with a readable error', async () => {
-    await expect(claimDevices({ apiUrl: server.service.httpUrl, apiKey: account.apiKey, model: 'Luma-100', firmware: '1.0.0', serials: makeSerials('CLAIM', 2) })).rejects.toThrow(/claim of serials CLAIM-000001\.\.CLAIM-000002 failed: HTTP 4\d\d/);
+    await expect(
+      claimDevices({
+        apiUrl: server.service.httpUrl,
+        apiKey: account.apiKey,
+        model: 'Luma-100',
+        firmware: '1.0.0',
+        serials: makeSerials('CLAIM', 2),
+      }),
+    ).rejects.toThrow(/claim of serials CLAIM-000001\.\.CLAIM-000002 failed: HTTP 4\d\d/);
   });
 
   it('applies a configuration and reports it', async () => {
@@ -114,10 +172,20 @@ describe('simulator engine', () => {
     expect(states).toContain('downloading');
     // QoS 1 messages of one connection may reach the handler out of order when they arrive in
     // one TCP read (Aedes dispatches a read's packets concurrently): check presence, not order.
-    await expect.poll(() => progress.filter((p) => p.serial === 'OTA-000001').map((p) => p.report.state)).toEqual(expect.arrayContaining(['downloading', 'installing', 'rebooting', 'succeeded']));
+    await expect
+      .poll(() => progress.filter((p) => p.serial === 'OTA-000001').map((p) => p.report.state))
+      .toEqual(expect.arrayContaining(['downloading', 'installing', 'rebooting', 'succeeded']));
     await expect.poll(async () => (await device('OTA-000001')).firmware, { timeout: 5000 }).toBe('1.1.0');
     // QoS 1 redelivery of the same job: repeated final word, no second install.
-    expect(await fleet.devices[0]!.runOta({ job_id: jobId, version: command.version, url: command.url, sha256, size: image.length })).toBe('duplicate');
+    expect(
+      await fleet.devices[0]!.runOta({
+        job_id: jobId,
+        version: command.version,
+        url: command.url,
+        sha256,
+        size: image.length,
+      }),
+    ).toBe('duplicate');
     expect(fleet.devices[0]!.outcomes.succeeded).toBe(1);
   });
 
@@ -126,7 +194,13 @@ describe('simulator engine', () => {
     await fleet.start();
     await expect.poll(() => ready.has('HOLD-000001')).toBe(true);
     fleet.holdDownloads();
-    await server.service.services.gateway.publishOta('HOLD-000001', { jobId: '4b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a05', version: '1.1.0', url: `${filesUrl}/fw.bin`, sha256, size: image.length });
+    await server.service.services.gateway.publishOta('HOLD-000001', {
+      jobId: '4b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a05',
+      version: '1.1.0',
+      url: `${filesUrl}/fw.bin`,
+      sha256,
+      size: image.length,
+    });
     await expect.poll(() => fleet.stats().commandsReceived).toBe(1);
     await new Promise((r) => setTimeout(r, 500));
     expect(progress.filter((p) => p.serial === 'HOLD-000001')).toEqual([]);
@@ -140,7 +214,13 @@ describe('simulator engine', () => {
     const fleet = await newFleet('RESUME', 1);
     await fleet.start();
     await expect.poll(() => ready.has('RESUME-000001')).toBe(true);
-    await server.service.services.gateway.publishOta('RESUME-000001', { jobId: '2b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a03', version: '1.2.0', url: `${filesUrl}/flaky.bin`, sha256, size: image.length });
+    await server.service.services.gateway.publishOta('RESUME-000001', {
+      jobId: '2b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a03',
+      version: '1.2.0',
+      url: `${filesUrl}/flaky.bin`,
+      sha256,
+      size: image.length,
+    });
     await expect.poll(() => fleet.devices[0]!.outcomes.succeeded, { timeout: 15_000 }).toBe(1);
     expect(rangeHeaders).toEqual([undefined, `bytes=${image.length / 2}-`]);
     expect(fleet.devices[0]!.outcomes.failed).toBe(0);
@@ -152,13 +232,23 @@ describe('simulator engine', () => {
     await fleet.start();
     await expect.poll(() => ready.has('LOST-000001')).toBe(true);
     const jobId = '3b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a04';
-    await server.service.services.gateway.publishOta('LOST-000001', { jobId: jobId, version: '1.2.0', url: `${filesUrl}/slow-404.bin`, sha256, size: image.length });
+    await server.service.services.gateway.publishOta('LOST-000001', {
+      jobId: jobId,
+      version: '1.2.0',
+      url: `${filesUrl}/slow-404.bin`,
+      sha256,
+      size: image.length,
+    });
     await expect.poll(() => fleet.devices[0]!.updating).toBe(true);
     // The connection drops while the download is under way; the link then answers 404 (final).
     fleet.devices[0]!.dropConnection();
     await expect.poll(() => fleet.devices[0]!.outcomes.failed, { timeout: 5000 }).toBe(1);
     expect(fleet.devices[0]!.connected).toBe(false);
-    await expect.poll(() => progress.find((p) => p.serial === 'LOST-000001' && p.report.state === 'failed')?.report, { timeout: 15_000 }).toMatchObject({ jobId, error: 'download failed: HTTP 404' });
+    await expect
+      .poll(() => progress.find((p) => p.serial === 'LOST-000001' && p.report.state === 'failed')?.report, {
+        timeout: 15_000,
+      })
+      .toMatchObject({ jobId, error: 'download failed: HTTP 404' });
   });
 
   it('sends a report again on its next connection when the service closed the last one without acknowledging it', async () => {
@@ -181,13 +271,23 @@ describe('simulator engine', () => {
       },
     });
     try {
-      await server.service.services.gateway.publishOta('UNACKED-000001', { jobId: jobId, version: '1.2.0', url: `${filesUrl}/slow-404.bin`, sha256, size: image.length });
+      await server.service.services.gateway.publishOta('UNACKED-000001', {
+        jobId: jobId,
+        version: '1.2.0',
+        url: `${filesUrl}/slow-404.bin`,
+        sha256,
+        size: image.length,
+      });
       await expect.poll(() => refused, { timeout: 5000 }).toBe(1);
-      await expect.poll(() => progress.find((p) => p.serial === 'UNACKED-000001' && p.report.state === 'failed')?.report, { timeout: 15_000 }).toMatchObject({ jobId, error: 'download failed: HTTP 404' });
+      await expect
+        .poll(() => progress.find((p) => p.serial === 'UNACKED-000001' && p.report.state === 'failed')?.report, {
+          timeout: 15_000,
+        })
+        .toMatchObject({ jobId, error: 'download failed: HTTP 404' });
     } finally {
       listenInsteadOfOtaEngine(server.service.services.ota, {
         onDeviceReady: async ({ serial }) => void ready.add(serial),
-      onDeviceHeard: async () => undefined,
+        onDeviceHeard: async () => undefined,
         onProgress: async ({ serial, report }) => void progress.push({ serial, report }),
         onFirmwareReported: async () => undefined,
       });
@@ -198,7 +298,13 @@ describe('simulator engine', () => {
     const fleet = await newFleet('SHA', 1);
     await fleet.start();
     await expect.poll(() => ready.has('SHA-000001')).toBe(true);
-    await server.service.services.gateway.publishOta('SHA-000001', { jobId: '1b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a02', version: '1.1.0', url: `${filesUrl}/fw.bin`, sha256: 'f'.repeat(64), size: image.length });
+    await server.service.services.gateway.publishOta('SHA-000001', {
+      jobId: '1b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a02',
+      version: '1.1.0',
+      url: `${filesUrl}/fw.bin`,
+      sha256: 'f'.repeat(64),
+      size: image.length,
+    });
     await expect.poll(() => fleet.devices[0]!.outcomes.failed, { timeout: 10_000 }).toBe(1);
     // Order-insensitive: QoS 1 reports from one read may reach the handler in any order.
     await expect.poll(() => progress.some((p) => p.serial === 'SHA-000001' && p.report.state === 'failed')).toBe(true);
@@ -211,22 +317,44 @@ describe('simulator engine', () => {
   it('with a signing key, installs an image signed by it and reports signature_invalid for a forged or missing signature', async () => {
     const trusted = generateKeyPairSync('ed25519');
     const other = generateKeyPairSync('ed25519');
-    const keyId = createHash('sha256').update(trusted.publicKey.export({ type: 'spki', format: 'der' })).digest('hex').slice(0, 16);
+    const keyId = createHash('sha256')
+      .update(trusted.publicKey.export({ type: 'spki', format: 'der' }))
+      .digest('hex')
+      .slice(0, 16);
     const digest = createHash('sha256').update(image).digest();
     const fleet = await newFleet('SIGNED', 3, { signingKey: trusted.publicKey });
     await fleet.start();
     await expect.poll(() => fleet.devices.every((d) => ready.has(d.serial))).toBe(true);
-    const command = (n: number) => ({ jobId: `6b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a0${n}`, version: '1.3.0', url: `${filesUrl}/fw.bin`, sha256, size: image.length });
-    const [good, forged, missing] = fleet.devices as [(typeof fleet.devices)[0], (typeof fleet.devices)[0], (typeof fleet.devices)[0]];
-    await server.service.services.gateway.publishOta(good.serial, { ...command(1), signature: { value: sign(null, digest, trusted.privateKey).toString('base64'), keyId } });
+    const command = (n: number) => ({
+      jobId: `6b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a0${n}`,
+      version: '1.3.0',
+      url: `${filesUrl}/fw.bin`,
+      sha256,
+      size: image.length,
+    });
+    const [good, forged, missing] = fleet.devices as [
+      (typeof fleet.devices)[0],
+      (typeof fleet.devices)[0],
+      (typeof fleet.devices)[0],
+    ];
+    await server.service.services.gateway.publishOta(good.serial, {
+      ...command(1),
+      signature: { value: sign(null, digest, trusted.privateKey).toString('base64'), keyId },
+    });
     // Names the trusted key but was made by another one: only the verification can tell.
-    await server.service.services.gateway.publishOta(forged.serial, { ...command(2), signature: { value: sign(null, digest, other.privateKey).toString('base64'), keyId } });
+    await server.service.services.gateway.publishOta(forged.serial, {
+      ...command(2),
+      signature: { value: sign(null, digest, other.privateKey).toString('base64'), keyId },
+    });
     await server.service.services.gateway.publishOta(missing.serial, command(3));
     await expect.poll(() => good.outcomes.succeeded, { timeout: 10_000 }).toBe(1);
     expect(good.firmware).toBe('1.3.0');
     await expect.poll(() => forged.outcomes.failed + missing.outcomes.failed, { timeout: 10_000 }).toBe(2);
-    const failure = (serial: string) => progress.find((p) => p.serial === serial && p.report.state === 'failed')?.report.error;
-    await expect.poll(() => failure(forged.serial)).toMatch(/^signature_invalid: the signature does not verify with key [0-9a-f]{16}/);
+    const failure = (serial: string) =>
+      progress.find((p) => p.serial === serial && p.report.state === 'failed')?.report.error;
+    await expect
+      .poll(() => failure(forged.serial))
+      .toMatch(/^signature_invalid: the signature does not verify with key [0-9a-f]{16}/);
     await expect.poll(() => failure(missing.serial)).toMatch(/^signature_invalid: the command carries no signature/);
     for (const d of [forged, missing]) {
       expect(d.firmware).toBe('1.0.0');
@@ -239,11 +367,26 @@ describe('simulator engine', () => {
     await fleet.start();
     await expect.poll(() => fleet.devices.every((d) => ready.has(d.serial))).toBe(true);
     for (const [i, d] of fleet.devices.entries()) {
-      await server.service.services.gateway.publishOta(d.serial, { jobId: `2b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a0${i}`, version: '1.1.0', url: `${filesUrl}/fw.bin`, sha256, size: image.length });
+      await server.service.services.gateway.publishOta(d.serial, {
+        jobId: `2b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a0${i}`,
+        version: '1.1.0',
+        url: `${filesUrl}/fw.bin`,
+        sha256,
+        size: image.length,
+      });
     }
     await expect.poll(() => fleet.stats().failed + fleet.stats().rolledBack, { timeout: 15_000 }).toBe(6);
-    const finalsNow = () => progress.filter((p) => p.serial.startsWith('FAIL-') && (p.report.state === 'failed' || p.report.state === 'rolled_back'));
-    await expect.poll(() => finalsNow().map((f) => f.serial).sort()).toEqual(fleet.devices.map((d) => d.serial).sort());
+    const finalsNow = () =>
+      progress.filter(
+        (p) => p.serial.startsWith('FAIL-') && (p.report.state === 'failed' || p.report.state === 'rolled_back'),
+      );
+    await expect
+      .poll(() =>
+        finalsNow()
+          .map((f) => f.serial)
+          .sort(),
+      )
+      .toEqual(fleet.devices.map((d) => d.serial).sort());
     const finals = finalsNow();
     for (const f of finals) expect(f.report.error).toMatch(/\w+.*: |reverted|refused|failed/);
     for (const d of fleet.devices) expect(d.firmware).toBe('1.0.0');

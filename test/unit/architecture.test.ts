@@ -14,8 +14,13 @@ function filesUnder(dir: string): string[] {
   return out;
 }
 
-const importsOf = (file: string) => [...readFileSync(path.join(root, file), 'utf8').matchAll(/^\s*(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]/gm)].map((m) => m[1]!);
-const resolvesInto = (file: string, spec: string, folder: string) => spec.startsWith('.') && path.resolve(path.dirname(path.join(root, file)), spec).startsWith(path.join(root, folder) + path.sep);
+const importsOf = (file: string) =>
+  [
+    ...readFileSync(path.join(root, file), 'utf8').matchAll(/^\s*(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]/gm),
+  ].map((m) => m[1]!);
+const resolvesInto = (file: string, spec: string, folder: string) =>
+  spec.startsWith('.') &&
+  path.resolve(path.dirname(path.join(root, file)), spec).startsWith(path.join(root, folder) + path.sep);
 
 /**
  * The layering the code keeps: SQL only in stores beneath the domain
@@ -59,7 +64,9 @@ describe('architecture', () => {
     // the domain, the broker or Node. Side-effect imports, re-exports and dynamic imports count too.
     const specifiers = (file: string) => {
       const text = readFileSync(path.join(root, file), 'utf8');
-      return [...text.matchAll(/\b(?:from|import)\s*\(?\s*['"]([^'"]+)['"]|\brequire\s*\(\s*['"]([^'"]+)['"]/g)].map((m) => (m[1] ?? m[2])!);
+      return [...text.matchAll(/\b(?:from|import)\s*\(?\s*['"]([^'"]+)['"]|\brequire\s*\(\s*['"]([^'"]+)['"]/g)].map(
+        (m) => (m[1] ?? m[2])!,
+      );
     };
     const files = filesUnder('broker/src/protocol');
     expect(files.length).toBeGreaterThan(0);

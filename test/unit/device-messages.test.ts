@@ -2,15 +2,26 @@ import { describe, it, expect } from 'vitest';
 import { configPayload, otaCommandPayload, progressReport } from '../../broker/src/device-messages';
 import { OtaProgress } from '../../broker/src/protocol/payloads';
 
-const job = { jobId: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11', version: '1.2.0', url: 'https://fleet.example/firmware/download/x?e=1&s=y', sha256: 'a'.repeat(64), size: 10 };
+const job = {
+  jobId: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11',
+  version: '1.2.0',
+  url: 'https://fleet.example/firmware/download/x?e=1&s=y',
+  sha256: 'a'.repeat(64),
+  size: 10,
+};
 const signature = { value: `${'A'.repeat(86)}==`, keyId: '0123456789abcdef' };
 
 describe('domain commands to protocol payloads', () => {
   it('maps an OTA job to the wire form, field for field', () => {
     expect(JSON.stringify(otaCommandPayload(job))).toBe(
-      '{"job_id":"6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11","version":"1.2.0","url":"https://fleet.example/firmware/download/x?e=1&s=y","sha256":"' + 'a'.repeat(64) + '","size":10}',
+      '{"job_id":"6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11","version":"1.2.0","url":"https://fleet.example/firmware/download/x?e=1&s=y","sha256":"' +
+        'a'.repeat(64) +
+        '","size":10}',
     );
-    expect(otaCommandPayload({ ...job, signature })).toMatchObject({ signature: signature.value, key_id: signature.keyId });
+    expect(otaCommandPayload({ ...job, signature })).toMatchObject({
+      signature: signature.value,
+      key_id: signature.keyId,
+    });
   });
 
   it.each([
@@ -29,9 +40,18 @@ describe('domain commands to protocol payloads', () => {
   });
 
   it.each([
-    [{ job_id: 'j', state: 'downloading', progress: 42 }, { jobId: 'j', state: 'downloading', progress: 42 }],
-    [{ job_id: 'j', state: 'failed', error: 'sha256 mismatch' }, { jobId: 'j', state: 'failed', error: 'sha256 mismatch' }],
-    [{ job_id: 'j', state: 'succeeded' }, { jobId: 'j', state: 'succeeded' }],
+    [
+      { job_id: 'j', state: 'downloading', progress: 42 },
+      { jobId: 'j', state: 'downloading', progress: 42 },
+    ],
+    [
+      { job_id: 'j', state: 'failed', error: 'sha256 mismatch' },
+      { jobId: 'j', state: 'failed', error: 'sha256 mismatch' },
+    ],
+    [
+      { job_id: 'j', state: 'succeeded' },
+      { jobId: 'j', state: 'succeeded' },
+    ],
   ])('maps the progress report %j to the domain', (wire, domain) => {
     expect(progressReport(OtaProgress.parse(wire))).toEqual(domain);
   });

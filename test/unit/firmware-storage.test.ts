@@ -19,7 +19,13 @@ describe('firmware storage downloads', () => {
     const temp = await storage.writeTemp(Readable.from([content]), 10 * 1024 * 1024);
     const key = await storage.commit(temp, '0e2b8f9c-8f0a-4c55-9b59-1c1d2f3a4b5c');
     const size = content.length;
-    for (const range of [undefined, { start: 0, end: 0 }, { start: 100, end: 262_200 }, { start: size - 10, end: size - 1 }, { start: 5, end: size + 1000 }]) {
+    for (const range of [
+      undefined,
+      { start: 0, end: 0 },
+      { start: 100, end: 262_200 },
+      { start: size - 10, end: size - 1 },
+      { start: 5, end: size + 1000 },
+    ]) {
       const fromMemory = await storage.inMemory(key, size, range)!;
       const fromDisk = await bytesOf(storage.open(key, range));
       const expected = range ? content.subarray(range.start, range.end + 1) : content;

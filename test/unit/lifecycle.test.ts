@@ -33,11 +33,14 @@ describe('the lifecycle list', () => {
     ['the first', 'database', ['start database', 'stop database']],
     ['a middle one', 'broker', ['start database', 'start broker', 'stop broker', 'stop database']],
     ['the last', 'http', ['start database', 'start broker', 'start http', 'stop http', 'stop broker', 'stop database']],
-  ])('a start failing at %s component stops it and those before it, last first, and rethrows', async (_which, failing, expected) => {
-    const { log, components } = parts(['database', 'broker', 'http'], { start: failing });
-    await expect(new Lifecycle(components, logger).start()).rejects.toThrow(`${failing} failed`);
-    expect(log).toEqual(expected);
-  });
+  ])(
+    'a start failing at %s component stops it and those before it, last first, and rethrows',
+    async (_which, failing, expected) => {
+      const { log, components } = parts(['database', 'broker', 'http'], { start: failing });
+      await expect(new Lifecycle(components, logger).start()).rejects.toThrow(`${failing} failed`);
+      expect(log).toEqual(expected);
+    },
+  );
 
   it('a stop that fails does not keep the others from stopping', async () => {
     const { log, components } = parts(['database', 'broker', 'http'], { stop: 'broker' });
@@ -49,7 +52,14 @@ describe('the lifecycle list', () => {
 
   it('takes parts that only start or only stop', async () => {
     const log: string[] = [];
-    const lifecycle = new Lifecycle([{ name: 'tls', stop: () => void log.push('stop tls') }, { name: 'ca', start: () => void log.push('start ca') }, { name: 'intake' }], logger);
+    const lifecycle = new Lifecycle(
+      [
+        { name: 'tls', stop: () => void log.push('stop tls') },
+        { name: 'ca', start: () => void log.push('start ca') },
+        { name: 'intake' },
+      ],
+      logger,
+    );
     await lifecycle.start();
     await lifecycle.stop();
     expect(log).toEqual(['start ca', 'stop tls']);

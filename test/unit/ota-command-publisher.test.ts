@@ -25,14 +25,32 @@ function slowGateway(window: number) {
 }
 
 const rows = (prefix: string, n: number): CommandJob[] =>
-  Array.from({ length: n }, (_, i) => ({ id: `${prefix}-job-${i}`, deviceId: `${prefix}-dev-${i}`, serial: `${prefix}-${i}`, targetVersion: '2.0.0', firmwareVersionId: 'fw', sha256: 'ab', size: 10 }));
+  Array.from({ length: n }, (_, i) => ({
+    id: `${prefix}-job-${i}`,
+    deviceId: `${prefix}-dev-${i}`,
+    serial: `${prefix}-${i}`,
+    targetVersion: '2.0.0',
+    firmwareVersionId: 'fw',
+    sha256: 'ab',
+    size: 10,
+  }));
 
 describe('OTA command publisher', () => {
   it('keeps one window for the whole process however many pages are published at once', async () => {
     const { gateway, seen } = slowGateway(3);
-    const publisher = new OtaCommandPublisher({ gateway, links: new DownloadLinkSigner(Buffer.alloc(32, 1)), logger: createLogger('silent'), now: () => new Date(), linkTtlMs: () => 60_000 });
+    const publisher = new OtaCommandPublisher({
+      gateway,
+      links: new DownloadLinkSigner(Buffer.alloc(32, 1)),
+      logger: createLogger('silent'),
+      now: () => new Date(),
+      linkTtlMs: () => 60_000,
+    });
     // Overlapping pages, as the dispatch loops of two deployments produce them.
-    await Promise.all([publisher.publish(rows('A', 20)), publisher.publish(rows('B', 7)), publisher.publish(rows('C', 1))]);
+    await Promise.all([
+      publisher.publish(rows('A', 20)),
+      publisher.publish(rows('B', 7)),
+      publisher.publish(rows('C', 1)),
+    ]);
     expect(seen.most).toBe(3);
     expect(seen.published).toHaveLength(28);
     expect(new Set(seen.published).size).toBe(28);
@@ -42,16 +60,30 @@ describe('OTA command publisher', () => {
     let taken = 0;
     const gateway = {
       publishWindow: 1,
-      publishOta: (serial: string) => (serial === 'STUCK-0' ? new Promise<void>(() => undefined) : Promise.resolve(void taken++)),
+      publishOta: (serial: string) =>
+        serial === 'STUCK-0' ? new Promise<void>(() => undefined) : Promise.resolve(void taken++),
     } as unknown as DeviceGateway;
-    const publisher = new OtaCommandPublisher({ gateway, links: new DownloadLinkSigner(Buffer.alloc(32, 1)), logger: createLogger('silent'), now: () => new Date(), linkTtlMs: () => 60_000, publishTimeoutMs: 50 });
+    const publisher = new OtaCommandPublisher({
+      gateway,
+      links: new DownloadLinkSigner(Buffer.alloc(32, 1)),
+      logger: createLogger('silent'),
+      now: () => new Date(),
+      linkTtlMs: () => 60_000,
+      publishTimeoutMs: 50,
+    });
     await Promise.all([publisher.publish(rows('STUCK', 1)), publisher.publish(rows('E', 3))]);
     expect(taken).toBe(3);
   });
 
   it('resolves each call when its own commands are through, a refused one included', async () => {
     const { gateway, seen } = slowGateway(2);
-    const publisher = new OtaCommandPublisher({ gateway, links: new DownloadLinkSigner(Buffer.alloc(32, 1)), logger: createLogger('silent'), now: () => new Date(), linkTtlMs: () => 60_000 });
+    const publisher = new OtaCommandPublisher({
+      gateway,
+      links: new DownloadLinkSigner(Buffer.alloc(32, 1)),
+      logger: createLogger('silent'),
+      now: () => new Date(),
+      linkTtlMs: () => 60_000,
+    });
     const first = publisher.publish([...rows('REFUSED', 2)]);
     const second = publisher.publish(rows('D', 4));
     await first;

@@ -23,7 +23,11 @@ describe('webhooks', () => {
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
 
   const emit = async (events: Array<Omit<NewEvent, 'accountId'> & { accountId?: string }>) => {
-    await appendEvents(server.service.database.knex, clock, events.map((e) => ({ accountId: account.accountId, ...e })));
+    await appendEvents(
+      server.service.database.knex,
+      clock,
+      events.map((e) => ({ accountId: account.accountId, ...e })),
+    );
     await server.service.outbox.flush();
     await server.service.webhookWorker.settle();
   };
@@ -47,10 +51,17 @@ describe('webhooks', () => {
   });
 
   it('creates an endpoint whose secret is shown once and stored sealed', async () => {
-    const created = await account.api.post('/api/v1/webhooks', { url: receiver.url, event_types: ['device.online', 'device.offline'] });
+    const created = await account.api.post('/api/v1/webhooks', {
+      url: receiver.url,
+      event_types: ['device.online', 'device.offline'],
+    });
     expect(created.status).toBe(201);
     expect(created.body.secret).toMatch(/^whsec_/);
-    expect(created.body.webhook).toMatchObject({ url: receiver.url, enabled: true, event_types: ['device.online', 'device.offline'] });
+    expect(created.body.webhook).toMatchObject({
+      url: receiver.url,
+      enabled: true,
+      event_types: ['device.online', 'device.offline'],
+    });
     const listed = await account.api.get('/api/v1/webhooks');
     expect(JSON.stringify(listed.body)).not.toContain(created.body.secret);
     const row = await server.service.database.knex('webhooks').where({ id: created.body.webhook.id }).first();
@@ -72,9 +83,15 @@ describe('webhooks', () => {
   });
 
   it('delivers signed events {id, type, occurred_at, data} and keeps other accounts out', async () => {
-    const created = await account.api.post('/api/v1/webhooks', { url: receiver.url, event_types: ['device.online', 'device.offline'] });
+    const created = await account.api.post('/api/v1/webhooks', {
+      url: receiver.url,
+      event_types: ['device.online', 'device.offline'],
+    });
     const { secret, webhook } = created.body;
-    await emit([{ type: 'device.online', subject: 'SN-1', data: { serial: 'SN-1' } }, { type: 'device.updated', subject: 'SN-1', data: { serial: 'SN-1' } }]);
+    await emit([
+      { type: 'device.online', subject: 'SN-1', data: { serial: 'SN-1' } },
+      { type: 'device.updated', subject: 'SN-1', data: { serial: 'SN-1' } },
+    ]);
     expect(receiver.received).toHaveLength(1);
     const got = receiver.received[0]!;
     expect(got.json).toMatchObject({ type: 'device.online', data: { serial: 'SN-1' } });
@@ -94,11 +111,18 @@ describe('webhooks', () => {
 
     const log = await account.api.get(`/api/v1/webhooks/${webhook.id}/deliveries`);
     expect(log.status).toBe(200);
-    expect(log.body.deliveries[0]).toMatchObject({ status: 'delivered', attempts: 1, last_status_code: 204, event_type: 'device.online' });
+    expect(log.body.deliveries[0]).toMatchObject({
+      status: 'delivered',
+      attempts: 1,
+      last_status_code: 204,
+      event_type: 'device.online',
+    });
     expect(log.body.deliveries[0].attempt_log[0]).toMatchObject({ status_code: 204 });
 
     // Manual redelivery: the same event id again.
-    const again = await account.api.post(`/api/v1/webhooks/${webhook.id}/deliveries/${log.body.deliveries[0].id}/redeliver`);
+    const again = await account.api.post(
+      `/api/v1/webhooks/${webhook.id}/deliveries/${log.body.deliveries[0].id}/redeliver`,
+    );
     expect(again.status).toBe(202);
     await server.service.webhookWorker.settle();
     expect(receiver.received).toHaveLength(2);
@@ -108,13 +132,28 @@ describe('webhooks', () => {
   });
 
   it('receiver down, service restarted mid-retry, receiver up: every event arrives, in order per device', async () => {
-    const created = await account.api.post('/api/v1/webhooks', { url: receiver.url, event_types: ['device.online', 'device.offline'] });
+    const created = await account.api.post('/api/v1/webhooks', {
+      url: receiver.url,
+      event_types: ['device.online', 'device.offline'],
+    });
     const webhookId = created.body.webhook.id;
     receiver.setMode('down');
     const sequence: Array<[string, 'device.online' | 'device.offline']> = [
-      ['A', 'device.online'], ['B', 'device.online'], ['A', 'device.offline'], ['C', 'device.online'], ['A', 'device.online'], ['B', 'device.offline'],
+      ['A', 'device.online'],
+      ['B', 'device.online'],
+      ['A', 'device.offline'],
+      ['C', 'device.online'],
+      ['A', 'device.online'],
+      ['B', 'device.offline'],
     ];
-    for (const [serial, type] of sequence) await emit([{ type, subject: serial, data: { serial, n: sequence.indexOf(sequence.find((s) => s[0] === serial && s[1] === type)!) } }]);
+    for (const [serial, type] of sequence)
+      await emit([
+        {
+          type,
+          subject: serial,
+          data: { serial, n: sequence.indexOf(sequence.find((s) => s[0] === serial && s[1] === type)!) },
+        },
+      ]);
     // Only the head of each device's queue was tried: A, B and C once each.
     expect(receiver.failed.map((r) => r.json.data.serial).sort()).toEqual(['A', 'B', 'C']);
     const log = await account.api.get(`/api/v1/webhooks/${webhookId}/deliveries?status=pending`);
@@ -130,7 +169,8 @@ describe('webhooks', () => {
     receiver.setMode('up');
     await retryUntil(() => receiver.received.length >= sequence.length, 30 * 60_000, 60);
 
-    const bySerial = (serial: string) => receiver.received.filter((r) => r.json.data.serial === serial).map((r) => r.json.type);
+    const bySerial = (serial: string) =>
+      receiver.received.filter((r) => r.json.data.serial === serial).map((r) => r.json.type);
     expect(bySerial('A')).toEqual(['device.online', 'device.offline', 'device.online']);
     expect(bySerial('B')).toEqual(['device.online', 'device.offline']);
     expect(bySerial('C')).toEqual(['device.online']);
@@ -144,7 +184,10 @@ describe('webhooks', () => {
   });
 
   it('keeps retrying for more than 24 hours, then gives up and disables an endpoint failing for 3 days', async () => {
-    const created = await account.api.post('/api/v1/webhooks', { url: receiver.url, event_types: ['allocation.threshold_reached'] });
+    const created = await account.api.post('/api/v1/webhooks', {
+      url: receiver.url,
+      event_types: ['allocation.threshold_reached'],
+    });
     const webhookId = created.body.webhook.id;
     receiver.setMode('redirect');
     await emit([{ type: 'allocation.threshold_reached', subject: null, data: { kind: 'quota', percent: 80 } }]);
@@ -174,23 +217,42 @@ describe('webhooks', () => {
   });
 
   it('is managed through GraphQL with the same results', async () => {
-    const created = await gql(server.service.httpUrl, 'mutation($input: CreateWebhookInput!) { createWebhook(input: $input) { secret webhook { id url eventTypes enabled secretPrefix } } }', {
-      apiKey: account.apiKey,
-      variables: { input: { url: receiver.url, eventTypes: ['device.claimed'] } },
-    });
+    const created = await gql(
+      server.service.httpUrl,
+      'mutation($input: CreateWebhookInput!) { createWebhook(input: $input) { secret webhook { id url eventTypes enabled secretPrefix } } }',
+      {
+        apiKey: account.apiKey,
+        variables: { input: { url: receiver.url, eventTypes: ['device.claimed'] } },
+      },
+    );
     expect(created.body.data.createWebhook.secret).toMatch(/^whsec_/);
     const id = created.body.data.createWebhook.webhook.id;
     await emit([{ type: 'device.claimed', subject: 'SN-9', data: { serial: 'SN-9' } }]);
-    const log = await gql(server.service.httpUrl, 'query($id: ID!) { webhookDeliveries(webhookId: $id) { edges { node { status eventType attempts lastStatusCode attemptLog { statusCode durationMs } payload } } pageInfo { hasNextPage } } }', {
+    const log = await gql(
+      server.service.httpUrl,
+      'query($id: ID!) { webhookDeliveries(webhookId: $id) { edges { node { status eventType attempts lastStatusCode attemptLog { statusCode durationMs } payload } } pageInfo { hasNextPage } } }',
+      {
+        apiKey: account.apiKey,
+        variables: { id },
+      },
+    );
+    expect(log.body.data.webhookDeliveries.edges[0].node).toMatchObject({
+      status: 'delivered',
+      eventType: 'device.claimed',
+      attempts: 1,
+      lastStatusCode: 204,
+    });
+    const rest = await account.api.get(`/api/v1/webhooks/${id}/deliveries`);
+    expect(rest.body.deliveries[0].payload).toEqual(log.body.data.webhookDeliveries.edges[0].node.payload);
+    const foreign = await gql(server.service.httpUrl, 'mutation($id: ID!) { deleteWebhook(id: $id) { id } }', {
+      apiKey: other.apiKey,
+      variables: { id },
+    });
+    expect(foreign.body.errors[0].extensions.code).toBe('not_found');
+    const deleted = await gql(server.service.httpUrl, 'mutation($id: ID!) { deleteWebhook(id: $id) { id } }', {
       apiKey: account.apiKey,
       variables: { id },
     });
-    expect(log.body.data.webhookDeliveries.edges[0].node).toMatchObject({ status: 'delivered', eventType: 'device.claimed', attempts: 1, lastStatusCode: 204 });
-    const rest = await account.api.get(`/api/v1/webhooks/${id}/deliveries`);
-    expect(rest.body.deliveries[0].payload).toEqual(log.body.data.webhookDeliveries.edges[0].node.payload);
-    const foreign = await gql(server.service.httpUrl, 'mutation($id: ID!) { deleteWebhook(id: $id) { id } }', { apiKey: other.apiKey, variables: { id } });
-    expect(foreign.body.errors[0].extensions.code).toBe('not_found');
-    const deleted = await gql(server.service.httpUrl, 'mutation($id: ID!) { deleteWebhook(id: $id) { id } }', { apiKey: account.apiKey, variables: { id } });
     expect(deleted.body.data.deleteWebhook.id).toBe(id);
   });
 });

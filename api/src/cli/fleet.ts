@@ -25,10 +25,21 @@ const USAGE = `fleet: the operator's tool (works on DATABASE_URL, or the embedde
 `;
 
 const OPTIONS = {
-  name: { type: 'string' }, quota: { type: 'string' }, budget: { type: 'string' }, currency: { type: 'string' },
-  'unit-price': { type: 'string' }, 'admin-email': { type: 'string' }, 'admin-password': { type: 'string' },
-  account: { type: 'string' }, email: { type: 'string' }, password: { type: 'string' }, role: { type: 'string' },
-  key: { type: 'string' }, 'per-minute': { type: 'string' }, reset: { type: 'boolean' }, json: { type: 'boolean' },
+  name: { type: 'string' },
+  quota: { type: 'string' },
+  budget: { type: 'string' },
+  currency: { type: 'string' },
+  'unit-price': { type: 'string' },
+  'admin-email': { type: 'string' },
+  'admin-password': { type: 'string' },
+  account: { type: 'string' },
+  email: { type: 'string' },
+  password: { type: 'string' },
+  role: { type: 'string' },
+  key: { type: 'string' },
+  'per-minute': { type: 'string' },
+  reset: { type: 'boolean' },
+  json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -47,7 +58,16 @@ const required = (value: string | undefined, flag: string): string => {
 
 class UsageError extends Error {}
 
-const COMMANDS = ['account create', 'account list', 'account update', 'user create', 'api-key create', 'api-key rate-limit', 'prune', 'migrate'];
+const COMMANDS = [
+  'account create',
+  'account list',
+  'account update',
+  'user create',
+  'api-key create',
+  'api-key rate-limit',
+  'prune',
+  'migrate',
+];
 
 async function run(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true });
@@ -63,7 +83,12 @@ async function run(argv: string[]): Promise<number> {
     await database.migrate();
     const logger = createLogger('warn');
     const services = createServices(
-      { knex: database.knex, transaction: createTransactionRunner(database.knex, () => undefined), clock: systemClock, logger },
+      {
+        knex: database.knex,
+        transaction: createTransactionRunner(database.knex, () => undefined),
+        clock: systemClock,
+        logger,
+      },
       { retention: { historyDays: config.historyRetentionDays, eventDays: config.eventRetentionDays } },
     );
     if (command === 'migrate') {
@@ -90,7 +115,12 @@ async function dispatch(command: string, values: Values, services: Services): Pr
       });
       print(
         values,
-        { account_id: created.accountId, admin_user_id: created.adminUserId, api_key_id: created.apiKeyId, api_key: created.apiKey },
+        {
+          account_id: created.accountId,
+          admin_user_id: created.adminUserId,
+          api_key_id: created.apiKeyId,
+          api_key: created.apiKey,
+        },
         `Account ${created.accountId} created.\nAdmin API key (shown once): ${created.apiKey}`,
       );
       return 0;
@@ -98,9 +128,19 @@ async function dispatch(command: string, values: Values, services: Services): Pr
     case 'account list': {
       const accounts = await services.accounts.list();
       const rows = accounts.map((a) => ({
-        account_id: a.id, name: a.name, quota: a.quota, budget: fromMinor(a.budgetMinor), currency: a.currency, unit_price: fromMinor(a.unitPriceMinor),
+        account_id: a.id,
+        name: a.name,
+        quota: a.quota,
+        budget: fromMinor(a.budgetMinor),
+        currency: a.currency,
+        unit_price: fromMinor(a.unitPriceMinor),
       }));
-      print(values, { accounts: rows }, rows.map((r) => `${r.account_id}  ${r.name}  quota ${r.quota}  budget ${r.budget} ${r.currency}`).join('\n') || 'No accounts.');
+      print(
+        values,
+        { accounts: rows },
+        rows.map((r) => `${r.account_id}  ${r.name}  quota ${r.quota}  budget ${r.budget} ${r.currency}`).join('\n') ||
+          'No accounts.',
+      );
       return 0;
     }
     case 'account update': {
@@ -111,7 +151,17 @@ async function dispatch(command: string, values: Values, services: Services): Pr
         currency: values.currency,
         unitPrice: num(values['unit-price'], 'unit-price'),
       });
-      print(values, { account_id: a.id, quota: a.quota, budget: fromMinor(a.budgetMinor), currency: a.currency, unit_price: fromMinor(a.unitPriceMinor) }, `Account ${a.id} updated.`);
+      print(
+        values,
+        {
+          account_id: a.id,
+          quota: a.quota,
+          budget: fromMinor(a.budgetMinor),
+          currency: a.currency,
+          unit_price: fromMinor(a.unitPriceMinor),
+        },
+        `Account ${a.id} updated.`,
+      );
       return 0;
     }
     case 'user create': {
@@ -120,7 +170,11 @@ async function dispatch(command: string, values: Values, services: Services): Pr
         password: required(values.password, 'password'),
         role: (values.role as 'admin' | 'viewer' | undefined) ?? 'viewer',
       });
-      print(values, { user_id: user.id, email: user.email, role: user.role }, `User ${user.email} (${user.role}) created.`);
+      print(
+        values,
+        { user_id: user.id, email: user.email, role: user.role },
+        `User ${user.email} (${user.role}) created.`,
+      );
       return 0;
     }
     case 'api-key create': {
@@ -130,15 +184,24 @@ async function dispatch(command: string, values: Values, services: Services): Pr
         name: required(values.name, 'name'),
         role: (values.role as 'admin' | 'viewer' | undefined) ?? 'viewer',
       });
-      print(values, { api_key_id: apiKey.id, api_key: secret, role: apiKey.role }, `API key ${apiKey.id} (${apiKey.role}) created: ${secret}`);
+      print(
+        values,
+        { api_key_id: apiKey.id, api_key: secret, role: apiKey.role },
+        `API key ${apiKey.id} (${apiKey.role}) created: ${secret}`,
+      );
       return 0;
     }
     case 'api-key rate-limit': {
       const id = required(values.key, 'key');
       const perMinute = values.reset ? null : num(required(values['per-minute'], 'per-minute'), 'per-minute')!;
-      if (perMinute !== null && (!Number.isInteger(perMinute) || perMinute < 1)) throw new UsageError('--per-minute must be a positive whole number');
+      if (perMinute !== null && (!Number.isInteger(perMinute) || perMinute < 1))
+        throw new UsageError('--per-minute must be a positive whole number');
       await services.apiKeys.setRateLimit(id, perMinute);
-      print(values, { api_key_id: id, rate_limit_per_minute: perMinute ?? 100 }, `Key ${id}: ${perMinute ?? 100} requests per minute.`);
+      print(
+        values,
+        { api_key_id: id, rate_limit_per_minute: perMinute ?? 100 },
+        `Key ${id}: ${perMinute ?? 100} requests per minute.`,
+      );
       return 0;
     }
     case 'prune': {
@@ -160,7 +223,10 @@ run(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {
     if (error instanceof UsageError) process.stderr.write(`fleet: ${error.message}\n\n${USAGE}`);
-    else if (error instanceof ZodError) process.stderr.write(`fleet: invalid input:\n${error.issues.map((i) => `  --${i.path.join('.')}: ${i.message}`).join('\n')}\n`);
+    else if (error instanceof ZodError)
+      process.stderr.write(
+        `fleet: invalid input:\n${error.issues.map((i) => `  --${i.path.join('.')}: ${i.message}`).join('\n')}\n`,
+      );
     else if (error instanceof DomainError) process.stderr.write(`fleet: ${error.message}\n`);
     else process.stderr.write(`fleet: ${(error as Error).message}\n`);
     process.exit(error instanceof UsageError ? 2 : 1);

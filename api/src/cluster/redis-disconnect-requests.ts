@@ -1,12 +1,20 @@
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { Logger } from '../logger';
-import { InProcessDisconnectRequests, type DisconnectHandler, type DisconnectRequest, type DisconnectRequests } from '../domain/devices/disconnect-requests';
+import {
+  InProcessDisconnectRequests,
+  type DisconnectHandler,
+  type DisconnectRequest,
+  type DisconnectRequests,
+} from '../domain/devices/disconnect-requests';
 
 const Message = z.object({
   serial: z.string().min(1).max(64),
   reason: z.string().max(200),
-  certificateFingerprint: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+  certificateFingerprint: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .optional(),
 });
 
 /**
@@ -38,7 +46,9 @@ export class RedisDisconnectRequests implements DisconnectRequests {
       }
       this.local.deliver(request);
     });
-    this.ready = subscriber.subscribe(this.channel).catch((error: unknown) => this.logger.error({ err: error }, 'subscribing to disconnect requests failed'));
+    this.ready = subscriber
+      .subscribe(this.channel)
+      .catch((error: unknown) => this.logger.error({ err: error }, 'subscribing to disconnect requests failed'));
   }
 
   async publish(request: DisconnectRequest): Promise<void> {
@@ -47,7 +57,10 @@ export class RedisDisconnectRequests implements DisconnectRequests {
       await this.publisher.publish(this.channel, JSON.stringify(request));
     } catch (error) {
       // Redis down: at least the session on this process closes.
-      this.logger.warn({ err: error, serial: request.serial }, 'redis publish of a disconnect request failed; closing on this process only');
+      this.logger.warn(
+        { err: error, serial: request.serial },
+        'redis publish of a disconnect request failed; closing on this process only',
+      );
       this.local.deliver(request);
     }
   }

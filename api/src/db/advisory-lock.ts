@@ -26,7 +26,12 @@ interface PooledConnection {
  * If the process dies, PostgreSQL drops the lock with its connection. The embedded database
  * belongs to one process (its data folder is locked), so there is nobody to exclude.
  */
-export async function withAdvisoryLock(knex: Knex, kind: DatabaseKind, key: number, work: () => Promise<void>): Promise<boolean> {
+export async function withAdvisoryLock(
+  knex: Knex,
+  kind: DatabaseKind,
+  key: number,
+  work: () => Promise<void>,
+): Promise<boolean> {
   if (kind === 'embedded') {
     await work();
     return true;

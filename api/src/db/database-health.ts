@@ -51,7 +51,9 @@ export class DatabaseHealth {
     try {
       await Promise.race([
         this.knex.raw('select 1'),
-        new Promise<never>((_, reject) => setTimeout(() => reject(new Error('probe timed out')), this.options.timeoutMs ?? 2000).unref()),
+        new Promise<never>((_, reject) =>
+          setTimeout(() => reject(new Error('probe timed out')), this.options.timeoutMs ?? 2000).unref(),
+        ),
       ]);
       ok = true;
     } catch {

@@ -86,14 +86,21 @@ export async function authenticateCaller(credentials: Credentials, deps: CallerD
   if (token) {
     const session = await deps.users.authenticateSession(token);
     if (!session) throw new DomainError('unauthenticated', 'The session has expired; log in again.');
-    return { actor: session.actor, user: session.user, csrfValid: credentials.csrfToken === session.csrfToken, sessionToken: token };
+    return {
+      actor: session.actor,
+      user: session.user,
+      csrfValid: credentials.csrfToken === session.csrfToken,
+      sessionToken: token,
+    };
   }
   throw new DomainError('unauthenticated', 'Send an API key as "Authorization: Bearer <API key>" or log in.');
 }
 
 /** The credentials to authenticate a caller again (an open WebSocket re-checks periodically). */
 export function credentialsToRecheck(caller: Caller): Credentials {
-  return caller.apiKeySecret ? { authorization: `Bearer ${caller.apiKeySecret}` } : { cookie: `${SESSION_COOKIE}=${encodeURIComponent(caller.sessionToken ?? '')}` };
+  return caller.apiKeySecret
+    ? { authorization: `Bearer ${caller.apiKeySecret}` }
+    : { cookie: `${SESSION_COOKIE}=${encodeURIComponent(caller.sessionToken ?? '')}` };
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);

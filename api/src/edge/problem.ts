@@ -18,9 +18,19 @@ export interface Problem {
 }
 
 const TITLES: Record<number, string> = {
-  400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 409: 'Conflict',
-  410: 'Gone', 413: 'Content Too Large', 415: 'Unsupported Media Type', 416: 'Range Not Satisfiable', 422: 'Unprocessable Content',
-  429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable',
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  409: 'Conflict',
+  410: 'Gone',
+  413: 'Content Too Large',
+  415: 'Unsupported Media Type',
+  416: 'Range Not Satisfiable',
+  422: 'Unprocessable Content',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
 };
 
 export const PROBLEM_TYPE_BASE = 'https://fleet.example/problems/';
@@ -89,11 +99,14 @@ export function sendProblem(res: Response, problem: Problem, retryAfterSeconds?:
 export function frameworkProblem(error: unknown): Problem | null {
   if (!error || typeof error !== 'object' || error instanceof DomainError) return null;
   // decodeURIComponent of a path segment (Express decodes route params) or of a header value.
-  if (error instanceof URIError) return problem('malformed_request', 'The request URL or a header is not valid percent-encoding.');
+  if (error instanceof URIError)
+    return problem('malformed_request', 'The request URL or a header is not valid percent-encoding.');
   const e = error as { type?: unknown; status?: unknown; statusCode?: unknown };
   if (e.type === 'entity.parse.failed') return problem('malformed_json', 'The body is not valid JSON.');
-  if (e.type === 'entity.too.large') return problem('payload_too_large', 'The body is larger than the documented limit.');
-  if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') return problem('unsupported_media_type', 'Unsupported body encoding or charset.');
+  if (e.type === 'entity.too.large')
+    return problem('payload_too_large', 'The body is larger than the documented limit.');
+  if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported')
+    return problem('unsupported_media_type', 'Unsupported body encoding or charset.');
   // Other http-errors the framework raises (a 400 from an aborted or unreadable body, ...).
   const status = typeof e.status === 'number' ? e.status : e.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {

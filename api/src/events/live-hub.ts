@@ -14,7 +14,10 @@ export class LiveEventHub {
   private readonly byAccount = new Map<string, Set<AccountListener>>();
   private readonly unsubscribeBus: () => void;
 
-  constructor(bus: EventBus, private readonly logger: Logger) {
+  constructor(
+    bus: EventBus,
+    private readonly logger: Logger,
+  ) {
     this.unsubscribeBus = bus.subscribe((event) => this.route(event));
   }
 

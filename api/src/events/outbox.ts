@@ -23,7 +23,14 @@ export async function appendEvents(trx: Knex | Knex.Transaction, clock: Clock, e
   // bind parameters compiled and escaped one by one by the query builder (60,000 for a dispatch
   // of 10,000 OTA commands, in chunks to stay under PostgreSQL's parameter limit). `seq` follows
   // the order of the list.
-  const rows = events.map((e) => ({ id: newId(), account_id: e.accountId, type: e.type, subject: e.subject ?? null, data: e.data, occurred_at: e.occurredAt ?? now }));
+  const rows = events.map((e) => ({
+    id: newId(),
+    account_id: e.accountId,
+    type: e.type,
+    subject: e.subject ?? null,
+    data: e.data,
+    occurred_at: e.occurredAt ?? now,
+  }));
   await trx.raw(
     `INSERT INTO events (id, account_id, type, subject, data, occurred_at)
      SELECT (e ->> 'id')::uuid, (e ->> 'account_id')::uuid, e ->> 'type', e ->> 'subject', e -> 'data', (e ->> 'occurred_at')::timestamptz
@@ -130,7 +137,10 @@ export class OutboxDispatcher {
         if (this.options.onBatch) await this.options.onBatch(trx, events);
         // One array parameter: a list of 1,000 bind parameters cost PostgreSQL 15-25 ms to
         // parse and plan per round while an OTA dispatch wrote 10,000 events (its slow log).
-        await trx.raw('UPDATE events SET dispatched_at = ? WHERE seq = ANY(?::bigint[])', [this.options.clock.now(), rows.map((r) => r.seq)]);
+        await trx.raw('UPDATE events SET dispatched_at = ? WHERE seq = ANY(?::bigint[])', [
+          this.options.clock.now(),
+          rows.map((r) => r.seq),
+        ]);
         return events;
       });
       if (dispatched.length === 0) return;

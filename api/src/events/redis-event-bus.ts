@@ -3,7 +3,6 @@ import type { DomainEvent } from './event-types';
 import { InProcessEventBus, type EventBus, type EventHandler } from './event-bus';
 import type { Logger } from '../logger';
 
-
 /**
  * Cluster mode: dispatched events travel through Redis pub/sub so a portal subscribed on
  * process 1 sees a device connected to process 2. Every process (the publisher included)

@@ -13,7 +13,8 @@ import { isDatabaseDown } from '../edge/problem';
  */
 
 /** Limits of graphql-armor report these messages; they become `query_too_complex`. */
-const LIMIT_MESSAGE = /(Query Cost limit|Query depth limit|Aliases limit|Token limit|Directives limit|Document contains more th\w+ \d+ tokens)/i;
+const LIMIT_MESSAGE =
+  /(Query Cost limit|Query depth limit|Aliases limit|Token limit|Directives limit|Document contains more th\w+ \d+ tokens)/i;
 
 export function domainExtensions(error: DomainError): Record<string, unknown> {
   return {
@@ -27,14 +28,25 @@ export function domainExtensions(error: DomainError): Record<string, unknown> {
 
 /** camelCase GraphQL input paths for zod issues: `input.serials.3`. */
 function zodFieldErrors(error: ZodError): FieldError[] {
-  return error.issues.map((issue) => ({ field: issue.path.map(String).join('.') || '(input)', message: issue.message }));
+  return error.issues.map((issue) => ({
+    field: issue.path.map(String).join('.') || '(input)',
+    message: issue.message,
+  }));
 }
 
 /** A GraphQLError for a domain code, for adapters that must throw one (context, plugins). */
-export function graphQLErrorFor(code: ErrorCode, message: string, extra: { http?: { status?: number; headers?: Map<string, string> } } = {}): GraphQLError {
+export function graphQLErrorFor(
+  code: ErrorCode,
+  message: string,
+  extra: { http?: { status?: number; headers?: Map<string, string> } } = {},
+): GraphQLError {
   const status = ERROR_CODES[code];
   return new GraphQLError(message, {
-    extensions: { code, status, http: { status: extra.http?.status ?? status, ...(extra.http?.headers ? { headers: extra.http.headers } : {}) } },
+    extensions: {
+      code,
+      status,
+      http: { status: extra.http?.status ?? status, ...(extra.http?.headers ? { headers: extra.http.headers } : {}) },
+    },
   });
 }
 
@@ -47,8 +59,13 @@ export function graphQLErrorForDomain(error: DomainError): GraphQLError {
 export function formatGraphQLError(logger: Logger) {
   return (formatted: GraphQLFormattedError, raw: unknown): GraphQLFormattedError => {
     const original = unwrapResolverError(raw);
-    const base = { message: formatted.message, ...(formatted.locations ? { locations: formatted.locations } : {}), ...(formatted.path ? { path: formatted.path } : {}) };
-    if (original instanceof DomainError) return { ...base, message: original.message, extensions: domainExtensions(original) };
+    const base = {
+      message: formatted.message,
+      ...(formatted.locations ? { locations: formatted.locations } : {}),
+      ...(formatted.path ? { path: formatted.path } : {}),
+    };
+    if (original instanceof DomainError)
+      return { ...base, message: original.message, extensions: domainExtensions(original) };
     if (original instanceof ZodError) {
       return {
         ...base,
@@ -58,7 +75,10 @@ export function formatGraphQLError(logger: Logger) {
     }
     const code = formatted.extensions?.code;
     if (typeof code === 'string' && code !== 'INTERNAL_SERVER_ERROR') {
-      if ((code === 'GRAPHQL_VALIDATION_FAILED' || code === 'GRAPHQL_PARSE_FAILED') && LIMIT_MESSAGE.test(formatted.message)) {
+      if (
+        (code === 'GRAPHQL_VALIDATION_FAILED' || code === 'GRAPHQL_PARSE_FAILED') &&
+        LIMIT_MESSAGE.test(formatted.message)
+      ) {
         return { ...base, extensions: { code: 'query_too_complex', status: 400 } };
       }
       // Our own codes (context, plugins) and Apollo's parse/validation codes pass through; the
@@ -67,7 +87,11 @@ export function formatGraphQLError(logger: Logger) {
       return { ...base, extensions };
     }
     if (isDatabaseDown(original)) {
-      return { ...base, message: 'The database is unavailable; try again shortly.', extensions: { code: 'service_unavailable', status: 503 } };
+      return {
+        ...base,
+        message: 'The database is unavailable; try again shortly.',
+        extensions: { code: 'service_unavailable', status: 503 },
+      };
     }
     logger.error({ err: original }, 'graphql operation failed');
     return { ...base, message: 'An unexpected error occurred.', extensions: { code: 'internal_error', status: 500 } };

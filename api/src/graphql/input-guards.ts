@@ -8,11 +8,16 @@ import { graphQLErrorForDomain } from './errors';
  * graphql-ws, before anything executes: every string literal of the document (arguments, input objects, JSON literals, variable defaults) and every
  * string or object key of the variables. Resolvers then never see a NUL whatever the argument.
  */
-export function nulInOperation(document: DocumentNode, variables: Readonly<Record<string, unknown>> | null | undefined): GraphQLError | null {
+export function nulInOperation(
+  document: DocumentNode,
+  variables: Readonly<Record<string, unknown>> | null | undefined,
+): GraphQLError | null {
   const field = nulInLiterals(document) ?? prefixed(findNul(variables ?? {}, ''));
   if (field === null) return null;
   return graphQLErrorForDomain(
-    new DomainError('validation_failed', 'Text may not contain NUL characters.', { errors: [{ field, message: 'contains a NUL character' }] }),
+    new DomainError('validation_failed', 'Text may not contain NUL characters.', {
+      errors: [{ field, message: 'contains a NUL character' }],
+    }),
   );
 }
 

@@ -10,11 +10,13 @@ export const DateTimeScalar = new GraphQLScalarType({
     throw new TypeError('DateTime cannot represent this value');
   },
   parseValue(value) {
-    if (typeof value !== 'string' || Number.isNaN(Date.parse(value))) throw new TypeError('DateTime must be an ISO 8601 string');
+    if (typeof value !== 'string' || Number.isNaN(Date.parse(value)))
+      throw new TypeError('DateTime must be an ISO 8601 string');
     return new Date(value).toISOString();
   },
   parseLiteral(ast) {
-    if (ast.kind !== Kind.STRING || Number.isNaN(Date.parse(ast.value))) throw new TypeError('DateTime must be an ISO 8601 string');
+    if (ast.kind !== Kind.STRING || Number.isNaN(Date.parse(ast.value)))
+      throw new TypeError('DateTime must be an ISO 8601 string');
     return new Date(ast.value).toISOString();
   },
 });

@@ -92,7 +92,10 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLMount> {
         },
         async willSendResponse({ operation, errors, contextValue }) {
           if (!contextValue?.actor) return;
-          deps.metrics.graphqlOperations.inc({ type: operation?.operation ?? 'invalid', outcome: errors?.length ? 'error' : 'ok' });
+          deps.metrics.graphqlOperations.inc({
+            type: operation?.operation ?? 'invalid',
+            outcome: errors?.length ? 'error' : 'ok',
+          });
         },
       };
     },
@@ -118,7 +121,15 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLMount> {
       ApolloServerPluginCacheControlDisabled(),
       ApolloServerPluginInlineTraceDisabled(),
       ApolloServerPluginUsageReportingDisabled(),
-      { async serverWillStart() { return { async drainServer() { await ws.dispose(); } }; } },
+      {
+        async serverWillStart() {
+          return {
+            async drainServer() {
+              await ws.dispose();
+            },
+          };
+        },
+      },
       requirements,
     ],
   });
@@ -154,8 +165,23 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLMount> {
   // Body parser errors (malformed JSON, too large) answer in GraphQL's error shape.
   router.use((error: unknown, _req: Request, res: Response, next: NextFunction) => {
     const type = (error as { type?: string } | null)?.type;
-    if (type === 'entity.parse.failed') return void res.status(400).json({ errors: [{ message: 'The body is not valid JSON.', extensions: { code: 'malformed_json', status: 400 } }] });
-    if (type === 'entity.too.large') return void res.status(413).json({ errors: [{ message: 'The body is larger than the documented limit.', extensions: { code: 'payload_too_large', status: 413 } }] });
+    if (type === 'entity.parse.failed')
+      return void res
+        .status(400)
+        .json({
+          errors: [{ message: 'The body is not valid JSON.', extensions: { code: 'malformed_json', status: 400 } }],
+        });
+    if (type === 'entity.too.large')
+      return void res
+        .status(413)
+        .json({
+          errors: [
+            {
+              message: 'The body is larger than the documented limit.',
+              extensions: { code: 'payload_too_large', status: 413 },
+            },
+          ],
+        });
     next(error);
   });
 

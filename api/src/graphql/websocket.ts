@@ -1,6 +1,16 @@
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
-import { GraphQLError, parse, validate, execute, specifiedRules, getOperationAST, type GraphQLSchema, type GraphQLFormattedError, type DocumentNode } from 'graphql';
+import {
+  GraphQLError,
+  parse,
+  validate,
+  execute,
+  specifiedRules,
+  getOperationAST,
+  type GraphQLSchema,
+  type GraphQLFormattedError,
+  type DocumentNode,
+} from 'graphql';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { useServer } from 'graphql-ws/use/ws';
 import { CloseCode } from 'graphql-ws';
@@ -69,11 +79,19 @@ export function attachGraphQLWebSocket(deps: {
       validate,
       onConnect: async (ctx) => {
         const params = ctx.connectionParams ?? {};
-        const authorization = typeof params.authorization === 'string' ? params.authorization : typeof params.Authorization === 'string' ? params.Authorization : undefined;
+        const authorization =
+          typeof params.authorization === 'string'
+            ? params.authorization
+            : typeof params.Authorization === 'string'
+              ? params.Authorization
+              : undefined;
         const request = ctx.extra.request;
         if (!authorization && !sameOrigin(request, deps.allowedOrigins ?? [])) return false;
         try {
-          const caller = await authenticateCaller({ authorization, cookie: authorization ? undefined : headerValue(request.headers.cookie) }, deps.services);
+          const caller = await authenticateCaller(
+            { authorization, cookie: authorization ? undefined : headerValue(request.headers.cookie) },
+            deps.services,
+          );
           const connection = { socket: ctx.extra.socket, caller };
           ctx.extra.connection = connection;
           connections.set(ctx.extra.socket, connection);
@@ -118,7 +136,11 @@ export function attachGraphQLWebSocket(deps: {
         const operation = getOperationAST(document, payload.operationName);
         if (operation?.operation === 'mutation' && caller.sessionToken) {
           // Cookie callers mutate over HTTP, where the CSRF token is checked.
-          return [new GraphQLError('Send mutations over HTTP with the x-csrf-token header.', { extensions: { code: 'bad_request', status: 400 } })];
+          return [
+            new GraphQLError('Send mutations over HTTP with the x-csrf-token header.', {
+              extensions: { code: 'bad_request', status: 400 },
+            }),
+          ];
         }
         // Aliased mutations: every top-level field past the first costs one more unit (as over HTTP).
         const extra = operation ? rateLimitUnits(document, operation) - 1 : 0;
@@ -158,7 +180,9 @@ export function attachGraphQLWebSocket(deps: {
       if (predicate(connection)) connection.socket.close(FORBIDDEN, reason);
     }
   };
-  const stopRevoked = deps.services.apiKeys.onRevoked((keyId) => closeWhere((c) => c.caller.actor.apiKeyId === keyId, 'API key revoked'));
+  const stopRevoked = deps.services.apiKeys.onRevoked((keyId) =>
+    closeWhere((c) => c.caller.actor.apiKeyId === keyId, 'API key revoked'),
+  );
   const recheck = setInterval(() => {
     for (const connection of connections.values()) {
       const { caller } = connection;
@@ -187,7 +211,9 @@ export function attachGraphQLWebSocket(deps: {
 }
 
 function rateLimitedError(charge: RateCharge): GraphQLError {
-  return new GraphQLError(charge.message, { extensions: { code: 'rate_limited', status: 429, retryAfter: charge.retryAfterSeconds } });
+  return new GraphQLError(charge.message, {
+    extensions: { code: 'rate_limited', status: 429, retryAfter: charge.retryAfterSeconds },
+  });
 }
 
 /**

@@ -14,7 +14,12 @@ import { problem, sendProblem, toProblem } from '../edge/problem';
  * link or an unknown job; 410 when the link expired, the job is finished or the file was deleted.
  * A multi-range request gets the whole file (RFC 9110 lets a server ignore Range).
  */
-export function firmwareDownloadRouter(deps: { downloads: FirmwareDownloads; storage: FirmwareStorage; logger: Logger; onBytes?: (n: number) => void }): Router {
+export function firmwareDownloadRouter(deps: {
+  downloads: FirmwareDownloads;
+  storage: FirmwareStorage;
+  logger: Logger;
+  onBytes?: (n: number) => void;
+}): Router {
   const router = express.Router();
   const handler = async (req: Request, res: Response) => {
     const jobId = String(req.params.jobId ?? '');

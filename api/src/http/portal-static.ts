@@ -38,7 +38,9 @@ export function portalStatic(distDir: string = PORTAL_DIST): Router {
       res
         .status(503)
         .type('text/plain')
-        .send('The portal has not been built yet. Run `npm run build:portal` (npm start does it when portal/dist is missing), then reload.');
+        .send(
+          'The portal has not been built yet. Run `npm run build:portal` (npm start does it when portal/dist is missing), then reload.',
+        );
       return;
     }
     res.setHeader('Cache-Control', 'no-cache');

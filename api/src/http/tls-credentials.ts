@@ -72,7 +72,10 @@ export class TlsCredentials {
     try {
       next = readPair(this.files);
     } catch (error) {
-      this.logger.warn({ err: error, certFile: this.files.certFile }, 'TLS certificate files changed but do not load as a pair; keeping the current certificate');
+      this.logger.warn(
+        { err: error, certFile: this.files.certFile },
+        'TLS certificate files changed but do not load as a pair; keeping the current certificate',
+      );
       return false;
     }
     if (next.cert.equals(this.current.cert) && next.key.equals(this.current.key)) return false;
@@ -101,7 +104,9 @@ function readPair(files: { certFile: string; keyFile: string }): TlsPair {
     // Throws when the key does not belong to the certificate, or either is not PEM.
     tls.createSecureContext({ cert: pair.cert, key: pair.key, minVersion: TLS_MIN_VERSION });
   } catch (error) {
-    throw new Error(`TLS_CERT_FILE and TLS_KEY_FILE do not make a usable certificate and key: ${(error as Error).message}`);
+    throw new Error(
+      `TLS_CERT_FILE and TLS_KEY_FILE do not make a usable certificate and key: ${(error as Error).message}`,
+    );
   }
   return pair;
 }

@@ -32,10 +32,20 @@ export class FlexibleRateLimiter implements RateLimiter {
     }
     try {
       const res = await limiter.consume(key, units);
-      return { allowed: true, limit: limitPerMinute, remaining: res.remainingPoints, resetSeconds: Math.ceil(res.msBeforeNext / 1000) };
+      return {
+        allowed: true,
+        limit: limitPerMinute,
+        remaining: res.remainingPoints,
+        resetSeconds: Math.ceil(res.msBeforeNext / 1000),
+      };
     } catch (rejection) {
       if (rejection instanceof RateLimiterRes) {
-        return { allowed: false, limit: limitPerMinute, remaining: 0, resetSeconds: Math.max(1, Math.ceil(rejection.msBeforeNext / 1000)) };
+        return {
+          allowed: false,
+          limit: limitPerMinute,
+          remaining: 0,
+          resetSeconds: Math.max(1, Math.ceil(rejection.msBeforeNext / 1000)),
+        };
       }
       throw rejection;
     }

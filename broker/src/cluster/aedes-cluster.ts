@@ -8,7 +8,10 @@ import { redisEmitterInternals, redisSubscriptionStore, type RedisEmitterInterna
 const require = createRequire(import.meta.url);
 // mqemitter-redis is CommonJS; its prefixing variant is only reachable as a property of the export.
 const mqemitterRedis = require('mqemitter-redis') as {
-  MQEmitterRedisPrefix: new (prefix: string, options: RedisOptions & { connectionString?: string; subConn?: Redis; pubConn?: Redis; concurrency?: number }) => { close(cb: () => void): void };
+  MQEmitterRedisPrefix: new (
+    prefix: string,
+    options: RedisOptions & { connectionString?: string; subConn?: Redis; pubConn?: Redis; concurrency?: number },
+  ) => { close(cb: () => void): void };
 };
 
 /**
@@ -18,7 +21,11 @@ const mqemitterRedis = require('mqemitter-redis') as {
  * messages (device configuration) and offline QoS 1 queues, so a device that reconnects to
  * another process still gets what was queued for it.
  */
-export function createClusterBrokerBackends(input: { redisUrl: string; prefix: string; onError?: (error: Error, what: string) => void }): {
+export function createClusterBrokerBackends(input: {
+  redisUrl: string;
+  prefix: string;
+  onError?: (error: Error, what: string) => void;
+}): {
   mq: unknown;
   persistence: unknown;
   storedSessions(): Promise<string[]>;
@@ -45,7 +52,12 @@ export function createClusterBrokerBackends(input: { redisUrl: string; prefix: s
   const pubConn = new Redis(redisOptions);
   markFireAndForgetHandled(subConn);
   markFireAndForgetHandled(pubConn);
-  const mq = new mqemitterRedis.MQEmitterRedisPrefix(`${input.prefix}:mqtt:`, { ...redisOptions, subConn, pubConn, concurrency: DELIVERY_CONCURRENCY });
+  const mq = new mqemitterRedis.MQEmitterRedisPrefix(`${input.prefix}:mqtt:`, {
+    ...redisOptions,
+    subConn,
+    pubConn,
+    concurrency: DELIVERY_CONCURRENCY,
+  });
   // A Redis restart must not crash the process: every connection gets an error listener
   // (ioredis reconnects by itself). Measured: without these, "Unhandled error event" and an
   // uncaught ECONNREFUSED while Redis was down.
@@ -57,7 +69,9 @@ export function createClusterBrokerBackends(input: { redisUrl: string; prefix: s
   const conn = new Redis({ ...redisOptions, keyPrefix: `${input.prefix}:aedes:` });
   conn.on('error', (error: Error) => onError(error, 'aedes-persistence-redis'));
   markFireAndForgetHandled(conn);
-  const persistence = aedesPersistenceRedis({ ...redisOptions, conn, maxSessionDelivery: 1000 } as Parameters<typeof aedesPersistenceRedis>[0]);
+  const persistence = aedesPersistenceRedis({ ...redisOptions, conn, maxSessionDelivery: 1000 } as Parameters<
+    typeof aedesPersistenceRedis
+  >[0]);
   shareConcurrentAddSubscriptions(redisSubscriptionStore(persistence));
   // aedes-persistence-redis keeps the ids of sessions with subscriptions in the set `clients`.
   return { mq, persistence, storedSessions: () => conn.smembers('clients') };
@@ -83,7 +97,10 @@ function shareConcurrentAddSubscriptions(store: ReturnType<typeof redisSubscript
       inFlight.set(key, work);
     }
     if (!cb) return work;
-    work.then(() => cb(null, client), (err: Error) => cb(err));
+    work.then(
+      () => cb(null, client),
+      (err: Error) => cb(err),
+    );
     return undefined;
   };
 }

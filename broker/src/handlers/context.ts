@@ -21,6 +21,7 @@ export type DropReason = 'too_large' | 'not_json' | 'invalid' | 'rate_limited';
  * `firmware`: what a heartbeat says the device runs (its first on a connection lets the OTA
  * engine re-send an unanswered command).
  */
-export type HandlerResult = { ok: true; applied?: Promise<void>; firmware?: string } | { ok: false; reason: DropReason };
+export type HandlerResult =
+  { ok: true; applied?: Promise<void>; firmware?: string } | { ok: false; reason: DropReason };
 
 export type TopicHandler = (ctx: HandlerContext, session: DeviceSession, payload: Buffer) => HandlerResult;

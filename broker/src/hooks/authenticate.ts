@@ -45,7 +45,12 @@ export function makeAuthenticate(input: {
   onRefused: (client: Client, reason: string, serial: string | undefined) => void;
   logger: Logger;
 }) {
-  return (client: Client, username: Readonly<string | undefined>, password: Readonly<Buffer | undefined>, done: (error: AuthenticateError | null, success: boolean | null) => void): void => {
+  return (
+    client: Client,
+    username: Readonly<string | undefined>,
+    password: Readonly<Buffer | undefined>,
+    done: (error: AuthenticateError | null, success: boolean | null) => void,
+  ): void => {
     if (emptyIds.has(client)) {
       input.onRefused(client, 'empty_client_id', undefined);
       return done(refusal('identifier rejected', IDENTIFIER_REJECTED), false);
@@ -53,7 +58,9 @@ export function makeAuthenticate(input: {
     // MQTTS: a device that presents a client certificate and no password is authenticated by
     // the certificate; with a password, the password decides (both work side by side).
     const certificate = password === undefined ? clientCertificate(client) : null;
-    const attempt = certificate ? input.auth.authenticateCertificate({ clientId: client.id, username, certificate }) : input.auth.authenticate({ clientId: client.id, username, password });
+    const attempt = certificate
+      ? input.auth.authenticateCertificate({ clientId: client.id, username, certificate })
+      : input.auth.authenticate({ clientId: client.id, username, password });
     attempt
       .then((result) => {
         if (result.ok) {

@@ -1,4 +1,9 @@
-import { parseDeviceTopic, DEVICE_PUBLISH_KINDS, DEVICE_SUBSCRIBE_KINDS, type DevicePublishKind } from '../protocol/topics';
+import {
+  parseDeviceTopic,
+  DEVICE_PUBLISH_KINDS,
+  DEVICE_SUBSCRIBE_KINDS,
+  type DevicePublishKind,
+} from '../protocol/topics';
 
 /**
  * Per-topic ACL of protocol v1 (docs/device-protocol.md): a device publishes only to its own `heartbeat`,

@@ -9,7 +9,10 @@ import { Heartbeat, StatusMessage, OtaCommand, OtaProgress, ConfigMessage, Confi
 export function protocolJsonSchemas(): Record<string, unknown> {
   const schemas = { Heartbeat, StatusMessage, OtaCommand, OtaProgress, ConfigMessage, ConfigReported };
   return Object.fromEntries(
-    Object.entries(schemas).map(([name, schema]) => [name, z.toJSONSchema(schema as z.ZodType, { io: 'input', unrepresentable: 'any' })]),
+    Object.entries(schemas).map(([name, schema]) => [
+      name,
+      z.toJSONSchema(schema as z.ZodType, { io: 'input', unrepresentable: 'any' }),
+    ]),
   );
 }
 

@@ -24,7 +24,10 @@ const Firmware = z
   .min(1)
   .max(MAX_VERSION_LENGTH)
   .refine(isValidVersion, 'must be a dotted version of 1 to 4 numeric parts (1.4.2, 1.4.2.7, 2.0.0-rc.1)')
-  .meta({ description: 'Dotted version: 1 to 4 numeric parts, optional pre-release and build (1.4, 1.4.2, 1.4.2.7, 2.0.0-rc.1).' });
+  .meta({
+    description:
+      'Dotted version: 1 to 4 numeric parts, optional pre-release and build (1.4, 1.4.2, 1.4.2.7, 2.0.0-rc.1).',
+  });
 
 /**
  * Every field is optional (a wired module has no `rssi`; `{}` is a plain sign of life): what is
@@ -39,7 +42,8 @@ export const Heartbeat = z
   })
   .meta({
     id: 'Heartbeat',
-    description: 'devices/{serial}/heartbeat: latest telemetry, each field optional (absent ones keep their last value); also proves the device is alive.',
+    description:
+      'devices/{serial}/heartbeat: latest telemetry, each field optional (absent ones keep their last value); also proves the device is alive.',
   });
 export type Heartbeat = z.infer<typeof Heartbeat>;
 
@@ -48,7 +52,14 @@ export const StatusMessage = z
   .meta({ id: 'StatusMessage', description: 'devices/{serial}/status, also the Last Will ({"state":"offline"}).' });
 export type StatusMessage = z.infer<typeof StatusMessage>;
 
-export const OTA_PROGRESS_STATES = ['downloading', 'installing', 'rebooting', 'succeeded', 'failed', 'rolled_back'] as const;
+export const OTA_PROGRESS_STATES = [
+  'downloading',
+  'installing',
+  'rebooting',
+  'succeeded',
+  'failed',
+  'rolled_back',
+] as const;
 
 export const OtaProgress = z
   .object({
@@ -57,12 +68,18 @@ export const OtaProgress = z
     progress: z.number().int().min(0).max(100).optional(),
     error: z.string().max(500).optional(),
   })
-  .meta({ id: 'OtaProgress', description: 'devices/{serial}/ota/progress: a step of an OTA job; `error` with `failed` and `rolled_back`.' });
+  .meta({
+    id: 'OtaProgress',
+    description: 'devices/{serial}/ota/progress: a step of an OTA job; `error` with `failed` and `rolled_back`.',
+  });
 export type OtaProgress = z.infer<typeof OtaProgress>;
 
 export const ConfigReported = z
   .object({ version: z.number().int().min(1).max(2_147_483_647) })
-  .meta({ id: 'ConfigReported', description: 'devices/{serial}/config/reported: the configuration version the device applied.' });
+  .meta({
+    id: 'ConfigReported',
+    description: 'devices/{serial}/config/reported: the configuration version the device applied.',
+  });
 export type ConfigReported = z.infer<typeof ConfigReported>;
 
 /**
@@ -88,10 +105,14 @@ export const OtaCommand = z
       .optional()
       .meta({ description: 'The signing key: first 16 hex digits of SHA-256 over the public key in SPKI DER form.' }),
   })
-  .refine((c) => (c.signature === undefined) === (c.key_id === undefined), { message: 'signature and key_id come together', path: ['key_id'] })
+  .refine((c) => (c.signature === undefined) === (c.key_id === undefined), {
+    message: 'signature and key_id come together',
+    path: ['key_id'],
+  })
   .meta({
     id: 'OtaCommand',
-    description: 'devices/{serial}/ota: install this firmware (download, verify sha256 and the signature when there is one, install, reboot).',
+    description:
+      'devices/{serial}/ota: install this firmware (download, verify sha256 and the signature when there is one, install, reboot).',
     // The refinement above, for readers of the JSON Schema (zod does not translate refinements).
     dependentRequired: { signature: ['key_id'], key_id: ['signature'] },
   });
@@ -102,11 +123,17 @@ export const ConfigMessage = z
     version: z.number().int().min(1),
     config: z.record(z.string(), z.unknown()),
   })
-  .meta({ id: 'ConfigMessage', description: 'devices/{serial}/config (retained): the desired configuration and its version.' });
+  .meta({
+    id: 'ConfigMessage',
+    description: 'devices/{serial}/config (retained): the desired configuration and its version.',
+  });
 export type ConfigMessage = z.infer<typeof ConfigMessage>;
 
 /** Parses a device payload: size limit, UTF-8 JSON object, then the schema. */
-export function parsePayload<T>(schema: z.ZodType<T>, payload: Buffer | string): { ok: true; value: T } | { ok: false; reason: 'too_large' | 'not_json' | 'invalid' } {
+export function parsePayload<T>(
+  schema: z.ZodType<T>,
+  payload: Buffer | string,
+): { ok: true; value: T } | { ok: false; reason: 'too_large' | 'not_json' | 'invalid' } {
   const size = typeof payload === 'string' ? Buffer.byteLength(payload) : payload.length;
   if (size > MAX_DEVICE_PAYLOAD_BYTES) return { ok: false, reason: 'too_large' };
   let json: unknown;

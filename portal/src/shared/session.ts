@@ -49,7 +49,10 @@ function apply(body: SessionBody): void {
 /** Reads the current session once (page load); false when not logged in. */
 export async function loadSession(): Promise<boolean> {
   try {
-    const response = await fetch('/api/v1/session', { credentials: 'same-origin', headers: { accept: 'application/json' } });
+    const response = await fetch('/api/v1/session', {
+      credentials: 'same-origin',
+      headers: { accept: 'application/json' },
+    });
     if (response.ok) apply((await response.json()) as SessionBody);
     else session.user = null;
   } catch {
@@ -78,7 +81,11 @@ export async function login(email: string, password: string): Promise<void> {
 }
 
 export async function logout(): Promise<void> {
-  await fetch('/api/v1/session', { method: 'DELETE', credentials: 'same-origin', headers: { 'x-csrf-token': session.csrfToken } }).catch(() => undefined);
+  await fetch('/api/v1/session', {
+    method: 'DELETE',
+    credentials: 'same-origin',
+    headers: { 'x-csrf-token': session.csrfToken },
+  }).catch(() => undefined);
   session.user = null;
   session.csrfToken = '';
   session.expired = false;

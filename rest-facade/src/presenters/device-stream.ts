@@ -10,7 +10,10 @@ import type { DeviceJsonPage } from '../../../api/src/domain/devices/device.serv
  * error still becomes a proper problem response; a later one cuts the connection (the document
  * is then visibly incomplete, never silently short).
  */
-export async function streamDeviceList(res: Response, input: { quota: number; batches: AsyncGenerator<string[]> }): Promise<void> {
+export async function streamDeviceList(
+  res: Response,
+  input: { quota: number; batches: AsyncGenerator<string[]> },
+): Promise<void> {
   const { batches } = input;
   let next = await batches.next();
   res.status(200);

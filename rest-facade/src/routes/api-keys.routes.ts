@@ -37,7 +37,10 @@ export function apiKeyRoutes(services: Services): RouteDef[] {
       summary: 'List the API keys of the account (secrets are never shown again)',
       tag: 'API keys',
       responses: { 200: { description: 'The keys', schema: z.object({ api_keys: z.array(ApiKeySchema) }) } },
-      handler: async ({ actor }) => ({ status: 200, body: { api_keys: (await services.apiKeys.list(actor)).map(presentKey) } }),
+      handler: async ({ actor }) => ({
+        status: 200,
+        body: { api_keys: (await services.apiKeys.list(actor)).map(presentKey) },
+      }),
     },
     {
       method: 'post',
@@ -62,7 +65,10 @@ export function apiKeyRoutes(services: Services): RouteDef[] {
       tag: 'API keys',
       params: IdParams,
       responses: { 200: { description: 'Revoked', schema: z.object({ api_key: ApiKeySchema }) } },
-      handler: async ({ actor, params }) => ({ status: 200, body: { api_key: presentKey(await services.apiKeys.revoke(actor, params.id)) } }),
+      handler: async ({ actor, params }) => ({
+        status: 200,
+        body: { api_key: presentKey(await services.apiKeys.revoke(actor, params.id)) },
+      }),
     },
   ];
 }

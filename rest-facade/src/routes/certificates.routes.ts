@@ -7,7 +7,13 @@ import { DeviceCertificateListSchema, DeviceCertificateSchema } from '../schemas
 import { presentCertificate } from '../presenters/certificate.presenter';
 
 const CertificateParams = SerialParams.extend({
-  fingerprint: z.string().min(1).max(200).describe('SHA-256 fingerprint of the certificate: 64 hex digits, or colon-separated as `openssl x509 -fingerprint -sha256` prints it'),
+  fingerprint: z
+    .string()
+    .min(1)
+    .max(200)
+    .describe(
+      'SHA-256 fingerprint of the certificate: 64 hex digits, or colon-separated as `openssl x509 -fingerprint -sha256` prints it',
+    ),
 });
 
 /** Device certificates (mutual TLS on MQTTS) and the device CA that signs them. */
@@ -17,7 +23,8 @@ export function certificateRoutes(services: Services): RouteDef[] {
       method: 'get',
       path: '/device-ca',
       operationId: 'getDeviceCa',
-      summary: 'The device CA certificate (PEM) that signs device certificates; the MQTTS listener accepts client certificates of this CA only',
+      summary:
+        'The device CA certificate (PEM) that signs device certificates; the MQTTS listener accepts client certificates of this CA only',
       tag: 'Device certificates',
       responses: { 200: { description: 'PEM certificate', contentType: 'application/x-pem-file' } },
       handler: async ({ res }) => {
@@ -31,7 +38,7 @@ export function certificateRoutes(services: Services): RouteDef[] {
       path: '/devices/:serial/certificates',
       operationId: 'issueDeviceCertificate',
       summary:
-        'Sign a device certificate from a PEM PKCS#10 request (admin). The subject is CN=<serial> whatever the request asks for; the key is the request\'s own ' +
+        "Sign a device certificate from a PEM PKCS#10 request (admin). The subject is CN=<serial> whatever the request asks for; the key is the request's own " +
         '(P-256, P-384, P-521, Ed25519 or RSA 2048-8192), client authentication only. 422 `csr_invalid` when the request is unreadable or its signature does not verify.',
       tag: 'Device certificates',
       params: SerialParams,
@@ -40,7 +47,13 @@ export function certificateRoutes(services: Services): RouteDef[] {
       responses: { 201: { description: 'The certificate', schema: DeviceCertificateSchema } },
       handler: async ({ actor, params, body, unitOfWork }) => ({
         status: 201,
-        body: presentCertificate(await services.certificates.issue(actor, { serial: params.serial, csr: body.csr }, unitOfWork ? { unitOfWork } : {})),
+        body: presentCertificate(
+          await services.certificates.issue(
+            actor,
+            { serial: params.serial, csr: body.csr },
+            unitOfWork ? { unitOfWork } : {},
+          ),
+        ),
       }),
     },
     {
@@ -53,7 +66,9 @@ export function certificateRoutes(services: Services): RouteDef[] {
       responses: { 200: { description: 'Certificates', schema: DeviceCertificateListSchema } },
       handler: async ({ actor, params }) => ({
         status: 200,
-        body: { certificates: (await services.certificates.list(actor, { serial: params.serial })).map(presentCertificate) },
+        body: {
+          certificates: (await services.certificates.list(actor, { serial: params.serial })).map(presentCertificate),
+        },
       }),
     },
     {
@@ -67,7 +82,9 @@ export function certificateRoutes(services: Services): RouteDef[] {
       responses: { 200: { description: 'The revoked certificate', schema: DeviceCertificateSchema } },
       handler: async ({ actor, params }) => ({
         status: 200,
-        body: presentCertificate(await services.certificates.revoke(actor, { serial: params.serial, fingerprint: params.fingerprint })),
+        body: presentCertificate(
+          await services.certificates.revoke(actor, { serial: params.serial, fingerprint: params.fingerprint }),
+        ),
       }),
     },
   ];

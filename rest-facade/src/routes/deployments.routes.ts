@@ -20,11 +20,37 @@ const One = z.object({ deployment: DeploymentSchema });
 
 type Action = 'cancel' | 'pause' | 'resume' | 'retry-failed' | 'rollback';
 const ACTIONS: Array<{ action: Action; operationId: string; summary: string; created: boolean }> = [
-  { action: 'cancel', operationId: 'cancelDeployment', summary: 'Cancel: queued updates are cancelled (devices stay where they are); sent ones finish', created: false },
-  { action: 'pause', operationId: 'pauseDeployment', summary: 'Pause: nothing more is sent; updates in flight finish', created: false },
-  { action: 'resume', operationId: 'resumeDeployment', summary: 'Resume a paused deployment (failures so far are acknowledged)', created: false },
-  { action: 'retry-failed', operationId: 'retryFailedDeployment', summary: 'New deployment of the same version to the devices that failed or timed out', created: true },
-  { action: 'rollback', operationId: 'rollbackDeployment', summary: 'New deployment returning each device this one changed to its own previous version (422 firmware_file_missing when that binary is gone)', created: true },
+  {
+    action: 'cancel',
+    operationId: 'cancelDeployment',
+    summary: 'Cancel: queued updates are cancelled (devices stay where they are); sent ones finish',
+    created: false,
+  },
+  {
+    action: 'pause',
+    operationId: 'pauseDeployment',
+    summary: 'Pause: nothing more is sent; updates in flight finish',
+    created: false,
+  },
+  {
+    action: 'resume',
+    operationId: 'resumeDeployment',
+    summary: 'Resume a paused deployment (failures so far are acknowledged)',
+    created: false,
+  },
+  {
+    action: 'retry-failed',
+    operationId: 'retryFailedDeployment',
+    summary: 'New deployment of the same version to the devices that failed or timed out',
+    created: true,
+  },
+  {
+    action: 'rollback',
+    operationId: 'rollbackDeployment',
+    summary:
+      'New deployment returning each device this one changed to its own previous version (422 firmware_file_missing when that binary is gone)',
+    created: true,
+  },
 ];
 
 /** Deployments: list, detail with counts, per-device states, and the operator's actions. */
@@ -51,10 +77,18 @@ export function deploymentRoutes(services: Services): RouteDef[] {
       summary: 'Deployments, newest first, with counts per device state',
       tag: 'Deployments',
       query: ListQuery,
-      responses: { 200: { description: 'A page', schema: z.object({ deployments: z.array(DeploymentSchema), next_cursor: z.string().nullable() }) } },
+      responses: {
+        200: {
+          description: 'A page',
+          schema: z.object({ deployments: z.array(DeploymentSchema), next_cursor: z.string().nullable() }),
+        },
+      },
       handler: async ({ actor, query }) => {
         const page = await services.deployments.list(actor, query);
-        return { status: 200, body: { deployments: page.deployments.map(presentDeployment), next_cursor: page.nextCursor } };
+        return {
+          status: 200,
+          body: { deployments: page.deployments.map(presentDeployment), next_cursor: page.nextCursor },
+        };
       },
     },
     {
@@ -65,33 +99,45 @@ export function deploymentRoutes(services: Services): RouteDef[] {
       tag: 'Deployments',
       params: IdParams,
       responses: { 200: { description: 'The deployment', schema: One } },
-      handler: async ({ actor, params }) => ({ status: 200, body: { deployment: presentDeployment(await services.deployments.get(actor, params)) } }),
+      handler: async ({ actor, params }) => ({
+        status: 200,
+        body: { deployment: presentDeployment(await services.deployments.get(actor, params)) },
+      }),
     },
     {
       method: 'get',
       path: '/firmware/deployments/:id/devices',
       operationId: 'listDeploymentDevices',
-      summary: 'Per-device update states of a deployment, by serial, paged (state=superseded lists devices taken over by a newer deployment)',
+      summary:
+        'Per-device update states of a deployment, by serial, paged (state=superseded lists devices taken over by a newer deployment)',
       tag: 'Deployments',
       params: IdParams,
       query: DevicesQuery,
-      responses: { 200: { description: 'A page', schema: z.object({ devices: z.array(DeviceUpdateSchema), next_cursor: z.string().nullable() }) } },
+      responses: {
+        200: {
+          description: 'A page',
+          schema: z.object({ devices: z.array(DeviceUpdateSchema), next_cursor: z.string().nullable() }),
+        },
+      },
       handler: async ({ actor, params, query }) => {
         const page = await services.deployments.devices(actor, { id: params.id, ...query });
         return { status: 200, body: { devices: page.devices.map(presentDeviceUpdate), next_cursor: page.nextCursor } };
       },
     },
-    ...ACTIONS.map(
-      ({ action, operationId, summary, created }): RouteDef => ({
-        method: 'post',
-        path: `/firmware/deployments/:id/${action}`,
-        operationId,
-        summary,
-        tag: 'Deployments',
-        params: IdParams,
-        responses: created ? { 201: { description: 'The new deployment', schema: One } } : { 200: { description: 'The deployment', schema: One } },
-        handler: async ({ actor, params }) => ({ status: created ? 201 : 200, body: { deployment: presentDeployment(await run(action, actor, params.id)) } }),
+    ...ACTIONS.map(({ action, operationId, summary, created }): RouteDef => ({
+      method: 'post',
+      path: `/firmware/deployments/:id/${action}`,
+      operationId,
+      summary,
+      tag: 'Deployments',
+      params: IdParams,
+      responses: created
+        ? { 201: { description: 'The new deployment', schema: One } }
+        : { 200: { description: 'The deployment', schema: One } },
+      handler: async ({ actor, params }) => ({
+        status: created ? 201 : 200,
+        body: { deployment: presentDeployment(await run(action, actor, params.id)) },
       }),
-    ),
+    })),
   ];
 }

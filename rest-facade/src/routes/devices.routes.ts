@@ -6,12 +6,25 @@ import { ClaimDevicesInput } from '../../../api/src/domain/devices/claim.service
 import { UpdateDeviceInput } from '../../../api/src/domain/devices/device.service';
 import type { DeviceSortField } from '../../../api/src/domain/devices/device.service';
 import {
-  SerialParams, ListDevicesQuery, HistoryQuery, DeviceSchema, DeviceListSchema, CredentialsSchema, ClaimResponseSchema, HistorySchema,
+  SerialParams,
+  ListDevicesQuery,
+  HistoryQuery,
+  DeviceSchema,
+  DeviceListSchema,
+  CredentialsSchema,
+  ClaimResponseSchema,
+  HistorySchema,
 } from '../schemas/device.schemas';
 import { presentDevice, presentClaim, presentHistory } from '../presenters/device.presenter';
 import { streamDeviceList, sendDevicePage } from '../presenters/device-stream';
 
-const filterOf = (q: ListDevicesQuery) => ({ model: q.model, status: q.status, firmware: q.firmware, firmwareLt: q.firmware_lt, q: q.q });
+const filterOf = (q: ListDevicesQuery) => ({
+  model: q.model,
+  status: q.status,
+  firmware: q.firmware,
+  firmwareLt: q.firmware_lt,
+  q: q.q,
+});
 
 /** Devices: list (paged or streamed), claim, read, configure, history, credentials, unclaim. */
 export function deviceRoutes(services: Services): RouteDef[] {
@@ -28,15 +41,35 @@ export function deviceRoutes(services: Services): RouteDef[] {
       handler: async ({ actor, query, res }) => {
         const q = query as ListDevicesQuery;
         if (q.limit !== undefined) {
-          const sort = q.sort === undefined ? {} : { sort: { field: q.sort.replace(/^-/, '') as DeviceSortField, direction: q.sort.startsWith('-') ? ('desc' as const) : ('asc' as const) } };
-          sendDevicePage(res, await services.devices.listJson(actor, { filter: filterOf(q), limit: q.limit, ...(q.cursor !== undefined ? { cursor: q.cursor } : {}), ...sort }));
+          const sort =
+            q.sort === undefined
+              ? {}
+              : {
+                  sort: {
+                    field: q.sort.replace(/^-/, '') as DeviceSortField,
+                    direction: q.sort.startsWith('-') ? ('desc' as const) : ('asc' as const),
+                  },
+                };
+          sendDevicePage(
+            res,
+            await services.devices.listJson(actor, {
+              filter: filterOf(q),
+              limit: q.limit,
+              ...(q.cursor !== undefined ? { cursor: q.cursor } : {}),
+              ...sort,
+            }),
+          );
           return;
         }
         if (q.cursor !== undefined) {
-          throw new DomainError('validation_failed', 'A cursor needs a limit.', { errors: [{ field: 'query.cursor', message: 'only together with limit' }] });
+          throw new DomainError('validation_failed', 'A cursor needs a limit.', {
+            errors: [{ field: 'query.cursor', message: 'only together with limit' }],
+          });
         }
         if (q.sort !== undefined && q.sort !== 'serial') {
-          throw new DomainError('validation_failed', 'The full list streams in serial order; sorting needs a limit.', { errors: [{ field: 'query.sort', message: 'only together with limit' }] });
+          throw new DomainError('validation_failed', 'The full list streams in serial order; sorting needs a limit.', {
+            errors: [{ field: 'query.sort', message: 'only together with limit' }],
+          });
         }
         await streamDeviceList(res, await services.devices.listAllJson(actor, { filter: filterOf(q) }));
       },
@@ -65,7 +98,10 @@ export function deviceRoutes(services: Services): RouteDef[] {
       tag: 'Devices',
       params: SerialParams,
       responses: { 200: { description: 'The device', schema: DeviceSchema } },
-      handler: async ({ actor, params }) => ({ status: 200, body: presentDevice(await services.devices.get(actor, { serial: params.serial })) }),
+      handler: async ({ actor, params }) => ({
+        status: 200,
+        body: presentDevice(await services.devices.get(actor, { serial: params.serial })),
+      }),
     },
     {
       method: 'patch',
@@ -87,7 +123,8 @@ export function deviceRoutes(services: Services): RouteDef[] {
       method: 'delete',
       path: '/devices/:serial',
       operationId: 'unclaimDevice',
-      summary: 'Unclaim a device: it, its credentials and history are removed and it is disconnected. Frees a quota slot; credits nothing.',
+      summary:
+        'Unclaim a device: it, its credentials and history are removed and it is disconnected. Frees a quota slot; credits nothing.',
       tag: 'Devices',
       params: SerialParams,
       responses: { 204: { description: 'Unclaimed' } },
@@ -107,7 +144,11 @@ export function deviceRoutes(services: Services): RouteDef[] {
       responses: { 200: { description: 'A page of events', schema: HistorySchema } },
       handler: async ({ actor, params, query }) => {
         const q = query as z.infer<typeof HistoryQuery>;
-        const page = await services.devices.history(actor, { serial: params.serial, ...(q.limit !== undefined ? { limit: q.limit } : {}), ...(q.cursor !== undefined ? { cursor: q.cursor } : {}) });
+        const page = await services.devices.history(actor, {
+          serial: params.serial,
+          ...(q.limit !== undefined ? { limit: q.limit } : {}),
+          ...(q.cursor !== undefined ? { cursor: q.cursor } : {}),
+        });
         return { status: 200, body: presentHistory(page) };
       },
     },
@@ -115,11 +156,15 @@ export function deviceRoutes(services: Services): RouteDef[] {
       method: 'post',
       path: '/devices/:serial/credentials',
       operationId: 'rotateDeviceCredentials',
-      summary: 'New MQTT password for the device (shown once); the old one is refused at once and the device is disconnected',
+      summary:
+        'New MQTT password for the device (shown once); the old one is refused at once and the device is disconnected',
       tag: 'Devices',
       params: SerialParams,
       responses: { 201: { description: 'The new credentials', schema: CredentialsSchema } },
-      handler: async ({ actor, params }) => ({ status: 201, body: await services.devices.rotateCredentials(actor, { serial: params.serial }) }),
+      handler: async ({ actor, params }) => ({
+        status: 201,
+        body: await services.devices.rotateCredentials(actor, { serial: params.serial }),
+      }),
     },
   ];
 }

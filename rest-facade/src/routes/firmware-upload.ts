@@ -17,9 +17,14 @@ const FORM_OVERHEAD_BYTES = 1024 * 1024;
  */
 export async function readFirmwareUpload(
   req: Request,
-  input: { maxFileBytes: number; receive: (stream: Readable) => Promise<StoredTemp>; discard: (temp: StoredTemp) => Promise<void> },
+  input: {
+    maxFileBytes: number;
+    receive: (stream: Readable) => Promise<StoredTemp>;
+    discard: (temp: StoredTemp) => Promise<void>;
+  },
 ): Promise<{ fields: Record<string, string>; file: StoredTemp | null }> {
-  if (!req.is('multipart/form-data')) throw new DomainError('unsupported_media_type', 'Send the firmware as multipart/form-data.');
+  if (!req.is('multipart/form-data'))
+    throw new DomainError('unsupported_media_type', 'Send the firmware as multipart/form-data.');
   const declared = Number(req.get('content-length') ?? NaN);
   if (Number.isFinite(declared) && declared > input.maxFileBytes + FORM_OVERHEAD_BYTES) {
     req.resume();
@@ -27,7 +32,10 @@ export async function readFirmwareUpload(
   }
   let parser: busboy.Busboy;
   try {
-    parser = busboy({ headers: req.headers, limits: { files: 1, fields: 8, parts: 10, fieldSize: 300 * 1024, fileSize: input.maxFileBytes + 1 } });
+    parser = busboy({
+      headers: req.headers,
+      limits: { files: 1, fields: 8, parts: 10, fieldSize: 300 * 1024, fileSize: input.maxFileBytes + 1 },
+    });
   } catch {
     throw new DomainError('bad_request', 'The multipart body has no boundary.');
   }
@@ -62,20 +70,42 @@ export async function readFirmwareUpload(
       void finish();
     };
     parser.on('field', (name, value, info) => {
-      if (!ALLOWED_FIELDS.has(name)) return fail(new DomainError('validation_failed', `Unknown form field "${name}".`, { errors: [{ field: name, message: 'is not a field of this form (model, version, release_notes, changelog, signature, file)' }] }));
-      if (info.valueTruncated) return fail(new DomainError('payload_too_large', `The form field "${name}" is too long.`));
-      if (name in fields) return fail(new DomainError('validation_failed', `The form field "${name}" is given twice.`, { errors: [{ field: name, message: 'is given twice' }] }));
+      if (!ALLOWED_FIELDS.has(name))
+        return fail(
+          new DomainError('validation_failed', `Unknown form field "${name}".`, {
+            errors: [
+              {
+                field: name,
+                message: 'is not a field of this form (model, version, release_notes, changelog, signature, file)',
+              },
+            ],
+          }),
+        );
+      if (info.valueTruncated)
+        return fail(new DomainError('payload_too_large', `The form field "${name}" is too long.`));
+      if (name in fields)
+        return fail(
+          new DomainError('validation_failed', `The form field "${name}" is given twice.`, {
+            errors: [{ field: name, message: 'is given twice' }],
+          }),
+        );
       fields[name] = value;
     });
     parser.on('file', (name, stream) => {
       if (name !== 'file' || file) {
         stream.resume();
-        return fail(new DomainError('validation_failed', 'Send exactly one binary, in the field "file".', { errors: [{ field: name, message: 'unexpected file part' }] }));
+        return fail(
+          new DomainError('validation_failed', 'Send exactly one binary, in the field "file".', {
+            errors: [{ field: name, message: 'unexpected file part' }],
+          }),
+        );
       }
       file = input.receive(stream);
       file.catch((error: unknown) => abort(error));
     });
-    parser.on('filesLimit', () => fail(new DomainError('validation_failed', 'Send exactly one binary, in the field "file".')));
+    parser.on('filesLimit', () =>
+      fail(new DomainError('validation_failed', 'Send exactly one binary, in the field "file".')),
+    );
     parser.on('fieldsLimit', () => fail(new DomainError('payload_too_large', 'Too many form fields.')));
     parser.on('partsLimit', () => fail(new DomainError('payload_too_large', 'Too many form parts.')));
     parser.on('error', () => abort(new DomainError('bad_request', 'The multipart body is malformed.')));
@@ -86,5 +116,8 @@ export async function readFirmwareUpload(
 }
 
 function tooLarge(max: number): DomainError {
-  return new DomainError('payload_too_large', `The firmware file is larger than the limit of ${max} bytes (MAX_FIRMWARE_BYTES).`);
+  return new DomainError(
+    'payload_too_large',
+    `The firmware file is larger than the limit of ${max} bytes (MAX_FIRMWARE_BYTES).`,
+  );
 }

@@ -5,7 +5,14 @@ import { DeployInput } from '../../../api/src/domain/deployments/deployment.serv
 import { requireAdmin } from '../../../api/src/domain/shared/actor';
 import { IdParams } from '../schemas/common';
 import { RegisterSigningKeyInput } from '../../../api/src/domain/firmware/signing-key.service';
-import { DeployAcceptedSchema, DeployDryRunSchema, FirmwareUploadForm, FirmwareVersionSchema, ListFirmwareQuery, SigningKeysSchema } from '../schemas/firmware.schema';
+import {
+  DeployAcceptedSchema,
+  DeployDryRunSchema,
+  FirmwareUploadForm,
+  FirmwareVersionSchema,
+  ListFirmwareQuery,
+  SigningKeysSchema,
+} from '../schemas/firmware.schema';
 import { presentDeployment, presentFirmwareVersion, presentSigningKeys } from '../presenters/firmware.presenter';
 import { readFirmwareUpload } from './firmware-upload';
 
@@ -22,7 +29,12 @@ export function firmwareRoutes(services: Services): RouteDef[] {
       tag: 'Firmware',
       requestContentType: 'multipart/form-data',
       requestSchema: FirmwareUploadForm,
-      responses: { 201: { description: 'Stored; sha256 and size computed by the service', schema: z.object({ firmware_version: FirmwareVersionSchema }) } },
+      responses: {
+        201: {
+          description: 'Stored; sha256 and size computed by the service',
+          schema: z.object({ firmware_version: FirmwareVersionSchema }),
+        },
+      },
       handler: async ({ actor, req }) => {
         requireAdmin(actor);
         const upload = await readFirmwareUpload(req, {
@@ -38,7 +50,8 @@ export function firmwareRoutes(services: Services): RouteDef[] {
       method: 'get',
       path: '/firmware/signing-key',
       operationId: 'getFirmwareSigningKey',
-      summary: 'The Ed25519 public key firmware uploads must be signed with (null when none is registered), and the keys it replaced',
+      summary:
+        'The Ed25519 public key firmware uploads must be signed with (null when none is registered), and the keys it replaced',
       tag: 'Firmware',
       responses: { 200: { description: 'The current key and the retired ones', schema: SigningKeysSchema } },
       handler: async ({ actor }) => ({ status: 200, body: presentSigningKeys(await services.signingKeys.get(actor)) }),
@@ -52,8 +65,13 @@ export function firmwareRoutes(services: Services): RouteDef[] {
         '422 invalid_signing_key for anything else (a private key included)',
       tag: 'Firmware',
       body: RegisterSigningKeyInput,
-      responses: { 200: { description: 'Registered: uploads must now be signed with this key', schema: SigningKeysSchema } },
-      handler: async ({ actor, body }) => ({ status: 200, body: presentSigningKeys(await services.signingKeys.register(actor, body)) }),
+      responses: {
+        200: { description: 'Registered: uploads must now be signed with this key', schema: SigningKeysSchema },
+      },
+      handler: async ({ actor, body }) => ({
+        status: 200,
+        body: presentSigningKeys(await services.signingKeys.register(actor, body)),
+      }),
     },
     {
       method: 'get',
@@ -62,8 +80,13 @@ export function firmwareRoutes(services: Services): RouteDef[] {
       summary: 'List firmware versions, newest version first (optionally of one model)',
       tag: 'Firmware',
       query: ListFirmwareQuery,
-      responses: { 200: { description: 'The versions', schema: z.object({ versions: z.array(FirmwareVersionSchema) }) } },
-      handler: async ({ actor, query }) => ({ status: 200, body: { versions: (await services.firmware.list(actor, query)).map(presentFirmwareVersion) } }),
+      responses: {
+        200: { description: 'The versions', schema: z.object({ versions: z.array(FirmwareVersionSchema) }) },
+      },
+      handler: async ({ actor, query }) => ({
+        status: 200,
+        body: { versions: (await services.firmware.list(actor, query)).map(presentFirmwareVersion) },
+      }),
     },
     {
       method: 'get',
@@ -73,23 +96,33 @@ export function firmwareRoutes(services: Services): RouteDef[] {
       tag: 'Firmware',
       params: IdParams,
       responses: { 200: { description: 'The version', schema: z.object({ firmware_version: FirmwareVersionSchema }) } },
-      handler: async ({ actor, params }) => ({ status: 200, body: { firmware_version: presentFirmwareVersion(await services.firmware.get(actor, params)) } }),
+      handler: async ({ actor, params }) => ({
+        status: 200,
+        body: { firmware_version: presentFirmwareVersion(await services.firmware.get(actor, params)) },
+      }),
     },
     {
       method: 'delete',
       path: '/firmware/versions/:id',
       operationId: 'deleteFirmwareVersion',
-      summary: 'Delete the binary of a version (the record stays with file_available false); 409 while an unfinished update targets it',
+      summary:
+        'Delete the binary of a version (the record stays with file_available false); 409 while an unfinished update targets it',
       tag: 'Firmware',
       params: IdParams,
-      responses: { 200: { description: 'The binary is gone', schema: z.object({ firmware_version: FirmwareVersionSchema }) } },
-      handler: async ({ actor, params }) => ({ status: 200, body: { firmware_version: presentFirmwareVersion(await services.firmware.deleteFile(actor, params)) } }),
+      responses: {
+        200: { description: 'The binary is gone', schema: z.object({ firmware_version: FirmwareVersionSchema }) },
+      },
+      handler: async ({ actor, params }) => ({
+        status: 200,
+        body: { firmware_version: presentFirmwareVersion(await services.firmware.deleteFile(actor, params)) },
+      }),
     },
     {
       method: 'post',
       path: '/firmware/deploy',
       operationId: 'deployFirmware',
-      summary: 'Schedule an OTA update for every matching device (filter or explicit serials); "dry_run": true only counts',
+      summary:
+        'Schedule an OTA update for every matching device (filter or explicit serials); "dry_run": true only counts',
       tag: 'Firmware',
       body: DeployInput,
       responses: {
@@ -99,14 +132,29 @@ export function firmwareRoutes(services: Services): RouteDef[] {
       handler: async ({ actor, body }) => {
         if (body.dry_run) {
           const preview = await services.deployments.preview(actor, body);
-          return { status: 200, body: { dry_run: true, target_count: preview.targetCount, sample_serials: preview.sampleSerials, model: preview.model, target_version: preview.targetVersion } };
+          return {
+            status: 200,
+            body: {
+              dry_run: true,
+              target_count: preview.targetCount,
+              sample_serials: preview.sampleSerials,
+              model: preview.model,
+              target_version: preview.targetVersion,
+            },
+          };
         }
         const deployment = await services.deployments.deploy(actor, body);
         const statusUrl = `/api/v1/firmware/deployments/${deployment.id}`;
         return {
           status: 202,
           headers: { Location: statusUrl },
-          body: { deployment_id: deployment.id, target_count: deployment.targetCount, status: deployment.status, status_url: statusUrl, deployment: presentDeployment(deployment) },
+          body: {
+            deployment_id: deployment.id,
+            target_count: deployment.targetCount,
+            status: deployment.status,
+            status_url: statusUrl,
+            deployment: presentDeployment(deployment),
+          },
         };
       },
     },

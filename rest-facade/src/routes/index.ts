@@ -12,5 +12,15 @@ import { certificateRoutes } from './certificates.routes';
 
 /** Every REST v1 route; the router and the OpenAPI document are both built from this list. */
 export function allRoutes(services: Services): RouteDef[] {
-  return [...sessionRoutes(services), ...apiKeyRoutes(services), ...modelRoutes(services), ...deviceRoutes(services), ...certificateRoutes(services), ...allocationRoutes(services), ...webhookRoutes(services), ...firmwareRoutes(services), ...deploymentRoutes(services)];
+  return [
+    ...sessionRoutes(services),
+    ...apiKeyRoutes(services),
+    ...modelRoutes(services),
+    ...deviceRoutes(services),
+    ...certificateRoutes(services),
+    ...allocationRoutes(services),
+    ...webhookRoutes(services),
+    ...firmwareRoutes(services),
+    ...deploymentRoutes(services),
+  ];
 }

@@ -4,7 +4,12 @@ import type { Services } from '../../../api/src/services';
 import { RegisterModelInput, type FixtureModel } from '../../../api/src/domain/models/model.service';
 import { ModelSchema } from '../schemas/device.schemas';
 
-const presentModel = (m: FixtureModel) => ({ id: m.id, name: m.name, description: m.description, created_at: m.createdAt });
+const presentModel = (m: FixtureModel) => ({
+  id: m.id,
+  name: m.name,
+  description: m.description,
+  created_at: m.createdAt,
+});
 
 /** Fixture models: registered per account before devices or firmware of that model. */
 export function modelRoutes(services: Services): RouteDef[] {
@@ -16,7 +21,10 @@ export function modelRoutes(services: Services): RouteDef[] {
       summary: 'Registered fixture models of the account, by name',
       tag: 'Models',
       responses: { 200: { description: 'The models', schema: z.object({ models: z.array(ModelSchema) }) } },
-      handler: async ({ actor }) => ({ status: 200, body: { models: (await services.models.list(actor)).map(presentModel) } }),
+      handler: async ({ actor }) => ({
+        status: 200,
+        body: { models: (await services.models.list(actor)).map(presentModel) },
+      }),
     },
     {
       method: 'post',
@@ -26,7 +34,10 @@ export function modelRoutes(services: Services): RouteDef[] {
       tag: 'Models',
       body: RegisterModelInput.strict(),
       responses: { 201: { description: 'Registered', schema: z.object({ model: ModelSchema }) } },
-      handler: async ({ actor, body }) => ({ status: 201, body: { model: presentModel(await services.models.register(actor, body)) } }),
+      handler: async ({ actor, body }) => ({
+        status: 201,
+        body: { model: presentModel(await services.models.register(actor, body)) },
+      }),
     },
   ];
 }

@@ -43,7 +43,12 @@ export const WebhookDeliverySchema = z
     delivered_at: z.string().nullable(),
     created_at: z.string(),
     attempt_log: z.array(AttemptSchema),
-    payload: z.object({ id: z.string(), type: z.string(), occurred_at: z.string(), data: z.record(z.string(), z.unknown()) }),
+    payload: z.object({
+      id: z.string(),
+      type: z.string(),
+      occurred_at: z.string(),
+      data: z.record(z.string(), z.unknown()),
+    }),
   })
   .meta({ id: 'WebhookDelivery' });
 
@@ -71,7 +76,12 @@ export const presentDelivery = (d: WebhookDelivery) => ({
   last_duration_ms: d.lastDurationMs,
   delivered_at: d.deliveredAt,
   created_at: d.createdAt,
-  attempt_log: d.attemptLog.map((a) => ({ attempted_at: a.attemptedAt, status_code: a.statusCode, duration_ms: a.durationMs, error: a.error })),
+  attempt_log: d.attemptLog.map((a) => ({
+    attempted_at: a.attemptedAt,
+    status_code: a.statusCode,
+    duration_ms: a.durationMs,
+    error: a.error,
+  })),
   payload: d.payload,
 });
 
@@ -104,10 +114,18 @@ export function webhookRoutes(services: Services): RouteDef[] {
       operationId: 'listWebhooks',
       summary: 'List the webhook endpoints of the account',
       tag: 'Webhooks',
-      responses: { 200: { description: 'The endpoints', schema: z.object({ webhooks: z.array(WebhookSchema), event_types: z.array(z.string()) }) } },
+      responses: {
+        200: {
+          description: 'The endpoints',
+          schema: z.object({ webhooks: z.array(WebhookSchema), event_types: z.array(z.string()) }),
+        },
+      },
       handler: async ({ actor }) => ({
         status: 200,
-        body: { webhooks: (await services.webhooks.list(actor)).map(presentWebhook), event_types: [...PUBLIC_EVENT_TYPES] },
+        body: {
+          webhooks: (await services.webhooks.list(actor)).map(presentWebhook),
+          event_types: [...PUBLIC_EVENT_TYPES],
+        },
       }),
     },
     {
@@ -120,7 +138,11 @@ export function webhookRoutes(services: Services): RouteDef[] {
       responses: { 201: { description: 'Created', schema: z.object({ webhook: WebhookSchema, secret: z.string() }) } },
       handler: async ({ actor, body }) => {
         const input = body as z.infer<typeof CreateWebhookBody>;
-        const created = await services.webhooks.create(actor, { url: input.url, eventTypes: input.event_types, ...(input.enabled !== undefined ? { enabled: input.enabled } : {}) });
+        const created = await services.webhooks.create(actor, {
+          url: input.url,
+          eventTypes: input.event_types,
+          ...(input.enabled !== undefined ? { enabled: input.enabled } : {}),
+        });
         return { status: 201, body: { webhook: presentWebhook(created.webhook), secret: created.secret } };
       },
     },
@@ -132,7 +154,10 @@ export function webhookRoutes(services: Services): RouteDef[] {
       tag: 'Webhooks',
       params: IdParams,
       responses: { 200: { description: 'The endpoint', schema: z.object({ webhook: WebhookSchema }) } },
-      handler: async ({ actor, params }) => ({ status: 200, body: { webhook: presentWebhook(await services.webhooks.get(actor, params.id)) } }),
+      handler: async ({ actor, params }) => ({
+        status: 200,
+        body: { webhook: presentWebhook(await services.webhooks.get(actor, params.id)) },
+      }),
     },
     {
       method: 'patch',
@@ -175,12 +200,22 @@ export function webhookRoutes(services: Services): RouteDef[] {
       params: IdParams,
       query: DeliveriesQuery,
       responses: {
-        200: { description: 'A page of deliveries', schema: z.object({ deliveries: z.array(WebhookDeliverySchema), next_cursor: z.string().nullable() }) },
+        200: {
+          description: 'A page of deliveries',
+          schema: z.object({ deliveries: z.array(WebhookDeliverySchema), next_cursor: z.string().nullable() }),
+        },
       },
       handler: async ({ actor, params, query }) => {
         const q = query as z.infer<typeof DeliveriesQuery>;
-        const page = await services.webhooks.deliveries(actor, params.id, { first: q.limit, after: q.cursor ?? null, status: q.status ?? null });
-        return { status: 200, body: { deliveries: page.deliveries.map(presentDelivery), next_cursor: page.nextCursor } };
+        const page = await services.webhooks.deliveries(actor, params.id, {
+          first: q.limit,
+          after: q.cursor ?? null,
+          status: q.status ?? null,
+        });
+        return {
+          status: 200,
+          body: { deliveries: page.deliveries.map(presentDelivery), next_cursor: page.nextCursor },
+        };
       },
     },
     {
@@ -193,7 +228,11 @@ export function webhookRoutes(services: Services): RouteDef[] {
       responses: { 202: { description: 'Queued for delivery', schema: z.object({ delivery: WebhookDeliverySchema }) } },
       handler: async ({ actor, params }) => ({
         status: 202,
-        body: { delivery: presentDelivery(await services.webhooks.redeliver(actor, params.deliveryId, { webhookId: params.id })) },
+        body: {
+          delivery: presentDelivery(
+            await services.webhooks.redeliver(actor, params.deliveryId, { webhookId: params.id }),
+          ),
+        },
       }),
     },
   ];

@@ -13,7 +13,10 @@ export const DeviceCertificateSchema = z
     not_before: z.string().describe('ISO 8601 UTC'),
     not_after: z.string().describe('ISO 8601 UTC'),
     created_at: z.string(),
-    revoked_at: z.string().nullable().describe('Set once revoked (DELETE, or the device was unclaimed); the broker refuses it from then on'),
+    revoked_at: z
+      .string()
+      .nullable()
+      .describe('Set once revoked (DELETE, or the device was unclaimed); the broker refuses it from then on'),
     revoked_reason: z.enum(REVOCATION_REASONS).nullable(),
   })
   .meta({ id: 'DeviceCertificate' });

@@ -22,7 +22,9 @@ export const ListDevicesQuery = z.strictObject({
     .min(1)
     .max(64)
     .optional()
-    .describe('Installed firmware older than this version, compared as versions (1.9.0 < 1.10.0, 2.0.0-rc.1 < 2.0.0). Devices that never reported are not matched.'),
+    .describe(
+      'Installed firmware older than this version, compared as versions (1.9.0 < 1.10.0, 2.0.0-rc.1 < 2.0.0). Devices that never reported are not matched.',
+    ),
   q: z.string().min(1).max(64).optional().describe('Case-insensitive substring of serial or name'),
   limit: z.coerce
     .number()
@@ -31,11 +33,33 @@ export const ListDevicesQuery = z.strictObject({
     .max(MAX_PAGE_SIZE)
     .optional()
     .describe('Page size 1..1000. Without it, every matching device is returned in one streamed document.'),
-  cursor: z.string().min(1).max(1200).optional().describe('next_cursor of the previous page (requires limit; continues only the same sort)'),
-  sort: z
-    .enum(['serial', 'name', 'model', 'firmware', 'status', 'last_seen', 'ip', '-serial', '-name', '-model', '-firmware', '-status', '-last_seen', '-ip'])
+  cursor: z
+    .string()
+    .min(1)
+    .max(1200)
     .optional()
-    .describe('Order of a paged list (requires limit): a column, descending with a leading `-`; ties broken by serial. Default `serial`. Firmware sorts as versions (1.10.0 after 1.9.0).'),
+    .describe('next_cursor of the previous page (requires limit; continues only the same sort)'),
+  sort: z
+    .enum([
+      'serial',
+      'name',
+      'model',
+      'firmware',
+      'status',
+      'last_seen',
+      'ip',
+      '-serial',
+      '-name',
+      '-model',
+      '-firmware',
+      '-status',
+      '-last_seen',
+      '-ip',
+    ])
+    .optional()
+    .describe(
+      'Order of a paged list (requires limit): a column, descending with a leading `-`; ties broken by serial. Default `serial`. Firmware sorts as versions (1.10.0 after 1.9.0).',
+    ),
 });
 export type ListDevicesQuery = z.infer<typeof ListDevicesQuery>;
 
@@ -59,14 +83,21 @@ export const DeviceUpdateSchema = z
   .object({
     job_id: z.string(),
     deployment_id: z.string(),
-    state: z.string().describe('queued, sent, downloading, installing, rebooting, succeeded, failed, timed_out, cancelled, rolled_back'),
+    state: z
+      .string()
+      .describe(
+        'queued, sent, downloading, installing, rebooting, succeeded, failed, timed_out, cancelled, rolled_back',
+      ),
     progress: z.number().int(),
     from_version: z.string().nullable(),
     target_version: z.string(),
     error: z.string().nullable(),
     state_changed_at: z.string(),
   })
-  .meta({ id: 'DeviceCurrentUpdate', description: "The device's current OTA update (unfinished, else the last one the engine recorded)." });
+  .meta({
+    id: 'DeviceCurrentUpdate',
+    description: "The device's current OTA update (unfinished, else the last one the engine recorded).",
+  });
 
 export const DeviceSchema = z
   .object({
@@ -98,12 +129,20 @@ export const DeviceListSchema = z
     devices: z.array(DeviceSchema),
     total: z.number().int().describe('Devices matching the filter (all pages)'),
     quota: z.number().int(),
-    next_cursor: z.string().nullable().optional().describe('Paged form only: cursor of the next page, null on the last'),
+    next_cursor: z
+      .string()
+      .nullable()
+      .optional()
+      .describe('Paged form only: cursor of the next page, null on the last'),
   })
   .meta({ id: 'DeviceList' });
 
 export const CredentialsSchema = z
-  .object({ serial: z.string(), username: z.string(), password: z.string().describe('Shown once; stored only as a SHA-256 digest') })
+  .object({
+    serial: z.string(),
+    username: z.string(),
+    password: z.string().describe('Shown once; stored only as a SHA-256 digest'),
+  })
   .meta({ id: 'DeviceCredentials' });
 
 export const AllocationSchema = z
@@ -113,7 +152,9 @@ export const AllocationSchema = z
     available: z.number().int(),
     budget: z.object({ amount: z.number(), currency: z.string(), spent: z.number(), remaining: z.number() }),
     unit_price: z.number().describe('Charged per claimed device'),
-    thresholds: z.array(z.object({ kind: z.enum(['quota', 'budget']), percent: z.number().int(), reached_at: z.string().nullable() })),
+    thresholds: z.array(
+      z.object({ kind: z.enum(['quota', 'budget']), percent: z.number().int(), reached_at: z.string().nullable() }),
+    ),
   })
   .meta({ id: 'Allocation' });
 
@@ -123,10 +164,15 @@ export const ClaimResponseSchema = z
     devices: z.array(
       DeviceSchema.extend({
         credentials: z.object({ username: z.string(), password: z.string() }),
-        certificate: DeviceCertificateSchema.optional().describe('Signed from the CSR the claim carried for this device (`csrs`); absent without one'),
+        certificate: DeviceCertificateSchema.optional().describe(
+          'Signed from the CSR the claim carried for this device (`csrs`); absent without one',
+        ),
       }),
     ),
-    deployment_id: z.string().nullable().describe('Deployment installing the requested firmware once each device connects; null when none'),
+    deployment_id: z
+      .string()
+      .nullable()
+      .describe('Deployment installing the requested firmware once each device connects; null when none'),
     charged: z.object({ amount: z.number(), currency: z.string() }),
     allocation: AllocationSchema,
   })
@@ -134,7 +180,14 @@ export const ClaimResponseSchema = z
 
 export const HistorySchema = z
   .object({
-    events: z.array(z.object({ id: z.number().int(), type: z.string(), occurred_at: z.string(), data: z.record(z.string(), z.unknown()) })),
+    events: z.array(
+      z.object({
+        id: z.number().int(),
+        type: z.string(),
+        occurred_at: z.string(),
+        data: z.record(z.string(), z.unknown()),
+      }),
+    ),
     next_cursor: z.string().nullable(),
   })
   .meta({ id: 'DeviceHistory' });

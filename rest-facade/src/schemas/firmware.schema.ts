@@ -1,5 +1,9 @@
 import { z } from 'zod';
-import { DEPLOYMENT_KINDS, DEPLOYMENT_STATUSES, UPDATE_STATES } from '../../../api/src/domain/deployments/deployment-types';
+import {
+  DEPLOYMENT_KINDS,
+  DEPLOYMENT_STATUSES,
+  UPDATE_STATES,
+} from '../../../api/src/domain/deployments/deployment-types';
 
 /** Wire format (snake_case) of firmware versions and deployments. */
 export const FirmwareVersionSchema = z
@@ -13,8 +17,14 @@ export const FirmwareVersionSchema = z
     sha256: z.string(),
     file_available: z.boolean().describe('False once the binary was deleted (the record stays)'),
     signed: z.boolean().describe('Uploaded with a signature that verified with the account signing key of the time'),
-    key_id: z.string().nullable().describe('Signing key the version was signed with (null when unsigned); OTA commands carry it'),
-    signature: z.string().nullable().describe('base64 Ed25519 signature over the 32-byte SHA-256 digest of the binary (null when unsigned)'),
+    key_id: z
+      .string()
+      .nullable()
+      .describe('Signing key the version was signed with (null when unsigned); OTA commands carry it'),
+    signature: z
+      .string()
+      .nullable()
+      .describe('base64 Ed25519 signature over the 32-byte SHA-256 digest of the binary (null when unsigned)'),
     created_at: z.string(),
   })
   .meta({ id: 'FirmwareVersion' });
@@ -31,7 +41,9 @@ export const SigningKeySchema = z
 
 export const SigningKeysSchema = z
   .object({
-    signing_key: SigningKeySchema.nullable().describe('The key uploads must be signed with now; null when none is registered (uploads are unsigned)'),
+    signing_key: SigningKeySchema.nullable().describe(
+      'The key uploads must be signed with now; null when none is registered (uploads are unsigned)',
+    ),
     retired_keys: z.array(SigningKeySchema).describe('Keys it replaced, newest first'),
   })
   .meta({ id: 'FirmwareSigningKeys' });
@@ -44,7 +56,12 @@ export const FirmwareUploadForm = z
     version: z.string().describe('Dotted version: 1.4, 1.4.2, 1.4.2.7, 2.0.0-rc.1'),
     release_notes: z.string().optional(),
     changelog: z.string().optional(),
-    signature: z.string().optional().describe('base64 Ed25519 signature over the 32-byte SHA-256 digest of the file; required once a signing key is registered'),
+    signature: z
+      .string()
+      .optional()
+      .describe(
+        'base64 Ed25519 signature over the 32-byte SHA-256 digest of the file; required once a signing key is registered',
+      ),
     file: z.string().describe('The binary (format: binary)'),
   })
   .meta({ id: 'FirmwareUpload' });
@@ -83,7 +100,9 @@ export const DeploymentSchema = z
       .number()
       .min(0)
       .max(100)
-      .describe('Share (0-100, one decimal) of the targets whose update reached a final state; targets a newer deployment took over (superseded) are left out'),
+      .describe(
+        'Share (0-100, one decimal) of the targets whose update reached a final state; targets a newer deployment took over (superseded) are left out',
+      ),
     current_batch: z.number().int(),
     batch_count: z.number().int(),
     paused_reason: z.string().nullable(),

@@ -28,12 +28,37 @@ describe('allocation rules', () => {
       ['just under 80 %', account(), { provisioned: 7, spentMinor: 7_999 }, []],
       ['exactly 80 % of quota and budget', account(), { provisioned: 8, spentMinor: 8_000 }, [q(80), b(80)]],
       ['quota at 90 %, budget at 80 %', account(), { provisioned: 9, spentMinor: 8_500 }, [q(80), b(80), q(90)]],
-      ['everything used', account(), { provisioned: 10, spentMinor: 10_000 }, [q(80), b(80), q(90), b(90), q(100), b(100)]],
-      ['beyond the budget (the price was raised)', account(), { provisioned: 1, spentMinor: 12_000 }, [b(80), b(90), b(100)]],
+      [
+        'everything used',
+        account(),
+        { provisioned: 10, spentMinor: 10_000 },
+        [q(80), b(80), q(90), b(90), q(100), b(100)],
+      ],
+      [
+        'beyond the budget (the price was raised)',
+        account(),
+        { provisioned: 1, spentMinor: 12_000 },
+        [b(80), b(90), b(100)],
+      ],
       ['a quota of 0 has no thresholds', account({ quota: 0 }), { provisioned: 0, spentMinor: 0 }, []],
-      ['a budget of 0 has no thresholds (free devices)', account({ budgetMinor: 0, unitPriceMinor: 0 }), { provisioned: 10, spentMinor: 0 }, [q(80), q(90), q(100)]],
-      ['percent is not rounded: 2 of 3 is below 67 %', account({ quota: 3, thresholds: [67] }), { provisioned: 2, spentMinor: 0 }, []],
-      ['in the order of the account list', account({ thresholds: [100, 50] }), { provisioned: 10, spentMinor: 5_000 }, [q(100), q(50), b(50)]],
+      [
+        'a budget of 0 has no thresholds (free devices)',
+        account({ budgetMinor: 0, unitPriceMinor: 0 }),
+        { provisioned: 10, spentMinor: 0 },
+        [q(80), q(90), q(100)],
+      ],
+      [
+        'percent is not rounded: 2 of 3 is below 67 %',
+        account({ quota: 3, thresholds: [67] }),
+        { provisioned: 2, spentMinor: 0 },
+        [],
+      ],
+      [
+        'in the order of the account list',
+        account({ thresholds: [100, 50] }),
+        { provisioned: 10, spentMinor: 5_000 },
+        [q(100), q(50), b(50)],
+      ],
     ];
     it.each(cases)('%s', (_, acc, usage, expected) => {
       expect(thresholdsReached(acc, usage)).toEqual(expected);
@@ -50,14 +75,27 @@ describe('allocation rules', () => {
   });
 
   it('counts a claim into the usage', () => {
-    expect(usageAfterClaim({ provisioned: 4, spentMinor: 4_000 }, { devices: 3, amountMinor: 3_000 })).toEqual({ provisioned: 7, spentMinor: 7_000 });
+    expect(usageAfterClaim({ provisioned: 4, spentMinor: 4_000 }, { devices: 3, amountMinor: 3_000 })).toEqual({
+      provisioned: 7,
+      spentMinor: 7_000,
+    });
   });
 
   it('announces only the thresholds reached for the first time, with the numbers of their kind', () => {
     const events = thresholdEvents(account(), { provisioned: 9, spentMinor: 8_550 }, [q(90), b(80)]);
     expect(events).toEqual([
-      { accountId: 'acc', type: 'allocation.threshold_reached', subject: 'quota:90', data: { kind: 'quota', percent: 90, quota: 10, provisioned: 9 } },
-      { accountId: 'acc', type: 'allocation.threshold_reached', subject: 'budget:80', data: { kind: 'budget', percent: 80, budget: 100, spent: 85.5, currency: 'EUR' } },
+      {
+        accountId: 'acc',
+        type: 'allocation.threshold_reached',
+        subject: 'quota:90',
+        data: { kind: 'quota', percent: 90, quota: 10, provisioned: 9 },
+      },
+      {
+        accountId: 'acc',
+        type: 'allocation.threshold_reached',
+        subject: 'budget:80',
+        data: { kind: 'budget', percent: 80, budget: 100, spent: 85.5, currency: 'EUR' },
+      },
     ]);
     expect(thresholdEvents(account(), { provisioned: 9, spentMinor: 8_550 }, [])).toEqual([]);
   });

@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { mayGetCommandNow, selectForDispatch, type Candidate } from '../../../api/src/domain/deployments/dispatch-rules';
+import {
+  mayGetCommandNow,
+  selectForDispatch,
+  type Candidate,
+} from '../../../api/src/domain/deployments/dispatch-rules';
 import { versionKey } from '../../../api/src/domain/shared/version';
 
 let n = 0;
@@ -43,23 +47,67 @@ describe('dispatch: who may get a command at all', () => {
 });
 
 describe('dispatch selection', () => {
-  type Row = [string, Partial<Candidate>, { respectMaintenanceWindow?: boolean }, 'already' | 'noFile' | 'send' | 'wait'];
+  type Row = [
+    string,
+    Partial<Candidate>,
+    { respectMaintenanceWindow?: boolean },
+    'already' | 'noFile' | 'send' | 'wait',
+  ];
   it.each<Row>([
     ['a device on an older version', {}, {}, 'send'],
     ['a device already on the target', { firmwareKey: versionKey('2.0.0') }, {}, 'already'],
     ['a device on the same version spelled otherwise (2.0 = 2.0.0)', { firmwareKey: versionKey('2.0') }, {}, 'already'],
     ['a device on a newer version (a downgrade is still sent)', { firmwareKey: versionKey('3.0.0') }, {}, 'send'],
     ['a version whose binary was deleted', { storageKey: null }, {}, 'noFile'],
-    ['already installed wins over a missing binary', { firmwareKey: versionKey('2.0.0'), storageKey: null }, {}, 'already'],
-    ['outside its window, windows respected', { desiredConfig: { timezone: 'UTC', maintenance_window: { start: '02:00', end: '04:00' } } }, { respectMaintenanceWindow: true }, 'wait'],
-    ['inside its window, windows respected', { desiredConfig: { timezone: 'UTC', maintenance_window: { start: '11:00', end: '13:00' } } }, { respectMaintenanceWindow: true }, 'send'],
-    ['outside its window, windows not respected', { desiredConfig: { timezone: 'UTC', maintenance_window: { start: '02:00', end: '04:00' } } }, { respectMaintenanceWindow: false }, 'send'],
-    ['without a window, windows respected', { desiredConfig: { timezone: 'UTC' } }, { respectMaintenanceWindow: true }, 'send'],
-    ['outside its window but already installed', { firmwareKey: versionKey('2.0.0'), desiredConfig: { maintenance_window: { start: '02:00', end: '04:00' } } }, { respectMaintenanceWindow: true }, 'already'],
+    [
+      'already installed wins over a missing binary',
+      { firmwareKey: versionKey('2.0.0'), storageKey: null },
+      {},
+      'already',
+    ],
+    [
+      'outside its window, windows respected',
+      { desiredConfig: { timezone: 'UTC', maintenance_window: { start: '02:00', end: '04:00' } } },
+      { respectMaintenanceWindow: true },
+      'wait',
+    ],
+    [
+      'inside its window, windows respected',
+      { desiredConfig: { timezone: 'UTC', maintenance_window: { start: '11:00', end: '13:00' } } },
+      { respectMaintenanceWindow: true },
+      'send',
+    ],
+    [
+      'outside its window, windows not respected',
+      { desiredConfig: { timezone: 'UTC', maintenance_window: { start: '02:00', end: '04:00' } } },
+      { respectMaintenanceWindow: false },
+      'send',
+    ],
+    [
+      'without a window, windows respected',
+      { desiredConfig: { timezone: 'UTC' } },
+      { respectMaintenanceWindow: true },
+      'send',
+    ],
+    [
+      'outside its window but already installed',
+      { firmwareKey: versionKey('2.0.0'), desiredConfig: { maintenance_window: { start: '02:00', end: '04:00' } } },
+      { respectMaintenanceWindow: true },
+      'already',
+    ],
   ])('%s: %s', (_, over, rules, outcome) => {
     const c = candidate(over);
-    const s = selectForDispatch([c], { now: NOON_UTC, respectMaintenanceWindow: rules.respectMaintenanceWindow ?? false });
-    const where = s.already.includes(c) ? 'already' : s.noFile.includes(c) ? 'noFile' : s.send.includes(c) ? 'send' : 'wait';
+    const s = selectForDispatch([c], {
+      now: NOON_UTC,
+      respectMaintenanceWindow: rules.respectMaintenanceWindow ?? false,
+    });
+    const where = s.already.includes(c)
+      ? 'already'
+      : s.noFile.includes(c)
+        ? 'noFile'
+        : s.send.includes(c)
+          ? 'send'
+          : 'wait';
     expect(where).toBe(outcome);
   });
 
@@ -74,7 +122,12 @@ describe('dispatch selection', () => {
     'tag limit: %j in flight, zones %j, max %i',
     (before, zones, max, sent) => {
       const cs = zones.map((zone) => candidate({ tags: zone === undefined ? { other: 'x' } : { zone } }));
-      const s = selectForDispatch(cs, { now: NOON_UTC, respectMaintenanceWindow: false, tagLimit: { tag: 'zone', max }, inFlightPerTag: new Map(Object.entries(before)) });
+      const s = selectForDispatch(cs, {
+        now: NOON_UTC,
+        respectMaintenanceWindow: false,
+        tagLimit: { tag: 'zone', max },
+        inFlightPerTag: new Map(Object.entries(before)),
+      });
       expect(cs.map((c) => s.send.includes(c))).toEqual(sent);
     },
   );
@@ -87,14 +140,24 @@ describe('dispatch selection', () => {
       candidate({ tags: { zone: 'a' }, storageKey: null }),
       candidate({ tags: { zone: 'a' } }),
     ];
-    const s = selectForDispatch(cs, { now: NOON_UTC, respectMaintenanceWindow: true, tagLimit: { tag: 'zone', max: 1 }, inFlightPerTag: new Map() });
+    const s = selectForDispatch(cs, {
+      now: NOON_UTC,
+      respectMaintenanceWindow: true,
+      tagLimit: { tag: 'zone', max: 1 },
+      inFlightPerTag: new Map(),
+    });
     expect(s).toEqual({ already: [cs[0]], noFile: [cs[2]], send: [cs[3]] });
   });
 
   it('keeps the candidates in order and leaves the counts it was given alone', () => {
     const before = new Map([['a', 0]]);
     const cs = [candidate({ tags: { zone: 'a' } }), candidate(), candidate({ tags: { zone: 'a' } })];
-    const s = selectForDispatch(cs, { now: NOON_UTC, respectMaintenanceWindow: false, tagLimit: { tag: 'zone', max: 5 }, inFlightPerTag: before });
+    const s = selectForDispatch(cs, {
+      now: NOON_UTC,
+      respectMaintenanceWindow: false,
+      tagLimit: { tag: 'zone', max: 5 },
+      inFlightPerTag: before,
+    });
     expect(s.send).toEqual(cs);
     expect(before.get('a')).toBe(0);
   });

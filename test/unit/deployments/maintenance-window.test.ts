@@ -2,7 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { insideMaintenanceWindow, localMinutes } from '../../../api/src/domain/deployments/maintenance-window';
 
 const at = (iso: string) => new Date(iso);
-const config = (timezone: string | undefined, start: string, end: string) => ({ ...(timezone !== undefined ? { timezone } : {}), maintenance_window: { start, end } });
+const config = (timezone: string | undefined, start: string, end: string) => ({
+  ...(timezone !== undefined ? { timezone } : {}),
+  maintenance_window: { start, end },
+});
 
 describe('maintenance windows', () => {
   it.each([

@@ -1,21 +1,76 @@
 import { describe, it, expect } from 'vitest';
-import { DeviceConfig, DeviceConfigPatch, TagsPatch, mergeConfig, mergeTags, type DeviceConfig as Config } from '../../../api/src/domain/devices/device-config';
+import {
+  DeviceConfig,
+  DeviceConfigPatch,
+  TagsPatch,
+  mergeConfig,
+  mergeTags,
+  type DeviceConfig as Config,
+} from '../../../api/src/domain/devices/device-config';
 
 const window = { start: '22:00', end: '04:00' };
 
 describe('device configuration merge', () => {
   it.each<[string, Config, Config, Config, string[]]>([
-    ['sets a key', { dim_level: 50 }, { power_on_level: 80 }, { dim_level: 50, power_on_level: 80 }, ['power_on_level']],
+    [
+      'sets a key',
+      { dim_level: 50 },
+      { power_on_level: 80 },
+      { dim_level: 50, power_on_level: 80 },
+      ['power_on_level'],
+    ],
     ['changes a key', { dim_level: 50 }, { dim_level: 70 }, { dim_level: 70 }, ['dim_level']],
-    ['keeps omitted keys', { dim_level: 50, timezone: 'UTC' }, { timezone: 'Europe/Berlin' }, { dim_level: 50, timezone: 'Europe/Berlin' }, ['timezone']],
+    [
+      'keeps omitted keys',
+      { dim_level: 50, timezone: 'UTC' },
+      { timezone: 'Europe/Berlin' },
+      { dim_level: 50, timezone: 'Europe/Berlin' },
+      ['timezone'],
+    ],
     ['the same value changes nothing', { dim_level: 50 }, { dim_level: 50 }, { dim_level: 50 }, []],
     ['an empty patch changes nothing', { dim_level: 50 }, {}, { dim_level: 50 }, []],
-    ['an equal window changes nothing', { maintenance_window: window }, { maintenance_window: { ...window } }, { maintenance_window: window }, []],
-    ['a different window', { maintenance_window: window }, { maintenance_window: { start: '01:00', end: '02:00' } }, { maintenance_window: { start: '01:00', end: '02:00' } }, ['maintenance_window']],
-    ['null removes the window', { maintenance_window: window }, { maintenance_window: null }, { maintenance_window: null }, ['maintenance_window']],
-    ['null on an absent window records it, unchanged', {}, { maintenance_window: null }, { maintenance_window: null }, []],
-    ['null on a removed window changes nothing', { maintenance_window: null }, { maintenance_window: null }, { maintenance_window: null }, []],
-    ['several keys, in patch order', { dim_level: 1 }, { heartbeat_interval_s: 30, dim_level: 2 }, { dim_level: 2, heartbeat_interval_s: 30 }, ['heartbeat_interval_s', 'dim_level']],
+    [
+      'an equal window changes nothing',
+      { maintenance_window: window },
+      { maintenance_window: { ...window } },
+      { maintenance_window: window },
+      [],
+    ],
+    [
+      'a different window',
+      { maintenance_window: window },
+      { maintenance_window: { start: '01:00', end: '02:00' } },
+      { maintenance_window: { start: '01:00', end: '02:00' } },
+      ['maintenance_window'],
+    ],
+    [
+      'null removes the window',
+      { maintenance_window: window },
+      { maintenance_window: null },
+      { maintenance_window: null },
+      ['maintenance_window'],
+    ],
+    [
+      'null on an absent window records it, unchanged',
+      {},
+      { maintenance_window: null },
+      { maintenance_window: null },
+      [],
+    ],
+    [
+      'null on a removed window changes nothing',
+      { maintenance_window: null },
+      { maintenance_window: null },
+      { maintenance_window: null },
+      [],
+    ],
+    [
+      'several keys, in patch order',
+      { dim_level: 1 },
+      { heartbeat_interval_s: 30, dim_level: 2 },
+      { dim_level: 2, heartbeat_interval_s: 30 },
+      ['heartbeat_interval_s', 'dim_level'],
+    ],
   ])('%s', (_, current, patch, config, changed) => {
     const before = structuredClone(current);
     expect(mergeConfig(current, patch)).toEqual({ config, changed });

@@ -3,7 +3,11 @@ import { deviceListCursor, DEVICE_SORT_FIELDS, type DeviceSort } from '../../../
 import { DomainError } from '../../../api/src/domain/shared/errors';
 
 const b64 = (text: string) => Buffer.from(text, 'utf8').toString('base64url');
-const TODAY = { code: 'validation_failed', message: 'The cursor is not one this list returned.', errors: [{ field: 'cursor', message: 'is invalid' }] };
+const TODAY = {
+  code: 'validation_failed',
+  message: 'The cursor is not one this list returned.',
+  errors: [{ field: 'cursor', message: 'is invalid' }],
+};
 
 function refusal(run: () => unknown) {
   try {
@@ -16,16 +20,23 @@ function refusal(run: () => unknown) {
   throw new Error('the cursor was accepted');
 }
 
-const orders: DeviceSort[] = DEVICE_SORT_FIELDS.flatMap((field) => (['asc', 'desc'] as const).map((direction) => ({ field, direction })));
+const orders: DeviceSort[] = DEVICE_SORT_FIELDS.flatMap((field) =>
+  (['asc', 'desc'] as const).map((direction) => ({ field, direction })),
+);
 
 describe('device list cursor', () => {
   it('serial ascending keeps its original form s:<serial>', () => {
     expect(deviceListCursor().encode({ serial: 'SN-0001', sortKey: 'SN-0001' })).toBe(b64('s:SN-0001'));
-    expect(deviceListCursor({ field: 'serial', direction: 'asc' }).decode(b64('s:SN-0001'))).toEqual({ serial: 'SN-0001', sortKey: 'SN-0001' });
+    expect(deviceListCursor({ field: 'serial', direction: 'asc' }).decode(b64('s:SN-0001'))).toEqual({
+      serial: 'SN-0001',
+      sortKey: 'SN-0001',
+    });
   });
 
   it('other orders carry order, key and serial', () => {
-    expect(deviceListCursor({ field: 'name', direction: 'desc' }).encode({ serial: 'SN-1', sortKey: 'lamp 7' })).toBe(b64('k:["name","desc","lamp 7","SN-1"]'));
+    expect(deviceListCursor({ field: 'name', direction: 'desc' }).encode({ serial: 'SN-1', sortKey: 'lamp 7' })).toBe(
+      b64('k:["name","desc","lamp 7","SN-1"]'),
+    );
   });
 
   it.each(orders)('round-trips in $field $direction', (sort) => {
@@ -38,10 +49,17 @@ describe('device list cursor', () => {
     }
   });
 
-  it.each(orders.filter((o) => !(o.field === 'serial' && o.direction === 'asc')))('refuses a serial-order cursor in $field $direction, and the reverse', (sort) => {
-    expect(refusal(() => deviceListCursor(sort).decode(deviceListCursor().encode({ serial: 'SN-1', sortKey: 'SN-1' })))).toEqual(TODAY);
-    expect(refusal(() => deviceListCursor().decode(deviceListCursor(sort).encode({ serial: 'SN-1', sortKey: 'x' })))).toEqual(TODAY);
-  });
+  it.each(orders.filter((o) => !(o.field === 'serial' && o.direction === 'asc')))(
+    'refuses a serial-order cursor in $field $direction, and the reverse',
+    (sort) => {
+      expect(
+        refusal(() => deviceListCursor(sort).decode(deviceListCursor().encode({ serial: 'SN-1', sortKey: 'SN-1' }))),
+      ).toEqual(TODAY);
+      expect(
+        refusal(() => deviceListCursor().decode(deviceListCursor(sort).encode({ serial: 'SN-1', sortKey: 'x' }))),
+      ).toEqual(TODAY);
+    },
+  );
 
   it('refuses a cursor made in another order', () => {
     const name = deviceListCursor({ field: 'name', direction: 'asc' }).encode({ serial: 'SN-1', sortKey: 'lamp' });
@@ -59,7 +77,11 @@ describe('device list cursor', () => {
     ['keyed order, not JSON', deviceListCursor(nameAsc), b64('k:["name"')],
     ['keyed order, three parts', deviceListCursor(nameAsc), b64('k:["name","asc","x"]')],
     ['keyed order, key not text', deviceListCursor(nameAsc), b64('k:["name","asc",5,"SN-1"]')],
-    ['keyed order, key over 400 characters', deviceListCursor(nameAsc), b64(`k:${JSON.stringify(['name', 'asc', 'x'.repeat(401), 'SN-1'])}`)],
+    [
+      'keyed order, key over 400 characters',
+      deviceListCursor(nameAsc),
+      b64(`k:${JSON.stringify(['name', 'asc', 'x'.repeat(401), 'SN-1'])}`),
+    ],
     ['keyed order, invalid serial', deviceListCursor(nameAsc), b64('k:["name","asc","x","SN 1"]')],
     ['keyed order, no prefix', deviceListCursor(nameAsc), b64('["name","asc","x","SN-1"]')],
   ])('refuses a tampered cursor (%s) with the error the list always gave', (_, codec, cursor) => {

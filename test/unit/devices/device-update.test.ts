@@ -1,8 +1,19 @@
 import { describe, it, expect } from 'vitest';
-import { UpdateDeviceInput, planDeviceUpdate, type DeviceUpdateBase } from '../../../api/src/domain/devices/device-update';
+import {
+  UpdateDeviceInput,
+  planDeviceUpdate,
+  type DeviceUpdateBase,
+} from '../../../api/src/domain/devices/device-update';
 import { DomainError } from '../../../api/src/domain/shared/errors';
 
-const device: DeviceUpdateBase = { id: 'd1', serial: 'SN-1', name: 'Lamp', tags: { site: 'north' }, desiredConfig: { dim_level: 50, heartbeat_interval_s: 60 }, desiredConfigVersion: 3 };
+const device: DeviceUpdateBase = {
+  id: 'd1',
+  serial: 'SN-1',
+  name: 'Lamp',
+  tags: { site: 'north' },
+  desiredConfig: { dim_level: 50, heartbeat_interval_s: 60 },
+  desiredConfigVersion: 3,
+};
 const by = { accountId: 'a1', principal: 'user:ann' };
 const plan = (patch: unknown) => planDeviceUpdate(device, UpdateDeviceInput.parse(patch), by);
 
@@ -21,14 +32,24 @@ describe('device PATCH', () => {
   ])('%s changes %j', (_, patch, changes) => {
     const result = plan(patch);
     expect(result.changes).toEqual(changes);
-    expect(result.history.map((h) => h.type)).toEqual(changes.map((c) => ({ name: 'renamed', tags: 'tags_changed', config: 'config_changed' })[c]));
+    expect(result.history.map((h) => h.type)).toEqual(
+      changes.map((c) => ({ name: 'renamed', tags: 'tags_changed', config: 'config_changed' })[c]),
+    );
   });
 
   it('a configuration change bumps the desired version and records what changed', () => {
     const result = plan({ config: { dim_level: 70, timezone: 'Europe/Berlin' } });
-    expect(result.config).toEqual({ version: 4, config: { dim_level: 70, heartbeat_interval_s: 60, timezone: 'Europe/Berlin' } });
+    expect(result.config).toEqual({
+      version: 4,
+      config: { dim_level: 70, heartbeat_interval_s: 60, timezone: 'Europe/Berlin' },
+    });
     expect(result.history).toEqual([
-      { accountId: 'a1', deviceId: 'd1', type: 'config_changed', data: { version: 4, changed: ['dim_level', 'timezone'], config: result.config!.config, by: 'user:ann' } },
+      {
+        accountId: 'a1',
+        deviceId: 'd1',
+        type: 'config_changed',
+        data: { version: 4, changed: ['dim_level', 'timezone'], config: result.config!.config, by: 'user:ann' },
+      },
     ]);
   });
 
@@ -38,7 +59,12 @@ describe('device PATCH', () => {
     expect(result.tags).toEqual({ floor: '2' });
     expect(result.history).toEqual([
       { accountId: 'a1', deviceId: 'd1', type: 'renamed', data: { from: 'Lamp', to: 'Hall', by: 'user:ann' } },
-      { accountId: 'a1', deviceId: 'd1', type: 'tags_changed', data: { set: { floor: '2' }, removed: ['site'], by: 'user:ann' } },
+      {
+        accountId: 'a1',
+        deviceId: 'd1',
+        type: 'tags_changed',
+        data: { set: { floor: '2' }, removed: ['site'], by: 'user:ann' },
+      },
     ]);
   });
 
@@ -54,13 +80,19 @@ describe('device PATCH', () => {
     expect(error).toBeInstanceOf(DomainError);
     expect((error as DomainError).errors).toEqual([{ field: 'tags', message: 'would have 51 tags; at most 50' }]);
     // Removing one while adding one stays within the limit.
-    expect(planDeviceUpdate(full, UpdateDeviceInput.parse({ tags: { t0: null, extra: 'v' } }), by).changes).toEqual(['tags']);
+    expect(planDeviceUpdate(full, UpdateDeviceInput.parse({ tags: { t0: null, extra: 'v' } }), by).changes).toEqual([
+      'tags',
+    ]);
   });
 
   it.each<[string, unknown, string]>([
     ['a read-only field', { status: 'online' }, 'read-only: status (settable: name, tags, config)'],
     ['an unknown field', { colour: 'red' }, 'unknown: colour (settable: name, tags, config)'],
-    ['both', { serial: 'X', colour: 'red', firmware: '1.0' }, 'read-only: serial, firmware; unknown: colour (settable: name, tags, config)'],
+    [
+      'both',
+      { serial: 'X', colour: 'red', firmware: '1.0' },
+      'read-only: serial, firmware; unknown: colour (settable: name, tags, config)',
+    ],
   ])('refuses %s, saying which', (_, patch, message) => {
     const result = UpdateDeviceInput.safeParse(patch);
     expect(result.success).toBe(false);

@@ -1,5 +1,11 @@
 import { describe, it, expect } from 'vitest';
-import { authenticateCaller, credentialsToRecheck, readCookie, requireCsrfFor, type CallerDeps } from '../../../api/src/edge/caller';
+import {
+  authenticateCaller,
+  credentialsToRecheck,
+  readCookie,
+  requireCsrfFor,
+  type CallerDeps,
+} from '../../../api/src/edge/caller';
 import { DomainError } from '../../../api/src/domain/shared/errors';
 
 const keyActor = { accountId: 'a1', role: 'admin' as const, principal: 'api_key:k1', apiKeyId: 'k1' };
@@ -7,8 +13,13 @@ const userActor = { accountId: 'a1', role: 'viewer' as const, principal: 'user:u
 const user = { id: 'u1', accountId: 'a1', email: 'u@example.test', role: 'viewer' as const };
 
 const deps: CallerDeps = {
-  apiKeys: { authenticate: async (secret) => (secret === 'flk_good' ? { actor: keyActor, rateLimitPerMinute: 100 } : null) } as CallerDeps['apiKeys'],
-  users: { authenticateSession: async (token) => (token === 'fls_good' ? { actor: userActor, user, csrfToken: 'csrf-1' } : null) } as CallerDeps['users'],
+  apiKeys: {
+    authenticate: async (secret) => (secret === 'flk_good' ? { actor: keyActor, rateLimitPerMinute: 100 } : null),
+  } as CallerDeps['apiKeys'],
+  users: {
+    authenticateSession: async (token) =>
+      token === 'fls_good' ? { actor: userActor, user, csrfToken: 'csrf-1' } : null,
+  } as CallerDeps['users'],
 };
 
 const code = async (work: Promise<unknown>) => {
@@ -25,7 +36,11 @@ describe('the caller at the HTTP edge', () => {
     ['a Bearer API key', { authorization: 'Bearer flk_good' }, 'ok'],
     ['a lower-case bearer scheme', { authorization: 'bearer flk_good' }, 'ok'],
     ['an unknown key', { authorization: 'Bearer flk_bad' }, 'unauthenticated'],
-    ['another scheme, even with a good cookie', { authorization: 'Basic abc', cookie: 'fleet_session=fls_good' }, 'unauthenticated'],
+    [
+      'another scheme, even with a good cookie',
+      { authorization: 'Basic abc', cookie: 'fleet_session=fls_good' },
+      'unauthenticated',
+    ],
     ['an empty Authorization with a good cookie', { authorization: '', cookie: 'fleet_session=fls_good' }, 'ok'],
     ['a session cookie', { cookie: 'theme=dark; fleet_session=fls_good' }, 'ok'],
     ['an expired session', { cookie: 'fleet_session=fls_old' }, 'unauthenticated'],
@@ -52,7 +67,9 @@ describe('the caller at the HTTP edge', () => {
     ['DELETE', false, 'csrf_failed'],
     ['POST', true, 'ok'],
   ])('%s with a CSRF token that is valid: %s', async (method, csrfValid, expected) => {
-    expect(await code(Promise.resolve().then(() => requireCsrfFor(method, { actor: userActor, csrfValid })))).toBe(expected);
+    expect(await code(Promise.resolve().then(() => requireCsrfFor(method, { actor: userActor, csrfValid })))).toBe(
+      expected,
+    );
   });
 
   it('reads one cookie out of many', () => {

@@ -2,7 +2,10 @@ import { describe, it, expect } from 'vitest';
 import { CallerRateLimit, rateCharge } from '../../../api/src/edge/rate-limit';
 import type { RateDecision, RateLimiter } from '../../../api/src/rate-limit/rate-limiter';
 
-const keyCaller = { actor: { accountId: 'a1', role: 'admin' as const, principal: 'api_key:k1', apiKeyId: 'k1' }, rateLimitPerMinute: 2 };
+const keyCaller = {
+  actor: { accountId: 'a1', role: 'admin' as const, principal: 'api_key:k1', apiKeyId: 'k1' },
+  rateLimitPerMinute: 2,
+};
 
 class CountingLimiter implements RateLimiter {
   readonly calls: Array<{ key: string; limit: number; units: number }> = [];
@@ -11,7 +14,12 @@ class CountingLimiter implements RateLimiter {
     this.calls.push({ key, limit: limitPerMinute, units });
     this.used += units;
     const allowed = this.used <= limitPerMinute;
-    return { allowed, limit: limitPerMinute, remaining: Math.max(0, limitPerMinute - this.used), resetSeconds: allowed ? 42 : 0.2 };
+    return {
+      allowed,
+      limit: limitPerMinute,
+      remaining: Math.max(0, limitPerMinute - this.used),
+      resetSeconds: allowed ? 42 : 0.2,
+    };
   }
 }
 
@@ -24,10 +32,24 @@ describe('the rate-limit decision at the HTTP edge', () => {
     expect(limiter.calls).toEqual([]);
 
     const first = await limit.charge(keyCaller);
-    expect(first).toMatchObject({ allowed: true, headers: [['ratelimit-limit', '2'], ['ratelimit-remaining', '1'], ['ratelimit-reset', '42']] });
+    expect(first).toMatchObject({
+      allowed: true,
+      headers: [
+        ['ratelimit-limit', '2'],
+        ['ratelimit-remaining', '1'],
+        ['ratelimit-reset', '42'],
+      ],
+    });
     const second = await limit.charge(keyCaller, 2);
-    expect(second).toMatchObject({ allowed: false, retryAfterSeconds: 1, message: 'Rate limit of 2 requests per minute exceeded.' });
-    expect(limiter.calls).toEqual([{ key: 'k1', limit: 2, units: 1 }, { key: 'k1', limit: 2, units: 2 }]);
+    expect(second).toMatchObject({
+      allowed: false,
+      retryAfterSeconds: 1,
+      message: 'Rate limit of 2 requests per minute exceeded.',
+    });
+    expect(limiter.calls).toEqual([
+      { key: 'k1', limit: 2, units: 1 },
+      { key: 'k1', limit: 2, units: 2 },
+    ]);
     expect(refused).toBe(1);
   });
 

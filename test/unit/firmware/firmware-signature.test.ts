@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { createHash, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
-import { decodeSignature, parseSigningKey, signingKeyId, uploadSignature, verifyDigestSignature } from '../../../api/src/domain/firmware/firmware-signature';
+import {
+  decodeSignature,
+  parseSigningKey,
+  signingKeyId,
+  uploadSignature,
+  verifyDigestSignature,
+} from '../../../api/src/domain/firmware/firmware-signature';
 import { DomainError } from '../../../api/src/domain/shared/errors';
 
 const ed = () => generateKeyPairSync('ed25519');
@@ -9,7 +15,8 @@ const other = ed();
 const image = Buffer.from('firmware image 2.0.0');
 const sha256 = createHash('sha256').update(image).digest('hex');
 /** What the manufacturer's signing step produces: Ed25519 over the 32 digest bytes, base64. */
-const signDigest = (key: KeyObject, digestHex = sha256) => sign(null, Buffer.from(digestHex, 'hex'), key).toString('base64');
+const signDigest = (key: KeyObject, digestHex = sha256) =>
+  sign(null, Buffer.from(digestHex, 'hex'), key).toString('base64');
 const keyOf = (pair: { publicKey: KeyObject }) => ({ keyId: signingKeyId(pair.publicKey), key: pair.publicKey });
 
 function codeOf(work: () => unknown): string {
@@ -32,16 +39,29 @@ describe('upload signatures', () => {
     ['a key, not base64', keyOf(current), 'not a signature!', 'signature_invalid'],
     ['a key, 63 bytes', keyOf(current), Buffer.alloc(63, 1).toString('base64'), 'signature_invalid'],
     ['a key, signed by another key', keyOf(current), signDigest(other.privateKey), 'signature_invalid'],
-    ['a key, signed over another file', keyOf(current), signDigest(current.privateKey, createHash('sha256').update('other').digest('hex')), 'signature_invalid'],
+    [
+      'a key, signed over another file',
+      keyOf(current),
+      signDigest(current.privateKey, createHash('sha256').update('other').digest('hex')),
+      'signature_invalid',
+    ],
     ['a key, signed by it', keyOf(current), signDigest(current.privateKey), 'ok'],
-    ['a key, signed by it, wrapped over lines', keyOf(current), signDigest(current.privateKey).replace(/(.{40})/g, '$1\n'), 'ok'],
+    [
+      'a key, signed by it, wrapped over lines',
+      keyOf(current),
+      signDigest(current.privateKey).replace(/(.{40})/g, '$1\n'),
+      'ok',
+    ],
   ])('%s', (_, key, given, expected) => {
     expect(codeOf(() => uploadSignature({ current: key, given, sha256 }))).toBe(expected);
   });
 
   it('stores the signature in canonical base64 with the key that verified it', () => {
     const wrapped = signDigest(current.privateKey).replace(/(.{40})/g, '$1\n');
-    expect(uploadSignature({ current: keyOf(current), given: wrapped, sha256 })).toEqual({ keyId: signingKeyId(current.publicKey), signature: signDigest(current.privateKey) });
+    expect(uploadSignature({ current: keyOf(current), given: wrapped, sha256 })).toEqual({
+      keyId: signingKeyId(current.publicKey),
+      signature: signDigest(current.privateKey),
+    });
     expect(uploadSignature({ current: null, given: undefined, sha256 })).toBeNull();
   });
 });
@@ -74,7 +94,11 @@ describe('signing keys', () => {
     ['an Ed25519 public key', pem, 'ok'],
     ['one with surrounding blanks', `\n  ${pem}  \n`, 'ok'],
     ['a private key', String(current.privateKey.export({ type: 'pkcs8', format: 'pem' })), 'invalid_signing_key'],
-    ['an RSA public key', String(generateKeyPairSync('rsa', { modulusLength: 1024 }).publicKey.export({ type: 'spki', format: 'pem' })), 'invalid_signing_key'],
+    [
+      'an RSA public key',
+      String(generateKeyPairSync('rsa', { modulusLength: 1024 }).publicKey.export({ type: 'spki', format: 'pem' })),
+      'invalid_signing_key',
+    ],
     ['no PEM', 'ssh-ed25519 AAAA', 'invalid_signing_key'],
     ['a broken PEM body', '-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----', 'invalid_signing_key'],
   ])('%s: %s', (_, text, expected) => {

@@ -6,7 +6,11 @@ import { historyCursor } from '../../../api/src/domain/devices/device-history';
 const b64 = (text: string) => Buffer.from(text, 'utf8').toString('base64url');
 
 /** The refusal every list gave before the codec was shared (REST 422 with a `cursor` field error). */
-const TODAY = { code: 'validation_failed', message: 'The cursor is not one this list returned.', errors: [{ field: 'cursor', message: 'is invalid' }] };
+const TODAY = {
+  code: 'validation_failed',
+  message: 'The cursor is not one this list returned.',
+  errors: [{ field: 'cursor', message: 'is invalid' }],
+};
 
 function refusal(run: () => unknown): { code: string; message: string; errors: unknown } {
   try {
@@ -20,7 +24,10 @@ function refusal(run: () => unknown): { code: string; message: string; errors: u
 }
 
 describe('cursor codec', () => {
-  const codec = defineCursor<number>({ write: (n) => `n:${n}`, read: (text) => (/^n:\d+$/.test(text) ? Number(text.slice(2)) : null) });
+  const codec = defineCursor<number>({
+    write: (n) => `n:${n}`,
+    read: (text) => (/^n:\d+$/.test(text) ? Number(text.slice(2)) : null),
+  });
 
   it('encodes base64url of the written text, which carries no padding or URL-unsafe characters', () => {
     expect(codec.encode(42)).toBe(b64('n:42'));
@@ -41,9 +48,16 @@ describe('cursor codec', () => {
   });
 
   it('lets a list keep its own refusal', () => {
-    const own = jsonCursor<number>({ read: (v) => (typeof v === 'number' ? v : null), invalid: () => new DomainError('validation_failed', 'mine', { errors: [{ field: 'after', message: 'no' }] }) });
+    const own = jsonCursor<number>({
+      read: (v) => (typeof v === 'number' ? v : null),
+      invalid: () => new DomainError('validation_failed', 'mine', { errors: [{ field: 'after', message: 'no' }] }),
+    });
     expect(own.decode(own.encode(7))).toBe(7);
-    expect(refusal(() => own.decode(b64('{')))).toEqual({ code: 'validation_failed', message: 'mine', errors: [{ field: 'after', message: 'no' }] });
+    expect(refusal(() => own.decode(b64('{')))).toEqual({
+      code: 'validation_failed',
+      message: 'mine',
+      errors: [{ field: 'after', message: 'no' }],
+    });
   });
 
   it('invalidCursor is the shared refusal', () => {
@@ -53,7 +67,11 @@ describe('cursor codec', () => {
 });
 
 describe('string keys cursor (deployments, deployment devices)', () => {
-  it.each([[['SN-1']], [['2026-01-01T00:00:00.000Z', '0b7c6a52-4f1e-4c43-9d9f-2a7f8e1f3b10']], [['with "quotes" and ,commas']]])('round-trips %j', (keys) => {
+  it.each([
+    [['SN-1']],
+    [['2026-01-01T00:00:00.000Z', '0b7c6a52-4f1e-4c43-9d9f-2a7f8e1f3b10']],
+    [['with "quotes" and ,commas']],
+  ])('round-trips %j', (keys) => {
     expect(stringKeysCursor.decode(stringKeysCursor.encode(keys), keys.length)).toEqual(keys);
   });
 
@@ -79,7 +97,10 @@ describe('history cursor', () => {
     expect(historyCursor.decode(b64('h:1234'))).toBe(1234);
   });
 
-  it.each([b64('h:'), b64('h:-1'), b64('h:1.5'), b64('h:1234567890123456'), b64('s:SN-1'), b64(' h:1'), 'h:1'])('refuses %j', (cursor) => {
-    expect(refusal(() => historyCursor.decode(cursor))).toEqual(TODAY);
-  });
+  it.each([b64('h:'), b64('h:-1'), b64('h:1.5'), b64('h:1234567890123456'), b64('s:SN-1'), b64(' h:1'), 'h:1'])(
+    'refuses %j',
+    (cursor) => {
+      expect(refusal(() => historyCursor.decode(cursor))).toEqual(TODAY);
+    },
+  );
 });

@@ -27,37 +27,107 @@ describe('webhook delivery rules', () => {
       [
         'delivered on the first attempt',
         { attemptsBefore: 0, createdAt: now, result: ok },
-        { outcome: 'delivered', delivery: { attempts: 1, lastStatusCode: 204, lastError: null, lastDurationMs: 12, status: 'delivered', deliveredAt: now } },
+        {
+          outcome: 'delivered',
+          delivery: {
+            attempts: 1,
+            lastStatusCode: 204,
+            lastError: null,
+            lastDurationMs: 12,
+            status: 'delivered',
+            deliveredAt: now,
+          },
+        },
       ],
       [
         'delivered on a retry',
         { attemptsBefore: 5, createdAt: ago(RETRY_WINDOW_MS - 1), result: ok },
-        { outcome: 'delivered', delivery: { attempts: 6, lastStatusCode: 204, lastError: null, lastDurationMs: 12, status: 'delivered', deliveredAt: now } },
+        {
+          outcome: 'delivered',
+          delivery: {
+            attempts: 6,
+            lastStatusCode: 204,
+            lastError: null,
+            lastDurationMs: 12,
+            status: 'delivered',
+            deliveredAt: now,
+          },
+        },
       ],
       [
         'delivered even after the retry window (a redelivery, or a late attempt)',
         { attemptsBefore: 9, createdAt: ago(RETRY_WINDOW_MS + 1), result: ok },
-        { outcome: 'delivered', delivery: { attempts: 10, lastStatusCode: 204, lastError: null, lastDurationMs: 12, status: 'delivered', deliveredAt: now } },
+        {
+          outcome: 'delivered',
+          delivery: {
+            attempts: 10,
+            lastStatusCode: 204,
+            lastError: null,
+            lastDurationMs: 12,
+            status: 'delivered',
+            deliveredAt: now,
+          },
+        },
       ],
       [
         'a first failure: pending, retried after the backoff',
         { attemptsBefore: 0, createdAt: now, result: http500 },
-        { outcome: 'failed', delivery: { attempts: 1, lastStatusCode: 500, lastError: 'HTTP 500', lastDurationMs: 40, status: 'pending', nextAttemptAt: later(2_500) } },
+        {
+          outcome: 'failed',
+          delivery: {
+            attempts: 1,
+            lastStatusCode: 500,
+            lastError: 'HTTP 500',
+            lastDurationMs: 40,
+            status: 'pending',
+            nextAttemptAt: later(2_500),
+          },
+        },
       ],
       [
         'a third failure without a response',
         { attemptsBefore: 2, createdAt: ago(60_000), result: timeout },
-        { outcome: 'failed', delivery: { attempts: 3, lastStatusCode: null, lastError: 'timed out after 10000 ms', lastDurationMs: 10_000, status: 'pending', nextAttemptAt: later(10_000) } },
+        {
+          outcome: 'failed',
+          delivery: {
+            attempts: 3,
+            lastStatusCode: null,
+            lastError: 'timed out after 10000 ms',
+            lastDurationMs: 10_000,
+            status: 'pending',
+            nextAttemptAt: later(10_000),
+          },
+        },
       ],
       [
         'a failure just inside the retry window',
         { attemptsBefore: 20, createdAt: ago(RETRY_WINDOW_MS - 1), result: http500 },
-        { outcome: 'failed', delivery: { attempts: 21, lastStatusCode: 500, lastError: 'HTTP 500', lastDurationMs: 40, status: 'pending', nextAttemptAt: later(3 * 60 * 60_000) } },
+        {
+          outcome: 'failed',
+          delivery: {
+            attempts: 21,
+            lastStatusCode: 500,
+            lastError: 'HTTP 500',
+            lastDurationMs: 40,
+            status: 'pending',
+            nextAttemptAt: later(3 * 60 * 60_000),
+          },
+        },
       ],
       [
         'a failure at the end of the retry window: failed for good',
         { attemptsBefore: 20, createdAt: ago(RETRY_WINDOW_MS), result: http500 },
-        { outcome: 'gave_up', delivery: { attempts: 21, lastStatusCode: 500, lastError: 'HTTP 500', lastDurationMs: 40, status: 'failed', nextAttemptAt: later(3 * 60 * 60_000) } },
+        {
+          outcome: 'gave_up',
+          delivery: {
+            attempts: 21,
+            lastStatusCode: 500,
+            lastError: 'HTTP 500',
+            lastDurationMs: 40,
+            status: 'failed',
+            nextAttemptAt: later(3 * 60 * 60_000),
+          },
+        },
       ],
     ];
     it.each(cases)('%s', (_, input, expected) => {
@@ -65,7 +135,13 @@ describe('webhook delivery rules', () => {
     });
 
     it('keeps 500 characters of an error', () => {
-      const outcome = afterAttempt({ attemptsBefore: 0, createdAt: now, now, result: { statusCode: null, durationMs: 1, error: 'x'.repeat(2000) }, random: () => 0 });
+      const outcome = afterAttempt({
+        attemptsBefore: 0,
+        createdAt: now,
+        now,
+        result: { statusCode: null, durationMs: 1, error: 'x'.repeat(2000) },
+        random: () => 0,
+      });
       expect(outcome.delivery.lastError).toHaveLength(500);
     });
   });
@@ -74,11 +150,18 @@ describe('webhook delivery rules', () => {
     it.each([
       ['the first failure starts it', null, { failingSince: now, disabledReason: null }],
       ['a run of a day goes on', ago(24 * 60 * 60_000), { failingSince: ago(24 * 60 * 60_000), disabledReason: null }],
-      ['just under the limit goes on', ago(DISABLE_AFTER_MS - 1), { failingSince: ago(DISABLE_AFTER_MS - 1), disabledReason: null }],
+      [
+        'just under the limit goes on',
+        ago(DISABLE_AFTER_MS - 1),
+        { failingSince: ago(DISABLE_AFTER_MS - 1), disabledReason: null },
+      ],
       [
         'at the limit the endpoint is disabled, saying since when',
         ago(DISABLE_AFTER_MS),
-        { failingSince: ago(DISABLE_AFTER_MS), disabledReason: 'every delivery failed since 2026-11-22T08:00:00.000Z (disabled after 3 days)' },
+        {
+          failingSince: ago(DISABLE_AFTER_MS),
+          disabledReason: 'every delivery failed since 2026-11-22T08:00:00.000Z (disabled after 3 days)',
+        },
       ],
     ] as const)('%s', (_, failingSince, expected) => {
       expect(failureRun({ failingSince, now })).toEqual(expected);
@@ -91,7 +174,11 @@ describe('webhook delivery rules', () => {
       ['a delivered one starts a new window', 'delivered', ago(60_000), now],
       ['a failed one starts a new window', 'failed', ago(RETRY_WINDOW_MS), now],
     ])('is due now: %s', (_, status, createdAt, newCreatedAt) => {
-      expect(redelivered({ status, createdAt }, now)).toEqual({ status: 'pending', nextAttemptAt: now, createdAt: newCreatedAt });
+      expect(redelivered({ status, createdAt }, now)).toEqual({
+        status: 'pending',
+        nextAttemptAt: now,
+        createdAt: newCreatedAt,
+      });
     });
   });
 
@@ -99,9 +186,24 @@ describe('webhook delivery rules', () => {
     const due = (...hooks: string[]) => hooks.map((webhookId, i) => ({ id: `d${i}`, webhookId }));
     it.each([
       ['all, when few', due('a', 'b', 'a'), { perEndpoint: 4, total: 8 }, ['d0', 'd1', 'd2']],
-      ['at most 4 per endpoint, in due order', due('a', 'a', 'a', 'a', 'a', 'b', 'a'), { perEndpoint: 4, total: 8 }, ['d0', 'd1', 'd2', 'd3', 'd5']],
-      ['at most the concurrency in all', due('a', 'b', 'c', 'd', 'e'), { perEndpoint: 4, total: 3 }, ['d0', 'd1', 'd2']],
-      ['a hanging endpoint does not take the slots of others', due('a', 'a', 'a', 'a', 'a', 'a', 'b', 'c'), { perEndpoint: 4, total: 8 }, ['d0', 'd1', 'd2', 'd3', 'd6', 'd7']],
+      [
+        'at most 4 per endpoint, in due order',
+        due('a', 'a', 'a', 'a', 'a', 'b', 'a'),
+        { perEndpoint: 4, total: 8 },
+        ['d0', 'd1', 'd2', 'd3', 'd5'],
+      ],
+      [
+        'at most the concurrency in all',
+        due('a', 'b', 'c', 'd', 'e'),
+        { perEndpoint: 4, total: 3 },
+        ['d0', 'd1', 'd2'],
+      ],
+      [
+        'a hanging endpoint does not take the slots of others',
+        due('a', 'a', 'a', 'a', 'a', 'a', 'b', 'c'),
+        { perEndpoint: 4, total: 8 },
+        ['d0', 'd1', 'd2', 'd3', 'd6', 'd7'],
+      ],
       ['none', due(), { perEndpoint: 4, total: 8 }, []],
     ] as const)('%s', (_, rows, limits, ids) => {
       expect(pickForAttempt(rows, limits).map((r) => r.id)).toEqual(ids);
@@ -110,7 +212,13 @@ describe('webhook delivery rules', () => {
 
   describe('fan-out of events to endpoints', () => {
     const event = (seq: number, accountId: string, type: EventType): DomainEvent => ({
-      id: `e${seq}`, seq, accountId, type, subject: 'SN-1', occurredAt: now.toISOString(), data: {},
+      id: `e${seq}`,
+      seq,
+      accountId,
+      type,
+      subject: 'SN-1',
+      occurredAt: now.toISOString(),
+      data: {},
     });
     const hooks: Subscriber[] = [
       { webhookId: 'h1', accountId: 'A', eventTypes: ['device.online', 'device.offline'] },
@@ -118,9 +226,25 @@ describe('webhook delivery rules', () => {
       { webhookId: 'h3', accountId: 'B', eventTypes: ['device.online', 'deployment.updated'] },
     ];
     it.each([
-      ['to every endpoint of the account subscribed to the type', [event(1, 'A', 'device.online')], [['e1', 'h1'], ['e1', 'h2']]],
+      [
+        'to every endpoint of the account subscribed to the type',
+        [event(1, 'A', 'device.online')],
+        [
+          ['e1', 'h1'],
+          ['e1', 'h2'],
+        ],
+      ],
       ['not to endpoints of other accounts', [event(1, 'B', 'device.offline')], []],
-      ['in event order, then endpoint order', [event(2, 'A', 'device.offline'), event(3, 'A', 'device.online'), event(4, 'B', 'device.online')], [['e2', 'h1'], ['e3', 'h1'], ['e3', 'h2'], ['e4', 'h3']]],
+      [
+        'in event order, then endpoint order',
+        [event(2, 'A', 'device.offline'), event(3, 'A', 'device.online'), event(4, 'B', 'device.online')],
+        [
+          ['e2', 'h1'],
+          ['e3', 'h1'],
+          ['e3', 'h2'],
+          ['e4', 'h3'],
+        ],
+      ],
       ['never internal event types, even when listed', [event(5, 'B', 'deployment.updated')], []],
       ['nothing for no events', [], []],
     ] as const)('%s', (_, events, pairs) => {

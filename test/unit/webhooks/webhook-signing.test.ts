@@ -8,7 +8,8 @@ import { signatureHeader, verifySignature } from '../../../api/src/domain/webhoo
  */
 const secret = 'whsec_test_secret_0123456789';
 const t = 1767225600;
-const body = '{"id":"4f6c1a52-7f1e-4f7a-9d38-0c5d2a1f9b10","type":"device.online","occurred_at":"2026-01-01T00:00:00.000Z","data":{"serial":"SN-0001"}}';
+const body =
+  '{"id":"4f6c1a52-7f1e-4f7a-9d38-0c5d2a1f9b10","type":"device.online","occurred_at":"2026-01-01T00:00:00.000Z","data":{"serial":"SN-0001"}}';
 const header = `t=${t},v1=8af196eff715ed95439307713c50ea5a08ef8fac69b40013c25d6c815a40297f`;
 
 describe('webhook signing', () => {

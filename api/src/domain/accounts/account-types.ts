@@ -14,7 +14,10 @@ export interface Account {
 }
 
 /** What a claim needs of its account: read with the account row locked (AllocationService.lockForClaim). */
-export type LockedAccount = Pick<Account, 'id' | 'quota' | 'budgetMinor' | 'currency' | 'unitPriceMinor' | 'thresholds'>;
+export type LockedAccount = Pick<
+  Account,
+  'id' | 'quota' | 'budgetMinor' | 'currency' | 'unitPriceMinor' | 'thresholds'
+>;
 
 export interface User {
   id: string;

@@ -27,7 +27,10 @@ export type CreateAccountInput = z.infer<typeof CreateAccountInput>;
 export const UpdateAccountInput = z.object({
   quota: z.number().int().min(0).max(100_000_000).optional(),
   budget: z.number().min(0).max(1e12).optional(),
-  currency: z.string().regex(/^[A-Z]{3}$/).optional(),
+  currency: z
+    .string()
+    .regex(/^[A-Z]{3}$/)
+    .optional(),
   unitPrice: z.number().min(0).max(1e9).optional(),
   name: z.string().trim().min(1).max(200).optional(),
 });
@@ -51,7 +54,8 @@ export class AccountService {
     const input = CreateAccountInput.parse(raw);
     const passwordHash = await hashPassword(input.adminPassword);
     return this.deps.transaction(async (trx) => {
-      if (await isEmailTaken(trx, input.adminEmail)) throw new DomainError('already_exists', `A user with e-mail ${input.adminEmail} exists already.`);
+      if (await isEmailTaken(trx, input.adminEmail))
+        throw new DomainError('already_exists', `A user with e-mail ${input.adminEmail} exists already.`);
       const accountId = newId();
       await insertAccount(trx, {
         id: accountId,
@@ -64,7 +68,11 @@ export class AccountService {
       });
       const adminUserId = newId();
       await insertUser(trx, { id: adminUserId, accountId, email: input.adminEmail, passwordHash, role: 'admin' });
-      const key = await this.apiKeys.create(systemActor(accountId), { name: 'admin (created with the account)', role: 'admin' }, trx);
+      const key = await this.apiKeys.create(
+        systemActor(accountId),
+        { name: 'admin (created with the account)', role: 'admin' },
+        trx,
+      );
       return { accountId, adminUserId, apiKey: key.secret, apiKeyId: key.apiKey.id };
     });
   }

@@ -66,7 +66,13 @@ export function thresholdEvents(account: LockedAccount, usage: Usage, firstReach
     data:
       t.kind === 'quota'
         ? { kind: 'quota', percent: t.percent, quota: account.quota, provisioned: usage.provisioned }
-        : { kind: 'budget', percent: t.percent, budget: fromMinor(account.budgetMinor), spent: fromMinor(usage.spentMinor), currency: account.currency },
+        : {
+            kind: 'budget',
+            percent: t.percent,
+            budget: fromMinor(account.budgetMinor),
+            spent: fromMinor(usage.spentMinor),
+            currency: account.currency,
+          },
   }));
 }
 
@@ -74,7 +80,11 @@ export function thresholdEvents(account: LockedAccount, usage: Usage, firstReach
  * The allocation as shown: every configured threshold of quota and of budget (ascending
  * percent), with when it was first reached.
  */
-export function allocationOf(account: LockedAccount, usage: Usage, reachedAt: Array<Threshold & { reachedAt: string }>): Allocation {
+export function allocationOf(
+  account: LockedAccount,
+  usage: Usage,
+  reachedAt: Array<Threshold & { reachedAt: string }>,
+): Allocation {
   const when = new Map(reachedAt.map((r) => [`${r.kind}:${r.percent}`, r.reachedAt]));
   const percents = [...account.thresholds].sort((a, b) => a - b);
   return {

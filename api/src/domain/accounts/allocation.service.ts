@@ -4,9 +4,23 @@ import type { Actor } from '../shared/actor';
 import { notFound } from '../shared/errors';
 import { appendEvents } from '../../events/outbox';
 import type { LockedAccount } from './account-types';
-import { allocationOf, claimChargeMinor, thresholdEvents, thresholdsReached, usageAfterClaim, type Allocation, type Threshold } from './allocation-rules';
+import {
+  allocationOf,
+  claimChargeMinor,
+  thresholdEvents,
+  thresholdsReached,
+  usageAfterClaim,
+  type Allocation,
+  type Threshold,
+} from './allocation-rules';
 import { findAccount, lockAccountForClaim } from './store/accounts.store';
-import { insertClaimCharge, provisionedCount, recordThresholdsReached, spentMinor, thresholdsReachedAt } from './store/allocation.store';
+import {
+  insertClaimCharge,
+  provisionedCount,
+  recordThresholdsReached,
+  spentMinor,
+  thresholdsReachedAt,
+} from './store/allocation.store';
 
 export type { Allocation, ThresholdKind } from './allocation-rules';
 export type { LockedAccount } from './account-types';
@@ -34,8 +48,16 @@ export class AllocationService {
     // A transaction is one connection: its queries run one after the other; outside, in parallel.
     const [provisioned, spent, reached] =
       db === this.deps.knex
-        ? await Promise.all([provisionedCount(db, actor.accountId), spentMinor(db, actor.accountId), thresholdsReachedAt(db, actor.accountId)])
-        : [await provisionedCount(db, actor.accountId), await spentMinor(db, actor.accountId), await thresholdsReachedAt(db, actor.accountId)];
+        ? await Promise.all([
+            provisionedCount(db, actor.accountId),
+            spentMinor(db, actor.accountId),
+            thresholdsReachedAt(db, actor.accountId),
+          ])
+        : [
+            await provisionedCount(db, actor.accountId),
+            await spentMinor(db, actor.accountId),
+            await thresholdsReachedAt(db, actor.accountId),
+          ];
     return allocationOf(account, { provisioned, spentMinor: spent }, reached);
   }
 
@@ -61,11 +83,21 @@ export class AllocationService {
     const { account } = input.snapshot;
     const amountMinor = claimChargeMinor(account, input.devices);
     const now = this.deps.clock.now();
-    await insertClaimCharge(trx, { accountId: account.id, amountMinor, devices: input.devices, reference: input.reference, createdAt: now });
+    await insertClaimCharge(trx, {
+      accountId: account.id,
+      amountMinor,
+      devices: input.devices,
+      reference: input.reference,
+      createdAt: now,
+    });
     const usage = usageAfterClaim(input.snapshot, { devices: input.devices, amountMinor });
     const candidates = thresholdsReached(account, usage);
     if (candidates.length === 0) return { amountMinor, thresholdsReached: [] };
-    const firstReached = await recordThresholdsReached(trx, { accountId: account.id, thresholds: candidates, reachedAt: now });
+    const firstReached = await recordThresholdsReached(trx, {
+      accountId: account.id,
+      thresholds: candidates,
+      reachedAt: now,
+    });
     await appendEvents(trx, this.deps.clock, thresholdEvents(account, usage, firstReached));
     return { amountMinor, thresholdsReached: firstReached };
   }

@@ -6,7 +6,14 @@ import { notFound } from '../shared/errors';
 import { generateSecret, sha256Hex } from '../shared/secrets';
 import { requireAdmin, type Actor } from '../shared/actor';
 import type { ApiKey } from './account-types';
-import { findActiveApiKey, insertApiKey, listApiKeys, recordApiKeyUse, revokeApiKey, setApiKeyRateLimit } from './store/api-keys.store';
+import {
+  findActiveApiKey,
+  insertApiKey,
+  listApiKeys,
+  recordApiKeyUse,
+  revokeApiKey,
+  setApiKeyRateLimit,
+} from './store/api-keys.store';
 
 export type { ApiKey } from './account-types';
 
@@ -36,7 +43,11 @@ export class ApiKeyService {
 
   constructor(private readonly deps: ServiceDeps) {}
 
-  async create(actor: Actor, raw: CreateApiKeyInput, trx?: Knex.Transaction): Promise<{ apiKey: ApiKey; secret: string }> {
+  async create(
+    actor: Actor,
+    raw: CreateApiKeyInput,
+    trx?: Knex.Transaction,
+  ): Promise<{ apiKey: ApiKey; secret: string }> {
     requireAdmin(actor);
     const input = CreateApiKeyInput.parse(raw);
     const secret = generateSecret(API_KEY_PREFIX);

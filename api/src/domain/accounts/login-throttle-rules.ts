@@ -45,7 +45,8 @@ export function emailWindow(now: Date): { opensAfter: Date } {
   return { opensAfter: new Date(now.getTime() - LOGIN_LIMITS.emailWindowMs) };
 }
 
-const lockedAt = (counter: ThrottleCounter, now: Date): boolean => counter.lockedUntil !== null && counter.lockedUntil.getTime() > now.getTime();
+const lockedAt = (counter: ThrottleCounter, now: Date): boolean =>
+  counter.lockedUntil !== null && counter.lockedUntil.getTime() > now.getTime();
 const fresh = (now: Date): ThrottleCounter => ({ failures: 1, windowStartedAt: now, lockedUntil: null });
 
 /**
@@ -62,7 +63,11 @@ export function decideAddressAttempt(current: ThrottleCounter | null, now: Date)
   const failures = current.failures + 1;
   return {
     admitted: true,
-    next: { failures, windowStartedAt: current.windowStartedAt, lockedUntil: failures >= LOGIN_LIMITS.addressFailures ? lockoutEnds : null },
+    next: {
+      failures,
+      windowStartedAt: current.windowStartedAt,
+      lockedUntil: failures >= LOGIN_LIMITS.addressFailures ? lockoutEnds : null,
+    },
   };
 }
 
@@ -74,7 +79,11 @@ export function decideAddressAttempt(current: ThrottleCounter | null, now: Date)
 export function withdrawAddressAttempt(current: ThrottleCounter): ThrottleCounter | null {
   if (current.failures <= 0) return null;
   const failures = current.failures - 1;
-  return { failures, windowStartedAt: current.windowStartedAt, lockedUntil: failures >= LOGIN_LIMITS.addressFailures ? current.lockedUntil : null };
+  return {
+    failures,
+    windowStartedAt: current.windowStartedAt,
+    lockedUntil: failures >= LOGIN_LIMITS.addressFailures ? current.lockedUntil : null,
+  };
 }
 
 /** Seconds the per-e-mail backoff holds after the `failures`-th failure in the window (>= emailFreeFailures). */
@@ -93,7 +102,8 @@ export function decideEmailAttempt(current: ThrottleCounter | null, now: Date): 
   const inWindow = current.windowStartedAt.getTime() > emailWindow(now).opensAfter.getTime();
   if (!inWindow) return { admitted: true, next: fresh(now) };
   const failures = current.failures + 1;
-  const backoff = failures >= LOGIN_LIMITS.emailFreeFailures ? new Date(now.getTime() + emailBackoffSeconds(failures) * 1000) : null;
+  const backoff =
+    failures >= LOGIN_LIMITS.emailFreeFailures ? new Date(now.getTime() + emailBackoffSeconds(failures) * 1000) : null;
   return { admitted: true, next: { failures, windowStartedAt: current.windowStartedAt, lockedUntil: backoff } };
 }
 
@@ -121,9 +131,13 @@ export function throttleAddress(ip: string | undefined): string {
   const bare = ip.split('%')[0]!;
   if (!isIPv6(bare)) return ip.slice(0, 100);
   const [head = '', tail] = bare.split('::');
-  const groupsOf = (part: string) => (part === '' ? [] : part.split(':').flatMap((g) => (g.includes('.') ? ['0', '0'] : [g])));
+  const groupsOf = (part: string) =>
+    part === '' ? [] : part.split(':').flatMap((g) => (g.includes('.') ? ['0', '0'] : [g]));
   const front = groupsOf(head);
   const back = tail === undefined ? [] : groupsOf(tail);
   const groups = [...front, ...Array<string>(8 - front.length - back.length).fill('0'), ...back];
-  return `${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => parseInt(g, 16).toString(16))
+    .join(':')}::/64`;
 }

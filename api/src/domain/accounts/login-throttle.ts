@@ -52,4 +52,6 @@ export class LoginThrottle {
 }
 
 const refusal = (lockedUntil: Date | null, now: Date): DomainError =>
-  new DomainError('too_many_login_attempts', 'Too many failed logins; try again later.', { retryAfterSeconds: retryAfterSeconds(lockedUntil, now) });
+  new DomainError('too_many_login_attempts', 'Too many failed logins; try again later.', {
+    retryAfterSeconds: retryAfterSeconds(lockedUntil, now),
+  });

@@ -53,11 +53,16 @@ export class UserService {
   async create(actor: Actor, raw: CreateUserInput): Promise<User> {
     requireAdmin(actor);
     const input = CreateUserInput.parse(raw);
-    if (await isEmailTaken(this.deps.knex, input.email)) throw new DomainError('already_exists', 'A user with that e-mail exists already.', {
-      errors: [{ field: 'email', message: 'is taken' }],
-    });
+    if (await isEmailTaken(this.deps.knex, input.email))
+      throw new DomainError('already_exists', 'A user with that e-mail exists already.', {
+        errors: [{ field: 'email', message: 'is taken' }],
+      });
     const user = { id: newId(), email: input.email, role: input.role, createdAt: this.deps.clock.now() };
-    await insertUser(this.deps.knex, { ...user, accountId: actor.accountId, passwordHash: await hashPassword(input.password) });
+    await insertUser(this.deps.knex, {
+      ...user,
+      accountId: actor.accountId,
+      passwordHash: await hashPassword(input.password),
+    });
     return { ...user, createdAt: user.createdAt.toISOString() };
   }
 
@@ -82,7 +87,13 @@ export class UserService {
     const token = generateSecret('fls_');
     const csrfToken = generateSecret('');
     const expiresAt = new Date(now.getTime() + SESSION_TTL_MS);
-    await insertSession(this.deps.knex, { tokenHash: sha256Hex(token), accountId: found.accountId, userId: found.user.id, csrfToken, expiresAt });
+    await insertSession(this.deps.knex, {
+      tokenHash: sha256Hex(token),
+      accountId: found.accountId,
+      userId: found.user.id,
+      csrfToken,
+      expiresAt,
+    });
     return { token, csrfToken, expiresAt: expiresAt.toISOString(), user: found.user, accountId: found.accountId };
   }
 

@@ -36,7 +36,8 @@ export class CsrProblem extends Error {}
  */
 export async function verifyCsr(pem: string): Promise<VerifiedCsr> {
   if (pem.length > MAX_CSR_CHARS) throw new CsrProblem(`is longer than ${MAX_CSR_CHARS} characters`);
-  if (!PEM_HEADER.test(pem)) throw new CsrProblem('is not a PEM certificate request (-----BEGIN CERTIFICATE REQUEST-----)');
+  if (!PEM_HEADER.test(pem))
+    throw new CsrProblem('is not a PEM certificate request (-----BEGIN CERTIFICATE REQUEST-----)');
   let csr: x509.Pkcs10CertificateRequest;
   try {
     csr = new x509.Pkcs10CertificateRequest(pem.trim());
@@ -57,7 +58,10 @@ export async function verifyCsr(pem: string): Promise<VerifiedCsr> {
 
 /** `csr_invalid` for one or more refused requests, each named by its field. */
 export function csrInvalid(errors: FieldError[], details?: Record<string, unknown>): DomainError {
-  const message = errors.length === 1 ? `The certificate request ${errors[0]!.message}.` : `${errors.length} certificate requests are invalid; nothing was done.`;
+  const message =
+    errors.length === 1
+      ? `The certificate request ${errors[0]!.message}.`
+      : `${errors.length} certificate requests are invalid; nothing was done.`;
   return new DomainError('csr_invalid', message, { errors, ...(details ? { details } : {}) });
 }
 
@@ -76,7 +80,10 @@ export async function issueCertificate(input: {
 }): Promise<IssuedCertificate> {
   const { ca, request, serial, now } = input;
   if (ca.certificate.notAfter.getTime() <= now.getTime()) {
-    throw new DomainError('service_unavailable', `The device CA expired on ${ca.certificate.notAfter.toISOString()}; no certificate can be issued.`);
+    throw new DomainError(
+      'service_unavailable',
+      `The device CA expired on ${ca.certificate.notAfter.toISOString()}; no certificate can be issued.`,
+    );
   }
   const notBefore = new Date(now.getTime() - 3_600_000);
   const notAfter = new Date(Math.min(now.getTime() + input.days * 86_400_000, ca.certificate.notAfter.getTime()));

@@ -83,10 +83,12 @@ export class DeviceCa {
   }
 
   private loaded(): Promise<Loaded> {
-    this.loading ??= (this.options.files ? this.fromFiles(this.options.files) : this.fromDatabase()).catch((error: unknown) => {
-      this.loading = undefined;
-      throw error;
-    });
+    this.loading ??= (this.options.files ? this.fromFiles(this.options.files) : this.fromDatabase()).catch(
+      (error: unknown) => {
+        this.loading = undefined;
+        throw error;
+      },
+    );
     return this.loading;
   }
 
@@ -103,16 +105,26 @@ export class DeviceCa {
       key = createPrivateKey({ key: keyPem, format: 'pem' });
     } catch {
       // The library's message is not quoted: it could echo part of the key.
-      throw new Error(`DEVICE_CA_KEY_FILE ${files.keyFile} is not an unencrypted PEM private key (PKCS#8, SEC1 or PKCS#1).`);
+      throw new Error(
+        `DEVICE_CA_KEY_FILE ${files.keyFile} is not an unencrypted PEM private key (PKCS#8, SEC1 or PKCS#1).`,
+      );
     }
     if (!certificate.node.checkPrivateKey(key)) {
-      throw new Error(`DEVICE_CA_KEY_FILE ${files.keyFile} is not the private key of the certificate in DEVICE_CA_CERT_FILE ${files.certFile}.`);
+      throw new Error(
+        `DEVICE_CA_KEY_FILE ${files.keyFile} is not the private key of the certificate in DEVICE_CA_CERT_FILE ${files.certFile}.`,
+      );
     }
     const signer = await toSigner(key, 'DEVICE_CA_KEY_FILE');
     if (certificate.notAfter.getTime() <= this.deps.clock.now().getTime()) {
-      this.deps.logger.error({ notAfter: certificate.notAfter.toISOString() }, 'the device CA of DEVICE_CA_CERT_FILE has expired: no device certificate can be issued or accepted');
+      this.deps.logger.error(
+        { notAfter: certificate.notAfter.toISOString() },
+        'the device CA of DEVICE_CA_CERT_FILE has expired: no device certificate can be issued or accepted',
+      );
     }
-    this.deps.logger.info({ fingerprint: certificate.fingerprintSha256, notAfter: certificate.notAfter.toISOString() }, 'device CA loaded from DEVICE_CA_CERT_FILE');
+    this.deps.logger.info(
+      { fingerprint: certificate.fingerprintSha256, notAfter: certificate.notAfter.toISOString() },
+      'device CA loaded from DEVICE_CA_CERT_FILE',
+    );
     return { certificate, signer: Promise.resolve(signer) };
   }
 
@@ -125,10 +137,14 @@ export class DeviceCa {
       await insertCaUnlessStored(this.deps.knex, { ca: created, now: this.deps.clock.now() });
       stored = await selectStoredCa(this.deps.knex);
       if (!stored) throw new Error('the device CA row vanished right after it was written');
-      if (stored.certificatePem === created.certificatePem) this.deps.logger.info('device CA created and stored in the database');
+      if (stored.certificatePem === created.certificatePem)
+        this.deps.logger.info('device CA created and stored in the database');
     }
     const sealed = stored.sealedKey;
-    return { certificate: parseCaCertificate(stored.certificatePem, 'database', 'the stored device CA'), signer: () => this.unseal(sealed) };
+    return {
+      certificate: parseCaCertificate(stored.certificatePem, 'database', 'the stored device CA'),
+      signer: () => this.unseal(sealed),
+    };
   }
 
   private async unseal(sealed: string): Promise<DeviceCaSigner> {
@@ -137,21 +153,33 @@ export class DeviceCa {
     try {
       pem = secret.decrypt(DEVICE_CA_KEY_PURPOSE, sealed);
     } catch {
-      this.deps.logger.error('the device CA key cannot be unsealed with this server secret (FLEET_SECRET differs from the process that created it)');
-      throw new DomainError('service_unavailable', 'The device CA key cannot be unsealed with this server secret; certificates cannot be issued.');
+      this.deps.logger.error(
+        'the device CA key cannot be unsealed with this server secret (FLEET_SECRET differs from the process that created it)',
+      );
+      throw new DomainError(
+        'service_unavailable',
+        'The device CA key cannot be unsealed with this server secret; certificates cannot be issued.',
+      );
     }
     return toSigner(createPrivateKey({ key: pem, format: 'pem' }), 'the stored device CA key');
   }
 
   private requireSecret(): ServerSecret {
-    if (!this.options.serverSecret) throw new DomainError('service_unavailable', 'Device certificates need the server secret, which this process did not load.');
+    if (!this.options.serverSecret)
+      throw new DomainError(
+        'service_unavailable',
+        'Device certificates need the server secret, which this process did not load.',
+      );
     return this.options.serverSecret;
   }
 
   /** A self-signed P-256 CA that may sign end-entity certificates only (path length 0). */
   private async create(): Promise<{ certificatePem: string; sealedKey: string }> {
     const secret = this.requireSecret();
-    const keys = (await webCrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify'])) as CryptoKeyPair;
+    const keys = (await webCrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, [
+      'sign',
+      'verify',
+    ])) as CryptoKeyPair;
     const now = this.deps.clock.now();
     const notAfter = new Date(now);
     notAfter.setUTCFullYear(notAfter.getUTCFullYear() + CREATED_CA_YEARS);
@@ -174,7 +202,9 @@ export class DeviceCa {
       webCrypto,
     );
     const pkcs8 = Buffer.from(await webCrypto.subtle.exportKey('pkcs8', keys.privateKey));
-    const keyPem = createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' }).export({ type: 'pkcs8', format: 'pem' }).toString();
+    const keyPem = createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' })
+      .export({ type: 'pkcs8', format: 'pem' })
+      .toString();
     return { certificatePem: certificate.toString('pem'), sealedKey: secret.encrypt(DEVICE_CA_KEY_PURPOSE, keyPem) };
   }
 }
@@ -193,7 +223,14 @@ function parseCaCertificate(pem: string, source: DeviceCaCertificate['source'], 
   if (!node.ca) throw new Error(`${what} is not a CA certificate (basicConstraints CA:TRUE is missing).`);
   const algorithm = keyAlgorithmOf(node.publicKey);
   if (!algorithm) throw new Error(`${what} has a key type the service cannot sign with (${ACCEPTED_KEY_TYPES}).`);
-  return { pem: node.toString(), node, parsed, fingerprintSha256: sha256Hex(node.raw), notAfter: parsed.notAfter, source };
+  return {
+    pem: node.toString(),
+    node,
+    parsed,
+    fingerprintSha256: sha256Hex(node.raw),
+    notAfter: parsed.notAfter,
+    source,
+  };
 }
 
 async function toSigner(key: KeyObject, what: string): Promise<DeviceCaSigner> {

@@ -8,7 +8,15 @@ import { appendDeviceEvents } from '../devices/store/history.store';
 import { findDeviceId } from '../devices/store/devices.store';
 import type { DeviceGateway } from '../devices/device-gateway';
 import type { DeviceCa } from './device-ca';
-import { CsrProblem, csrInvalid, issueCertificate, verifyCsr, MAX_CSR_CHARS, type IssuedCertificate, type VerifiedCsr } from './certificate-issuer';
+import {
+  CsrProblem,
+  csrInvalid,
+  issueCertificate,
+  verifyCsr,
+  MAX_CSR_CHARS,
+  type IssuedCertificate,
+  type VerifiedCsr,
+} from './certificate-issuer';
 import { insertCertificates, revokeCertificate, selectCertificatesOfDevice } from './store/certificates.store';
 import type { DeviceCertificate } from './device-certificate-types';
 import { normalizeFingerprint } from './peer-certificate';
@@ -47,13 +55,18 @@ export class DeviceCertificateService {
    * Signs a CSR for a device of the account (admin). `unitOfWork`: the caller's transaction
    * (Idempotency-Key), in which every query then runs.
    */
-  async issue(actor: Actor, input: { serial: string; csr: string }, options: { unitOfWork?: Knex.Transaction } = {}): Promise<DeviceCertificate> {
+  async issue(
+    actor: Actor,
+    input: { serial: string; csr: string },
+    options: { unitOfWork?: Knex.Transaction } = {},
+  ): Promise<DeviceCertificate> {
     requireAdmin(actor);
     const { csr } = IssueCertificateInput.parse({ csr: input.csr });
     if (!isValidSerial(input.serial)) throw notFound('Device');
     const db = options.unitOfWork ?? this.deps.knex;
     // The device first: another account's serial is 404 whatever the CSR holds.
-    if ((await findDeviceId(db, { accountId: actor.accountId, serial: input.serial })) === null) throw notFound('Device');
+    if ((await findDeviceId(db, { accountId: actor.accountId, serial: input.serial })) === null)
+      throw notFound('Device');
     const request = await verifyCsrField(csr, 'csr');
     const issued = await this.sign(request, input.serial);
     const write = async (trx: Knex.Transaction): Promise<DeviceCertificate> => {
@@ -61,11 +74,25 @@ export class DeviceCertificateService {
       const deviceId = await findDeviceId(trx, { accountId: actor.accountId, serial: input.serial, lock: 'share' });
       if (deviceId === null) throw notFound('Device');
       const now = this.deps.clock.now();
-      const [certificate] = await insertCertificates(trx, { accountId: actor.accountId, now, certificates: [{ deviceId, issued }] });
+      const [certificate] = await insertCertificates(trx, {
+        accountId: actor.accountId,
+        now,
+        certificates: [{ deviceId, issued }],
+      });
       await appendDeviceEvents(trx, {
         now,
         events: [
-          { accountId: actor.accountId, deviceId, type: 'certificate_issued', data: { fingerprint_sha256: issued.fingerprintSha256, not_after: issued.notAfter.toISOString(), key_algorithm: issued.keyAlgorithm, by: actor.principal } },
+          {
+            accountId: actor.accountId,
+            deviceId,
+            type: 'certificate_issued',
+            data: {
+              fingerprint_sha256: issued.fingerprintSha256,
+              not_after: issued.notAfter.toISOString(),
+              key_algorithm: issued.keyAlgorithm,
+              by: actor.principal,
+            },
+          },
         ],
       });
       return certificate!;
@@ -97,7 +124,17 @@ export class DeviceCertificateService {
       const revoked = await revokeCertificate(trx, { accountId: actor.accountId, deviceId, fingerprint, now });
       if (!revoked) throw notFound('Certificate');
       if (revoked.newlyRevoked) {
-        await appendDeviceEvents(trx, { now, events: [{ accountId: actor.accountId, deviceId, type: 'certificate_revoked', data: { fingerprint_sha256: fingerprint, by: actor.principal } }] });
+        await appendDeviceEvents(trx, {
+          now,
+          events: [
+            {
+              accountId: actor.accountId,
+              deviceId,
+              type: 'certificate_revoked',
+              data: { fingerprint_sha256: fingerprint, by: actor.principal },
+            },
+          ],
+        });
       }
       return revoked.certificate;
     });
@@ -113,7 +150,9 @@ export class DeviceCertificateService {
    */
   async signForClaim(csrs: Record<string, string>): Promise<Map<string, IssuedCertificate>> {
     const entries = Object.entries(csrs);
-    const verified = await Promise.allSettled(entries.map(([serial, pem]) => verifyCsr(pem).then((request) => ({ serial, request }))));
+    const verified = await Promise.allSettled(
+      entries.map(([serial, pem]) => verifyCsr(pem).then((request) => ({ serial, request }))),
+    );
     const errors: FieldError[] = [];
     const offending: string[] = [];
     verified.forEach((outcome, i) => {
@@ -137,7 +176,13 @@ export class DeviceCertificateService {
 
   private async sign(request: VerifiedCsr, serial: string): Promise<IssuedCertificate> {
     const [certificate, signer] = await Promise.all([this.area.ca.certificate(), this.area.ca.signer()]);
-    return issueCertificate({ ca: { certificate, signer }, request, serial, now: this.deps.clock.now(), days: this.area.certificateDays ?? DEFAULT_CERTIFICATE_DAYS });
+    return issueCertificate({
+      ca: { certificate, signer },
+      request,
+      serial,
+      now: this.deps.clock.now(),
+      days: this.area.certificateDays ?? DEFAULT_CERTIFICATE_DAYS,
+    });
   }
 }
 

@@ -30,7 +30,11 @@ export function keyAlgorithmOf(key: KeyObject): KeyAlgorithm | null {
     case 'ec': {
       const curve = CURVES[details.namedCurve ?? ''];
       if (!curve) return null;
-      return { label: curve.label, importParams: { name: 'ECDSA', namedCurve: curve.label }, signParams: { name: 'ECDSA', hash: curve.hash } };
+      return {
+        label: curve.label,
+        importParams: { name: 'ECDSA', namedCurve: curve.label },
+        signParams: { name: 'ECDSA', hash: curve.hash },
+      };
     }
     case 'ed25519':
       return { label: 'Ed25519', importParams: { name: 'Ed25519' }, signParams: { name: 'Ed25519' } };

@@ -14,8 +14,7 @@ export interface PeerCertificate {
 export type PeerCertificateRefusal = 'certificate_invalid' | 'certificate_untrusted' | 'certificate_expired';
 
 export type PeerCertificateCheck =
-  | { ok: true; fingerprintSha256: string; commonName: string }
-  | { ok: false; reason: PeerCertificateRefusal };
+  { ok: true; fingerprintSha256: string; commonName: string } | { ok: false; reason: PeerCertificateRefusal };
 
 /** Larger than any certificate we issue by far; bounds the parsing work a client can cause. */
 const MAX_CERTIFICATE_BYTES = 16 * 1024;
@@ -24,9 +23,14 @@ const MAX_CERTIFICATE_BYTES = 16 * 1024;
  * What the certificate itself proves, before the database is asked: signed by our device CA
  * (not a CA itself), within its validity at `now`, with exactly one subject CN.
  */
-export function checkPeerCertificate(input: { certificate: PeerCertificate; ca: DeviceCaCertificate; now: Date }): PeerCertificateCheck {
+export function checkPeerCertificate(input: {
+  certificate: PeerCertificate;
+  ca: DeviceCaCertificate;
+  now: Date;
+}): PeerCertificateCheck {
   const raw = input.certificate.raw;
-  if (!Buffer.isBuffer(raw) || raw.length === 0 || raw.length > MAX_CERTIFICATE_BYTES) return { ok: false, reason: 'certificate_invalid' };
+  if (!Buffer.isBuffer(raw) || raw.length === 0 || raw.length > MAX_CERTIFICATE_BYTES)
+    return { ok: false, reason: 'certificate_invalid' };
   // node:crypto alone (native): a second parse with @peculiar/x509 was 130 of the 310 µs this
   // check took per connection (bench/connections-tls.bench.ts).
   let node: NodeX509Certificate;

@@ -28,7 +28,10 @@ export const DeployInput = z
     scheduled_at: z.iso.datetime({ offset: true }).optional(),
     dry_run: z.boolean().default(false),
   })
-  .refine((i) => !(i.serials && i.filter.serials), { path: ['serials'], message: 'give serials either at the top level or in filter, not both' })
+  .refine((i) => !(i.serials && i.filter.serials), {
+    path: ['serials'],
+    message: 'give serials either at the top level or in filter, not both',
+  })
   .meta({ id: 'DeployRequest' });
 export type DeployInput = z.input<typeof DeployInput>;
 
@@ -61,11 +64,16 @@ export interface FirmwareRef {
 
 export { stringKeysCursor as cursorCodec } from '../shared/cursor';
 
-
 export function versionNotFound(version: string, where: string): DomainError {
-  return new DomainError('version_not_found', `Firmware ${version} is not a version of ${where}.`, { errors: [{ field: 'firmware_version', message: 'is not an uploaded version' }] });
+  return new DomainError('version_not_found', `Firmware ${version} is not a version of ${where}.`, {
+    errors: [{ field: 'firmware_version', message: 'is not an uploaded version' }],
+  });
 }
 
 export function fileMissing(versions: string[]): DomainError {
-  return new DomainError('firmware_file_missing', `The binary of firmware ${versions.join(', ')} was deleted; upload it again first.`, { details: { versions } });
+  return new DomainError(
+    'firmware_file_missing',
+    `The binary of firmware ${versions.join(', ')} was deleted; upload it again first.`,
+    { details: { versions } },
+  );
 }

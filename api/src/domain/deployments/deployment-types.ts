@@ -9,17 +9,45 @@ import { z } from 'zod';
  * - failed: the device reported `failed`; timed_out: a deadline passed; cancelled: cancelled or
  *   superseded before it was sent; rolled_back: the device reverted to its old firmware.
  */
-export const UPDATE_STATES = ['queued', 'sent', 'downloading', 'installing', 'rebooting', 'succeeded', 'failed', 'timed_out', 'cancelled', 'rolled_back'] as const;
+export const UPDATE_STATES = [
+  'queued',
+  'sent',
+  'downloading',
+  'installing',
+  'rebooting',
+  'succeeded',
+  'failed',
+  'timed_out',
+  'cancelled',
+  'rolled_back',
+] as const;
 export type UpdateState = (typeof UPDATE_STATES)[number];
-export const ACTIVE_STATES = ['queued', 'sent', 'downloading', 'installing', 'rebooting'] as const satisfies readonly UpdateState[];
+export const ACTIVE_STATES = [
+  'queued',
+  'sent',
+  'downloading',
+  'installing',
+  'rebooting',
+] as const satisfies readonly UpdateState[];
 /** On the device: a command went out and no final answer came yet. */
-export const IN_FLIGHT_STATES = ['sent', 'downloading', 'installing', 'rebooting'] as const satisfies readonly UpdateState[];
+export const IN_FLIGHT_STATES = [
+  'sent',
+  'downloading',
+  'installing',
+  'rebooting',
+] as const satisfies readonly UpdateState[];
 /**
  * The states an update ends in: nothing moves it on afterwards. The one list of them (the
  * portal and the progress percent use it too). A superseded update is one of them (`cancelled`,
  * with `superseded_by`): not a state of its own.
  */
-export const FINAL_UPDATE_STATES = ['succeeded', 'failed', 'timed_out', 'cancelled', 'rolled_back'] as const satisfies readonly UpdateState[];
+export const FINAL_UPDATE_STATES = [
+  'succeeded',
+  'failed',
+  'timed_out',
+  'cancelled',
+  'rolled_back',
+] as const satisfies readonly UpdateState[];
 export type FinalUpdateState = (typeof FINAL_UPDATE_STATES)[number];
 /** Counted against a rollout's failure threshold (plus updates failed by the health gate). */
 export const FAILURE_STATES = ['failed', 'timed_out', 'rolled_back'] as const satisfies readonly UpdateState[];
@@ -29,7 +57,14 @@ export const RETRYABLE_STATES = ['failed', 'timed_out'] as const satisfies reado
 export const isFinal = (s: UpdateState): boolean => (FINAL_UPDATE_STATES as readonly string[]).includes(s);
 
 /** Deployment states. Persisted values: never rename. */
-export const DEPLOYMENT_STATUSES = ['scheduled', 'running', 'paused', 'completed', 'completed_with_failures', 'cancelled'] as const;
+export const DEPLOYMENT_STATUSES = [
+  'scheduled',
+  'running',
+  'paused',
+  'completed',
+  'completed_with_failures',
+  'cancelled',
+] as const;
 export type DeploymentStatus = (typeof DEPLOYMENT_STATUSES)[number];
 export const DEPLOYMENT_KINDS = ['deploy', 'claim', 'rollback', 'retry'] as const;
 export type DeploymentKind = (typeof DEPLOYMENT_KINDS)[number];
@@ -67,8 +102,14 @@ export const RolloutInput = z
       .default([100]),
     failure_threshold_percent: z.number().min(0).max(100).optional(),
     min_batch_success_percent: z.number().min(0).max(100).default(90),
-    max_concurrent_per_tag: z.strictObject({ tag: z.string().min(1).max(64), max: z.number().int().min(1).max(100_000) }).optional(),
-    health_window_minutes: z.number().min(0).max(24 * 60).default(10),
+    max_concurrent_per_tag: z
+      .strictObject({ tag: z.string().min(1).max(64), max: z.number().int().min(1).max(100_000) })
+      .optional(),
+    health_window_minutes: z
+      .number()
+      .min(0)
+      .max(24 * 60)
+      .default(10),
     health_max_reconnects: z.number().int().min(1).max(1000).default(3),
   })
   .meta({ id: 'RolloutInput' });
@@ -95,7 +136,18 @@ export interface DeploymentCounts {
 }
 
 export const emptyCounts = (): DeploymentCounts => ({
-  queued: 0, sent: 0, downloading: 0, installing: 0, rebooting: 0, succeeded: 0, failed: 0, timed_out: 0, cancelled: 0, rolled_back: 0, superseded: 0, health_failed: 0,
+  queued: 0,
+  sent: 0,
+  downloading: 0,
+  installing: 0,
+  rebooting: 0,
+  succeeded: 0,
+  failed: 0,
+  timed_out: 0,
+  cancelled: 0,
+  rolled_back: 0,
+  superseded: 0,
+  health_failed: 0,
 });
 
 export interface DeploymentFilter {

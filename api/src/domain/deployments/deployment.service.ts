@@ -9,17 +9,64 @@ import { appendEvents } from '../../events/outbox';
 import { isValidSerial } from '../devices/device-types';
 import type { ClaimFirmwareScheduler } from '../devices/claim-firmware';
 import type { ModelService } from '../models/model.service';
-import { DEPLOYMENT_ACTIONS, RolloutInput, toDeployment, type Deployment, type DeploymentFilter, type DeploymentRecord, type DeviceUpdateView } from './deployment-types';
-import { DeployInput, ListDeploymentDevicesInput, ListDeploymentsInput, cursorCodec, fileMissing, versionNotFound, type DeploymentChangeListener } from './deployment-inputs';
+import {
+  DEPLOYMENT_ACTIONS,
+  RolloutInput,
+  toDeployment,
+  type Deployment,
+  type DeploymentFilter,
+  type DeploymentRecord,
+  type DeviceUpdateView,
+} from './deployment-types';
+import {
+  DeployInput,
+  ListDeploymentDevicesInput,
+  ListDeploymentsInput,
+  cursorCodec,
+  fileMissing,
+  versionNotFound,
+  type DeploymentChangeListener,
+} from './deployment-inputs';
 
-export { DeployInput, ListDeploymentDevicesInput, ListDeploymentsInput, type DeploymentChangeListener } from './deployment-inputs';
+export {
+  DeployInput,
+  ListDeploymentDevicesInput,
+  ListDeploymentsInput,
+  type DeploymentChangeListener,
+} from './deployment-inputs';
 import { evaluateDeployment } from './deployment-progress';
 import { planResume } from './progress-rules';
 import { lockAccount } from '../shared/store/account-lock.store';
-import { countFailures, countsFor, findDeployment, insertDeployment, listDeployments, lockAccountDeployment, updateDeployment, type NamedDeployment } from './store/deployments.store';
-import { changedDevicesOf, insertExplicitTargets, insertTargets, previewTargets, retryTargetsOf, supersedeQueued, supersedeQueuedOfDevices, type ExplicitTarget, type TargetQuery } from './store/targets.store';
+import {
+  countFailures,
+  countsFor,
+  findDeployment,
+  insertDeployment,
+  listDeployments,
+  lockAccountDeployment,
+  updateDeployment,
+  type NamedDeployment,
+} from './store/deployments.store';
+import {
+  changedDevicesOf,
+  insertExplicitTargets,
+  insertTargets,
+  previewTargets,
+  retryTargetsOf,
+  supersedeQueued,
+  supersedeQueuedOfDevices,
+  type ExplicitTarget,
+  type TargetQuery,
+} from './store/targets.store';
 import { cancelQueuedOfDeployment, listDeploymentUpdates } from './store/device-updates.store';
-import { firmwareIdWithKey, firmwareRefsWithKey, firmwareVersionText, firmwareVersionsWithKeys, storageKeyOf, type FirmwareRef } from '../firmware/store/firmware-versions.store';
+import {
+  firmwareIdWithKey,
+  firmwareRefsWithKey,
+  firmwareVersionText,
+  firmwareVersionsWithKeys,
+  storageKeyOf,
+  type FirmwareRef,
+} from '../firmware/store/firmware-versions.store';
 
 /**
  * Deployments: recording them and their per-device targets, reading them, and the operator's
@@ -32,7 +79,10 @@ export class DeploymentService implements ClaimFirmwareScheduler {
   ) {}
 
   /** Dry run: what `deploy` would target now; writes nothing. */
-  async preview(actor: Actor, raw: DeployInput): Promise<{ targetCount: number; sampleSerials: string[]; model: string; targetVersion: string }> {
+  async preview(
+    actor: Actor,
+    raw: DeployInput,
+  ): Promise<{ targetCount: number; sampleSerials: string[]; model: string; targetVersion: string }> {
     const input = DeployInput.parse(raw);
     const { query, firmware } = await this.resolve(this.deps.knex, actor, input);
     const { count, sample } = await previewTargets(this.deps.knex, { query, sample: 10 });
@@ -72,10 +122,27 @@ export class DeploymentService implements ClaimFirmwareScheduler {
         updatedAt: now,
       });
       const older = await supersedeQueued(trx, { query, deploymentId: id, now });
-      const count = await insertTargets(trx, { query, deploymentId: id, firmwareVersionId: firmware.id, batches: rollout?.batches ?? [100], now });
+      const count = await insertTargets(trx, {
+        query,
+        deploymentId: id,
+        firmwareVersionId: firmware.id,
+        batches: rollout?.batches ?? [100],
+        now,
+      });
       await updateDeployment(trx, { id, change: { targetCount: count } });
       await appendEvents(trx, this.deps.clock, [
-        { accountId: actor.accountId, type: 'deployment.created', subject: id, data: { deployment_id: id, kind: 'deploy', model: firmware.model, target_version: firmware.version, target_count: count } },
+        {
+          accountId: actor.accountId,
+          type: 'deployment.created',
+          subject: id,
+          data: {
+            deployment_id: id,
+            kind: 'deploy',
+            model: firmware.model,
+            target_version: firmware.version,
+            target_count: count,
+          },
+        },
       ]);
       // Older deployments whose updates were superseded are re-evaluated after the commit (by the
       // engine): locking their rows here, while holding their update rows, could deadlock with a
@@ -95,18 +162,32 @@ export class DeploymentService implements ClaimFirmwareScheduler {
   }
 
   /** Newest first, keyset paged. */
-  async list(actor: Actor, raw: ListDeploymentsInput): Promise<{ deployments: Deployment[]; nextCursor: string | null }> {
+  async list(
+    actor: Actor,
+    raw: ListDeploymentsInput,
+  ): Promise<{ deployments: Deployment[]; nextCursor: string | null }> {
     const input = ListDeploymentsInput.parse(raw);
     let before: { createdAt: string; id: string } | undefined;
     if (input.cursor) {
       const [createdAt, id] = cursorCodec.decode(input.cursor, 2) as [string, string];
-      if (!isUuid(id) || Number.isNaN(Date.parse(createdAt))) throw new DomainError('validation_failed', 'The cursor is not one this list returned.', { errors: [{ field: 'cursor', message: 'is invalid' }] });
+      if (!isUuid(id) || Number.isNaN(Date.parse(createdAt)))
+        throw new DomainError('validation_failed', 'The cursor is not one this list returned.', {
+          errors: [{ field: 'cursor', message: 'is invalid' }],
+        });
       before = { createdAt, id };
     }
-    const rows = await listDeployments(this.deps.knex, { accountId: actor.accountId, status: input.status, before, limit: input.limit + 1 });
+    const rows = await listDeployments(this.deps.knex, {
+      accountId: actor.accountId,
+      status: input.status,
+      before,
+      limit: input.limit + 1,
+    });
     const more = rows.length > input.limit;
     const page = more ? rows.slice(0, input.limit) : rows;
-    const counts = await countsFor(this.deps.knex, page.map((r) => r.deployment.id));
+    const counts = await countsFor(
+      this.deps.knex,
+      page.map((r) => r.deployment.id),
+    );
     const last = page[page.length - 1]?.deployment;
     return {
       deployments: page.map((r) => toDeployment(r.deployment, counts.get(r.deployment.id)!, r.model)),
@@ -115,17 +196,28 @@ export class DeploymentService implements ClaimFirmwareScheduler {
   }
 
   /** The per-device states of a deployment, by serial, paged; `state=superseded` lists the ones taken over. */
-  async devices(actor: Actor, input: { id: string } & ListDeploymentDevicesInput): Promise<{ devices: DeviceUpdateView[]; nextCursor: string | null }> {
+  async devices(
+    actor: Actor,
+    input: { id: string } & ListDeploymentDevicesInput,
+  ): Promise<{ devices: DeviceUpdateView[]; nextCursor: string | null }> {
     const { id, ...rest } = input;
     const page = ListDeploymentDevicesInput.parse(rest);
     const { deployment } = await this.findNamed(this.deps.knex, actor, id);
     let afterSerial: string | undefined;
     if (page.cursor) {
       const [serial] = cursorCodec.decode(page.cursor, 1) as [string];
-      if (!isValidSerial(serial)) throw new DomainError('validation_failed', 'The cursor is not one this list returned.', { errors: [{ field: 'cursor', message: 'is invalid' }] });
+      if (!isValidSerial(serial))
+        throw new DomainError('validation_failed', 'The cursor is not one this list returned.', {
+          errors: [{ field: 'cursor', message: 'is invalid' }],
+        });
       afterSerial = serial;
     }
-    const rows = await listDeploymentUpdates(this.deps.knex, { deploymentId: deployment.id, state: page.state, afterSerial, limit: page.limit + 1 });
+    const rows = await listDeploymentUpdates(this.deps.knex, {
+      deploymentId: deployment.id,
+      state: page.state,
+      afterSerial,
+      limit: page.limit + 1,
+    });
     const more = rows.length > page.limit;
     const items = more ? rows.slice(0, page.limit) : rows;
     return { devices: items, nextCursor: more ? cursorCodec.encode([items[items.length - 1]!.serial]) : null };
@@ -139,7 +231,14 @@ export class DeploymentService implements ClaimFirmwareScheduler {
       const now = this.deps.clock.now();
       await cancelQueuedOfDeployment(trx, { deploymentId: row.id, now });
       await updateDeployment(trx, { id: row.id, change: { status: 'cancelled', pausedReason: null, updatedAt: now } });
-      await appendEvents(trx, this.deps.clock, [{ accountId: actor.accountId, type: 'deployment.updated', subject: row.id, data: { deployment_id: row.id, status: 'cancelled', change: 'cancelled', by: actor.principal } }]);
+      await appendEvents(trx, this.deps.clock, [
+        {
+          accountId: actor.accountId,
+          type: 'deployment.updated',
+          subject: row.id,
+          data: { deployment_id: row.id, status: 'cancelled', change: 'cancelled', by: actor.principal },
+        },
+      ]);
       await evaluateDeployment(trx, this.deps.clock, row.id);
     });
     return this.get(actor, input);
@@ -149,8 +248,18 @@ export class DeploymentService implements ClaimFirmwareScheduler {
     requireAdmin(actor);
     await this.deps.transaction(async (trx) => {
       const row = await this.lockRow(trx, actor, input.id, 'pause');
-      await updateDeployment(trx, { id: row.id, change: { status: 'paused', pausedReason: 'paused_by_user', updatedAt: this.deps.clock.now() } });
-      await appendEvents(trx, this.deps.clock, [{ accountId: actor.accountId, type: 'deployment.paused', subject: row.id, data: { deployment_id: row.id, reason: 'paused_by_user', by: actor.principal } }]);
+      await updateDeployment(trx, {
+        id: row.id,
+        change: { status: 'paused', pausedReason: 'paused_by_user', updatedAt: this.deps.clock.now() },
+      });
+      await appendEvents(trx, this.deps.clock, [
+        {
+          accountId: actor.accountId,
+          type: 'deployment.paused',
+          subject: row.id,
+          data: { deployment_id: row.id, reason: 'paused_by_user', by: actor.principal },
+        },
+      ]);
     });
     return this.get(actor, input);
   }
@@ -169,9 +278,23 @@ export class DeploymentService implements ClaimFirmwareScheduler {
       const { status } = plan;
       await updateDeployment(trx, {
         id: row.id,
-        change: { status, pausedReason: null, failuresAcknowledged: failures, currentBatch: plan.currentBatch, startedAt: plan.startedAt, updatedAt: now },
+        change: {
+          status,
+          pausedReason: null,
+          failuresAcknowledged: failures,
+          currentBatch: plan.currentBatch,
+          startedAt: plan.startedAt,
+          updatedAt: now,
+        },
       });
-      await appendEvents(trx, this.deps.clock, [{ accountId: actor.accountId, type: 'deployment.updated', subject: row.id, data: { deployment_id: row.id, status, change: 'resumed', by: actor.principal } }]);
+      await appendEvents(trx, this.deps.clock, [
+        {
+          accountId: actor.accountId,
+          type: 'deployment.updated',
+          subject: row.id,
+          data: { deployment_id: row.id, status, change: 'resumed', by: actor.principal },
+        },
+      ]);
       await evaluateDeployment(trx, this.deps.clock, row.id);
     });
     this.area.engine.deploymentChanged(input.id);
@@ -186,9 +309,17 @@ export class DeploymentService implements ClaimFirmwareScheduler {
       await lockAccount(trx, actor.accountId);
       const { deployment: parent } = await this.findNamed(trx, actor, input.id);
       const targets = await retryTargetsOf(trx, parent.id);
-      if (targets.length === 0) throw new DomainError('invalid_state', 'No device of this deployment failed or timed out.');
+      if (targets.length === 0)
+        throw new DomainError('invalid_state', 'No device of this deployment failed or timed out.');
       if (!(await storageKeyOf(trx, parent.firmwareVersionId))) throw fileMissing([parent.targetVersion]);
-      return this.insertChild(trx, actor, { id, parent, kind: 'retry', firmwareVersionId: parent.firmwareVersionId, targetVersion: parent.targetVersion, targets });
+      return this.insertChild(trx, actor, {
+        id,
+        parent,
+        kind: 'retry',
+        firmwareVersionId: parent.firmwareVersionId,
+        targetVersion: parent.targetVersion,
+        targets,
+      });
     });
     for (const other of older) this.area.engine.deploymentChanged(other);
     this.area.engine.deploymentChanged(id);
@@ -207,11 +338,20 @@ export class DeploymentService implements ClaimFirmwareScheduler {
       await lockAccount(trx, actor.accountId);
       const { deployment: parent } = await this.findNamed(trx, actor, input.id);
       const changed = await changedDevicesOf(trx, parent.id);
-      if (changed.length === 0) throw new DomainError('invalid_state', 'This deployment changed no device that had a known previous version.');
+      if (changed.length === 0)
+        throw new DomainError('invalid_state', 'This deployment changed no device that had a known previous version.');
       const keys = [...new Set(changed.map((c) => versionKey(c.previousVersion)))];
-      const versions = await firmwareVersionsWithKeys(trx, { accountId: actor.accountId, modelId: parent.modelId, versionKeys: keys });
+      const versions = await firmwareVersionsWithKeys(trx, {
+        accountId: actor.accountId,
+        modelId: parent.modelId,
+        versionKeys: keys,
+      });
       const byKey = new Map(versions.map((v) => [v.versionKey, v]));
-      const missing = [...new Set(changed.filter((c) => !byKey.get(versionKey(c.previousVersion))?.storageKey).map((c) => c.previousVersion))];
+      const missing = [
+        ...new Set(
+          changed.filter((c) => !byKey.get(versionKey(c.previousVersion))?.storageKey).map((c) => c.previousVersion),
+        ),
+      ];
       if (missing.length > 0) throw fileMissing(missing);
       const targets = changed.map((c) => {
         const v = byKey.get(versionKey(c.previousVersion))!;
@@ -235,14 +375,27 @@ export class DeploymentService implements ClaimFirmwareScheduler {
 
   // ---- ClaimFirmwareScheduler: the claim's firmware goes through this engine.
 
-  async resolveVersion(trx: Knex.Transaction, input: { accountId: string; modelId: string; version: string }): Promise<{ id: string } | null> {
-    const id = await firmwareIdWithKey(trx, { accountId: input.accountId, modelId: input.modelId, versionKey: versionKey(input.version) });
+  async resolveVersion(
+    trx: Knex.Transaction,
+    input: { accountId: string; modelId: string; version: string },
+  ): Promise<{ id: string } | null> {
+    const id = await firmwareIdWithKey(trx, {
+      accountId: input.accountId,
+      modelId: input.modelId,
+      versionKey: versionKey(input.version),
+    });
     return id === null ? null : { id };
   }
 
   async scheduleForClaim(
     trx: Knex.Transaction,
-    input: { actor: Actor; modelId: string; firmwareVersionId: string; version: string; devices: Array<{ id: string; serial: string }> },
+    input: {
+      actor: Actor;
+      modelId: string;
+      firmwareVersionId: string;
+      version: string;
+      devices: Array<{ id: string; serial: string }>;
+    },
   ): Promise<{ deploymentId: string } | null> {
     if (input.devices.length === 0) return null;
     const version = await firmwareVersionText(trx, { accountId: input.actor.accountId, id: input.firmwareVersionId });
@@ -269,11 +422,21 @@ export class DeploymentService implements ClaimFirmwareScheduler {
       accountId: input.actor.accountId,
       deploymentId: id,
       now,
-      targets: input.devices.map((d) => ({ deviceId: d.id, firmwareVersionId: input.firmwareVersionId, targetVersion: version, fromVersion: null })),
+      targets: input.devices.map((d) => ({
+        deviceId: d.id,
+        firmwareVersionId: input.firmwareVersionId,
+        targetVersion: version,
+        fromVersion: null,
+      })),
     });
     await updateDeployment(trx, { id, change: { targetCount: count } });
     await appendEvents(trx, this.deps.clock, [
-      { accountId: input.actor.accountId, type: 'deployment.created', subject: id, data: { deployment_id: id, kind: 'claim', target_version: version, target_count: count } },
+      {
+        accountId: input.actor.accountId,
+        type: 'deployment.created',
+        subject: id,
+        data: { deployment_id: id, kind: 'claim', target_version: version, target_count: count },
+      },
     ]);
     // Claimed devices are offline until they connect; the engine sends on their first connection.
     return { deploymentId: id };
@@ -281,11 +444,17 @@ export class DeploymentService implements ClaimFirmwareScheduler {
 
   // ---- internals
 
-
   private async insertChild(
     trx: Knex.Transaction,
     actor: Actor,
-    input: { id: string; parent: DeploymentRecord; kind: 'retry' | 'rollback'; firmwareVersionId: string; targetVersion: string; targets: ExplicitTarget[] },
+    input: {
+      id: string;
+      parent: DeploymentRecord;
+      kind: 'retry' | 'rollback';
+      firmwareVersionId: string;
+      targetVersion: string;
+      targets: ExplicitTarget[];
+    },
   ): Promise<string[]> {
     const now = this.deps.clock.now();
     await insertDeployment(trx, {
@@ -305,31 +474,66 @@ export class DeploymentService implements ClaimFirmwareScheduler {
       createdAt: now,
       updatedAt: now,
     });
-    const older = await supersedeQueuedOfDevices(trx, { accountId: actor.accountId, deviceIds: input.targets.map((t) => t.deviceId), deploymentId: input.id, now });
-    const count = await insertExplicitTargets(trx, { accountId: actor.accountId, deploymentId: input.id, now, targets: input.targets });
+    const older = await supersedeQueuedOfDevices(trx, {
+      accountId: actor.accountId,
+      deviceIds: input.targets.map((t) => t.deviceId),
+      deploymentId: input.id,
+      now,
+    });
+    const count = await insertExplicitTargets(trx, {
+      accountId: actor.accountId,
+      deploymentId: input.id,
+      now,
+      targets: input.targets,
+    });
     await updateDeployment(trx, { id: input.id, change: { targetCount: count } });
     await appendEvents(trx, this.deps.clock, [
-      { accountId: actor.accountId, type: 'deployment.created', subject: input.id, data: { deployment_id: input.id, kind: input.kind, parent_deployment_id: input.parent.id, target_version: input.targetVersion, target_count: count } },
+      {
+        accountId: actor.accountId,
+        type: 'deployment.created',
+        subject: input.id,
+        data: {
+          deployment_id: input.id,
+          kind: input.kind,
+          parent_deployment_id: input.parent.id,
+          target_version: input.targetVersion,
+          target_count: count,
+        },
+      },
     ]);
     await evaluateDeployment(trx, this.deps.clock, input.id);
     // Older deployments are re-evaluated after the commit (see deploy).
     return older;
   }
 
-  private async resolve(db: Knex | Knex.Transaction, actor: Actor, input: z.output<typeof DeployInput>): Promise<{ query: TargetQuery; firmware: FirmwareRef; filter: DeploymentFilter }> {
+  private async resolve(
+    db: Knex | Knex.Transaction,
+    actor: Actor,
+    input: z.output<typeof DeployInput>,
+  ): Promise<{ query: TargetQuery; firmware: FirmwareRef; filter: DeploymentFilter }> {
     requireVersion(input.firmware_version, 'firmware_version');
     if (input.filter.firmware_lt !== undefined) requireVersion(input.filter.firmware_lt, 'filter.firmware_lt');
     const serials = input.serials ?? input.filter.serials;
     if (serials) {
       const bad = serials.map((s, i) => [s, i] as const).filter(([s]) => !isValidSerial(s));
       if (bad.length > 0) {
-        throw new DomainError('invalid_serial', 'Some serials are not valid serial numbers.', { errors: bad.map(([, i]) => ({ field: `${input.serials ? 'serials' : 'filter.serials'}.${i}`, message: 'is not a valid serial' })) });
+        throw new DomainError('invalid_serial', 'Some serials are not valid serial numbers.', {
+          errors: bad.map(([, i]) => ({
+            field: `${input.serials ? 'serials' : 'filter.serials'}.${i}`,
+            message: 'is not a valid serial',
+          })),
+        });
       }
     }
     let firmware: FirmwareRef;
     const key = versionKey(input.firmware_version);
     if (input.filter.model !== undefined) {
-      const model = await this.area.models.requireByName(actor, input.filter.model, db as Knex.Transaction, 'filter.model');
+      const model = await this.area.models.requireByName(
+        actor,
+        input.filter.model,
+        db as Knex.Transaction,
+        'filter.model',
+      );
       const [found] = await firmwareRefsWithKey(db, { accountId: actor.accountId, versionKey: key, modelId: model.id });
       if (!found) throw versionNotFound(input.firmware_version, `model "${model.name}"`);
       firmware = found;
@@ -337,7 +541,11 @@ export class DeploymentService implements ClaimFirmwareScheduler {
       const rows = await firmwareRefsWithKey(db, { accountId: actor.accountId, versionKey: key });
       if (rows.length === 0) throw versionNotFound(input.firmware_version, 'any model of this account');
       if (rows.length > 1) {
-        throw new DomainError('validation_failed', `Version ${input.firmware_version} exists for several models; name one.`, { errors: [{ field: 'filter.model', message: 'is required: the version exists for several models' }] });
+        throw new DomainError(
+          'validation_failed',
+          `Version ${input.firmware_version} exists for several models; name one.`,
+          { errors: [{ field: 'filter.model', message: 'is required: the version exists for several models' }] },
+        );
       }
       firmware = rows[0]!;
     }
@@ -347,7 +555,14 @@ export class DeploymentService implements ClaimFirmwareScheduler {
     if (input.filter.status !== undefined) filter.status = input.filter.status;
     if (serials) filter.serials = serials;
     return {
-      query: { accountId: actor.accountId, modelId: firmware.modelId, targetVersion: firmware.version, firmwareLt: input.filter.firmware_lt, status: input.filter.status, serials },
+      query: {
+        accountId: actor.accountId,
+        modelId: firmware.modelId,
+        targetVersion: firmware.version,
+        firmwareLt: input.filter.firmware_lt,
+        status: input.filter.status,
+        serials,
+      },
       firmware,
       filter,
     };
@@ -360,14 +575,22 @@ export class DeploymentService implements ClaimFirmwareScheduler {
     return found;
   }
 
-  private async lockRow(trx: Knex.Transaction, actor: Actor, id: string, action: keyof typeof DEPLOYMENT_ACTIONS): Promise<DeploymentRecord> {
+  private async lockRow(
+    trx: Knex.Transaction,
+    actor: Actor,
+    id: string,
+    action: keyof typeof DEPLOYMENT_ACTIONS,
+  ): Promise<DeploymentRecord> {
     if (!isUuid(id)) throw notFound('Deployment');
     const row = await lockAccountDeployment(trx, { accountId: actor.accountId, id });
     if (!row) throw notFound('Deployment');
     if (!(DEPLOYMENT_ACTIONS[action] as readonly string[]).includes(row.status)) {
-      throw new DomainError('invalid_state', `A ${row.status} deployment cannot be ${action === 'cancel' ? 'cancelled' : action === 'pause' ? 'paused' : 'resumed'}.`, { details: { status: row.status } });
+      throw new DomainError(
+        'invalid_state',
+        `A ${row.status} deployment cannot be ${action === 'cancel' ? 'cancelled' : action === 'pause' ? 'paused' : 'resumed'}.`,
+        { details: { status: row.status } },
+      );
     }
     return row;
   }
 }
-

@@ -45,9 +45,16 @@ export interface DispatchSelection<C> {
  * the same value of the tag in flight; devices without the tag are not limited). The others
  * stay queued.
  */
-export function selectForDispatch<C extends Pick<Candidate, 'firmwareKey' | 'targetVersion' | 'storageKey' | 'desiredConfig' | 'tags'>>(
+export function selectForDispatch<
+  C extends Pick<Candidate, 'firmwareKey' | 'targetVersion' | 'storageKey' | 'desiredConfig' | 'tags'>,
+>(
   candidates: readonly C[],
-  rules: { now: Date; respectMaintenanceWindow: boolean; tagLimit?: Rollout['max_concurrent_per_tag']; inFlightPerTag?: ReadonlyMap<string, number> },
+  rules: {
+    now: Date;
+    respectMaintenanceWindow: boolean;
+    tagLimit?: Rollout['max_concurrent_per_tag'];
+    inFlightPerTag?: ReadonlyMap<string, number>;
+  },
 ): DispatchSelection<C> {
   const selection: DispatchSelection<C> = { already: [], noFile: [], send: [] };
   const inFlight = new Map(rules.inFlightPerTag ?? []);

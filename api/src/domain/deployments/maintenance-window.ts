@@ -22,7 +22,10 @@ const toMinutes = (hhmm: string): number => Number(hhmm.slice(0, 2)) * 60 + Numb
  * end is before its start spans midnight (22:00-04:00). A device without a window is not
  * restricted; an unknown zone counts as UTC (the PATCH refuses unknown zones anyway).
  */
-export function insideMaintenanceWindow(at: Date, config: { timezone?: string | null; maintenance_window?: MaintenanceWindow | null } | null | undefined): boolean {
+export function insideMaintenanceWindow(
+  at: Date,
+  config: { timezone?: string | null; maintenance_window?: MaintenanceWindow | null } | null | undefined,
+): boolean {
   const window = config?.maintenance_window;
   if (!window) return true;
   let minutes: number;

@@ -102,17 +102,35 @@ export class OtaCommandPublisher {
 
   /** Counts as published when the broker took it. */
   private async publishOne(r: CommandJob, expiresAt: number): Promise<void> {
-    const url = this.deps.links.url(this.baseUrl, { jobId: r.id, deviceId: r.deviceId, firmwareVersionId: r.firmwareVersionId, expiresAt });
+    const url = this.deps.links.url(this.baseUrl, {
+      jobId: r.id,
+      deviceId: r.deviceId,
+      firmwareVersionId: r.firmwareVersionId,
+      expiresAt,
+    });
     let timer: NodeJS.Timeout | undefined;
     try {
       // A delivery the broker never confirms (a device that stopped reading, a broker closing)
       // must not hold its place in the shared window for ever: the command stays `sent`.
       const gaveUp = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`broker did not take the command within ${this.publishTimeoutMs} ms`)), this.publishTimeoutMs);
+        timer = setTimeout(
+          () => reject(new Error(`broker did not take the command within ${this.publishTimeoutMs} ms`)),
+          this.publishTimeoutMs,
+        );
         timer.unref();
       });
       const signed = r.signature && r.signingKeyId ? { signature: { value: r.signature, keyId: r.signingKeyId } } : {};
-      await Promise.race([this.deps.gateway.publishOta(r.serial, { jobId: r.id, version: r.targetVersion, url, sha256: r.sha256, size: r.size, ...signed }), gaveUp]);
+      await Promise.race([
+        this.deps.gateway.publishOta(r.serial, {
+          jobId: r.id,
+          version: r.targetVersion,
+          url,
+          sha256: r.sha256,
+          size: r.size,
+          ...signed,
+        }),
+        gaveUp,
+      ]);
       this.deps.onPublished?.();
     } catch (err) {
       this.deps.logger.warn({ err, serial: r.serial, jobId: r.id }, 'OTA publish failed; will re-send');

@@ -43,7 +43,15 @@ export interface OtaEngineOptions {
   dispatchMaxPage: number;
 }
 
-export const DEFAULT_OTA_OPTIONS: OtaEngineOptions = { stepTimeoutMs: 15 * 60_000, bootTimeoutMs: 10 * 60_000, resendAfterMs: 60_000, linkTtlMs: 6 * 3600_000, sweepIntervalMs: 5000, dispatchFirstPage: 1000, dispatchMaxPage: 10_000 };
+export const DEFAULT_OTA_OPTIONS: OtaEngineOptions = {
+  stepTimeoutMs: 15 * 60_000,
+  bootTimeoutMs: 10 * 60_000,
+  resendAfterMs: 60_000,
+  linkTtlMs: 6 * 3600_000,
+  sweepIntervalMs: 5000,
+  dispatchFirstPage: 1000,
+  dispatchMaxPage: 10_000,
+};
 
 export interface OtaMetrics {
   published(n: number): void;
@@ -72,9 +80,18 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
   private stopped = false;
   private sweeping: Promise<void> | null = null;
   /** A connect storm or a burst of reports becomes a few batched transactions, not one each. */
-  private readonly readyQueue = new BatchQueue<{ accountId: string; deviceId: string }>((items) => this.devicesReady(items), { delayMs: 20, maxBatch: 1000 });
-  private readonly heardQueue = new BatchQueue<{ accountId: string; deviceId: string; firmware: string }>((items) => this.devicesHeard(items), { delayMs: 20, maxBatch: 1000 });
-  private readonly progressQueue = new BatchQueue<ProgressItem>((items) => this.progressBatch(items), { delayMs: 10, maxBatch: 1000 });
+  private readonly readyQueue = new BatchQueue<{ accountId: string; deviceId: string }>(
+    (items) => this.devicesReady(items),
+    { delayMs: 20, maxBatch: 1000 },
+  );
+  private readonly heardQueue = new BatchQueue<{ accountId: string; deviceId: string; firmware: string }>(
+    (items) => this.devicesHeard(items),
+    { delayMs: 20, maxBatch: 1000 },
+  );
+  private readonly progressQueue = new BatchQueue<ProgressItem>((items) => this.progressBatch(items), {
+    delayMs: 10,
+    maxBatch: 1000,
+  });
 
   private readonly deps: ServiceDeps;
 
@@ -118,7 +135,10 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     this.stopped = false;
     const every = this.options.sweepIntervalMs;
     if (every > 0) {
-      this.timer = setInterval(() => void this.sweep().catch((err: unknown) => this.deps.logger.error({ err }, 'OTA sweep failed')), every);
+      this.timer = setInterval(
+        () => void this.sweep().catch((err: unknown) => this.deps.logger.error({ err }, 'OTA sweep failed')),
+        every,
+      );
       this.timer.unref();
     }
     this.track(this.sweep());
@@ -159,27 +179,40 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
 
   async onDeviceHeard(input: { accountId: string; deviceId: string; serial: string; firmware: string }): Promise<void> {
     if (this.stopped) return;
-    await this.track(this.heardQueue.add({ accountId: input.accountId, deviceId: input.deviceId, firmware: input.firmware }));
+    await this.track(
+      this.heardQueue.add({ accountId: input.accountId, deviceId: input.deviceId, firmware: input.firmware }),
+    );
   }
 
   /**
    * Resolves once the report is stored (or judged: unknown and late jobs are ignored), rejects
    * when it could not be: the broker acknowledges the device's message only then.
    */
-  async onProgress(input: { accountId: string; deviceId: string; serial: string; report: OtaProgressReport }): Promise<void> {
+  async onProgress(input: {
+    accountId: string;
+    deviceId: string;
+    serial: string;
+    report: OtaProgressReport;
+  }): Promise<void> {
     if (this.stopped) throw new Error('the OTA engine is stopping');
     if (!isUuid(input.report.jobId)) {
       this.area.metrics?.ignored('unknown_job');
       return;
     }
-    const stored = this.progressQueue.add({ accountId: input.accountId, deviceId: input.deviceId, report: input.report });
+    const stored = this.progressQueue.add({
+      accountId: input.accountId,
+      deviceId: input.deviceId,
+      report: input.report,
+    });
     // Tracked for idle() and stop(); a failure is the caller's to report (the broker logs it and
     // closes the connection), not logged here a second time.
     void this.track(stored.catch(() => undefined));
     await stored;
   }
 
-  async onFirmwareReported(reports: Array<{ accountId: string; deviceId: string; serial: string; firmware: string; previous: string | null }>): Promise<void> {
+  async onFirmwareReported(
+    reports: Array<{ accountId: string; deviceId: string; serial: string; firmware: string; previous: string | null }>,
+  ): Promise<void> {
     if (this.stopped || reports.length === 0) return;
     await this.track(this.firmwareReported(reports));
   }
@@ -202,7 +235,11 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     for (;;) {
       const finished = await this.deps.transaction(async (trx) => {
         const overdue = await lockOverdueUpdates(trx, { now, limit: 1000 });
-        const rows = await finishUpdates(trx, clock, { ids: overdue, state: 'timed_out', error: 'no progress before the deadline' });
+        const rows = await finishUpdates(trx, clock, {
+          ids: overdue,
+          state: 'timed_out',
+          error: 'no progress before the deadline',
+        });
         return { rows, more: overdue.length === 1000 };
       });
       this.area.metrics?.finished('timed_out', finished.rows.length);
@@ -225,7 +262,9 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
    * get it from onDeviceHeard when it is still due.
    */
   private async resendStale(): Promise<void> {
-    const rows = (await staleSentCommands(this.deps, this.options.resendAfterMs, this.area.nodeId)).filter((r) => this.area.gateway.heardSinceConnect(r.serial));
+    const rows = (await staleSentCommands(this.deps, this.options.resendAfterMs, this.area.nodeId)).filter((r) =>
+      this.area.gateway.heardSinceConnect(r.serial),
+    );
     if (rows.length > 0) await this.commands.publish(await keepStillSent(this.deps, rows));
   }
 
@@ -252,7 +291,15 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
           const tagLimit = dep.rollout?.max_concurrent_per_tag;
           // A tag limit is a decision over several rows: take turns per deployment across processes.
           if (tagLimit) await takeDispatchTurn(trx, dep.id);
-          const page = await lockDispatchPage(trx, { deploymentId: dep.id, batch: dep.currentBatch, after, limit: pageSize, withConfig: dep.respectMaintenanceWindow, withTags: Boolean(tagLimit), ...(input.readyDeviceIds ? { readyDeviceIds: input.readyDeviceIds } : {}) });
+          const page = await lockDispatchPage(trx, {
+            deploymentId: dep.id,
+            batch: dep.currentBatch,
+            after,
+            limit: pageSize,
+            withConfig: dep.respectMaintenanceWindow,
+            withTags: Boolean(tagLimit),
+            ...(input.readyDeviceIds ? { readyDeviceIds: input.readyDeviceIds } : {}),
+          });
           if (!page) return { sent: [] as Candidate[], more: false, last: after };
           const candidates = page.candidates.filter((c) => mayGetCommandNow(c, input.readyDeviceIds !== undefined));
           const next = { more: page.more, last: page.last };
@@ -261,11 +308,21 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
           const { already, noFile, send } = selectForDispatch(candidates, {
             now,
             respectMaintenanceWindow: dep.respectMaintenanceWindow,
-            ...(tagLimit ? { tagLimit, inFlightPerTag: await inFlightPerTag(trx, { deploymentId: dep.id, tag: tagLimit.tag }) } : {}),
+            ...(tagLimit
+              ? { tagLimit, inFlightPerTag: await inFlightPerTag(trx, { deploymentId: dep.id, tag: tagLimit.tag }) }
+              : {}),
           });
-          const done = await finishUpdates(trx, clock, { ids: already.map((c) => c.id), state: 'succeeded', detail: { already_installed: true } });
+          const done = await finishUpdates(trx, clock, {
+            ids: already.map((c) => c.id),
+            state: 'succeeded',
+            detail: { already_installed: true },
+          });
           // A row without a binary waits rather than failing, and logs why.
-          if (noFile.length) this.deps.logger.warn({ deploymentId: dep.id, jobs: noFile.length }, 'queued updates wait: their firmware has no binary');
+          if (noFile.length)
+            this.deps.logger.warn(
+              { deploymentId: dep.id, jobs: noFile.length },
+              'queued updates wait: their firmware has no binary',
+            );
           await markSent(trx, clock, send, new Date(now.getTime() + this.options.stepTimeoutMs));
           this.area.metrics?.finished('succeeded', done.length);
           if (done.length) this.markDirty(dep.id);
@@ -293,8 +350,10 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     const accountOf = new Map(items.map((i) => [i.deviceId, i.accountId]));
     const queued = (await queuedUpdatesOfDevices(knex, ids)).filter((r) => accountOf.get(r.deviceId) === r.accountId);
     const queuedByDeployment = new Map<string, string[]>();
-    for (const r of queued) queuedByDeployment.set(r.deploymentId, [...(queuedByDeployment.get(r.deploymentId) ?? []), r.deviceId]);
-    for (const [deploymentId, deviceIds] of queuedByDeployment) await this.dispatch({ deploymentId, readyDeviceIds: deviceIds });
+    for (const r of queued)
+      queuedByDeployment.set(r.deploymentId, [...(queuedByDeployment.get(r.deploymentId) ?? []), r.deviceId]);
+    for (const [deploymentId, deviceIds] of queuedByDeployment)
+      await this.dispatch({ deploymentId, readyDeviceIds: deviceIds });
     await this.healthGate(ids);
   }
 
@@ -327,7 +386,9 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
    * lost `succeeded`); a queued update whose target it already runs (installed over USB) completes
    * as already installed instead of being sent.
    */
-  private async firmwareReported(reports: Array<{ accountId: string; deviceId: string; firmware: string }>): Promise<void> {
+  private async firmwareReported(
+    reports: Array<{ accountId: string; deviceId: string; firmware: string }>,
+  ): Promise<void> {
     const valid = reports.filter((r) => isValidVersion(r.firmware));
     if (valid.length === 0) return;
     let waiting = new Map<string, string[]>();
@@ -337,8 +398,16 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
       const matched = matchHeartbeats(updates, valid);
       waiting = matched.waiting;
       return [
-        ...(await finishUpdates(trx, this.deps.clock, { ids: matched.confirm, state: 'succeeded', detail: { confirmed_by: 'heartbeat' } })),
-        ...(await finishUpdates(trx, this.deps.clock, { ids: matched.already, state: 'succeeded', detail: { already_installed: true } })),
+        ...(await finishUpdates(trx, this.deps.clock, {
+          ids: matched.confirm,
+          state: 'succeeded',
+          detail: { confirmed_by: 'heartbeat' },
+        })),
+        ...(await finishUpdates(trx, this.deps.clock, {
+          ids: matched.already,
+          state: 'succeeded',
+          detail: { already_installed: true },
+        })),
       ];
     });
     // Queued updates of devices that just said what they run (first heartbeat): send them now.

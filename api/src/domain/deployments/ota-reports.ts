@@ -14,7 +14,12 @@ export type { ProgressItem, ReportTiming } from './report-rules';
 export async function applyHealthGate(deps: ServiceDeps, deviceIds: string[]): Promise<string[]> {
   const now = deps.clock.now();
   const flagged = await deps.transaction(async (trx) => {
-    const counted = await countReconnects(trx, { deviceIds, now, defaultWindowMinutes: DEFAULT_ROLLOUT.health_window_minutes, defaultMaxReconnects: DEFAULT_ROLLOUT.health_max_reconnects });
+    const counted = await countReconnects(trx, {
+      deviceIds,
+      now,
+      defaultWindowMinutes: DEFAULT_ROLLOUT.health_window_minutes,
+      defaultMaxReconnects: DEFAULT_ROLLOUT.health_max_reconnects,
+    });
     const failed = counted.filter((r) => r.healthFailedAt !== null);
     await recordHealthFailures(trx, { now, failures: failed });
     return failed.map((r) => r.deploymentId);
@@ -23,7 +28,11 @@ export async function applyHealthGate(deps: ServiceDeps, deviceIds: string[]): P
 }
 
 /** Progress reports, in arrival order, applied to the state machine (report-rules.ts) in one transaction. */
-export async function applyProgressBatch(deps: ServiceDeps, options: ReportTiming, items: ProgressItem[]): Promise<{ ignored: string[]; finished: Array<UpdateRef & { final: string }> }> {
+export async function applyProgressBatch(
+  deps: ServiceDeps,
+  options: ReportTiming,
+  items: ProgressItem[],
+): Promise<{ ignored: string[]; finished: Array<UpdateRef & { final: string }> }> {
   const { clock } = deps;
   let ignored: string[] = [];
   const finished = await deps.transaction(async (trx) => {
@@ -34,7 +43,8 @@ export async function applyProgressBatch(deps: ServiceDeps, options: ReportTimin
     await applySteps(trx, clock, folded.steps);
     const done: Array<UpdateRef & { final: string }> = [];
     for (const g of folded.finals) {
-      for (const r of await finishUpdates(trx, clock, { ids: g.ids, state: g.state, error: g.error })) done.push({ ...r, final: g.state });
+      for (const r of await finishUpdates(trx, clock, { ids: g.ids, state: g.state, error: g.error }))
+        done.push({ ...r, final: g.state });
     }
     return done;
   });

@@ -1,4 +1,10 @@
-import { FINAL_UPDATE_STATES, type BatchTally, type DeploymentCounts, type DeploymentRecord, type DeploymentStatus } from './deployment-types';
+import {
+  FINAL_UPDATE_STATES,
+  type BatchTally,
+  type DeploymentCounts,
+  type DeploymentRecord,
+  type DeploymentStatus,
+} from './deployment-types';
 
 /** What an evaluation decides for a deployment (deployment-progress.ts writes it). */
 export type ProgressDecision =
@@ -7,15 +13,25 @@ export type ProgressDecision =
   | { kind: 'start' }
   /** A cancelled deployment's sent updates all ended: it is finished. */
   | { kind: 'finish_cancelled' }
-  | { kind: 'pause_failure_threshold'; failures: number; openedTargets: number; thresholdPercent: number; batch: number }
+  | {
+      kind: 'pause_failure_threshold';
+      failures: number;
+      openedTargets: number;
+      thresholdPercent: number;
+      batch: number;
+    }
   | { kind: 'complete'; status: Extract<DeploymentStatus, 'completed' | 'completed_with_failures'>; failures: number }
   | { kind: 'open_batch'; batch: number; percent: number }
   | { kind: 'pause_batch_below_minimum'; succeeded: number; openedTargets: number; batch: number };
 
-export type EvaluatedDeployment = Pick<DeploymentRecord, 'status' | 'scheduledAt' | 'finishedAt' | 'currentBatch' | 'failuresAcknowledged' | 'rollout'>;
+export type EvaluatedDeployment = Pick<
+  DeploymentRecord,
+  'status' | 'scheduledAt' | 'finishedAt' | 'currentBatch' | 'failuresAcknowledged' | 'rollout'
+>;
 
 /** Whether the evaluation of a deployment in this status reads its batches' tallies (only running and cancelled ones move on them). */
-export const evaluationNeedsTallies = (status: DeploymentStatus): boolean => status === 'running' || status === 'cancelled';
+export const evaluationNeedsTallies = (status: DeploymentStatus): boolean =>
+  status === 'running' || status === 'cancelled';
 
 /**
  * Moves a deployment along from what its updates say (docs/ota.md "Staged rollout"):
@@ -29,8 +45,13 @@ export const evaluationNeedsTallies = (status: DeploymentStatus): boolean => sta
  * `tallies` are per batch (batches up to `currentBatch` are opened); unused unless
  * `evaluationNeedsTallies(status)`.
  */
-export function evaluateProgress(d: EvaluatedDeployment, tallies: ReadonlyMap<number, BatchTally>, now: Date): ProgressDecision {
-  if (d.status === 'scheduled') return d.scheduledAt && d.scheduledAt.getTime() <= now.getTime() ? { kind: 'start' } : { kind: 'none' };
+export function evaluateProgress(
+  d: EvaluatedDeployment,
+  tallies: ReadonlyMap<number, BatchTally>,
+  now: Date,
+): ProgressDecision {
+  if (d.status === 'scheduled')
+    return d.scheduledAt && d.scheduledAt.getTime() <= now.getTime() ? { kind: 'start' } : { kind: 'none' };
   if (!evaluationNeedsTallies(d.status)) return { kind: 'none' };
   let activeAll = 0;
   let failuresAll = 0;
@@ -38,7 +59,13 @@ export function evaluateProgress(d: EvaluatedDeployment, tallies: ReadonlyMap<nu
   for (const [batch, t] of tallies) {
     activeAll += t.active;
     failuresAll += t.failures;
-    if (batch <= d.currentBatch) opened = { total: opened.total + t.total, active: opened.active + t.active, succeeded: opened.succeeded + t.succeeded, failures: opened.failures + t.failures };
+    if (batch <= d.currentBatch)
+      opened = {
+        total: opened.total + t.total,
+        active: opened.active + t.active,
+        succeeded: opened.succeeded + t.succeeded,
+        failures: opened.failures + t.failures,
+      };
   }
   if (d.status === 'cancelled') {
     // Sent updates of a cancelled deployment still finish; it is finished when they did.
@@ -47,9 +74,20 @@ export function evaluateProgress(d: EvaluatedDeployment, tallies: ReadonlyMap<nu
   const threshold = d.rollout?.failure_threshold_percent;
   const newFailures = Math.max(0, opened.failures - d.failuresAcknowledged);
   if (threshold !== undefined && opened.total > 0 && (newFailures * 100) / opened.total > threshold) {
-    return { kind: 'pause_failure_threshold', failures: opened.failures, openedTargets: opened.total, thresholdPercent: threshold, batch: d.currentBatch };
+    return {
+      kind: 'pause_failure_threshold',
+      failures: opened.failures,
+      openedTargets: opened.total,
+      thresholdPercent: threshold,
+      batch: d.currentBatch,
+    };
   }
-  if (activeAll === 0) return { kind: 'complete', status: failuresAll > 0 ? 'completed_with_failures' : 'completed', failures: failuresAll };
+  if (activeAll === 0)
+    return {
+      kind: 'complete',
+      status: failuresAll > 0 ? 'completed_with_failures' : 'completed',
+      failures: failuresAll,
+    };
   const batches = d.rollout?.batches;
   if (batches && d.currentBatch < batches.length - 1) {
     const denominator = opened.total - Math.min(d.failuresAcknowledged, opened.failures);
@@ -58,7 +96,13 @@ export function evaluateProgress(d: EvaluatedDeployment, tallies: ReadonlyMap<nu
       const next = d.currentBatch + 1;
       return { kind: 'open_batch', batch: next, percent: batches[next]! };
     }
-    if (opened.active === 0) return { kind: 'pause_batch_below_minimum', succeeded: opened.succeeded, openedTargets: opened.total, batch: d.currentBatch };
+    if (opened.active === 0)
+      return {
+        kind: 'pause_batch_below_minimum',
+        succeeded: opened.succeeded,
+        openedTargets: opened.total,
+        batch: d.currentBatch,
+      };
   }
   return { kind: 'none' };
 }
@@ -73,7 +117,8 @@ export function planResume(
   now: Date,
 ): { status: Extract<DeploymentStatus, 'scheduled' | 'running'>; currentBatch: number; startedAt: Date | null } {
   const batchCount = d.rollout?.batches.length ?? 1;
-  const currentBatch = d.pausedReason === 'batch_success_below_minimum' ? Math.min(d.currentBatch + 1, batchCount - 1) : d.currentBatch;
+  const currentBatch =
+    d.pausedReason === 'batch_success_below_minimum' ? Math.min(d.currentBatch + 1, batchCount - 1) : d.currentBatch;
   const status = d.scheduledAt && !d.startedAt && d.scheduledAt.getTime() > now.getTime() ? 'scheduled' : 'running';
   return { status, currentBatch, startedAt: d.startedAt ?? (status === 'running' ? now : null) };
 }

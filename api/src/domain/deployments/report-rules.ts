@@ -12,7 +12,12 @@ export type ReportedState = 'downloading' | 'installing' | 'rebooting' | 'succee
  * `succeeded` is not final by itself: it becomes `succeeded` when the device is already on the
  * target version, otherwise `rebooting` with `reported_success_at` until the heartbeat confirms.
  */
-const STEP_RANK: Record<'sent' | 'downloading' | 'installing' | 'rebooting', number> = { sent: 0, downloading: 1, installing: 2, rebooting: 3 };
+const STEP_RANK: Record<'sent' | 'downloading' | 'installing' | 'rebooting', number> = {
+  sent: 0,
+  downloading: 1,
+  installing: 2,
+  rebooting: 3,
+};
 
 export type ReportDecision =
   | { kind: 'ignore'; reason: 'finished' | 'not_sent' | 'out_of_order' }
@@ -38,7 +43,9 @@ export function decideReport(current: UpdateState, reported: ReportedState): Rep
         case 'downloading':
         case 'installing':
         case 'rebooting':
-          return STEP_RANK[reported] >= STEP_RANK[current] ? { kind: 'step', state: reported } : { kind: 'ignore', reason: 'out_of_order' };
+          return STEP_RANK[reported] >= STEP_RANK[current]
+            ? { kind: 'step', state: reported }
+            : { kind: 'ignore', reason: 'out_of_order' };
         case 'succeeded':
           return { kind: 'reported_success' };
         case 'failed':
@@ -122,7 +129,10 @@ export function foldReports(
         break;
       case 'step':
       case 'reported_success': {
-        const confirmed = decision.kind === 'reported_success' && entry.row.firmwareKey !== null && entry.row.firmwareKey === versionKey(entry.row.targetVersion);
+        const confirmed =
+          decision.kind === 'reported_success' &&
+          entry.row.firmwareKey !== null &&
+          entry.row.firmwareKey === versionKey(entry.row.targetVersion);
         if (confirmed) {
           finals.set(entry.row.id, { state: 'succeeded', error: null });
           steps.delete(entry.row.id);
@@ -130,19 +140,31 @@ export function foldReports(
           break;
         }
         const state = decision.kind === 'step' ? decision.state : 'rebooting';
-        const write = steps.get(entry.row.id) ?? { row: entry.row, state, progress: null, transitions: [], reportedSuccess: false, deadline: now };
+        const write = steps.get(entry.row.id) ?? {
+          row: entry.row,
+          state,
+          progress: null,
+          transitions: [],
+          reportedSuccess: false,
+          deadline: now,
+        };
         if (state !== entry.state || decision.kind === 'reported_success') write.transitions.push(state);
         write.state = state;
         write.progress = decision.kind === 'reported_success' ? 100 : (report.progress ?? write.progress);
         write.reportedSuccess ||= decision.kind === 'reported_success';
         // Boot-confirmed success: after `succeeded` the device has the boot timeout to come back on the version.
-        write.deadline = new Date(now.getTime() + (write.reportedSuccess ? timing.bootTimeoutMs : timing.stepTimeoutMs));
+        write.deadline = new Date(
+          now.getTime() + (write.reportedSuccess ? timing.bootTimeoutMs : timing.stepTimeoutMs),
+        );
         steps.set(entry.row.id, write);
         entry.state = state;
         break;
       }
       case 'final':
-        finals.set(entry.row.id, { state: decision.state, error: report.error ?? (decision.state === 'failed' ? 'failed' : 'rolled back by the device') });
+        finals.set(entry.row.id, {
+          state: decision.state,
+          error: report.error ?? (decision.state === 'failed' ? 'failed' : 'rolled back by the device'),
+        });
         steps.delete(entry.row.id);
         entry.state = decision.state;
         break;

@@ -5,7 +5,12 @@
 import type { ServiceDeps } from '../service-deps';
 import { isValidVersion, versionKey } from '../shared/version';
 import type { CommandJob } from './ota-command-publisher';
-import { markResent, sentCommandsOfDevices, staleSentCommands as readStaleSentCommands, type SentCommand } from './store/dispatch.store';
+import {
+  markResent,
+  sentCommandsOfDevices,
+  staleSentCommands as readStaleSentCommands,
+  type SentCommand,
+} from './store/dispatch.store';
 
 type ResendDeps = Pick<ServiceDeps, 'knex' | 'clock'>;
 
@@ -13,7 +18,11 @@ type ResendDeps = Pick<ServiceDeps, 'knex' | 'clock'>;
  * `sent` commands unanswered for `resendAfterMs` whose device is online now, connected to the
  * process `nodeId` when given (at most 5,000 a sweep; each process re-sends to its own devices).
  */
-export async function staleSentCommands(deps: ResendDeps, resendAfterMs: number, nodeId?: string): Promise<SentCommand[]> {
+export async function staleSentCommands(
+  deps: ResendDeps,
+  resendAfterMs: number,
+  nodeId?: string,
+): Promise<SentCommand[]> {
   return readStaleSentCommands(deps.knex, { before: new Date(deps.clock.now().getTime() - resendAfterMs), nodeId });
 }
 
@@ -21,11 +30,18 @@ export async function staleSentCommands(deps: ResendDeps, resendAfterMs: number,
  * The `sent` commands of devices heard from since they (re)connected, except those whose target
  * the device's heartbeat already shows (that heartbeat completes the update).
  */
-export async function unansweredCommands(deps: ResendDeps, devices: Array<{ accountId: string; deviceId: string; firmware: string }>): Promise<Array<CommandJob & { accountId: string }>> {
+export async function unansweredCommands(
+  deps: ResendDeps,
+  devices: Array<{ accountId: string; deviceId: string; firmware: string }>,
+): Promise<Array<CommandJob & { accountId: string }>> {
   const accountOf = new Map(devices.map((d) => [d.deviceId, d.accountId]));
-  const runs = new Map(devices.filter((d) => isValidVersion(d.firmware)).map((d) => [d.deviceId, versionKey(d.firmware)]));
+  const runs = new Map(
+    devices.filter((d) => isValidVersion(d.firmware)).map((d) => [d.deviceId, versionKey(d.firmware)]),
+  );
   const rows = await sentCommandsOfDevices(deps.knex, [...accountOf.keys()]);
-  return rows.filter((r) => accountOf.get(r.deviceId) === r.accountId && runs.get(r.deviceId) !== versionKey(r.targetVersion));
+  return rows.filter(
+    (r) => accountOf.get(r.deviceId) === r.accountId && runs.get(r.deviceId) !== versionKey(r.targetVersion),
+  );
 }
 
 /**

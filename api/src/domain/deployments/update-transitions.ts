@@ -17,14 +17,23 @@ export type { StepWrite } from './report-rules';
 export async function markSent(trx: Knex.Transaction, clock: Clock, rows: UpdateRef[], deadline: Date): Promise<void> {
   if (rows.length === 0) return;
   await markUpdatesSent(trx, { updates: rows, now: clock.now(), deadline });
-  await appendEvents(trx, clock, rows.map((r) => progressEvent(r, 'sent', 0)));
+  await appendEvents(
+    trx,
+    clock,
+    rows.map((r) => progressEvent(r, 'sent', 0)),
+  );
 }
 
 /** Moves updates to a final state (only those still unfinished); returns the ones it moved. */
 export async function finishUpdates(
   trx: Knex.Transaction,
   clock: Clock,
-  input: { ids: string[]; state: Extract<UpdateState, 'succeeded' | 'failed' | 'timed_out' | 'rolled_back' | 'cancelled'>; error?: string | null; detail?: Record<string, unknown> },
+  input: {
+    ids: string[];
+    state: Extract<UpdateState, 'succeeded' | 'failed' | 'timed_out' | 'rolled_back' | 'cancelled'>;
+    error?: string | null;
+    detail?: Record<string, unknown>;
+  },
 ): Promise<UpdateRef[]> {
   if (input.ids.length === 0) return [];
   const rows = await finishUpdateRows(trx, {
@@ -38,11 +47,25 @@ export async function finishUpdates(
   const events: NewEvent[] = [];
   for (const r of rows) {
     if (input.state === 'cancelled') continue;
-    const base = { serial: r.serial, device_id: r.deviceId, job_id: r.id, deployment_id: r.deploymentId, version: r.targetVersion, from_version: r.fromVersion, state: input.state, ...(input.detail ?? {}) };
+    const base = {
+      serial: r.serial,
+      device_id: r.deviceId,
+      job_id: r.id,
+      deployment_id: r.deploymentId,
+      version: r.targetVersion,
+      from_version: r.fromVersion,
+      state: input.state,
+      ...(input.detail ?? {}),
+    };
     events.push(
       input.state === 'succeeded'
         ? { accountId: r.accountId, type: 'firmware.update.completed', subject: r.serial, data: base }
-        : { accountId: r.accountId, type: 'firmware.update.failed', subject: r.serial, data: { ...base, error: input.error ?? input.state } },
+        : {
+            accountId: r.accountId,
+            type: 'firmware.update.failed',
+            subject: r.serial,
+            data: { ...base, error: input.error ?? input.state },
+          },
     );
   }
   await appendEvents(trx, clock, events);
@@ -54,7 +77,15 @@ function progressEvent(r: UpdateRef, state: string, progress: number | null): Ne
     accountId: r.accountId,
     type: 'firmware.update.progress',
     subject: r.serial,
-    data: { serial: r.serial, device_id: r.deviceId, job_id: r.id, deployment_id: r.deploymentId, version: r.targetVersion, state, progress },
+    data: {
+      serial: r.serial,
+      device_id: r.deviceId,
+      job_id: r.id,
+      deployment_id: r.deploymentId,
+      version: r.targetVersion,
+      state,
+      progress,
+    },
   };
 }
 
@@ -64,9 +95,24 @@ export async function applySteps(trx: Knex.Transaction, clock: Clock, writes: St
   const steps = writes.flatMap((w) => w.transitions.map((state) => ({ w, state })));
   await writeSteps(trx, {
     now: clock.now(),
-    writes: writes.map((w) => ({ id: w.row.id, state: w.state, progress: w.progress, changed: w.transitions.length > 0, reportedSuccess: w.reportedSuccess, deadline: w.deadline })),
-    history: steps.map((s) => ({ id: s.w.row.id, state: s.state, awaitingBoot: s.w.reportedSuccess && s.state === 'rebooting' })),
+    writes: writes.map((w) => ({
+      id: w.row.id,
+      state: w.state,
+      progress: w.progress,
+      changed: w.transitions.length > 0,
+      reportedSuccess: w.reportedSuccess,
+      deadline: w.deadline,
+    })),
+    history: steps.map((s) => ({
+      id: s.w.row.id,
+      state: s.state,
+      awaitingBoot: s.w.reportedSuccess && s.state === 'rebooting',
+    })),
   });
   if (steps.length === 0) return;
-  await appendEvents(trx, clock, steps.map((s) => progressEvent(s.w.row, s.state, s.w.progress)));
+  await appendEvents(
+    trx,
+    clock,
+    steps.map((s) => progressEvent(s.w.row, s.state, s.w.progress)),
+  );
 }

@@ -11,14 +11,23 @@ import { selectFirmwareVersionId } from './store/claim-firmware.store';
  */
 export interface ClaimFirmwareScheduler {
   /** The firmware version of that model in the account, or null (the claim answers 422 version_not_found). */
-  resolveVersion(trx: Knex.Transaction, input: { accountId: string; modelId: string; version: string }): Promise<{ id: string } | null>;
+  resolveVersion(
+    trx: Knex.Transaction,
+    input: { accountId: string; modelId: string; version: string },
+  ): Promise<{ id: string } | null>;
   /**
    * Schedules `version` for the freshly claimed devices (queued until each connects); returns
    * the deployment id, or null when nothing was scheduled.
    */
   scheduleForClaim(
     trx: Knex.Transaction,
-    input: { actor: Actor; modelId: string; firmwareVersionId: string; version: string; devices: Array<{ id: string; serial: string }> },
+    input: {
+      actor: Actor;
+      modelId: string;
+      firmwareVersionId: string;
+      version: string;
+      devices: Array<{ id: string; serial: string }>;
+    },
   ): Promise<{ deploymentId: string } | null>;
 }
 
@@ -27,8 +36,15 @@ export interface ClaimFirmwareScheduler {
  * schedules nothing (the claim response then has `deployment_id: null`).
  */
 export class VersionOnlyClaimFirmwareScheduler implements ClaimFirmwareScheduler {
-  async resolveVersion(trx: Knex.Transaction, input: { accountId: string; modelId: string; version: string }): Promise<{ id: string } | null> {
-    const id = await selectFirmwareVersionId(trx, { accountId: input.accountId, modelId: input.modelId, versionKey: versionKey(input.version) });
+  async resolveVersion(
+    trx: Knex.Transaction,
+    input: { accountId: string; modelId: string; version: string },
+  ): Promise<{ id: string } | null> {
+    const id = await selectFirmwareVersionId(trx, {
+      accountId: input.accountId,
+      modelId: input.modelId,
+      versionKey: versionKey(input.version),
+    });
     return id === null ? null : { id };
   }
 

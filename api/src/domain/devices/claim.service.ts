@@ -33,7 +33,11 @@ const Name = z.string().trim().min(1).max(200);
  */
 export const ClaimDevicesInput = z
   .strictObject({
-    serials: z.array(z.string()).min(1).max(MAX_SERIALS_PER_CLAIM, `at most ${MAX_SERIALS_PER_CLAIM} serials per claim`).optional(),
+    serials: z
+      .array(z.string())
+      .min(1)
+      .max(MAX_SERIALS_PER_CLAIM, `at most ${MAX_SERIALS_PER_CLAIM} serials per claim`)
+      .optional(),
     names: z.record(z.string(), Name).optional(),
     csrs: z.record(z.string(), Csr).optional(),
     serial: z.string().optional(),
@@ -43,21 +47,29 @@ export const ClaimDevicesInput = z
   })
   .superRefine((input, ctx) => {
     if ((input.serials === undefined) === (input.serial === undefined)) {
-      ctx.addIssue({ code: 'custom', path: ['serials'], message: 'give either "serials" (batch) or "serial" (single device)' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['serials'],
+        message: 'give either "serials" (batch) or "serial" (single device)',
+      });
     }
-    if (input.name !== undefined && input.serial === undefined) ctx.addIssue({ code: 'custom', path: ['name'], message: 'only with "serial"; use "names" in the batch form' });
+    if (input.name !== undefined && input.serial === undefined)
+      ctx.addIssue({ code: 'custom', path: ['name'], message: 'only with "serial"; use "names" in the batch form' });
     if (input.names !== undefined) {
-      if (input.serials === undefined) ctx.addIssue({ code: 'custom', path: ['names'], message: 'only with "serials"' });
+      if (input.serials === undefined)
+        ctx.addIssue({ code: 'custom', path: ['names'], message: 'only with "serials"' });
       const listed = new Set(input.serials ?? []);
       for (const key of Object.keys(input.names)) {
-        if (!listed.has(key)) ctx.addIssue({ code: 'custom', path: ['names', key], message: 'is not one of the claimed serials' });
+        if (!listed.has(key))
+          ctx.addIssue({ code: 'custom', path: ['names', key], message: 'is not one of the claimed serials' });
       }
     }
     if (input.csrs !== undefined) {
       if (input.serials === undefined) ctx.addIssue({ code: 'custom', path: ['csrs'], message: 'only with "serials"' });
       const listed = new Set(input.serials ?? []);
       for (const key of Object.keys(input.csrs)) {
-        if (!listed.has(key)) ctx.addIssue({ code: 'custom', path: ['csrs', key], message: 'is not one of the claimed serials' });
+        if (!listed.has(key))
+          ctx.addIssue({ code: 'custom', path: ['csrs', key], message: 'is not one of the claimed serials' });
       }
     }
   });
@@ -100,7 +112,11 @@ export class ClaimService {
    * `unitOfWork`: a transaction of the caller's to claim in (the idempotency service stores the
    * answer in the same one, so a claim and its stored answer commit together or not at all).
    */
-  async claim(actor: Actor, raw: ClaimDevicesInput, options: { unitOfWork?: Knex.Transaction } = {}): Promise<ClaimResult> {
+  async claim(
+    actor: Actor,
+    raw: ClaimDevicesInput,
+    options: { unitOfWork?: Knex.Transaction } = {},
+  ): Promise<ClaimResult> {
     requireAdmin(actor);
     const input = ClaimDevicesInput.parse(raw);
     const items = input.serials
@@ -119,20 +135,31 @@ export class ClaimService {
 
     // Signed before the transaction (all or nothing: one bad CSR refuses the claim), unless the
     // serials are already refused: the answer then names them, as without CSRs.
-    const certificates = input.csrs !== undefined && offending.size === 0 ? await this.signCsrs(input.csrs) : new Map<string, IssuedCertificate>();
+    const certificates =
+      input.csrs !== undefined && offending.size === 0
+        ? await this.signCsrs(input.csrs)
+        : new Map<string, IssuedCertificate>();
 
     const outer = options.unitOfWork;
-    const claimIn = (trx: Knex.Transaction) => this.claimInTransaction(trx, actor, { input, items, offending, validSerials, certificates });
+    const claimIn = (trx: Knex.Transaction) =>
+      this.claimInTransaction(trx, actor, { input, items, offending, validSerials, certificates });
     try {
       // In the caller's transaction, a savepoint: a lost race for a serial (below) rolls back the
       // claim's writes and leaves the caller's transaction usable for the answer.
       const result = outer ? await outer.transaction(claimIn) : await this.deps.transaction(claimIn);
-      if (outer) void outer.executionPromise.then(() => this.area.onClaimed?.(actor.accountId), () => undefined);
+      if (outer)
+        void outer.executionPromise.then(
+          () => this.area.onClaimed?.(actor.accountId),
+          () => undefined,
+        );
       else this.area.onClaimed?.(actor.accountId);
       return result;
     } catch (error) {
       // Another account claimed one of these serials between our check and our insert.
-      if ((error as { code?: string; constraint?: string }).code === '23505' && (error as { constraint?: string }).constraint === 'devices_serial_unique') {
+      if (
+        (error as { code?: string; constraint?: string }).code === '23505' &&
+        (error as { constraint?: string }).constraint === 'devices_serial_unique'
+      ) {
         const taken = await selectTakenSerials(outer ?? this.deps.knex, { serials: validSerials });
         for (const serial of taken) offending.set(serial, 'already_claimed');
         throw claimRejected(offending);
@@ -142,7 +169,8 @@ export class ClaimService {
   }
 
   private signCsrs(csrs: Record<string, string>): Promise<Map<string, IssuedCertificate>> {
-    if (!this.area.certificates) throw new DomainError('service_unavailable', 'This process cannot sign device certificates.');
+    if (!this.area.certificates)
+      throw new DomainError('service_unavailable', 'This process cannot sign device certificates.');
     return this.area.certificates.signForClaim(csrs);
   }
 
@@ -163,11 +191,19 @@ export class ClaimService {
     const model = await this.area.models.requireByName(actor, input.model, trx);
     let firmwareVersionId: string | null = null;
     if (input.firmware !== undefined) {
-      const version = await this.area.firmware.resolveVersion(trx, { accountId: actor.accountId, modelId: model.id, version: input.firmware });
+      const version = await this.area.firmware.resolveVersion(trx, {
+        accountId: actor.accountId,
+        modelId: model.id,
+        version: input.firmware,
+      });
       if (!version) {
-        throw new DomainError('version_not_found', `Firmware ${input.firmware} is not a version of model "${model.name}".`, {
-          errors: [{ field: 'firmware', message: 'is not an uploaded version of this model' }],
-        });
+        throw new DomainError(
+          'version_not_found',
+          `Firmware ${input.firmware} is not a version of model "${model.name}".`,
+          {
+            errors: [{ field: 'firmware', message: 'is not an uploaded version of this model' }],
+          },
+        );
       }
       firmwareVersionId = version.id;
     }
@@ -181,31 +217,50 @@ export class ClaimService {
     const { account } = snapshot;
     const available = Math.max(0, account.quota - snapshot.provisioned);
     if (n > available) {
-      throw new DomainError('quota_exceeded', `Claiming ${n} devices would exceed the quota of ${account.quota} (${available} available).`, {
-        details: { quota: account.quota, provisioned: snapshot.provisioned, available, requested: n, offending_serials: items.slice(available).map((i) => i.serial) },
-      });
+      throw new DomainError(
+        'quota_exceeded',
+        `Claiming ${n} devices would exceed the quota of ${account.quota} (${available} available).`,
+        {
+          details: {
+            quota: account.quota,
+            provisioned: snapshot.provisioned,
+            available,
+            requested: n,
+            offending_serials: items.slice(available).map((i) => i.serial),
+          },
+        },
+      );
     }
     const remainingMinor = Math.max(0, account.budgetMinor - snapshot.spentMinor);
     const costMinor = account.unitPriceMinor * n;
     if (costMinor > remainingMinor) {
       const affordable = account.unitPriceMinor > 0 ? Math.floor(remainingMinor / account.unitPriceMinor) : n;
-      throw new DomainError('budget_exceeded', `Claiming ${n} devices costs ${costMinor / 100} ${account.currency}; ${remainingMinor / 100} remain in the budget.`, {
-        details: {
-          currency: account.currency,
-          budget: account.budgetMinor / 100,
-          spent: snapshot.spentMinor / 100,
-          remaining: remainingMinor / 100,
-          unit_price: account.unitPriceMinor / 100,
-          required: costMinor / 100,
-          requested: n,
-          offending_serials: items.slice(affordable).map((i) => i.serial),
+      throw new DomainError(
+        'budget_exceeded',
+        `Claiming ${n} devices costs ${costMinor / 100} ${account.currency}; ${remainingMinor / 100} remain in the budget.`,
+        {
+          details: {
+            currency: account.currency,
+            budget: account.budgetMinor / 100,
+            spent: snapshot.spentMinor / 100,
+            remaining: remainingMinor / 100,
+            unit_price: account.unitPriceMinor / 100,
+            required: costMinor / 100,
+            requested: n,
+            offending_serials: items.slice(affordable).map((i) => i.serial),
+          },
         },
-      });
+      );
     }
 
     const now = this.deps.clock.now();
     const claimId = newId();
-    const devices = items.map((item) => ({ id: newId(), serial: item.serial, name: item.name, password: generateSecret('') }));
+    const devices = items.map((item) => ({
+      id: newId(),
+      serial: item.serial,
+      name: item.name,
+      password: generateSecret(''),
+    }));
     await insertClaimedDevices(trx, {
       accountId: actor.accountId,
       modelId: model.id,
@@ -216,26 +271,53 @@ export class ClaimService {
       now,
       devices,
     });
-    await insertCredentials(trx, { now, credentials: devices.map((d) => ({ deviceId: d.id, secretHash: sha256Hex(d.password) })) });
-    const withCertificate = devices.filter((d) => ctx.certificates.has(d.serial)).map((d) => ({ deviceId: d.id, issued: ctx.certificates.get(d.serial)! }));
+    await insertCredentials(trx, {
+      now,
+      credentials: devices.map((d) => ({ deviceId: d.id, secretHash: sha256Hex(d.password) })),
+    });
+    const withCertificate = devices
+      .filter((d) => ctx.certificates.has(d.serial))
+      .map((d) => ({ deviceId: d.id, issued: ctx.certificates.get(d.serial)! }));
     const recorded = await insertCertificates(trx, { accountId: actor.accountId, now, certificates: withCertificate });
     const certificateBySerial = new Map(recorded.map((c) => [c.serial, c]));
     await appendDeviceEvents(trx, {
       now,
       events: [
-        ...devices.map((d) => ({ accountId: actor.accountId, deviceId: d.id, type: 'claimed' as const, data: { model: model.name, firmware: input.firmware ?? null, by: actor.principal, claim_id: claimId } })),
+        ...devices.map((d) => ({
+          accountId: actor.accountId,
+          deviceId: d.id,
+          type: 'claimed' as const,
+          data: { model: model.name, firmware: input.firmware ?? null, by: actor.principal, claim_id: claimId },
+        })),
         ...withCertificate.map(({ deviceId, issued }) => ({
           accountId: actor.accountId,
           deviceId,
           type: 'certificate_issued' as const,
-          data: { fingerprint_sha256: issued.fingerprintSha256, not_after: issued.notAfter.toISOString(), key_algorithm: issued.keyAlgorithm, by: actor.principal, claim_id: claimId },
+          data: {
+            fingerprint_sha256: issued.fingerprintSha256,
+            not_after: issued.notAfter.toISOString(),
+            key_algorithm: issued.keyAlgorithm,
+            by: actor.principal,
+            claim_id: claimId,
+          },
         })),
       ],
     });
     await appendEvents(
       trx,
       this.deps.clock,
-      devices.map((d) => ({ accountId: actor.accountId, type: 'device.claimed', subject: d.serial, data: { serial: d.serial, device_id: d.id, model: model.name, firmware: input.firmware ?? null, claim_id: claimId } })),
+      devices.map((d) => ({
+        accountId: actor.accountId,
+        type: 'device.claimed',
+        subject: d.serial,
+        data: {
+          serial: d.serial,
+          device_id: d.id,
+          model: model.name,
+          firmware: input.firmware ?? null,
+          claim_id: claimId,
+        },
+      })),
     );
     const charge = await this.area.allocation.chargeClaim(trx, { snapshot, devices: n, reference: `claim:${claimId}` });
     let deploymentId: string | null = null;
@@ -256,7 +338,11 @@ export class ClaimService {
       claimed: n,
       devices: devices.map((d) => {
         const certificate = certificateBySerial.get(d.serial);
-        return { device: byId.get(d.id)!, credentials: { serial: d.serial, username: d.serial, password: d.password }, ...(certificate ? { certificate } : {}) };
+        return {
+          device: byId.get(d.id)!,
+          credentials: { serial: d.serial, username: d.serial, password: d.password },
+          ...(certificate ? { certificate } : {}),
+        };
       }),
       deploymentId,
       charged: { amountMinor: charge.amountMinor, currency: account.currency },
@@ -274,7 +360,9 @@ function claimRejected(offending: Map<string, ClaimOffenceReason>): DomainError 
     counts.duplicate ? `${counts.duplicate} duplicated in the request` : '',
     counts.already_claimed ? `${counts.already_claimed} already claimed` : '',
   ].filter(Boolean);
-  const errors: FieldError[] = list.slice(0, 100).map((o) => ({ field: 'serials', message: `${o.serial}: ${o.reason.replace('_', ' ')}` }));
+  const errors: FieldError[] = list
+    .slice(0, 100)
+    .map((o) => ({ field: 'serials', message: `${o.serial}: ${o.reason.replace('_', ' ')}` }));
   return new DomainError('claim_rejected', `Nothing was claimed: ${parts.join(', ')}.`, {
     errors,
     details: { offending_serials: list },

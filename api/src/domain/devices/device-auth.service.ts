@@ -3,9 +3,18 @@ import type { ServiceDeps } from '../service-deps';
 import { sha256Hex } from '../shared/secrets';
 import { LookupBatcher } from '../shared/lookup-batcher';
 import type { DeviceCa } from '../certificates/device-ca';
-import { checkPeerCertificate, type PeerCertificate, type PeerCertificateRefusal } from '../certificates/peer-certificate';
+import {
+  checkPeerCertificate,
+  type PeerCertificate,
+  type PeerCertificateRefusal,
+} from '../certificates/peer-certificate';
 import { isValidSerial, type DeviceIdentity } from './device-types';
-import { selectCertificateCredentials, selectCredentialsBySerials, type StoredCertificateCredential, type StoredCredential } from './store/credentials.store';
+import {
+  selectCertificateCredentials,
+  selectCredentialsBySerials,
+  type StoredCertificateCredential,
+  type StoredCredential,
+} from './store/credentials.store';
 
 /** What the broker keeps about an authenticated connection (nothing secret). */
 export interface DeviceSession {
@@ -78,7 +87,11 @@ export class DeviceAuthService {
     });
   }
 
-  async authenticate(input: { clientId: string; username: string | undefined; password: Buffer | undefined }): Promise<DeviceAuthResult> {
+  async authenticate(input: {
+    clientId: string;
+    username: string | undefined;
+    password: Buffer | undefined;
+  }): Promise<DeviceAuthResult> {
     const { clientId, username, password } = input;
     // Client id = username = serial; anything else is an identifier we do not issue.
     if (!isValidSerial(clientId) || username !== clientId) return { ok: false, reason: 'invalid_client' };
@@ -87,7 +100,8 @@ export class DeviceAuthService {
     if (!password || password.length === 0 || password.length > 256) return { ok: false, reason: 'bad_password' };
     const actual = Buffer.from(sha256Hex(password), 'hex');
     const expected = Buffer.from(row.secretHash, 'hex');
-    if (actual.length !== expected.length || !timingSafeEqual(actual, expected)) return { ok: false, reason: 'bad_password' };
+    if (actual.length !== expected.length || !timingSafeEqual(actual, expected))
+      return { ok: false, reason: 'bad_password' };
     return { ok: true, session: toSession(row.device) };
   }
 
@@ -104,9 +118,14 @@ export class DeviceAuthService {
    * `certificate_unknown`, `certificate_revoked`. Throws when the database cannot be asked
    * (the broker answers CONNACK 3).
    */
-  async authenticateCertificate(input: { clientId: string; username: string | undefined; certificate: PeerCertificate }): Promise<DeviceAuthResult> {
+  async authenticateCertificate(input: {
+    clientId: string;
+    username: string | undefined;
+    certificate: PeerCertificate;
+  }): Promise<DeviceAuthResult> {
     const { clientId, username } = input;
-    if (!isValidSerial(clientId) || (username !== undefined && username !== clientId)) return { ok: false, reason: 'invalid_client' };
+    if (!isValidSerial(clientId) || (username !== undefined && username !== clientId))
+      return { ok: false, reason: 'invalid_client' };
     if (!this.area.ca) return refuse('certificate_untrusted');
     const ca = await this.area.ca.certificate();
     const checked = checkPeerCertificate({ certificate: input.certificate, ca, now: this.deps.clock.now() });

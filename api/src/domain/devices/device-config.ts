@@ -23,8 +23,13 @@ export const MaintenanceWindow = z
     start: z.string().regex(HH_MM, 'must be HH:MM (24 h, local time)'),
     end: z.string().regex(HH_MM, 'must be HH:MM (24 h, local time)'),
   })
-  .refine((w) => w.start !== w.end, { message: 'start and end must differ (a window may span midnight: 22:00 to 04:00)' })
-  .meta({ id: 'MaintenanceWindow', description: 'Local-time window in which updates may be installed; may span midnight.' });
+  .refine((w) => w.start !== w.end, {
+    message: 'start and end must differ (a window may span midnight: 22:00 to 04:00)',
+  })
+  .meta({
+    id: 'MaintenanceWindow',
+    description: 'Local-time window in which updates may be installed; may span midnight.',
+  });
 export type MaintenanceWindow = z.infer<typeof MaintenanceWindow>;
 
 /** A full configuration as stored and pushed; every key optional so reported configs fit too. */
@@ -33,7 +38,12 @@ export const DeviceConfig = z
     heartbeat_interval_s: z.number().int().min(10).max(3600).optional(),
     dim_level: z.number().int().min(0).max(100).optional(),
     power_on_level: z.number().int().min(0).max(100).optional(),
-    timezone: z.string().min(1).max(64).refine(isIanaTimeZone, 'must be an IANA time zone name such as Europe/Berlin').optional(),
+    timezone: z
+      .string()
+      .min(1)
+      .max(64)
+      .refine(isIanaTimeZone, 'must be an IANA time zone name such as Europe/Berlin')
+      .optional(),
     maintenance_window: MaintenanceWindow.nullable().optional(),
   })
   .meta({ id: 'DeviceConfig' });
@@ -47,7 +57,9 @@ export const DeviceConfigPatch = DeviceConfig.meta({ id: 'DeviceConfigPatch' });
 export type DeviceConfigPatch = DeviceConfig;
 
 /** What a newly claimed device is told to run until someone changes it. */
-export const DEFAULT_DEVICE_CONFIG: Readonly<Required<Omit<DeviceConfig, 'maintenance_window'>>> & { maintenance_window: null } = Object.freeze({
+export const DEFAULT_DEVICE_CONFIG: Readonly<Required<Omit<DeviceConfig, 'maintenance_window'>>> & {
+  maintenance_window: null;
+} = Object.freeze({
   heartbeat_interval_s: 60,
   dim_level: 100,
   power_on_level: 100,
@@ -71,11 +83,18 @@ export const TagsPatch = z
     return value;
   }, TagsRecord)
   .refine((tags) => Object.keys(tags).length <= 100, 'at most 100 tag changes per request')
-  .meta({ id: 'TagsPatch', description: 'Merged into the tags; a null value removes the tag. At most 50 tags per device, keys 1..64 and values up to 256 characters.' });
+  .meta({
+    id: 'TagsPatch',
+    description:
+      'Merged into the tags; a null value removes the tag. At most 50 tags per device, keys 1..64 and values up to 256 characters.',
+  });
 export type TagsPatch = z.infer<typeof TagsPatch>;
 
 /** Merge one PATCH into a configuration; returns the new object and the keys that changed. */
-export function mergeConfig(current: DeviceConfig, patch: DeviceConfigPatch): { config: DeviceConfig; changed: string[] } {
+export function mergeConfig(
+  current: DeviceConfig,
+  patch: DeviceConfigPatch,
+): { config: DeviceConfig; changed: string[] } {
   const next: Record<string, unknown> = { ...current };
   const changed: string[] = [];
   for (const [key, value] of Object.entries(patch)) {

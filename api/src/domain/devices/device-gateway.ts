@@ -78,7 +78,9 @@ export interface OtaDeviceListener {
    * After heartbeats were persisted, for each device whose reported firmware changed or that has
    * an update in progress (a heartbeat on the target version completes an update).
    */
-  onFirmwareReported(reports: Array<{ accountId: string; deviceId: string; serial: string; firmware: string; previous: string | null }>): Promise<void>;
+  onFirmwareReported(
+    reports: Array<{ accountId: string; deviceId: string; serial: string; firmware: string; previous: string | null }>,
+  ): Promise<void>;
 }
 
 /**

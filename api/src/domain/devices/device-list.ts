@@ -64,7 +64,14 @@ export function deviceListCursor(sort: DeviceSort = DEFAULT_DEVICE_SORT): Cursor
       }
       if (!Array.isArray(parsed) || parsed.length !== 4) return null;
       const [field, direction, sortKey, serial]: unknown[] = parsed;
-      if (field !== sort.field || direction !== sort.direction || typeof sortKey !== 'string' || sortKey.length > MAX_SORT_KEY || !isValidSerial(serial)) return null;
+      if (
+        field !== sort.field ||
+        direction !== sort.direction ||
+        typeof sortKey !== 'string' ||
+        sortKey.length > MAX_SORT_KEY ||
+        !isValidSerial(serial)
+      )
+        return null;
       return { serial, sortKey };
     },
   });

@@ -2,7 +2,8 @@ import type { DeviceConfig } from './device-config';
 
 /** A serial: 1 to 64 characters of A-Z a-z 0-9 . _ : - (docs/rest-devices.md). */
 export const SERIAL_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
-export const isValidSerial = (value: unknown): value is string => typeof value === 'string' && SERIAL_PATTERN.test(value);
+export const isValidSerial = (value: unknown): value is string =>
+  typeof value === 'string' && SERIAL_PATTERN.test(value);
 
 /**
  * `online`: MQTT session up and heartbeats arriving; `offline`: disconnected, Last Will, or

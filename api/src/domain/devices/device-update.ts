@@ -4,7 +4,21 @@ import { DeviceConfigPatch, TagsPatch, TAG_LIMITS, mergeConfig, mergeTags, type 
 import type { NewDeviceEvent } from './device-history';
 
 /** Fields that exist on a device but are not the caller's to set (OWASP API3, mass assignment). */
-const READ_ONLY_FIELDS = new Set(['id', 'serial', 'model', 'firmware', 'status', 'connectivity', 'last_seen', 'ip', 'update', 'claimed_at', 'uptime_s', 'rssi', 'credentials']);
+const READ_ONLY_FIELDS = new Set([
+  'id',
+  'serial',
+  'model',
+  'firmware',
+  'status',
+  'connectivity',
+  'last_seen',
+  'ip',
+  'update',
+  'claimed_at',
+  'uptime_s',
+  'rssi',
+  'credentials',
+]);
 
 /** PATCH /devices/:serial body: merge semantics, unknown and read-only fields refused. */
 export const UpdateDeviceInput = z.strictObject(
@@ -19,9 +33,14 @@ export const UpdateDeviceInput = z.strictObject(
       const keys = issue.keys;
       const readOnly = keys.filter((k) => READ_ONLY_FIELDS.has(k));
       const unknown = keys.filter((k) => !READ_ONLY_FIELDS.has(k));
-      return [readOnly.length ? `read-only: ${readOnly.join(', ')}` : '', unknown.length ? `unknown: ${unknown.join(', ')}` : '']
-        .filter(Boolean)
-        .join('; ') + ' (settable: name, tags, config)';
+      return (
+        [
+          readOnly.length ? `read-only: ${readOnly.join(', ')}` : '',
+          unknown.length ? `unknown: ${unknown.join(', ')}` : '',
+        ]
+          .filter(Boolean)
+          .join('; ') + ' (settable: name, tags, config)'
+      );
     },
   },
 );
@@ -79,7 +98,11 @@ export function planDeviceUpdate(
     if (Object.keys(merged.set).length > 0 || merged.removed.length > 0) {
       plan.tags = merged.tags;
       plan.changes.push('tags');
-      plan.history.push({ ...base, type: 'tags_changed', data: { set: merged.set, removed: merged.removed, by: by.principal } });
+      plan.history.push({
+        ...base,
+        type: 'tags_changed',
+        data: { set: merged.set, removed: merged.removed, by: by.principal },
+      });
     }
   }
   if (patch.config !== undefined) {
@@ -88,7 +111,11 @@ export function planDeviceUpdate(
       const version = device.desiredConfigVersion + 1;
       plan.config = { version, config: merged.config };
       plan.changes.push('config');
-      plan.history.push({ ...base, type: 'config_changed', data: { version, changed: merged.changed, config: merged.config, by: by.principal } });
+      plan.history.push({
+        ...base,
+        type: 'config_changed',
+        data: { version, changed: merged.changed, config: merged.config, by: by.principal },
+      });
     }
   }
   return plan;

@@ -6,13 +6,40 @@ import { generateSecret, sha256Hex } from '../shared/secrets';
 import { requireVersion } from '../shared/version';
 import { appendEvents } from '../../events/outbox';
 import { historyCursor } from './device-history';
-import { DEVICE_STATUSES, isValidSerial, type Device, type DeviceCredentials, type DeviceHistoryEntry } from './device-types';
-import { DEFAULT_DEVICE_SORT, DEVICE_SORT_FIELDS, deviceListCursor, type DeviceFilter, type DeviceSort } from './device-list';
+import {
+  DEVICE_STATUSES,
+  isValidSerial,
+  type Device,
+  type DeviceCredentials,
+  type DeviceHistoryEntry,
+} from './device-types';
+import {
+  DEFAULT_DEVICE_SORT,
+  DEVICE_SORT_FIELDS,
+  deviceListCursor,
+  type DeviceFilter,
+  type DeviceSort,
+} from './device-list';
 import { UpdateDeviceInput, planDeviceUpdate } from './device-update';
 import type { DeviceGateway } from './device-gateway';
 import { DeviceCountCache } from './device-count-cache';
-import { countDevicesAndQuota, selectDeviceJsonPage, selectDevicePage, selectQuota, type DevicePageQuery, type Keyed } from './store/device-list.store';
-import { deleteDevice, deleteUpdatesOfDevice, findDeviceId, lockDevice, selectDeviceBySerial, shareLockAccount, updateDevice } from './store/devices.store';
+import {
+  countDevicesAndQuota,
+  selectDeviceJsonPage,
+  selectDevicePage,
+  selectQuota,
+  type DevicePageQuery,
+  type Keyed,
+} from './store/device-list.store';
+import {
+  deleteDevice,
+  deleteUpdatesOfDevice,
+  findDeviceId,
+  lockDevice,
+  selectDeviceBySerial,
+  shareLockAccount,
+  updateDevice,
+} from './store/devices.store';
 import { replaceCredential } from './store/credentials.store';
 import { appendDeviceEvents, deleteHistoryOfDevice, selectHistoryPage } from './store/history.store';
 import { revokeCertificatesOfDevice } from '../certificates/store/certificates.store';
@@ -107,7 +134,13 @@ export class DeviceService {
   /** One page in the requested order (serial by default); `total` counts every match of the filter. */
   async list(actor: Actor, raw: ListDevicesInput): Promise<DevicePage> {
     const page = await this.page(actor, raw, (query) => selectDevicePage(this.deps.knex, query));
-    return { devices: page.rows, cursors: page.cursors, total: page.total, quota: page.quota, nextCursor: page.nextCursor };
+    return {
+      devices: page.rows,
+      cursors: page.cursors,
+      total: page.total,
+      quota: page.quota,
+      nextCursor: page.nextCursor,
+    };
   }
 
   /** `list` with each device as its wire-format JSON document, rendered by the database. */
@@ -130,14 +163,27 @@ export class DeviceService {
     const cached = this.counts.get(actor.accountId, filterKey);
     // Page and count run side by side (two pool connections on PostgreSQL).
     const [rows, counts] = await Promise.all([
-      fetch({ accountId: actor.accountId, filter, afterSerial: after?.serial ?? null, afterKey: after?.sortKey ?? null, limit: input.limit + 1, sort }),
+      fetch({
+        accountId: actor.accountId,
+        filter,
+        afterSerial: after?.serial ?? null,
+        afterKey: after?.sortKey ?? null,
+        limit: input.limit + 1,
+        sort,
+      }),
       cached ?? countDevicesAndQuota(this.deps.knex, { accountId: actor.accountId, filter }),
     ]);
     if (!cached) this.counts.set(actor.accountId, filterKey, counts);
     const more = rows.length > input.limit;
     const page = more ? rows.slice(0, input.limit) : rows;
     const cursors = page.map((r) => cursor.encode({ serial: r.serial, sortKey: r.sortKey }));
-    return { rows: page.map((r) => r.item), cursors, total: counts.total, quota: counts.quota, nextCursor: more ? cursors[cursors.length - 1]! : null };
+    return {
+      rows: page.map((r) => r.item),
+      cursors,
+      total: counts.total,
+      quota: counts.quota,
+      nextCursor: more ? cursors[cursors.length - 1]! : null,
+    };
   }
 
   /**
@@ -145,12 +191,18 @@ export class DeviceService {
    * a time whatever the fleet size. Batches are separate statements, so a device claimed or
    * unclaimed meanwhile may or may not appear; each device appears at most once.
    */
-  async listAll(actor: Actor, raw: { filter?: DeviceFilterInput; batchSize?: number }): Promise<{ quota: number; batches: AsyncGenerator<Device[]> }> {
+  async listAll(
+    actor: Actor,
+    raw: { filter?: DeviceFilterInput; batchSize?: number },
+  ): Promise<{ quota: number; batches: AsyncGenerator<Device[]> }> {
     return this.batches(actor, raw, (query) => selectDevicePage(this.deps.knex, query));
   }
 
   /** `listAll` with each device as its wire-format JSON document (the streamed REST list). */
-  async listAllJson(actor: Actor, raw: { filter?: DeviceFilterInput; batchSize?: number }): Promise<{ quota: number; batches: AsyncGenerator<string[]> }> {
+  async listAllJson(
+    actor: Actor,
+    raw: { filter?: DeviceFilterInput; batchSize?: number },
+  ): Promise<{ quota: number; batches: AsyncGenerator<string[]> }> {
     return this.batches(actor, raw, (query) => selectDeviceJsonPage(this.deps.knex, query));
   }
 
@@ -162,7 +214,8 @@ export class DeviceService {
     const filter = toListFilter(DeviceFilterInput.parse(raw.filter ?? {}));
     const batchSize = Math.min(Math.max(raw.batchSize ?? STREAM_BATCH_SIZE, 1), 10_000);
     const quota = await selectQuota(this.deps.knex, { accountId: actor.accountId });
-    const fetchAfter = (afterSerial: string | null) => fetch({ accountId: actor.accountId, filter, afterSerial, limit: batchSize });
+    const fetchAfter = (afterSerial: string | null) =>
+      fetch({ accountId: actor.accountId, filter, afterSerial, limit: batchSize });
     async function* batches(): AsyncGenerator<T[]> {
       // One batch ahead: the next query runs while the caller writes this one (at most two
       // batches in memory).
@@ -202,7 +255,12 @@ export class DeviceService {
           accountId: actor.accountId,
           type: 'device.updated',
           subject: device.serial,
-          data: { serial: device.serial, device_id: device.id, changes: plan.changes, config_version: plan.config?.version ?? device.desiredConfigVersion },
+          data: {
+            serial: device.serial,
+            device_id: device.id,
+            changes: plan.changes,
+            config_version: plan.config?.version ?? device.desiredConfigVersion,
+          },
         },
       ]);
       return plan.config ?? null;
@@ -211,7 +269,10 @@ export class DeviceService {
     if (pushed) {
       // After commit: the device must never receive a configuration that rolled back.
       await this.area.gateway.publishConfig(input.serial, pushed).catch((error: unknown) => {
-        this.deps.logger.warn({ err: error, serial: input.serial }, 'could not push configuration now; the device receives it on its next connection');
+        this.deps.logger.warn(
+          { err: error, serial: input.serial },
+          'could not push configuration now; the device receives it on its next connection',
+        );
       });
     }
     return this.get(actor, { serial: input.serial });
@@ -227,7 +288,17 @@ export class DeviceService {
       if (!device) throw notFound('Device');
       const now = this.deps.clock.now();
       await replaceCredential(trx, { deviceId: device.id, secretHash: sha256Hex(password), now });
-      await appendDeviceEvents(trx, { now, events: [{ accountId: actor.accountId, deviceId: device.id, type: 'credentials_rotated', data: { by: actor.principal } }] });
+      await appendDeviceEvents(trx, {
+        now,
+        events: [
+          {
+            accountId: actor.accountId,
+            deviceId: device.id,
+            type: 'credentials_rotated',
+            data: { by: actor.principal },
+          },
+        ],
+      });
     });
     this.area.gateway.disconnect(input.serial, 'credentials rotated');
     return { serial: input.serial, username: input.serial, password };
@@ -255,24 +326,44 @@ export class DeviceService {
       await revokeCertificatesOfDevice(trx, { deviceId: device.id, now: this.deps.clock.now(), reason: 'unclaimed' });
       await deleteDevice(trx, { deviceId: device.id });
       await appendEvents(trx, this.deps.clock, [
-        { accountId: actor.accountId, type: 'device.unclaimed', subject: device.serial, data: { serial: device.serial, device_id: device.id, by: actor.principal } },
+        {
+          accountId: actor.accountId,
+          type: 'device.unclaimed',
+          subject: device.serial,
+          data: { serial: device.serial, device_id: device.id, by: actor.principal },
+        },
       ]);
     });
     this.counts.invalidate(actor.accountId);
     this.area.gateway.disconnect(input.serial, 'unclaimed');
     // The previous owner's retained configuration and queued messages must not reach the next
     // owner's device (test/broker/config.test.ts). After the commit: the device is gone either way.
-    await this.area.gateway.forget(input.serial).catch((err: unknown) => this.deps.logger.error({ err, serial: input.serial }, 'clearing the broker state of an unclaimed device failed'));
+    await this.area.gateway
+      .forget(input.serial)
+      .catch((err: unknown) =>
+        this.deps.logger.error(
+          { err, serial: input.serial },
+          'clearing the broker state of an unclaimed device failed',
+        ),
+      );
   }
 
   /** Status, firmware, configuration, claim and update events, newest first. */
-  async history(actor: Actor, input: { serial: string; limit?: number; cursor?: string }): Promise<{ events: DeviceHistoryEntry[]; nextCursor: string | null }> {
+  async history(
+    actor: Actor,
+    input: { serial: string; limit?: number; cursor?: string },
+  ): Promise<{ events: DeviceHistoryEntry[]; nextCursor: string | null }> {
     const page = HistoryInput.parse({ limit: input.limit, cursor: input.cursor });
     if (!isValidSerial(input.serial)) throw notFound('Device');
     const deviceId = await findDeviceId(this.deps.knex, { accountId: actor.accountId, serial: input.serial });
     if (deviceId === null) throw notFound('Device');
     const beforeId = page.cursor === undefined ? null : historyCursor.decode(page.cursor);
-    const rows = await selectHistoryPage(this.deps.knex, { accountId: actor.accountId, deviceId, beforeId, limit: page.limit + 1 });
+    const rows = await selectHistoryPage(this.deps.knex, {
+      accountId: actor.accountId,
+      deviceId,
+      beforeId,
+      limit: page.limit + 1,
+    });
     const more = rows.length > page.limit;
     const events = more ? rows.slice(0, page.limit) : rows;
     return { events, nextCursor: more ? historyCursor.encode(events[events.length - 1]!.id) : null };

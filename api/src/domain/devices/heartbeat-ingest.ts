@@ -137,7 +137,18 @@ export class HeartbeatIngest {
   private row(deviceId: string): PresenceRow {
     let row = this.pending.get(deviceId);
     if (!row) {
-      row = { deviceId, seenAt: null, firmware: null, firmwareKey: null, ip: null, uptimeS: null, rssi: null, connectivity: null, offlineReason: null, reportedConfigVersion: null };
+      row = {
+        deviceId,
+        seenAt: null,
+        firmware: null,
+        firmwareKey: null,
+        ip: null,
+        uptimeS: null,
+        rssi: null,
+        connectivity: null,
+        offlineReason: null,
+        reportedConfigVersion: null,
+      };
       this.pending.set(deviceId, row);
     }
     return row;

@@ -3,7 +3,15 @@ import type { NewDeviceEvent } from './device-history';
 import type { Connectivity, DeviceStatus } from './device-types';
 
 /** Why a device went offline (history and event data; stable strings). */
-export type OfflineReason = 'disconnected' | 'last_will' | 'keepalive_timeout' | 'status_offline' | 'heartbeat_timeout' | 'service_restart' | 'shutdown' | 'credentials_revoked';
+export type OfflineReason =
+  | 'disconnected'
+  | 'last_will'
+  | 'keepalive_timeout'
+  | 'status_offline'
+  | 'heartbeat_timeout'
+  | 'service_restart'
+  | 'shutdown'
+  | 'credentials_revoked';
 
 /** One device's coalesced change since the last flush. */
 export interface PresenceRow {
@@ -66,7 +74,12 @@ export function presenceRecords(
   for (const r of changes) {
     if (r.status !== r.prevStatus) {
       const reason = r.connectivity === 'offline' ? reasonOf(r.deviceId) : null;
-      history.push({ accountId: r.accountId, deviceId: r.deviceId, type: 'status_changed', data: { from: r.prevStatus, to: r.status, ...(reason ? { reason } : {}) } });
+      history.push({
+        accountId: r.accountId,
+        deviceId: r.deviceId,
+        type: 'status_changed',
+        data: { from: r.prevStatus, to: r.status, ...(reason ? { reason } : {}) },
+      });
     }
     if (r.connectivity !== r.prevConnectivity) {
       const reason = r.connectivity === 'offline' ? reasonOf(r.deviceId) : null;
@@ -97,8 +110,18 @@ export function presenceRecords(
       });
     }
     if (r.reportedConfigVersion !== null && r.reportedConfigVersion !== r.prevReportedConfigVersion) {
-      history.push({ accountId: r.accountId, deviceId: r.deviceId, type: 'config_applied', data: { version: r.reportedConfigVersion } });
-      events.push({ accountId: r.accountId, type: 'device.config_applied', subject: r.serial, data: { device_id: r.deviceId, serial: r.serial, version: r.reportedConfigVersion } });
+      history.push({
+        accountId: r.accountId,
+        deviceId: r.deviceId,
+        type: 'config_applied',
+        data: { version: r.reportedConfigVersion },
+      });
+      events.push({
+        accountId: r.accountId,
+        type: 'device.config_applied',
+        subject: r.serial,
+        data: { device_id: r.deviceId, serial: r.serial, version: r.reportedConfigVersion },
+      });
     }
   }
   return { history, events };
@@ -112,5 +135,11 @@ export function presenceRecords(
 export function firmwareReports(changes: PresenceChange[]): FirmwareReport[] {
   return changes
     .filter((r) => r.firmwareReported && r.firmware && (r.firmware !== r.prevFirmware || r.currentUpdateId))
-    .map((r) => ({ accountId: r.accountId, deviceId: r.deviceId, serial: r.serial, firmware: r.firmware!, previous: r.prevFirmware }));
+    .map((r) => ({
+      accountId: r.accountId,
+      deviceId: r.deviceId,
+      serial: r.serial,
+      firmware: r.firmware!,
+      previous: r.prevFirmware,
+    }));
 }

@@ -1,9 +1,21 @@
 import type { Knex } from 'knex';
 import type { ServiceDeps } from '../service-deps';
 import { appendEvents } from '../../events/outbox';
-import { firmwareReports, presenceRecords, type FirmwareReport, type OfflineReason, type PresenceChange, type PresenceRow } from './presence-changes';
+import {
+  firmwareReports,
+  presenceRecords,
+  type FirmwareReport,
+  type OfflineReason,
+  type PresenceChange,
+  type PresenceRow,
+} from './presence-changes';
 import { appendDeviceEvents } from './store/history.store';
-import { applyPresenceBatch, markOnlineDevicesOffline, sweepPresenceDeadlines, RESTART_PAGE } from './store/presence.store';
+import {
+  applyPresenceBatch,
+  markOnlineDevicesOffline,
+  sweepPresenceDeadlines,
+  RESTART_PAGE,
+} from './store/presence.store';
 
 export type { FirmwareReport, OfflineReason, PresenceRow } from './presence-changes';
 
@@ -68,7 +80,11 @@ export class PresenceService {
   }
 
   /** History rows and outbox events for every status and firmware change of a batch. */
-  private async recordChanges(trx: Knex.Transaction, changes: PresenceChange[], reasonOf: (deviceId: string) => OfflineReason | null): Promise<void> {
+  private async recordChanges(
+    trx: Knex.Transaction,
+    changes: PresenceChange[],
+    reasonOf: (deviceId: string) => OfflineReason | null,
+  ): Promise<void> {
     const { history, events } = presenceRecords(changes, reasonOf);
     await appendDeviceEvents(trx, { now: this.deps.clock.now(), events: history });
     await appendEvents(trx, this.deps.clock, events);

@@ -18,7 +18,9 @@ export class DownloadLinkSigner {
   constructor(private readonly key: Buffer) {}
 
   signature(claims: DownloadClaims): string {
-    return createHmac('sha256', this.key).update(`v1.${claims.jobId}.${claims.deviceId}.${claims.firmwareVersionId}.${claims.expiresAt}`).digest('base64url');
+    return createHmac('sha256', this.key)
+      .update(`v1.${claims.jobId}.${claims.deviceId}.${claims.firmwareVersionId}.${claims.expiresAt}`)
+      .digest('base64url');
   }
 
   url(baseUrl: string, claims: DownloadClaims): string {

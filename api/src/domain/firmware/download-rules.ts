@@ -33,7 +33,9 @@ const DOWNLOADABLE = new Set<UpdateState>(IN_FLIGHT_STATES);
 
 /** Whether the link can be one of ours at all (checked before the job is read). */
 export function isWellFormedLink(link: PresentedLink): boolean {
-  return isUuid(link.jobId) && Number.isInteger(link.expiresAt) && link.signature.length > 0 && link.signature.length <= 100;
+  return (
+    isUuid(link.jobId) && Number.isInteger(link.expiresAt) && link.signature.length > 0 && link.signature.length <= 100
+  );
 }
 
 /**
@@ -42,13 +44,33 @@ export function isWellFormedLink(link: PresentedLink): boolean {
  * invalid, tampered or foreign link and for an unknown job alike, so a link reveals nothing
  * about other jobs; `gone` once it expired, the job finished or the binary was deleted.
  */
-export function judgeDownload(input: { link: PresentedLink; job: LinkedJob | undefined; links: DownloadLinkSigner; now: Date }): DownloadGrant {
+export function judgeDownload(input: {
+  link: PresentedLink;
+  job: LinkedJob | undefined;
+  links: DownloadLinkSigner;
+  now: Date;
+}): DownloadGrant {
   const { link, job } = input;
   if (!isWellFormedLink(link)) throw new DomainError('forbidden', 'This download link is not valid.');
-  if (!job || !input.links.verify({ jobId: link.jobId, deviceId: job.deviceId, firmwareVersionId: job.firmwareVersionId, expiresAt: link.expiresAt }, link.signature)) {
+  if (
+    !job ||
+    !input.links.verify(
+      {
+        jobId: link.jobId,
+        deviceId: job.deviceId,
+        firmwareVersionId: job.firmwareVersionId,
+        expiresAt: link.expiresAt,
+      },
+      link.signature,
+    )
+  ) {
     throw new DomainError('forbidden', 'This download link is not valid for this job.');
   }
-  if (link.expiresAt * 1000 < input.now.getTime()) throw new DomainError('gone', 'This download link expired; the device gets a fresh one when the command is re-sent.');
+  if (link.expiresAt * 1000 < input.now.getTime())
+    throw new DomainError(
+      'gone',
+      'This download link expired; the device gets a fresh one when the command is re-sent.',
+    );
   if (!DOWNLOADABLE.has(job.state)) throw new DomainError('gone', `The update is ${job.state}; nothing to download.`);
   if (!job.storageKey) throw new DomainError('gone', `The binary of firmware ${job.version} was deleted.`);
   return { storageKey: job.storageKey, size: job.size, sha256: job.sha256 };

@@ -31,7 +31,10 @@ export interface ParsedSigningKey {
  * from us to pick the right key: 16 hex digits (64 bits) tell a manufacturer's few keys apart.
  */
 export function signingKeyId(key: KeyObject): string {
-  return createHash('sha256').update(key.export({ type: 'spki', format: 'der' })).digest('hex').slice(0, 16);
+  return createHash('sha256')
+    .update(key.export({ type: 'spki', format: 'der' }))
+    .digest('hex')
+    .slice(0, 16);
 }
 
 /**
@@ -42,10 +45,14 @@ export function signingKeyId(key: KeyObject): string {
 export function parseSigningKey(text: string): ParsedSigningKey {
   const pem = text.trim();
   if (PRIVATE_KEY_PEM.test(pem)) {
-    throw invalidKey('This is a private key. Keep it offline and send only its public half (openssl pkey -in key.pem -pubout).');
+    throw invalidKey(
+      'This is a private key. Keep it offline and send only its public half (openssl pkey -in key.pem -pubout).',
+    );
   }
   if (!PUBLIC_KEY_PEM.test(pem)) {
-    throw invalidKey('Expected a PEM public key: "-----BEGIN PUBLIC KEY-----" ... "-----END PUBLIC KEY-----" (SubjectPublicKeyInfo).');
+    throw invalidKey(
+      'Expected a PEM public key: "-----BEGIN PUBLIC KEY-----" ... "-----END PUBLIC KEY-----" (SubjectPublicKeyInfo).',
+    );
   }
   let key: KeyObject;
   try {
@@ -54,7 +61,9 @@ export function parseSigningKey(text: string): ParsedSigningKey {
     throw invalidKey('The PEM public key could not be read.');
   }
   if (key.asymmetricKeyType !== 'ed25519') {
-    throw invalidKey(`Expected an Ed25519 key (openssl genpkey -algorithm ed25519), got ${key.asymmetricKeyType ?? 'an unknown type'}.`);
+    throw invalidKey(
+      `Expected an Ed25519 key (openssl genpkey -algorithm ed25519), got ${key.asymmetricKeyType ?? 'an unknown type'}.`,
+    );
   }
   return { keyId: signingKeyId(key), pem: String(key.export({ type: 'spki', format: 'pem' })), key };
 }
@@ -65,7 +74,8 @@ export function decodeSignature(text: string): Buffer | null {
   if (!BASE64.test(compact)) return null;
   const bytes = Buffer.from(compact, 'base64');
   // Node's decoder skips what it cannot read; re-encoding tells a real 64-byte value apart.
-  if (bytes.length !== SIGNATURE_BYTES || bytes.toString('base64').replace(/=+$/, '') !== compact.replace(/=+$/, '')) return null;
+  if (bytes.length !== SIGNATURE_BYTES || bytes.toString('base64').replace(/=+$/, '') !== compact.replace(/=+$/, ''))
+    return null;
   return bytes;
 }
 
@@ -83,20 +93,30 @@ export function verifyDigestSignature(input: { sha256: string; signature: Buffer
  * dropped: storing the version unsigned would let devices that require signatures fail in the
  * field instead of here. A blank signature counts as none.
  */
-export function uploadSignature(input: { current: { keyId: string; key: KeyObject } | null; given: string | undefined; sha256: string }): { keyId: string; signature: string } | null {
+export function uploadSignature(input: {
+  current: { keyId: string; key: KeyObject } | null;
+  given: string | undefined;
+  sha256: string;
+}): { keyId: string; signature: string } | null {
   const { current } = input;
   const given = input.given?.trim() ? input.given : undefined;
   if (!current) {
     if (given === undefined) return null;
-    throw signatureInvalid('No firmware signing key is registered for this account: register its public key (PUT /api/v1/firmware/signing-key) or upload without a signature.');
+    throw signatureInvalid(
+      'No firmware signing key is registered for this account: register its public key (PUT /api/v1/firmware/signing-key) or upload without a signature.',
+    );
   }
   if (given === undefined) {
-    throw signatureInvalid(`Firmware of this account must be signed: send the form field "signature" (base64 Ed25519 signature over the file's SHA-256 digest, key ${current.keyId}).`);
+    throw signatureInvalid(
+      `Firmware of this account must be signed: send the form field "signature" (base64 Ed25519 signature over the file's SHA-256 digest, key ${current.keyId}).`,
+    );
   }
   const signature = decodeSignature(given);
   if (!signature) throw signatureInvalid('The signature is not a base64 Ed25519 signature (64 bytes).');
   if (!verifyDigestSignature({ sha256: input.sha256, signature, key: current.key })) {
-    throw signatureInvalid(`The signature does not verify with the account's signing key ${current.keyId} over the SHA-256 digest of this file (${input.sha256}).`);
+    throw signatureInvalid(
+      `The signature does not verify with the account's signing key ${current.keyId} over the SHA-256 digest of this file (${input.sha256}).`,
+    );
   }
   return { keyId: current.keyId, signature: signature.toString('base64') };
 }

@@ -48,7 +48,9 @@ export class FirmwareStorage {
       transform(chunk: Buffer, _enc, done) {
         size += chunk.length;
         if (size > maxBytes) {
-          done(new DomainError('payload_too_large', `The firmware file is larger than the limit of ${maxBytes} bytes.`));
+          done(
+            new DomainError('payload_too_large', `The firmware file is larger than the limit of ${maxBytes} bytes.`),
+          );
           return;
         }
         hash.update(chunk);
@@ -56,7 +58,11 @@ export class FirmwareStorage {
       },
     });
     // busboy (limit set one byte above ours) signals with a `limit` event on the file stream.
-    source.once('limit', () => meter.destroy(new DomainError('payload_too_large', `The firmware file is larger than the limit of ${maxBytes} bytes.`)));
+    source.once('limit', () =>
+      meter.destroy(
+        new DomainError('payload_too_large', `The firmware file is larger than the limit of ${maxBytes} bytes.`),
+      ),
+    );
     try {
       await pipeline(source, meter, createWriteStream(tempPath, { mode: 0o600 }));
     } catch (error) {
@@ -102,12 +108,17 @@ export class FirmwareStorage {
    */
   inMemory(storageKey: string, size: number, range?: { start: number; end: number }): Promise<Buffer> | null {
     if (size > MAX_CACHED_FILE) return null;
-    return this.content(storageKey, size).then((buffer) => (range ? buffer.subarray(range.start, Math.min(range.end + 1, buffer.length)) : buffer));
+    return this.content(storageKey, size).then((buffer) =>
+      range ? buffer.subarray(range.start, Math.min(range.end + 1, buffer.length)) : buffer,
+    );
   }
 
   /** The file, or one byte range of it (inclusive), streamed from disk. */
   open(storageKey: string, range?: { start: number; end: number }): Readable {
-    return createReadStream(this.pathOf(storageKey), range ? { start: range.start, end: range.end, highWaterMark: CHUNK } : { highWaterMark: CHUNK });
+    return createReadStream(
+      this.pathOf(storageKey),
+      range ? { start: range.start, end: range.end, highWaterMark: CHUNK } : { highWaterMark: CHUNK },
+    );
   }
 
   /**

@@ -9,13 +9,28 @@ import type { ModelService } from '../models/model.service';
 import type { FirmwareStorage, StoredTemp } from './firmware-storage';
 import type { SigningKeyService } from './signing-key.service';
 import { uploadSignature } from './firmware-signature';
-import { clearStorageKey, findFirmwareVersion, insertFirmwareVersion, isTargetOfUnfinishedUpdates, listFirmwareVersions, lockFirmwareVersion, versionWithKey, type FirmwareVersionRecord } from './store/firmware-versions.store';
+import {
+  clearStorageKey,
+  findFirmwareVersion,
+  insertFirmwareVersion,
+  isTargetOfUnfinishedUpdates,
+  listFirmwareVersions,
+  lockFirmwareVersion,
+  versionWithKey,
+  type FirmwareVersionRecord,
+} from './store/firmware-versions.store';
 
 export const UploadFirmwareFields = z.strictObject({
   model: z.string().min(1).max(64),
   version: z.string().min(1).max(64),
-  release_notes: z.string().max(64 * 1024).default(''),
-  changelog: z.string().max(256 * 1024).default(''),
+  release_notes: z
+    .string()
+    .max(64 * 1024)
+    .default(''),
+  changelog: z
+    .string()
+    .max(256 * 1024)
+    .default(''),
   /** base64 Ed25519 signature over the binary's 32-byte SHA-256 digest; required once the account registered a signing key. */
   signature: z.string().optional(),
 });
@@ -61,7 +76,12 @@ export const toFirmwareVersion = (v: FirmwareVersionRecord): FirmwareVersion => 
 export class FirmwareService {
   constructor(
     private readonly deps: ServiceDeps,
-    private readonly area: { models: ModelService; storage: FirmwareStorage; signingKeys: SigningKeyService; maxFirmwareBytes: number },
+    private readonly area: {
+      models: ModelService;
+      storage: FirmwareStorage;
+      signingKeys: SigningKeyService;
+      maxFirmwareBytes: number;
+    },
   ) {}
 
   get maxFirmwareBytes(): number {
@@ -89,16 +109,23 @@ export class FirmwareService {
    * The signature is checked only here, once the whole form was read, so the form field may
    * come before or after the file part.
    */
-  async create(actor: Actor, input: { fields: UploadFirmwareFields; file: StoredTemp | null }): Promise<FirmwareVersion> {
+  async create(
+    actor: Actor,
+    input: { fields: UploadFirmwareFields; file: StoredTemp | null },
+  ): Promise<FirmwareVersion> {
     const { file } = input;
     try {
       requireAdmin(actor);
       const fields = UploadFirmwareFields.parse(input.fields);
       if (!file) {
-        throw new DomainError('validation_failed', 'The firmware binary is missing.', { errors: [{ field: 'file', message: 'is required (multipart file field "file")' }] });
+        throw new DomainError('validation_failed', 'The firmware binary is missing.', {
+          errors: [{ field: 'file', message: 'is required (multipart file field "file")' }],
+        });
       }
       if (file.size === 0) {
-        throw new DomainError('validation_failed', 'The firmware binary is empty.', { errors: [{ field: 'file', message: 'must not be empty' }] });
+        throw new DomainError('validation_failed', 'The firmware binary is empty.', {
+          errors: [{ field: 'file', message: 'must not be empty' }],
+        });
       }
       requireVersion(fields.version, 'version');
       const model = await this.area.models.requireByName(actor, fields.model);
@@ -144,14 +171,19 @@ export class FirmwareService {
   }
 
   /** The signature the upload is stored with, under the account's current key (firmware-signature.ts uploadSignature). */
-  private async verifySignature(actor: Actor, input: { sha256: string; signature: string | undefined }): Promise<{ keyId: string; signature: string } | null> {
+  private async verifySignature(
+    actor: Actor,
+    input: { sha256: string; signature: string | undefined },
+  ): Promise<{ keyId: string; signature: string } | null> {
     const current = await this.area.signingKeys.currentKey({ accountId: actor.accountId });
     return uploadSignature({ current, given: input.signature, sha256: input.sha256 });
   }
 
   /** Newest version first (by version, not by upload time); optionally one model. */
   async list(actor: Actor, input: { model?: string | undefined } = {}): Promise<FirmwareVersion[]> {
-    return (await listFirmwareVersions(this.deps.knex, { accountId: actor.accountId, model: input.model })).map(toFirmwareVersion);
+    return (await listFirmwareVersions(this.deps.knex, { accountId: actor.accountId, model: input.model })).map(
+      toFirmwareVersion,
+    );
   }
 
   async get(actor: Actor, input: { id: string }): Promise<FirmwareVersion> {
@@ -172,7 +204,10 @@ export class FirmwareService {
       const found = await lockFirmwareVersion(trx, { accountId: actor.accountId, id: input.id });
       if (!found) throw notFound('Firmware version');
       if (await isTargetOfUnfinishedUpdates(trx, input.id)) {
-        throw new DomainError('invalid_state', `Firmware ${found.version} is the target of unfinished updates; cancel their deployments first.`);
+        throw new DomainError(
+          'invalid_state',
+          `Firmware ${found.version} is the target of unfinished updates; cancel their deployments first.`,
+        );
       }
       await clearStorageKey(trx, input.id);
       return { version: { ...found, storageKey: null }, storageKey: found.storageKey };
@@ -183,7 +218,11 @@ export class FirmwareService {
 }
 
 function alreadyExists(version: string, model: string, existing: string): DomainError {
-  return new DomainError('already_exists', `Model "${model}" has version ${existing} already${existing !== version ? ` (the same version as ${version})` : ''}.`, {
-    errors: [{ field: 'version', message: 'exists already for this model' }],
-  });
+  return new DomainError(
+    'already_exists',
+    `Model "${model}" has version ${existing} already${existing !== version ? ` (the same version as ${version})` : ''}.`,
+    {
+      errors: [{ field: 'version', message: 'exists already for this model' }],
+    },
+  );
 }

@@ -4,7 +4,13 @@ import type { ServiceDeps } from '../service-deps';
 import { requireAdmin, type Actor } from '../shared/actor';
 import { parseSigningKey } from './firmware-signature';
 import { lockAccount } from '../shared/store/account-lock.store';
-import { currentSigningKey, listSigningKeys, retireSigningKey, saveCurrentSigningKey, type SigningKeyRecord } from './store/signing-keys.store';
+import {
+  currentSigningKey,
+  listSigningKeys,
+  retireSigningKey,
+  saveCurrentSigningKey,
+  type SigningKeyRecord,
+} from './store/signing-keys.store';
 
 export const RegisterSigningKeyInput = z.strictObject({
   // A PEM Ed25519 public key is about 113 characters; the bound only stops abuse.
@@ -48,7 +54,10 @@ export class SigningKeyService {
   async get(actor: Actor): Promise<SigningKeys> {
     const keys = await listSigningKeys(this.deps.knex, actor.accountId);
     const current = keys.find((k) => k.retiredAt === null);
-    return { current: current ? toSigningKey(current) : null, retired: keys.filter((k) => k.retiredAt !== null).map(toSigningKey) };
+    return {
+      current: current ? toSigningKey(current) : null,
+      retired: keys.filter((k) => k.retiredAt !== null).map(toSigningKey),
+    };
   }
 
   /**
@@ -68,7 +77,12 @@ export class SigningKeyService {
       if (current?.keyId === parsed.keyId) return;
       const now = this.deps.clock.now();
       if (current) await retireSigningKey(trx, { accountId: actor.accountId, keyId: current.keyId, at: now });
-      await saveCurrentSigningKey(trx, { accountId: actor.accountId, keyId: parsed.keyId, publicKey: parsed.pem, at: now });
+      await saveCurrentSigningKey(trx, {
+        accountId: actor.accountId,
+        keyId: parsed.keyId,
+        publicKey: parsed.pem,
+        at: now,
+      });
     });
     return this.get(actor);
   }

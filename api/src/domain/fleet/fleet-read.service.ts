@@ -36,12 +36,19 @@ export class FleetReadService {
   ) {}
 
   async summary(actor: Actor): Promise<FleetSummary> {
-    const [groups, allocation] = await Promise.all([countDevicesByGroup(this.deps.knex, { accountId: actor.accountId }), this.area.allocation.get(actor)]);
+    const [groups, allocation] = await Promise.all([
+      countDevicesByGroup(this.deps.knex, { accountId: actor.accountId }),
+      this.area.allocation.get(actor),
+    ]);
     return {
       ...summarizeFleet(groups),
       quota: allocation.quota,
       provisioned: allocation.provisioned,
-      budget: { amountMinor: allocation.budget.amountMinor, spentMinor: allocation.budget.spentMinor, currency: allocation.budget.currency },
+      budget: {
+        amountMinor: allocation.budget.amountMinor,
+        spentMinor: allocation.budget.spentMinor,
+        currency: allocation.budget.currency,
+      },
     };
   }
 
@@ -50,12 +57,19 @@ export class FleetReadService {
    * asking for every device's recent history must not run a query per device). Same entries,
    * order and cursor format as DeviceService.history's first page.
    */
-  async historyHeads(actor: Actor, input: { deviceIds: string[]; limit: number }): Promise<Map<string, { events: DeviceHistoryEntry[]; nextCursor: string | null }>> {
+  async historyHeads(
+    actor: Actor,
+    input: { deviceIds: string[]; limit: number },
+  ): Promise<Map<string, { events: DeviceHistoryEntry[]; nextCursor: string | null }>> {
     const ids = [...new Set(input.deviceIds.filter(isUuid))];
     const out = new Map<string, { events: DeviceHistoryEntry[]; nextCursor: string | null }>();
     if (ids.length === 0) return out;
     // One more than asked: its presence says whether a next page exists.
-    const heads = await selectHistoryHeads(this.deps.knex, { accountId: actor.accountId, deviceIds: ids, limit: input.limit + 1 });
+    const heads = await selectHistoryHeads(this.deps.knex, {
+      accountId: actor.accountId,
+      deviceIds: ids,
+      limit: input.limit + 1,
+    });
     for (const id of ids) {
       const entries = heads.get(id) ?? [];
       const more = entries.length > input.limit;

@@ -13,7 +13,9 @@ export interface FleetCounts {
 }
 
 /** Adds up groups of (model, firmware, status) into the dashboard's totals. */
-export function summarizeFleet(groups: Array<{ model: string; firmware: string | null; status: DeviceStatus; count: number }>): FleetCounts {
+export function summarizeFleet(
+  groups: Array<{ model: string; firmware: string | null; status: DeviceStatus; count: number }>,
+): FleetCounts {
   const byStatus: Record<DeviceStatus, number> = { online: 0, offline: 0, updating: 0 };
   const byModel = new Map<string, number>();
   const byFirmware = new Map<string | null, number>();
@@ -29,7 +31,11 @@ export function summarizeFleet(groups: Array<{ model: string; firmware: string |
     online: byStatus.online,
     offline: byStatus.offline,
     updating: byStatus.updating,
-    byModel: [...byModel].map(([model, count]) => ({ model, count })).sort((a, b) => b.count - a.count || a.model.localeCompare(b.model)),
-    byFirmware: [...byFirmware].map(([firmware, count]) => ({ firmware, count })).sort((a, b) => b.count - a.count || String(a.firmware).localeCompare(String(b.firmware))),
+    byModel: [...byModel]
+      .map(([model, count]) => ({ model, count }))
+      .sort((a, b) => b.count - a.count || a.model.localeCompare(b.model)),
+    byFirmware: [...byFirmware]
+      .map(([firmware, count]) => ({ firmware, count }))
+      .sort((a, b) => b.count - a.count || String(a.firmware).localeCompare(String(b.firmware))),
   };
 }

@@ -61,7 +61,11 @@ export class RetentionWorker {
         const result = await this.options.retention.pruneOnce(() => this.stopped);
         this.options.onPruned?.(result);
         const total = Object.values(result).reduce((a, b) => a + b, 0);
-        if (total > 0) this.options.logger.info({ ...result, ms: Math.round(performance.now() - started) }, 'retention: old rows deleted');
+        if (total > 0)
+          this.options.logger.info(
+            { ...result, ms: Math.round(performance.now() - started) },
+            'retention: old rows deleted',
+          );
       });
       // Every process schedules passes; in a cluster the first to come does the walk.
       if (!ran) this.options.logger.debug('retention: another process is running the pass; skipped');

@@ -1,7 +1,13 @@
 import type { ServiceDeps } from '../service-deps';
 import { KEY_TTL_MS } from '../shared/idempotency.service';
 import { LOGIN_LIMITS } from '../accounts/login-throttle-rules';
-import { deleteExpiredSessions, deleteIdempotencyKeysBefore, deleteSpentLoginThrottles, pruneEvents, pruneHistory } from './store/retention.store';
+import {
+  deleteExpiredSessions,
+  deleteIdempotencyKeysBefore,
+  deleteSpentLoginThrottles,
+  pruneEvents,
+  pruneHistory,
+} from './store/retention.store';
 
 /** How long rows are kept, in days; 0 keeps them forever. README "Configuration" and "Retention". */
 export interface RetentionPolicy {
@@ -47,7 +53,14 @@ export class RetentionService {
   async pruneOnce(shouldStop: () => boolean = () => false): Promise<PruneResult> {
     const now = this.deps.clock.now();
     const { knex } = this.deps;
-    const result: PruneResult = { deviceEvents: 0, events: 0, webhookDeliveries: 0, sessions: 0, idempotencyKeys: 0, loginThrottle: 0 };
+    const result: PruneResult = {
+      deviceEvents: 0,
+      events: 0,
+      webhookDeliveries: 0,
+      sessions: 0,
+      idempotencyKeys: 0,
+      loginThrottle: 0,
+    };
     const step = async (table: string, work: () => Promise<void>) => {
       if (shouldStop()) return;
       try {
@@ -58,7 +71,11 @@ export class RetentionService {
     };
     if (this.policy.historyDays > 0) {
       await step('device_events', async () => {
-        result.deviceEvents = await pruneHistory(knex, new Date(now.getTime() - this.policy.historyDays * DAY_MS), shouldStop);
+        result.deviceEvents = await pruneHistory(
+          knex,
+          new Date(now.getTime() - this.policy.historyDays * DAY_MS),
+          shouldStop,
+        );
       });
     }
     if (this.policy.eventDays > 0) {

@@ -10,7 +10,12 @@ import { insertModel, selectModelByName, selectModels, selectModelsByIds } from 
 export type { FixtureModel } from './model-types';
 
 export const RegisterModelInput = z.object({
-  name: z.string().trim().min(1).max(64).regex(/^[A-Za-z0-9][A-Za-z0-9 ._:+-]*$/, 'letters, digits, space and . _ : + -'),
+  name: z
+    .string()
+    .trim()
+    .min(1)
+    .max(64)
+    .regex(/^[A-Za-z0-9][A-Za-z0-9 ._:+-]*$/, 'letters, digits, space and . _ : + -'),
   description: z.string().max(2000).default(''),
 });
 export type RegisterModelInput = z.input<typeof RegisterModelInput>;
@@ -25,7 +30,9 @@ export class ModelService {
     const now = this.deps.clock.now();
     const model = { id: newId(), name: input.name, description: input.description };
     if (!(await insertModel(this.deps.knex, { accountId: actor.accountId, model, now }))) {
-      throw new DomainError('already_exists', `Model "${input.name}" is registered already.`, { errors: [{ field: 'name', message: 'is taken' }] });
+      throw new DomainError('already_exists', `Model "${input.name}" is registered already.`, {
+        errors: [{ field: 'name', message: 'is taken' }],
+      });
     }
     return { ...model, createdAt: now.toISOString() };
   }

@@ -19,7 +19,8 @@ export function requireAdmin(actor: Actor): void {
 
 /** Viewers may do what every role may do; admins may do everything. */
 export function requireRole(actor: Actor, role: Role): void {
-  if (role === 'admin' && actor.role !== 'admin') throw new DomainError('forbidden', 'This action needs the admin role.');
+  if (role === 'admin' && actor.role !== 'admin')
+    throw new DomainError('forbidden', 'This action needs the admin role.');
 }
 
 export function systemActor(accountId: string): Actor {

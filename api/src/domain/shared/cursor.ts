@@ -22,7 +22,9 @@ export interface CursorFormat<K> {
 
 /** How every list refuses a cursor it did not return, unless it names its own refusal. */
 export function invalidCursor(): DomainError {
-  return new DomainError('validation_failed', 'The cursor is not one this list returned.', { errors: [{ field: 'cursor', message: 'is invalid' }] });
+  return new DomainError('validation_failed', 'The cursor is not one this list returned.', {
+    errors: [{ field: 'cursor', message: 'is invalid' }],
+  });
 }
 
 export function defineCursor<K>(format: CursorFormat<K>): CursorCodec<K> {
@@ -41,7 +43,10 @@ export function defineCursor<K>(format: CursorFormat<K>): CursorCodec<K> {
  * Keys written as one JSON value. `read` gets the parsed value (unknown: it came from outside)
  * and returns the keys or null.
  */
-export function jsonCursor<K>(format: { read: (value: unknown) => K | null; invalid?: () => DomainError }): CursorCodec<K> {
+export function jsonCursor<K>(format: {
+  read: (value: unknown) => K | null;
+  invalid?: () => DomainError;
+}): CursorCodec<K> {
   return defineCursor<K>({
     write: (keys) => JSON.stringify(keys),
     read: (text) => {
@@ -72,6 +77,10 @@ export const stringKeysCursor = {
 function stringKeys(count: number): CursorCodec<string[]> {
   return jsonCursor({
     read: (value) =>
-      Array.isArray(value) && value.length === count && value.every((p): p is string => typeof p === 'string' && p.length <= MAX_STRING_KEY) ? value : null,
+      Array.isArray(value) &&
+      value.length === count &&
+      value.every((p): p is string => typeof p === 'string' && p.length <= MAX_STRING_KEY)
+        ? value
+        : null,
   });
 }

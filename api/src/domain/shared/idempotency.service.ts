@@ -4,7 +4,14 @@ import { requireRole, type Actor, type Role } from './actor';
 import { DomainError } from './errors';
 import { sha256Hex } from './secrets';
 import type { ServerSecret } from './server-secret';
-import { deleteStaleKey, findKey, findKeySince, insertDoneKey, tryHoldKey, type StoredKey } from './store/idempotency-keys.store';
+import {
+  deleteStaleKey,
+  findKey,
+  findKeySince,
+  insertDoneKey,
+  tryHoldKey,
+  type StoredKey,
+} from './store/idempotency-keys.store';
 
 const SEAL_PURPOSE = 'idempotent-responses';
 
@@ -19,7 +26,9 @@ export const KEY_TTL_MS = 24 * 60 * 60_000;
 const LEGACY_MARKER_MS = 60_000;
 
 const stillRunning = (): DomainError =>
-  new DomainError('idempotency_key_in_use', 'The original request with this Idempotency-Key is still running.', { retryAfterSeconds: 1 });
+  new DomainError('idempotency_key_in_use', 'The original request with this Idempotency-Key is still running.', {
+    retryAfterSeconds: 1,
+  });
 
 export interface IdempotentRequest {
   actor: Actor;
@@ -43,8 +52,7 @@ export interface IdempotentResponse {
 }
 
 export type IdempotentOutcome<R extends IdempotentResponse> =
-  | { kind: 'replayed'; status: number; body: unknown }
-  | { kind: 'ran'; response: R };
+  { kind: 'replayed'; status: number; body: unknown } | { kind: 'ran'; response: R };
 
 /**
  * Idempotency-Key semantics (IETF draft, as Stripe does it), scoped per account: a retry with
@@ -72,7 +80,10 @@ export class IdempotencyService {
    * transaction-level advisory lock rather than a stored marker, so a request that dies with its
    * process (or its connection) leaves nothing behind that would refuse its retry.
    */
-  async run<R extends IdempotentResponse>(request: IdempotentRequest, work: (unitOfWork: Knex.Transaction) => Promise<R>): Promise<IdempotentOutcome<R>> {
+  async run<R extends IdempotentResponse>(
+    request: IdempotentRequest,
+    work: (unitOfWork: Knex.Transaction) => Promise<R>,
+  ): Promise<IdempotentOutcome<R>> {
     requireRole(request.actor, request.requiredRole);
     if (request.key.length < 1 || request.key.length > 255) {
       throw new DomainError('validation_failed', 'Idempotency-Key must be 1 to 255 characters.', {
@@ -80,7 +91,10 @@ export class IdempotencyService {
       });
     }
     const scope = { accountId: request.actor.accountId, key: request.key };
-    const caller = { principal: request.actor.principal, requestHash: sha256Hex(`${request.operation}\n${JSON.stringify(request.body ?? null)}`) };
+    const caller = {
+      principal: request.actor.principal,
+      requestHash: sha256Hex(`${request.operation}\n${JSON.stringify(request.body ?? null)}`),
+    };
     const now = this.deps.clock.now();
     const expired = new Date(now.getTime() - KEY_TTL_MS);
 
@@ -91,7 +105,11 @@ export class IdempotencyService {
     try {
       return await this.deps.transaction(async (trx) => {
         if (!(await tryHoldKey(trx, scope))) throw stillRunning();
-        await deleteStaleKey(trx, { ...scope, expiredBefore: expired, markerBefore: new Date(now.getTime() - LEGACY_MARKER_MS) });
+        await deleteStaleKey(trx, {
+          ...scope,
+          expiredBefore: expired,
+          markerBefore: new Date(now.getTime() - LEGACY_MARKER_MS),
+        });
         // Read again under the lock: the first request may have committed since the read above.
         const row = await findKey(trx, scope);
         if (row) return this.replay(row, caller);
@@ -109,7 +127,10 @@ export class IdempotencyService {
       });
     } catch (error) {
       // A process of the previous version inserted its marker between our read and our insert.
-      if ((error as { code?: string; constraint?: string }).code === '23505' && (error as { constraint?: string }).constraint === 'idempotency_keys_pkey') {
+      if (
+        (error as { code?: string; constraint?: string }).code === '23505' &&
+        (error as { constraint?: string }).constraint === 'idempotency_keys_pkey'
+      ) {
         throw stillRunning();
       }
       throw error;
@@ -118,7 +139,10 @@ export class IdempotencyService {
 
   private replay(row: StoredKey, request: { principal: string; requestHash: string }): IdempotentOutcome<never> {
     if (row.principal !== request.principal) {
-      throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used by another API key or user of the account; choose a new key.');
+      throw new DomainError(
+        'idempotency_key_reused',
+        'This Idempotency-Key was used by another API key or user of the account; choose a new key.',
+      );
     }
     if (row.requestHash !== request.requestHash) {
       throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used with a different request.');

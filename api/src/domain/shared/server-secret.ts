@@ -37,7 +37,9 @@ export class ServerSecret {
     const iv = randomBytes(12);
     const cipher = createCipheriv('aes-256-gcm', this.key(purpose), iv);
     const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
-    return ['v1', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), body.toString('base64url')].join('.');
+    return ['v1', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), body.toString('base64url')].join(
+      '.',
+    );
   }
 
   /** Throws when the value was not produced by `encrypt` with this secret and purpose. */
@@ -58,7 +60,9 @@ export function parseSecretValue(value: string): Buffer {
     if (bytes.length === 32) return bytes;
   }
   if (trimmed.length >= 32) return createHash('sha256').update(trimmed, 'utf8').digest();
-  throw new Error('FLEET_SECRET must be 64 hex characters, 32 bytes in base64, or a passphrase of at least 32 characters.');
+  throw new Error(
+    'FLEET_SECRET must be 64 hex characters, 32 bytes in base64, or a passphrase of at least 32 characters.',
+  );
 }
 
 /** Loads (or on first start creates) the server secret; see the class comment for where it lives. */

@@ -32,17 +32,27 @@ export const publicEvents = (events: DomainEvent[]): DomainEvent[] => events.fil
  * One delivery per (public event, enabled endpoint of its account subscribed to its type), in
  * event order, then endpoint order.
  */
-export function fanOut(events: DomainEvent[], subscribers: Subscriber[]): Array<{ event: DomainEvent; webhookId: string }> {
+export function fanOut(
+  events: DomainEvent[],
+  subscribers: Subscriber[],
+): Array<{ event: DomainEvent; webhookId: string }> {
   const byAccount = new Map<string, Subscriber[]>();
   for (const s of subscribers) byAccount.set(s.accountId, [...(byAccount.get(s.accountId) ?? []), s]);
-  return publicEvents(events).flatMap((event) => (byAccount.get(event.accountId) ?? []).filter((s) => s.eventTypes.includes(event.type)).map((s) => ({ event, webhookId: s.webhookId })));
+  return publicEvents(events).flatMap((event) =>
+    (byAccount.get(event.accountId) ?? [])
+      .filter((s) => s.eventTypes.includes(event.type))
+      .map((s) => ({ event, webhookId: s.webhookId })),
+  );
 }
 
 /**
  * Of the due deliveries (in due order), those to attempt now: at most `perEndpoint` per
  * endpoint and `total` in all.
  */
-export function pickForAttempt<T extends { webhookId: string }>(due: T[], limits: { perEndpoint: number; total: number }): T[] {
+export function pickForAttempt<T extends { webhookId: string }>(
+  due: T[],
+  limits: { perEndpoint: number; total: number },
+): T[] {
   const perEndpoint = new Map<string, number>();
   return due
     .filter((d) => {
@@ -78,13 +88,23 @@ export function afterAttempt(input: {
 }): AttemptOutcome {
   const { now, result } = input;
   const attempts = input.attemptsBefore + 1;
-  const common = { attempts, lastStatusCode: result.statusCode, lastError: truncatedError(result.error), lastDurationMs: result.durationMs };
-  if (result.error === null) return { outcome: 'delivered', delivery: { ...common, status: 'delivered', deliveredAt: now } };
+  const common = {
+    attempts,
+    lastStatusCode: result.statusCode,
+    lastError: truncatedError(result.error),
+    lastDurationMs: result.durationMs,
+  };
+  if (result.error === null)
+    return { outcome: 'delivered', delivery: { ...common, status: 'delivered', deliveredAt: now } };
   const giveUp = now.getTime() - input.createdAt.getTime() >= RETRY_WINDOW_MS;
   return {
     outcome: giveUp ? 'gave_up' : 'failed',
     // A failed delivery keeps a next attempt time; it is not shown, and a redelivery replaces it.
-    delivery: { ...common, status: giveUp ? 'failed' : 'pending', nextAttemptAt: new Date(now.getTime() + retryDelayMs(attempts, input.random)) },
+    delivery: {
+      ...common,
+      status: giveUp ? 'failed' : 'pending',
+      nextAttemptAt: new Date(now.getTime() + retryDelayMs(attempts, input.random)),
+    },
   };
 }
 
@@ -94,12 +114,17 @@ export const truncatedError = (error: string | null): string | null => error?.sl
  * The endpoint's failure run after a failed attempt: it started at the first failure since the
  * last success; past DISABLE_AFTER_MS the endpoint is disabled, with the reason shown to users.
  */
-export function failureRun(input: { failingSince: Date | null; now: Date }): { failingSince: Date; disabledReason: string | null } {
+export function failureRun(input: { failingSince: Date | null; now: Date }): {
+  failingSince: Date;
+  disabledReason: string | null;
+} {
   const since = input.failingSince ?? input.now;
   const disable = input.now.getTime() - since.getTime() >= DISABLE_AFTER_MS;
   return {
     failingSince: since,
-    disabledReason: disable ? `every delivery failed since ${since.toISOString()} (disabled after ${DISABLE_AFTER_MS / 86_400_000} days)` : null,
+    disabledReason: disable
+      ? `every delivery failed since ${since.toISOString()} (disabled after ${DISABLE_AFTER_MS / 86_400_000} days)`
+      : null,
   };
 }
 
@@ -107,6 +132,9 @@ export function failureRun(input: { failingSince: Date | null; now: Date }): { f
  * A redelivery: due now, as a new delivery (its retry window starts again) unless it is still
  * pending, which keeps its window.
  */
-export function redelivered(current: { status: DeliveryStatus; createdAt: Date }, now: Date): { status: 'pending'; nextAttemptAt: Date; createdAt: Date } {
+export function redelivered(
+  current: { status: DeliveryStatus; createdAt: Date },
+  now: Date,
+): { status: 'pending'; nextAttemptAt: Date; createdAt: Date } {
   return { status: 'pending', nextAttemptAt: now, createdAt: current.status === 'pending' ? current.createdAt : now };
 }

@@ -7,7 +7,13 @@ import { signatureHeader, SIGNATURE_HEADER } from './webhook-signing';
 import { createHttpSender, type SendResult, type WebhookSender } from './webhook-sender';
 import type { DeliveryRecord } from './webhook-types';
 import { afterAttempt, failureRun, MAX_PER_ENDPOINT, pickForAttempt, truncatedError } from './delivery-rules';
-import { eventBodyOf, insertAttempt, leaseDeliveries, lockDueDeliveries, saveAttempted } from './store/deliveries.store';
+import {
+  eventBodyOf,
+  insertAttempt,
+  leaseDeliveries,
+  lockDueDeliveries,
+  saveAttempted,
+} from './store/deliveries.store';
 import { endFailureRun, lockFailureRun, recordFailureRun, webhookTarget } from './store/webhooks.store';
 
 export interface DeliveryWorkerOptions {
@@ -111,7 +117,10 @@ export class WebhookDeliveryWorker {
       const due = await lockDueDeliveries(trx, { now, limit: this.concurrency * 4 });
       const picked = pickForAttempt(due, { perEndpoint: MAX_PER_ENDPOINT, total: this.concurrency });
       if (picked.length === 0) return [];
-      await leaseDeliveries(trx, { ids: picked.map((d) => d.id), lockedUntil: new Date(now.getTime() + this.timeoutMs + LEASE_MARGIN_MS) });
+      await leaseDeliveries(trx, {
+        ids: picked.map((d) => d.id),
+        lockedUntil: new Date(now.getTime() + this.timeoutMs + LEASE_MARGIN_MS),
+      });
       return picked;
     });
   }
@@ -142,18 +151,32 @@ export class WebhookDeliveryWorker {
     } catch (error) {
       // A secret sealed under another server key (FLEET_SECRET changed) cannot be used.
       logger.error({ err: error, deliveryId: delivery.id }, 'webhook delivery could not be prepared');
-      result = { statusCode: null, durationMs: 0, error: 'the endpoint secret cannot be decrypted with this server key' };
+      result = {
+        statusCode: null,
+        durationMs: 0,
+        error: 'the endpoint secret cannot be decrypted with this server key',
+      };
     }
     await this.record(delivery, attemptedAt, result);
   }
 
   private async record(delivery: DeliveryRecord, attemptedAt: Date, result: SendResult): Promise<void> {
     const now = this.options.clock.now();
-    const { outcome, delivery: attempted } = afterAttempt({ attemptsBefore: delivery.attempts, createdAt: delivery.createdAt, now, result });
+    const { outcome, delivery: attempted } = afterAttempt({
+      attemptsBefore: delivery.attempts,
+      createdAt: delivery.createdAt,
+      now,
+      result,
+    });
     await this.options.knex.transaction(async (trx) => {
       await insertAttempt(trx, {
         deliveryId: delivery.id,
-        attempt: { attemptedAt, statusCode: result.statusCode, durationMs: result.durationMs, error: truncatedError(result.error) },
+        attempt: {
+          attemptedAt,
+          statusCode: result.statusCode,
+          durationMs: result.durationMs,
+          error: truncatedError(result.error),
+        },
       });
       await saveAttempted(trx, { id: delivery.id, delivery: attempted });
       if (attempted.status === 'delivered') {
@@ -163,7 +186,8 @@ export class WebhookDeliveryWorker {
       const hook = await lockFailureRun(trx, delivery.webhookId);
       if (!hook) return;
       const run = failureRun({ failingSince: hook.failingSince, now });
-      if (run.disabledReason !== null) this.options.logger.warn({ webhookId: delivery.webhookId }, 'webhook disabled after failing for too long');
+      if (run.disabledReason !== null)
+        this.options.logger.warn({ webhookId: delivery.webhookId }, 'webhook disabled after failing for too long');
       await recordFailureRun(trx, { id: delivery.webhookId, ...run });
     });
     this.options.onAttempt?.(outcome);

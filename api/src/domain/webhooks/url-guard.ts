@@ -11,15 +11,35 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
  */
 const blocked = new BlockList();
 for (const [net, prefix] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24],
-  ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) blocked.addSubnet(net, prefix, 'ipv4');
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const)
+  blocked.addSubnet(net, prefix, 'ipv4');
 for (const [net, prefix] of [
   // 64:ff9b:1::/48 is local-use NAT64: where it carries the IPv4 address depends on
   // the operator's prefix length, so the whole range counts as internal.
-  ['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['2001:db8::', 32], ['100::', 64], ['64:ff9b:1::', 48],
-] as const) blocked.addSubnet(net, prefix, 'ipv6');
+  ['::', 128],
+  ['::1', 128],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['ff00::', 8],
+  ['2001:db8::', 32],
+  ['100::', 64],
+  ['64:ff9b:1::', 48],
+] as const)
+  blocked.addSubnet(net, prefix, 'ipv6');
 
 /**
  * The eight 16-bit groups of an IPv6 literal (zone id dropped, dotted-quad tail expanded), or
@@ -117,7 +137,9 @@ const RESOLVE_TIMEOUT_MS = 2000;
 
 export const systemResolver: HostResolver = (hostname) =>
   new Promise((resolve, reject) => {
-    dnsLookup(hostname, { all: true }, (error, addresses) => (error ? reject(error) : resolve(addresses.map((a) => a.address))));
+    dnsLookup(hostname, { all: true }, (error, addresses) =>
+      error ? reject(error) : resolve(addresses.map((a) => a.address)),
+    );
   });
 
 /**
@@ -126,7 +148,11 @@ export const systemResolver: HostResolver = (hostname) =>
  * registered before their DNS record exists, and every connection is checked when sending.
  * The problem never names the resolved address (it may be internal).
  */
-export async function checkWebhookDestination(raw: string, allowPrivate: boolean, resolveHost: HostResolver = systemResolver): Promise<string | null> {
+export async function checkWebhookDestination(
+  raw: string,
+  allowPrivate: boolean,
+  resolveHost: HostResolver = systemResolver,
+): Promise<string | null> {
   const problem = checkWebhookUrl(raw, allowPrivate);
   if (problem || allowPrivate) return problem;
   const host = normalizedHost(new URL(raw));

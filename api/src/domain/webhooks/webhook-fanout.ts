@@ -13,7 +13,11 @@ import { insertDeliveries } from './store/deliveries.store';
  * a crash in between cannot lose or duplicate a delivery. The event's subject (a serial, a
  * deployment id) is the delivery's ordering key.
  */
-export async function fanOutWebhookDeliveries(trx: Knex.Transaction, clock: Clock, events: DomainEvent[]): Promise<number> {
+export async function fanOutWebhookDeliveries(
+  trx: Knex.Transaction,
+  clock: Clock,
+  events: DomainEvent[],
+): Promise<number> {
   const candidates = publicEvents(events);
   if (candidates.length === 0) return 0;
   const subscribers = await enabledSubscriptions(trx, [...new Set(candidates.map((e) => e.accountId))]);

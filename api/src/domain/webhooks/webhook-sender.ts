@@ -103,6 +103,7 @@ function describeFailure(error: NodeJS.ErrnoException): string {
   if (code === TIMED_OUT) return error.message;
   const known = FAILURES[code];
   if (known) return known;
-  if (/^(ERR_TLS|ERR_SSL|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED|HOSTNAME_MISMATCH|ERR_OSSL)/.test(code)) return `TLS error (${code})`;
+  if (/^(ERR_TLS|ERR_SSL|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED|HOSTNAME_MISMATCH|ERR_OSSL)/.test(code))
+    return `TLS error (${code})`;
   return /^[A-Z0-9_]{1,40}$/.test(code) ? `connection failed (${code})` : 'connection failed';
 }

@@ -14,7 +14,13 @@ export function signatureHeader(secret: string, body: string, timestampSeconds: 
 }
 
 /** The receiver's side (documented in docs/webhooks.md; tests use their own copy). */
-export function verifySignature(input: { header: string; body: string; secret: string; nowSeconds: number; toleranceSeconds?: number }): boolean {
+export function verifySignature(input: {
+  header: string;
+  body: string;
+  secret: string;
+  nowSeconds: number;
+  toleranceSeconds?: number;
+}): boolean {
   const parts = new Map<string, string[]>();
   for (const item of input.header.split(',')) {
     const eq = item.indexOf('=');
@@ -23,8 +29,12 @@ export function verifySignature(input: { header: string; body: string; secret: s
     parts.set(key, [...(parts.get(key) ?? []), item.slice(eq + 1).trim()]);
   }
   const t = Number(parts.get('t')?.[0]);
-  if (!Number.isInteger(t) || Math.abs(input.nowSeconds - t) > (input.toleranceSeconds ?? SIGNATURE_TOLERANCE_S)) return false;
-  const expected = Buffer.from(createHmac('sha256', input.secret).update(`${t}.${input.body}`, 'utf8').digest('hex'), 'hex');
+  if (!Number.isInteger(t) || Math.abs(input.nowSeconds - t) > (input.toleranceSeconds ?? SIGNATURE_TOLERANCE_S))
+    return false;
+  const expected = Buffer.from(
+    createHmac('sha256', input.secret).update(`${t}.${input.body}`, 'utf8').digest('hex'),
+    'hex',
+  );
   return (parts.get('v1') ?? []).some((candidate) => {
     const given = Buffer.from(candidate, 'hex');
     return given.length === expected.length && timingSafeEqual(given, expected);

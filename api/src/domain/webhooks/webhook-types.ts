@@ -70,7 +70,11 @@ export interface DeliveryRecord {
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
-export const toDelivery = (record: DeliveryRecord, event: WebhookEventBody, attempts: WebhookDeliveryAttempt[]): WebhookDelivery => ({
+export const toDelivery = (
+  record: DeliveryRecord,
+  event: WebhookEventBody,
+  attempts: WebhookDeliveryAttempt[],
+): WebhookDelivery => ({
   id: record.id,
   webhookId: record.webhookId,
   eventId: record.eventId,

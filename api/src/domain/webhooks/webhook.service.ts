@@ -8,7 +8,13 @@ import { jsonCursor } from '../shared/cursor';
 import type { ServerSecret } from '../shared/server-secret';
 import { PUBLIC_EVENT_TYPES } from '../../events/event-types';
 import { checkWebhookDestination, type HostResolver } from './url-guard';
-import { DELIVERY_STATUSES, toDelivery, type DeliveryRecord, type Webhook, type WebhookDelivery } from './webhook-types';
+import {
+  DELIVERY_STATUSES,
+  toDelivery,
+  type DeliveryRecord,
+  type Webhook,
+  type WebhookDelivery,
+} from './webhook-types';
 import { redelivered } from './delivery-rules';
 import * as webhooks from './store/webhooks.store';
 import * as deliveries from './store/deliveries.store';
@@ -56,10 +62,15 @@ export interface WebhookServiceOptions {
 }
 
 const deliveryCursor = jsonCursor<[number, string]>({
-  read: (value) => (Array.isArray(value) && Number.isInteger(value[0]) && isUuid(value[1]) ? [Number(value[0]), value[1]] : null),
-  invalid: () => new DomainError('validation_failed', 'The cursor is not valid.', { errors: [{ field: 'after', message: 'is not a cursor from this list' }] }),
+  read: (value) =>
+    Array.isArray(value) && Number.isInteger(value[0]) && isUuid(value[1]) ? [Number(value[0]), value[1]] : null,
+  invalid: () =>
+    new DomainError('validation_failed', 'The cursor is not valid.', {
+      errors: [{ field: 'after', message: 'is not a cursor from this list' }],
+    }),
 });
-const encodeCursor = (delivery: { eventSeq: number; id: string }) => deliveryCursor.encode([delivery.eventSeq, delivery.id]);
+const encodeCursor = (delivery: { eventSeq: number; id: string }) =>
+  deliveryCursor.encode([delivery.eventSeq, delivery.id]);
 const decodeCursor = (cursor: string): [number, string] => deliveryCursor.decode(cursor);
 
 /**
@@ -79,13 +90,17 @@ export class WebhookService {
   }
 
   private sealer(): ServerSecret {
-    if (!this.options.serverSecret) throw new DomainError('service_unavailable', 'Webhooks need the server secret, which this process did not load.');
+    if (!this.options.serverSecret)
+      throw new DomainError('service_unavailable', 'Webhooks need the server secret, which this process did not load.');
     return this.options.serverSecret;
   }
 
   private async checkUrl(url: string): Promise<void> {
     const problem = await checkWebhookDestination(url, this.allowPrivate, this.options.resolveHost);
-    if (problem) throw new DomainError('validation_failed', `The webhook URL ${problem}.`, { errors: [{ field: 'url', message: problem }] });
+    if (problem)
+      throw new DomainError('validation_failed', `The webhook URL ${problem}.`, {
+        errors: [{ field: 'url', message: problem }],
+      });
   }
 
   async create(actor: Actor, raw: CreateWebhookInput): Promise<{ webhook: Webhook; secret: string }> {
@@ -108,7 +123,8 @@ export class WebhookService {
       // Serialises concurrent creates of one account so the cap holds.
       await webhooks.lockAccountForWebhooks(trx, actor.accountId);
       const count = await webhooks.countWebhooks(trx, actor.accountId);
-      if (count >= MAX_WEBHOOKS_PER_ACCOUNT) throw new DomainError('conflict', `An account can have at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks.`);
+      if (count >= MAX_WEBHOOKS_PER_ACCOUNT)
+        throw new DomainError('conflict', `An account can have at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks.`);
       return webhooks.insertWebhook(trx, hook);
     });
     return { webhook, secret };
@@ -157,7 +173,11 @@ export class WebhookService {
   }
 
   /** The delivery log of one endpoint, newest event first, with every attempt. */
-  async deliveries(actor: Actor, webhookId: string, raw: ListDeliveriesInput = {}): Promise<{ deliveries: WebhookDelivery[]; nextCursor: string | null }> {
+  async deliveries(
+    actor: Actor,
+    webhookId: string,
+    raw: ListDeliveriesInput = {},
+  ): Promise<{ deliveries: WebhookDelivery[]; nextCursor: string | null }> {
     const input = ListDeliveriesInput.parse(raw);
     await this.get(actor, webhookId);
     const found = await deliveries.listDeliveries(this.deps.knex, {
@@ -168,7 +188,10 @@ export class WebhookService {
       after: input.after ? decodeCursor(input.after) : null,
     });
     const page = found.slice(0, input.first);
-    return { deliveries: await this.present(page), nextCursor: found.length > input.first ? encodeCursor(page[page.length - 1]!) : null };
+    return {
+      deliveries: await this.present(page),
+      nextCursor: found.length > input.first ? encodeCursor(page[page.length - 1]!) : null,
+    };
   }
 
   async delivery(actor: Actor, id: string): Promise<WebhookDelivery> {
@@ -193,13 +216,22 @@ export class WebhookService {
       // The event first, then the delivery: the retention pass locks in the same order, so a
       // redelivery either keeps the event alive or finds it gone, never a pending delivery without one.
       if (!(await deliveries.shareLockEvent(trx, seq))) {
-        throw new DomainError('invalid_state', 'The event of this delivery is past its retention (EVENT_RETENTION_DAYS) and can no longer be sent.');
+        throw new DomainError(
+          'invalid_state',
+          'The event of this delivery is past its retention (EVENT_RETENTION_DAYS) and can no longer be sent.',
+        );
       }
       const current = await deliveries.lockDelivery(trx, key);
-      if (!current || (options.webhookId !== undefined && current.webhookId !== options.webhookId)) throw notFound('Delivery');
-      if (!(await webhooks.isWebhookEnabled(trx, current.webhookId))) throw new DomainError('invalid_state', 'The webhook is disabled; enable it before redelivering.');
+      if (!current || (options.webhookId !== undefined && current.webhookId !== options.webhookId))
+        throw notFound('Delivery');
+      if (!(await webhooks.isWebhookEnabled(trx, current.webhookId)))
+        throw new DomainError('invalid_state', 'The webhook is disabled; enable it before redelivering.');
       const next = redelivered(current, now);
-      await deliveries.requeueDelivery(trx, { id: deliveryId, nextAttemptAt: next.nextAttemptAt, createdAt: next.createdAt });
+      await deliveries.requeueDelivery(trx, {
+        id: deliveryId,
+        nextAttemptAt: next.nextAttemptAt,
+        createdAt: next.createdAt,
+      });
     });
     return this.delivery(actor, deliveryId);
   }
@@ -208,11 +240,23 @@ export class WebhookService {
     if (page.length === 0) return [];
     const [events, attempts] = await Promise.all([
       deliveries.eventBodiesOf(this.deps.knex, [...new Set(page.map((d) => d.eventId))]),
-      deliveries.attemptsOf(this.deps.knex, page.map((d) => d.id)),
+      deliveries.attemptsOf(
+        this.deps.knex,
+        page.map((d) => d.id),
+      ),
     ]);
     const eventById = new Map(events.map((e) => [e.id, e]));
     return page.map((d) =>
-      toDelivery(d, eventById.get(d.eventId) ?? { id: d.eventId, type: 'unknown', occurred_at: d.createdAt.toISOString(), data: {} }, attempts.get(d.id) ?? []),
+      toDelivery(
+        d,
+        eventById.get(d.eventId) ?? {
+          id: d.eventId,
+          type: 'unknown',
+          occurred_at: d.createdAt.toISOString(),
+          data: {},
+        },
+        attempts.get(d.id) ?? [],
+      ),
     );
   }
 }

@@ -4,20 +4,34 @@ import { DEFAULT_RATE_LIMIT_PER_MINUTE } from '../../domain/accounts/api-key.ser
 import type { CreateUserInput } from '../../domain/accounts/user.service';
 import type { FixtureModel, RegisterModelInput } from '../../domain/models/model.service';
 
-const presentKey = (key: ApiKey) => ({ ...key, rateLimitPerMinute: key.rateLimitPerMinute ?? DEFAULT_RATE_LIMIT_PER_MINUTE });
+const presentKey = (key: ApiKey) => ({
+  ...key,
+  rateLimitPerMinute: key.rateLimitPerMinute ?? DEFAULT_RATE_LIMIT_PER_MINUTE,
+});
 
 /** Viewer, users, API keys and fixture models: thin adapters over the account services. */
 export const accountResolvers = {
   Query: {
-    viewer: (_: unknown, __: unknown, ctx: GraphQLContext) => ({ principal: ctx.actor.principal, role: ctx.actor.role }),
+    viewer: (_: unknown, __: unknown, ctx: GraphQLContext) => ({
+      principal: ctx.actor.principal,
+      role: ctx.actor.role,
+    }),
     users: (_: unknown, __: unknown, ctx: GraphQLContext) => ctx.services.users.list(ctx.actor),
-    apiKeys: async (_: unknown, __: unknown, ctx: GraphQLContext) => (await ctx.services.apiKeys.list(ctx.actor)).map(presentKey),
-    models: (_: unknown, __: unknown, ctx: GraphQLContext): Promise<FixtureModel[]> => ctx.services.models.list(ctx.actor),
+    apiKeys: async (_: unknown, __: unknown, ctx: GraphQLContext) =>
+      (await ctx.services.apiKeys.list(ctx.actor)).map(presentKey),
+    models: (_: unknown, __: unknown, ctx: GraphQLContext): Promise<FixtureModel[]> =>
+      ctx.services.models.list(ctx.actor),
   },
   Viewer: {
     account: async (_: unknown, __: unknown, ctx: GraphQLContext) => {
       const account = await ctx.loaders.account.load(ctx.actor.accountId);
-      return { id: account.id, name: account.name, quota: account.quota, currency: account.currency, createdAt: account.createdAt };
+      return {
+        id: account.id,
+        name: account.name,
+        quota: account.quota,
+        currency: account.currency,
+        createdAt: account.createdAt,
+      };
     },
     user: (_: unknown, __: unknown, ctx: GraphQLContext) => ctx.user ?? null,
     apiKey: async (_: unknown, __: unknown, ctx: GraphQLContext) => {
@@ -28,12 +42,19 @@ export const accountResolvers = {
     },
   },
   Mutation: {
-    createUser: (_: unknown, args: { input: CreateUserInput }, ctx: GraphQLContext) => ctx.services.users.create(ctx.actor, args.input),
-    createApiKey: async (_: unknown, args: { input: { name: string; role?: 'admin' | 'viewer' } }, ctx: GraphQLContext) => {
+    createUser: (_: unknown, args: { input: CreateUserInput }, ctx: GraphQLContext) =>
+      ctx.services.users.create(ctx.actor, args.input),
+    createApiKey: async (
+      _: unknown,
+      args: { input: { name: string; role?: 'admin' | 'viewer' } },
+      ctx: GraphQLContext,
+    ) => {
       const created = await ctx.services.apiKeys.create(ctx.actor, args.input);
       return { apiKey: presentKey(created.apiKey), secret: created.secret };
     },
-    revokeApiKey: async (_: unknown, args: { id: string }, ctx: GraphQLContext) => presentKey(await ctx.services.apiKeys.revoke(ctx.actor, args.id)),
-    registerModel: (_: unknown, args: { input: RegisterModelInput }, ctx: GraphQLContext) => ctx.services.models.register(ctx.actor, args.input),
+    revokeApiKey: async (_: unknown, args: { id: string }, ctx: GraphQLContext) =>
+      presentKey(await ctx.services.apiKeys.revoke(ctx.actor, args.id)),
+    registerModel: (_: unknown, args: { input: RegisterModelInput }, ctx: GraphQLContext) =>
+      ctx.services.models.register(ctx.actor, args.input),
   },
 };

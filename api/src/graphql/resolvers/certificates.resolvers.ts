@@ -26,7 +26,9 @@ export const certificateResolvers = {
     issueDeviceCertificate: async (_: unknown, args: { serial: string; csr: string }, ctx: GraphQLContext) =>
       presentCertificate(await ctx.services.certificates.issue(ctx.actor, { serial: args.serial, csr: args.csr })),
     revokeDeviceCertificate: async (_: unknown, args: { serial: string; fingerprint: string }, ctx: GraphQLContext) =>
-      presentCertificate(await ctx.services.certificates.revoke(ctx.actor, { serial: args.serial, fingerprint: args.fingerprint })),
+      presentCertificate(
+        await ctx.services.certificates.revoke(ctx.actor, { serial: args.serial, fingerprint: args.fingerprint }),
+      ),
   },
   Device: {
     certificates: async (device: Device, _args: unknown, ctx: GraphQLContext) =>

@@ -9,7 +9,12 @@ import { connection } from './presenters';
 
 interface DeployArgs {
   firmwareVersion: string;
-  filter: { model?: string | null; firmwareLt?: string | null; status?: 'online' | 'offline' | 'updating' | null; serials?: string[] | null };
+  filter: {
+    model?: string | null;
+    firmwareLt?: string | null;
+    status?: 'online' | 'offline' | 'updating' | null;
+    serials?: string[] | null;
+  };
   rollout?: {
     batches?: number[] | null;
     failureThresholdPercent?: number | null;
@@ -64,7 +69,11 @@ export const deploymentResolvers = {
   Query: {
     firmwareVersions: (_: unknown, args: { model?: string | null }, ctx: GraphQLContext) =>
       ctx.services.firmware.list(ctx.actor, args.model != null ? { model: args.model } : {}),
-    deployments: async (_: unknown, args: { first?: number | null; after?: string | null; status?: Deployment['status'] | null }, ctx: GraphQLContext) => {
+    deployments: async (
+      _: unknown,
+      args: { first?: number | null; after?: string | null; status?: Deployment['status'] | null },
+      ctx: GraphQLContext,
+    ) => {
       const page = await ctx.services.deployments.list(ctx.actor, {
         limit: args.first ?? 20,
         ...(args.after ? { cursor: args.after } : {}),
@@ -72,19 +81,32 @@ export const deploymentResolvers = {
       });
       return connection(page.deployments, (d) => d.id, page.nextCursor, { totalCount: null });
     },
-    deployment: (_: unknown, args: { id: string }, ctx: GraphQLContext) => orNull(ctx.services.deployments.get(ctx.actor, { id: args.id })),
-    deployPreview: (_: unknown, args: { input: DeployArgs }, ctx: GraphQLContext) => ctx.services.deployments.preview(ctx.actor, toDeployInput(args.input)),
+    deployment: (_: unknown, args: { id: string }, ctx: GraphQLContext) =>
+      orNull(ctx.services.deployments.get(ctx.actor, { id: args.id })),
+    deployPreview: (_: unknown, args: { input: DeployArgs }, ctx: GraphQLContext) =>
+      ctx.services.deployments.preview(ctx.actor, toDeployInput(args.input)),
   },
   Mutation: {
-    deployFirmware: (_: unknown, args: { input: DeployArgs }, ctx: GraphQLContext) => ctx.services.deployments.deploy(ctx.actor, toDeployInput(args.input)),
-    cancelDeployment: (_: unknown, args: { id: string }, ctx: GraphQLContext) => ctx.services.deployments.cancel(ctx.actor, { id: args.id }),
-    pauseDeployment: (_: unknown, args: { id: string }, ctx: GraphQLContext) => ctx.services.deployments.pause(ctx.actor, { id: args.id }),
-    resumeDeployment: (_: unknown, args: { id: string }, ctx: GraphQLContext) => ctx.services.deployments.resume(ctx.actor, { id: args.id }),
-    rollbackDeployment: (_: unknown, args: { id: string }, ctx: GraphQLContext) => ctx.services.deployments.rollback(ctx.actor, { id: args.id }),
-    retryFailedDeployment: (_: unknown, args: { id: string }, ctx: GraphQLContext) => ctx.services.deployments.retryFailed(ctx.actor, { id: args.id }),
+    deployFirmware: (_: unknown, args: { input: DeployArgs }, ctx: GraphQLContext) =>
+      ctx.services.deployments.deploy(ctx.actor, toDeployInput(args.input)),
+    cancelDeployment: (_: unknown, args: { id: string }, ctx: GraphQLContext) =>
+      ctx.services.deployments.cancel(ctx.actor, { id: args.id }),
+    pauseDeployment: (_: unknown, args: { id: string }, ctx: GraphQLContext) =>
+      ctx.services.deployments.pause(ctx.actor, { id: args.id }),
+    resumeDeployment: (_: unknown, args: { id: string }, ctx: GraphQLContext) =>
+      ctx.services.deployments.resume(ctx.actor, { id: args.id }),
+    rollbackDeployment: (_: unknown, args: { id: string }, ctx: GraphQLContext) =>
+      ctx.services.deployments.rollback(ctx.actor, { id: args.id }),
+    retryFailedDeployment: (_: unknown, args: { id: string }, ctx: GraphQLContext) =>
+      ctx.services.deployments.retryFailed(ctx.actor, { id: args.id }),
   },
   Deployment: {
-    filter: (d: Deployment) => ({ model: d.filter.model ?? null, firmwareLt: d.filter.firmware_lt ?? null, status: d.filter.status ?? null, serials: d.filter.serials ?? null }),
+    filter: (d: Deployment) => ({
+      model: d.filter.model ?? null,
+      firmwareLt: d.filter.firmware_lt ?? null,
+      status: d.filter.status ?? null,
+      serials: d.filter.serials ?? null,
+    }),
     counts: (d: Deployment) => ({
       ...d.counts,
       timedOut: d.counts.timed_out,
@@ -93,10 +115,22 @@ export const deploymentResolvers = {
     }),
     progress: (d: Deployment) => progressPercent(d),
     rollout: (d: Deployment) => (d.rollout ? presentRollout(d.rollout) : null),
-    updates: async (d: Deployment, args: { first?: number | null; after?: string | null; state?: string | null }, ctx: GraphQLContext) => {
+    updates: async (
+      d: Deployment,
+      args: { first?: number | null; after?: string | null; state?: string | null },
+      ctx: GraphQLContext,
+    ) => {
       const first = args.first ?? 50;
-      if (first < 1 || first > MAX_PAGE) throw new DomainError('validation_failed', `first must be 1 to ${MAX_PAGE}.`, { errors: [{ field: 'first', message: `must be 1 to ${MAX_PAGE}` }] });
-      const page = await ctx.services.deployments.devices(ctx.actor, { id: d.id, limit: first, ...(args.after ? { cursor: args.after } : {}), ...(args.state ? { state: args.state } : {}) });
+      if (first < 1 || first > MAX_PAGE)
+        throw new DomainError('validation_failed', `first must be 1 to ${MAX_PAGE}.`, {
+          errors: [{ field: 'first', message: `must be 1 to ${MAX_PAGE}` }],
+        });
+      const page = await ctx.services.deployments.devices(ctx.actor, {
+        id: d.id,
+        limit: first,
+        ...(args.after ? { cursor: args.after } : {}),
+        ...(args.state ? { state: args.state } : {}),
+      });
       const totalCount = args.state ? (d.counts[args.state as keyof Deployment['counts']] ?? 0) : d.targetCount;
       return connection(
         page.devices.map((u: DeviceUpdateView) => ({ ...u, deploymentId: d.id })),
@@ -108,7 +142,8 @@ export const deploymentResolvers = {
   },
   Subscription: {
     deploymentProgress: {
-      subscribe: (_: unknown, args: { id: string }, ctx: GraphQLContext) => ctx.live.deploymentProgress(ctx.actor, args.id),
+      subscribe: (_: unknown, args: { id: string }, ctx: GraphQLContext) =>
+        ctx.live.deploymentProgress(ctx.actor, args.id),
       resolve: (deployment: unknown) => deployment,
     },
   },

@@ -72,28 +72,55 @@ export const deviceResolvers = {
   Query: {
     devices: async (
       _: unknown,
-      args: { first?: number | null; after?: string | null; filter?: DeviceFilterArgs | null; orderBy?: { field: string; direction?: 'ASC' | 'DESC' | null } | null },
+      args: {
+        first?: number | null;
+        after?: string | null;
+        filter?: DeviceFilterArgs | null;
+        orderBy?: { field: string; direction?: 'ASC' | 'DESC' | null } | null;
+      },
       ctx: GraphQLContext,
     ) => {
       const first = args.first ?? 50;
       if (first < 1 || first > MAX_DEVICE_PAGE) {
-        throw new DomainError('validation_failed', `first must be 1 to ${MAX_DEVICE_PAGE}.`, { errors: [{ field: 'first', message: `must be 1 to ${MAX_DEVICE_PAGE}` }] });
+        throw new DomainError('validation_failed', `first must be 1 to ${MAX_DEVICE_PAGE}.`, {
+          errors: [{ field: 'first', message: `must be 1 to ${MAX_DEVICE_PAGE}` }],
+        });
       }
       const page = await ctx.services.devices.list(ctx.actor, {
         filter: toServiceFilter(args.filter),
         limit: first,
         ...(args.after ? { cursor: args.after } : {}),
         // DeviceOrderField values are the service's field names in upper case (LAST_SEEN -> last_seen).
-        ...(args.orderBy ? { sort: { field: args.orderBy.field.toLowerCase() as DeviceSortField, direction: args.orderBy.direction === 'DESC' ? 'desc' : 'asc' } } : {}),
+        ...(args.orderBy
+          ? {
+              sort: {
+                field: args.orderBy.field.toLowerCase() as DeviceSortField,
+                direction: args.orderBy.direction === 'DESC' ? 'desc' : 'asc',
+              },
+            }
+          : {}),
       });
-      return connection(page.devices, (_d, i) => page.cursors[i]!, page.nextCursor, { totalCount: page.total, quota: page.quota });
+      return connection(page.devices, (_d, i) => page.cursors[i]!, page.nextCursor, {
+        totalCount: page.total,
+        quota: page.quota,
+      });
     },
-    device: (_: unknown, args: { serial: string }, ctx: GraphQLContext) => orNull(ctx.services.devices.get(ctx.actor, { serial: args.serial })),
+    device: (_: unknown, args: { serial: string }, ctx: GraphQLContext) =>
+      orNull(ctx.services.devices.get(ctx.actor, { serial: args.serial })),
   },
   Mutation: {
     claimDevices: async (
       _: unknown,
-      args: { input: { serials: string[]; model: string; firmware?: string | null; names?: Record<string, string> | null; csrs?: Record<string, string> | null; idempotencyKey?: string | null } },
+      args: {
+        input: {
+          serials: string[];
+          model: string;
+          firmware?: string | null;
+          names?: Record<string, string> | null;
+          csrs?: Record<string, string> | null;
+          idempotencyKey?: string | null;
+        };
+      },
       ctx: GraphQLContext,
     ) => {
       const { idempotencyKey, ...rest } = args.input;
@@ -107,12 +134,28 @@ export const deviceResolvers = {
       if (idempotencyKey == null) return presentClaim(await ctx.services.claims.claim(ctx.actor, input));
       // Same semantics as REST's Idempotency-Key header (IdempotencyService.run), per account.
       const outcome = await ctx.services.idempotency.run(
-        { actor: ctx.actor, key: idempotencyKey, operation: 'graphql.claimDevices', body: input, requiredRole: 'admin' },
-        async (unitOfWork) => ({ status: 200, body: presentClaim(await ctx.services.claims.claim(ctx.actor, input, { unitOfWork })) }),
+        {
+          actor: ctx.actor,
+          key: idempotencyKey,
+          operation: 'graphql.claimDevices',
+          body: input,
+          requiredRole: 'admin',
+        },
+        async (unitOfWork) => ({
+          status: 200,
+          body: presentClaim(await ctx.services.claims.claim(ctx.actor, input, { unitOfWork })),
+        }),
       );
       return outcome.kind === 'replayed' ? outcome.body : outcome.response.body;
     },
-    updateDevice: (_: unknown, args: { serial: string; input: { name?: string | null; tags?: Record<string, string | null> | null; config?: ConfigInput | null } }, ctx: GraphQLContext) =>
+    updateDevice: (
+      _: unknown,
+      args: {
+        serial: string;
+        input: { name?: string | null; tags?: Record<string, string | null> | null; config?: ConfigInput | null };
+      },
+      ctx: GraphQLContext,
+    ) =>
       ctx.services.devices.update(ctx.actor, {
         serial: args.serial,
         patch: {
@@ -121,7 +164,8 @@ export const deviceResolvers = {
           ...(args.input.config != null ? { config: toConfigPatch(args.input.config) } : {}),
         },
       }),
-    rotateDeviceCredentials: (_: unknown, args: { serial: string }, ctx: GraphQLContext) => ctx.services.devices.rotateCredentials(ctx.actor, { serial: args.serial }),
+    rotateDeviceCredentials: (_: unknown, args: { serial: string }, ctx: GraphQLContext) =>
+      ctx.services.devices.rotateCredentials(ctx.actor, { serial: args.serial }),
   },
   Device: {
     update: (device: Device) => (device.update ? { ...device.update, serial: device.serial } : null),
@@ -131,7 +175,11 @@ export const deviceResolvers = {
       const page =
         !args.after && Number.isInteger(limit) && limit >= 1 && limit <= 100
           ? await ctx.loaders.historyHead.load(`${device.id}|${limit}`)
-          : await ctx.services.devices.history(ctx.actor, { serial: device.serial, limit, ...(args.after ? { cursor: args.after } : {}) });
+          : await ctx.services.devices.history(ctx.actor, {
+              serial: device.serial,
+              limit,
+              ...(args.after ? { cursor: args.after } : {}),
+            });
       return connection(page.events, (e) => historyCursor.encode(e.id), page.nextCursor);
     },
   },
@@ -144,7 +192,8 @@ export const deviceResolvers = {
   },
   Subscription: {
     deviceChanged: {
-      subscribe: (_: unknown, args: { filter?: DeviceFilterArgs | null }, ctx: GraphQLContext) => ctx.live.deviceChanges(ctx.actor, args.filter),
+      subscribe: (_: unknown, args: { filter?: DeviceFilterArgs | null }, ctx: GraphQLContext) =>
+        ctx.live.deviceChanges(ctx.actor, args.filter),
       resolve: (change: unknown) => change,
     },
   },

@@ -1,7 +1,13 @@
 import type { GraphQLContext } from '../context';
 import type { DomainEvent } from '../../events/event-types';
 
-export const presentEvent = (event: DomainEvent) => ({ id: event.id, type: event.type, subject: event.subject, occurredAt: event.occurredAt, data: event.data });
+export const presentEvent = (event: DomainEvent) => ({
+  id: event.id,
+  type: event.type,
+  subject: event.subject,
+  occurredAt: event.occurredAt,
+  data: event.data,
+});
 
 /** Recent events (query) and live events (subscription) of the caller's account. */
 export const eventResolvers = {
@@ -11,7 +17,8 @@ export const eventResolvers = {
   },
   Subscription: {
     events: {
-      subscribe: (_: unknown, args: { types?: string[] | null }, ctx: GraphQLContext) => ctx.live.events(ctx.actor, args.types),
+      subscribe: (_: unknown, args: { types?: string[] | null }, ctx: GraphQLContext) =>
+        ctx.live.events(ctx.actor, args.types),
       resolve: (event: DomainEvent) => presentEvent(event),
     },
   },

@@ -25,13 +25,17 @@ export const presentAllocation = (a: Allocation) => ({
   remainingBudget: money(a.budget.remainingMinor, a.budget.currency),
   unitPrice: money(a.unitPriceMinor, a.budget.currency),
   thresholds: [...new Set(a.thresholds.map((t) => t.percent))].sort((x, y) => x - y),
-  thresholdsReached: a.thresholds.filter((t) => t.reachedAt !== null).map((t) => ({ kind: t.kind, percent: t.percent, reachedAt: t.reachedAt })),
+  thresholdsReached: a.thresholds
+    .filter((t) => t.reachedAt !== null)
+    .map((t) => ({ kind: t.kind, percent: t.percent, reachedAt: t.reachedAt })),
 });
 
 export const fleetResolvers = {
   Query: {
-    fleetSummary: async (_: unknown, __: unknown, ctx: GraphQLContext) => presentSummary(await ctx.services.fleet.summary(ctx.actor)),
-    allocation: async (_: unknown, __: unknown, ctx: GraphQLContext) => presentAllocation(await ctx.services.allocation.get(ctx.actor)),
+    fleetSummary: async (_: unknown, __: unknown, ctx: GraphQLContext) =>
+      presentSummary(await ctx.services.fleet.summary(ctx.actor)),
+    allocation: async (_: unknown, __: unknown, ctx: GraphQLContext) =>
+      presentAllocation(await ctx.services.allocation.get(ctx.actor)),
   },
   Subscription: {
     fleetSummaryChanged: {

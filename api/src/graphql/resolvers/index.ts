@@ -30,5 +30,14 @@ export function liveReaders(services: Services): LiveReaders {
 /** Every area's resolvers. They are thin adapters: parse arguments, call ONE service method, present. */
 export function createResolvers(): IResolvers[] {
   // The resolver maps are plain objects keyed by type name; graphql-tools merges them.
-  return [accountResolvers, eventResolvers, webhookResolvers, deviceResolvers, fleetResolvers, deploymentResolvers, firmwareResolvers, certificateResolvers] as unknown as IResolvers[];
+  return [
+    accountResolvers,
+    eventResolvers,
+    webhookResolvers,
+    deviceResolvers,
+    fleetResolvers,
+    deploymentResolvers,
+    firmwareResolvers,
+    certificateResolvers,
+  ] as unknown as IResolvers[];
 }

@@ -24,11 +24,14 @@ export const webhookResolvers = {
     },
   },
   Mutation: {
-    createWebhook: (_: unknown, args: { input: CreateWebhookInput }, ctx: GraphQLContext) => ctx.services.webhooks.create(ctx.actor, args.input),
+    createWebhook: (_: unknown, args: { input: CreateWebhookInput }, ctx: GraphQLContext) =>
+      ctx.services.webhooks.create(ctx.actor, args.input),
     updateWebhook: (_: unknown, args: { id: string; input: UpdateWebhookInput }, ctx: GraphQLContext) =>
       ctx.services.webhooks.update(ctx.actor, args.id, stripNulls(args.input)),
-    deleteWebhook: (_: unknown, args: { id: string }, ctx: GraphQLContext) => ctx.services.webhooks.delete(ctx.actor, args.id),
-    redeliverWebhookDelivery: (_: unknown, args: { id: string }, ctx: GraphQLContext) => ctx.services.webhooks.redeliver(ctx.actor, args.id),
+    deleteWebhook: (_: unknown, args: { id: string }, ctx: GraphQLContext) =>
+      ctx.services.webhooks.delete(ctx.actor, args.id),
+    redeliverWebhookDelivery: (_: unknown, args: { id: string }, ctx: GraphQLContext) =>
+      ctx.services.webhooks.redeliver(ctx.actor, args.id),
   },
 };
 

@@ -69,9 +69,18 @@ export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   if (CombinedGraphQLErrors.is(error)) {
     const first = error.errors[0];
-    const extensions = (first?.extensions ?? {}) as { code?: string; status?: number; errors?: { field: string; message: string }[] };
+    const extensions = (first?.extensions ?? {}) as {
+      code?: string;
+      status?: number;
+      errors?: { field: string; message: string }[];
+    };
     const messages = error.errors.map((e) => e.message);
-    return new ApiError(messages.join(' '), extensions.status ?? 200, extensions.code ?? 'graphql_error', extensions.errors ?? []);
+    return new ApiError(
+      messages.join(' '),
+      extensions.status ?? 200,
+      extensions.code ?? 'graphql_error',
+      extensions.errors ?? [],
+    );
   }
   if (ServerError.is(error)) {
     let message = `The service answered ${error.statusCode}.`;

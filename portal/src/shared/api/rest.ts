@@ -42,7 +42,12 @@ export async function rest<T>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path:
   if (method !== 'GET' && session.csrfToken) headers['x-csrf-token'] = session.csrfToken;
   let response: Response;
   try {
-    response = await fetch(path, { method, headers, credentials: 'same-origin', ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+    response = await fetch(path, {
+      method,
+      headers,
+      credentials: 'same-origin',
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
   } catch {
     throw new ApiError('The service cannot be reached. Check your connection and try again.', 0, 'network_error');
   }

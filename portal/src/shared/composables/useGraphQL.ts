@@ -23,7 +23,12 @@ export function useQuery<T, V extends OperationVariables = OperationVariables>(
   const start = (vars: V) => {
     stop?.();
     loading.value = true;
-    const observable = apollo.watchQuery({ query, variables: vars, fetchPolicy: options.fetchPolicy ?? 'cache-and-network', notifyOnNetworkStatusChange: false });
+    const observable = apollo.watchQuery({
+      query,
+      variables: vars,
+      fetchPolicy: options.fetchPolicy ?? 'cache-and-network',
+      notifyOnNetworkStatusChange: false,
+    });
     current = observable;
     const subscription = observable.subscribe({
       next: (result) => {
@@ -39,7 +44,10 @@ export function useQuery<T, V extends OperationVariables = OperationVariables>(
     stop = () => subscription.unsubscribe();
   };
 
-  const source = typeof variables === 'function' || (variables && typeof variables === 'object' && 'value' in variables) ? (variables as WatchSource<V>) : () => variables as V;
+  const source =
+    typeof variables === 'function' || (variables && typeof variables === 'object' && 'value' in variables)
+      ? (variables as WatchSource<V>)
+      : () => variables as V;
   const enabled = options.enabled ?? (() => true);
   watch(
     [source, enabled] as const,
@@ -101,7 +109,10 @@ export function useSubscription<T, V extends OperationVariables = OperationVaria
 }
 
 /** Runs a mutation; throws an ApiError with the API's message (and field errors) on failure. */
-export async function mutate<T, V extends OperationVariables = OperationVariables>(mutation: DocumentNode, variables: V): Promise<T> {
+export async function mutate<T, V extends OperationVariables = OperationVariables>(
+  mutation: DocumentNode,
+  variables: V,
+): Promise<T> {
   try {
     const result = await apollo.mutate({ mutation, variables });
     if (result.error) throw result.error;
@@ -112,7 +123,10 @@ export async function mutate<T, V extends OperationVariables = OperationVariable
 }
 
 /** A one-off query straight from the network (paging, dry runs). */
-export async function fetchQuery<T, V extends OperationVariables = OperationVariables>(query: DocumentNode, variables: V): Promise<T> {
+export async function fetchQuery<T, V extends OperationVariables = OperationVariables>(
+  query: DocumentNode,
+  variables: V,
+): Promise<T> {
   try {
     const result = await apollo.query({ query, variables, fetchPolicy: 'no-cache' });
     if (result.error) throw result.error;

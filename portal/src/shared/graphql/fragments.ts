@@ -44,7 +44,8 @@ export interface DeploymentCounts {
   superseded: number;
 }
 
-export type DeploymentStatus = 'scheduled' | 'running' | 'paused' | 'completed' | 'completed_with_failures' | 'cancelled';
+export type DeploymentStatus =
+  'scheduled' | 'running' | 'paused' | 'completed' | 'completed_with_failures' | 'cancelled';
 
 export interface DeploymentSummary {
   id: string;

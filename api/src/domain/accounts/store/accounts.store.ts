@@ -14,7 +14,10 @@ interface AccountRow {
   created_at: Date;
 }
 
-type LockedAccountRow = Pick<AccountRow, 'id' | 'quota' | 'budget_minor' | 'currency' | 'unit_price_minor' | 'thresholds'>;
+type LockedAccountRow = Pick<
+  AccountRow,
+  'id' | 'quota' | 'budget_minor' | 'currency' | 'unit_price_minor' | 'thresholds'
+>;
 
 const toLockedAccount = (row: LockedAccountRow): LockedAccount => ({
   id: row.id,
@@ -86,6 +89,7 @@ export async function lockAccountForClaim(trx: Knex.Transaction, id: string): Pr
   const row = (await trx('accounts')
     .where({ id })
     .forUpdate()
-    .first('id', 'quota', 'budget_minor', 'currency', 'unit_price_minor', 'thresholds')) as LockedAccountRow | undefined;
+    .first('id', 'quota', 'budget_minor', 'currency', 'unit_price_minor', 'thresholds')) as
+    LockedAccountRow | undefined;
   return row ? toLockedAccount(row) : null;
 }

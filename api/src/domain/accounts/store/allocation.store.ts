@@ -11,7 +11,9 @@ export async function provisionedCount(db: Db, accountId: string): Promise<numbe
 
 /** The sum of the account's ledger (its budget use), minor units. */
 export async function spentMinor(db: Db, accountId: string): Promise<number> {
-  const row = (await db('ledger_entries').where({ account_id: accountId }).sum<{ sum: string | null }[]>('amount_minor as sum'))[0];
+  const row = (
+    await db('ledger_entries').where({ account_id: accountId }).sum<{ sum: string | null }[]>('amount_minor as sum')
+  )[0];
   return Number(row?.sum ?? 0);
 }
 
@@ -35,7 +37,10 @@ interface ThresholdReachedRow {
   reached_at: Date;
 }
 
-export async function thresholdsReachedAt(db: Db, accountId: string): Promise<Array<Threshold & { reachedAt: string }>> {
+export async function thresholdsReachedAt(
+  db: Db,
+  accountId: string,
+): Promise<Array<Threshold & { reachedAt: string }>> {
   const rows = (await db('allocation_thresholds_reached').where({ account_id: accountId })) as ThresholdReachedRow[];
   return rows.map((r) => ({ kind: r.kind, percent: r.percent, reachedAt: new Date(r.reached_at).toISOString() }));
 }
@@ -49,7 +54,14 @@ export async function recordThresholdsReached(
   input: { accountId: string; thresholds: Threshold[]; reachedAt: Date },
 ): Promise<Threshold[]> {
   const inserted = (await trx('allocation_thresholds_reached')
-    .insert(input.thresholds.map((c) => ({ account_id: input.accountId, kind: c.kind, percent: c.percent, reached_at: input.reachedAt })))
+    .insert(
+      input.thresholds.map((c) => ({
+        account_id: input.accountId,
+        kind: c.kind,
+        percent: c.percent,
+        reached_at: input.reachedAt,
+      })),
+    )
     .onConflict(['account_id', 'kind', 'percent'])
     .ignore()
     .returning(['kind', 'percent'])) as Array<{ kind: ThresholdKind; percent: number }>;

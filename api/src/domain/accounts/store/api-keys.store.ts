@@ -59,7 +59,10 @@ export async function listApiKeys(db: Db, accountId: string): Promise<ApiKey[]> 
 }
 
 /** Revokes the key (a key revoked before keeps its first revocation time); null when the account has no such key. */
-export async function revokeApiKey(db: Db, input: { id: string; accountId: string; now: Date }): Promise<ApiKey | null> {
+export async function revokeApiKey(
+  db: Db,
+  input: { id: string; accountId: string; now: Date },
+): Promise<ApiKey | null> {
   const [row] = (await db('api_keys')
     .where({ id: input.id, account_id: input.accountId })
     .update({ revoked_at: db.raw('coalesce(revoked_at, ?)', [input.now]) })
@@ -73,9 +76,13 @@ export async function setApiKeyRateLimit(db: Db, input: { id: string; perMinute:
 }
 
 /** An unrevoked key by the digest of its secret, with its account. */
-export async function findActiveApiKey(db: Db, secretHash: string): Promise<{ apiKey: ApiKey; accountId: string } | null> {
+export async function findActiveApiKey(
+  db: Db,
+  secretHash: string,
+): Promise<{ apiKey: ApiKey; accountId: string } | null> {
   // The lookup is by digest (indexed, unique); equality of a 256-bit digest leaks nothing useful.
-  const row = (await db('api_keys').where({ secret_hash: secretHash }).whereNull('revoked_at').first()) as ApiKeyRow | undefined;
+  const row = (await db('api_keys').where({ secret_hash: secretHash }).whereNull('revoked_at').first()) as
+    ApiKeyRow | undefined;
   return row ? { apiKey: toApiKey(row), accountId: row.account_id } : null;
 }
 

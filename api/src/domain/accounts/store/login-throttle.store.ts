@@ -14,7 +14,10 @@ export interface ThrottleKey {
  * statement that also decides (decideAddressAttempt is the rule it implements). Null when
  * refused; otherwise when the e-mail last logged in from there.
  */
-export async function countAddressAttempt(db: Db, input: ThrottleKey & { now: Date }): Promise<{ lastSuccessAt: Date | null } | null> {
+export async function countAddressAttempt(
+  db: Db,
+  input: ThrottleKey & { now: Date },
+): Promise<{ lastSuccessAt: Date | null } | null> {
   const { email, address, now } = input;
   const { opensAfter: windowOpen, lockoutEnds } = addressWindow(now);
   const counted = (await db.raw(
@@ -64,15 +67,16 @@ export async function withdrawAddressAttempt(db: Db, key: ThrottleKey): Promise<
 
 /** The end of the lockout of an address (for Retry-After); null when none is recorded. */
 export async function addressLockedUntil(db: Db, key: ThrottleKey): Promise<Date | null> {
-  const row = (await db('login_address_throttle').where({ email: key.email, address: key.address }).first('locked_until')) as
-    | { locked_until: Date | null }
-    | undefined;
+  const row = (await db('login_address_throttle')
+    .where({ email: key.email, address: key.address })
+    .first('locked_until')) as { locked_until: Date | null } | undefined;
   return row?.locked_until ? new Date(row.locked_until) : null;
 }
 
 /** The end of the per-e-mail backoff (for Retry-After); null when none is recorded. */
 export async function emailLockedUntil(db: Db, email: string): Promise<Date | null> {
-  const row = (await db('login_throttle').where({ email }).first('locked_until')) as { locked_until: Date | null } | undefined;
+  const row = (await db('login_throttle').where({ email }).first('locked_until')) as
+    { locked_until: Date | null } | undefined;
   return row?.locked_until ? new Date(row.locked_until) : null;
 }
 

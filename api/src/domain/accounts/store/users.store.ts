@@ -63,7 +63,11 @@ export async function findUserByEmail(db: Db, email: string): Promise<UserCreden
 }
 
 /** The account and password hash only (no user record): the operator's check of the demo login. */
-export async function findPasswordByEmail(db: Db, email: string): Promise<{ accountId: string; passwordHash: string } | null> {
-  const row = (await db('users').where({ email }).first('account_id', 'password_hash')) as Pick<UserRow, 'account_id' | 'password_hash'> | undefined;
+export async function findPasswordByEmail(
+  db: Db,
+  email: string,
+): Promise<{ accountId: string; passwordHash: string } | null> {
+  const row = (await db('users').where({ email }).first('account_id', 'password_hash')) as
+    Pick<UserRow, 'account_id' | 'password_hash'> | undefined;
   return row ? { accountId: row.account_id, passwordHash: row.password_hash } : null;
 }

@@ -20,7 +20,18 @@ interface CertificateRow {
   revoked_reason: RevocationReason | null;
 }
 
-const COLUMNS: string[] = ['fingerprint_sha256', 'serial', 'serial_number', 'key_algorithm', 'certificate_pem', 'not_before', 'not_after', 'created_at', 'revoked_at', 'revoked_reason'];
+const COLUMNS: string[] = [
+  'fingerprint_sha256',
+  'serial',
+  'serial_number',
+  'key_algorithm',
+  'certificate_pem',
+  'not_before',
+  'not_after',
+  'created_at',
+  'revoked_at',
+  'revoked_reason',
+];
 
 /** The reason an administrator's revocation records. */
 const REVOKED: RevocationReason[] = ['revoked'];
@@ -67,10 +78,16 @@ export async function insertCertificates(
 }
 
 /** Every certificate of one device, newest first (revoked ones included). */
-export async function selectCertificatesOfDevice(db: Db, input: { accountId: string; deviceId: string }): Promise<DeviceCertificate[]> {
+export async function selectCertificatesOfDevice(
+  db: Db,
+  input: { accountId: string; deviceId: string },
+): Promise<DeviceCertificate[]> {
   const rows: CertificateRow[] = await db('device_certificates')
     .where({ account_id: input.accountId, device_id: input.deviceId })
-    .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'fingerprint_sha256', order: 'asc' }])
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'fingerprint_sha256', order: 'asc' },
+    ])
     .select(COLUMNS);
   return rows.map(toCertificate);
 }
@@ -90,13 +107,19 @@ export async function revokeCertificate(
   if (!before) return null;
   const [row]: CertificateRow[] = await trx('device_certificates')
     .where({ fingerprint_sha256: input.fingerprint })
-    .update({ revoked_at: trx.raw('coalesce(revoked_at, ?)', [input.now]), revoked_reason: trx.raw(`coalesce(revoked_reason, ${sqlList(REVOKED)})`) })
+    .update({
+      revoked_at: trx.raw('coalesce(revoked_at, ?)', [input.now]),
+      revoked_reason: trx.raw(`coalesce(revoked_reason, ${sqlList(REVOKED)})`),
+    })
     .returning(COLUMNS);
   return { certificate: toCertificate(row!), newlyRevoked: before.revoked_at === null };
 }
 
 /** Revokes every certificate of a device (unclaim); returns the fingerprints it revoked. */
-export async function revokeCertificatesOfDevice(trx: Knex.Transaction, input: { deviceId: string; now: Date; reason: RevocationReason }): Promise<string[]> {
+export async function revokeCertificatesOfDevice(
+  trx: Knex.Transaction,
+  input: { deviceId: string; now: Date; reason: RevocationReason },
+): Promise<string[]> {
   const rows: Array<{ fingerprint_sha256: string }> = await trx('device_certificates')
     .where({ device_id: input.deviceId })
     .whereNull('revoked_at')

@@ -75,7 +75,10 @@ export interface NamedDeployment {
   model: string;
 }
 
-const toNamed = (row: DeploymentRow & { model: string }): NamedDeployment => ({ deployment: toDeploymentRecord(row), model: row.model });
+const toNamed = (row: DeploymentRow & { model: string }): NamedDeployment => ({
+  deployment: toDeploymentRecord(row),
+  model: row.model,
+});
 
 /** A new deployment's row. Left-out optional fields take the column's default. */
 export interface NewDeployment {
@@ -130,7 +133,10 @@ export interface DeploymentChange {
   updatedAt?: Date;
 }
 
-export async function updateDeployment(trx: Knex.Transaction, input: { id: string; change: DeploymentChange }): Promise<void> {
+export async function updateDeployment(
+  trx: Knex.Transaction,
+  input: { id: string; change: DeploymentChange },
+): Promise<void> {
   const c = input.change;
   // In this column order: each statement keeps the text it had when written inline.
   const columns: Record<string, unknown> = {};
@@ -146,7 +152,10 @@ export async function updateDeployment(trx: Knex.Transaction, input: { id: strin
 }
 
 /** The account's deployment `id` with its model's name, or null. */
-export async function findDeployment(db: Db, input: { accountId: string; id: string }): Promise<NamedDeployment | null> {
+export async function findDeployment(
+  db: Db,
+  input: { accountId: string; id: string },
+): Promise<NamedDeployment | null> {
   const row: (DeploymentRow & { model: string }) | undefined = await db('deployments as p')
     .join('models as m', 'm.id', 'p.model_id')
     .where({ 'p.account_id': input.accountId, 'p.id': input.id })
@@ -157,23 +166,38 @@ export async function findDeployment(db: Db, input: { accountId: string; id: str
 /** Newest first, keyset paged: at most `limit` deployments created before `before`. */
 export async function listDeployments(
   db: Db,
-  input: { accountId: string; status?: DeploymentStatus | undefined; before?: { createdAt: string; id: string } | undefined; limit: number },
+  input: {
+    accountId: string;
+    status?: DeploymentStatus | undefined;
+    before?: { createdAt: string; id: string } | undefined;
+    limit: number;
+  },
 ): Promise<NamedDeployment[]> {
   const q = db('deployments as p')
     .join('models as m', 'm.id', 'p.model_id')
     .where('p.account_id', input.accountId)
     .select('p.*', 'm.name as model')
-    .orderBy([{ column: 'p.created_at', order: 'desc' }, { column: 'p.id', order: 'desc' }])
+    .orderBy([
+      { column: 'p.created_at', order: 'desc' },
+      { column: 'p.id', order: 'desc' },
+    ])
     .limit(input.limit);
   if (input.status) q.andWhere('p.status', input.status);
-  if (input.before) q.andWhereRaw('(p.created_at, p.id) < (?::timestamptz, ?::uuid)', [input.before.createdAt, input.before.id]);
+  if (input.before)
+    q.andWhereRaw('(p.created_at, p.id) < (?::timestamptz, ?::uuid)', [input.before.createdAt, input.before.id]);
   const rows: Array<DeploymentRow & { model: string }> = await q;
   return rows.map(toNamed);
 }
 
 /** The account's deployment, locked until the transaction ends (operator actions), or null. */
-export async function lockAccountDeployment(trx: Knex.Transaction, input: { accountId: string; id: string }): Promise<DeploymentRecord | null> {
-  const row: DeploymentRow | undefined = await trx('deployments').where({ account_id: input.accountId, id: input.id }).forUpdate().first();
+export async function lockAccountDeployment(
+  trx: Knex.Transaction,
+  input: { accountId: string; id: string },
+): Promise<DeploymentRecord | null> {
+  const row: DeploymentRow | undefined = await trx('deployments')
+    .where({ account_id: input.accountId, id: input.id })
+    .forUpdate()
+    .first();
   return row ? toDeploymentRecord(row) : null;
 }
 
@@ -197,7 +221,9 @@ export async function takeDispatchTurn(trx: Knex.Transaction, id: string): Promi
 /** Running deployments and scheduled ones whose time came: what the sweep evaluates and dispatches. */
 export async function dueDeploymentIds(db: Db, now: Date): Promise<string[]> {
   return db('deployments')
-    .where((q) => q.where('status', 'running').orWhere((s) => s.where('status', 'scheduled').andWhere('scheduled_at', '<=', now)))
+    .where((q) =>
+      q.where('status', 'running').orWhere((s) => s.where('status', 'scheduled').andWhere('scheduled_at', '<=', now)),
+    )
     .pluck('id');
 }
 
@@ -239,7 +265,8 @@ export async function tallyByBatch(db: Db, deploymentId: string): Promise<Map<nu
     [deploymentId],
   );
   const map = new Map<number, BatchTally>();
-  for (const r of result.rows as Array<BatchTally & { batch: number }>) map.set(r.batch, { total: r.total, active: r.active, succeeded: r.succeeded, failures: r.failures });
+  for (const r of result.rows as Array<BatchTally & { batch: number }>)
+    map.set(r.batch, { total: r.total, active: r.active, succeeded: r.succeeded, failures: r.failures });
   return map;
 }
 

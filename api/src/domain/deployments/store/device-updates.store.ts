@@ -1,6 +1,12 @@
 import type { Knex } from 'knex';
 import { sqlList } from '../../shared/sql-list';
-import { ACTIVE_STATES, IN_FLIGHT_STATES, type DeviceUpdateView, type UpdateRef, type UpdateState } from '../deployment-types';
+import {
+  ACTIVE_STATES,
+  IN_FLIGHT_STATES,
+  type DeviceUpdateView,
+  type UpdateRef,
+  type UpdateState,
+} from '../deployment-types';
 import type { ActiveUpdate, ReportedUpdate } from '../report-rules';
 
 type Db = Knex | Knex.Transaction;
@@ -38,7 +44,10 @@ const iso = (v: Date | string | null): string | null => (v === null ? null : new
  * written from the UPDATE's own RETURNING and the devices from the ids at hand: reading the
  * updates back by id for each cost 10-15 ms per 1,000 commands (bench/ota.bench.ts).
  */
-export async function markUpdatesSent(trx: Knex.Transaction, input: { updates: Array<Pick<UpdateRef, 'id' | 'deviceId'>>; now: Date; deadline: Date }): Promise<void> {
+export async function markUpdatesSent(
+  trx: Knex.Transaction,
+  input: { updates: Array<Pick<UpdateRef, 'id' | 'deviceId'>>; now: Date; deadline: Date },
+): Promise<void> {
   const { updates, now, deadline } = input;
   if (updates.length === 0) return;
   await trx.raw(
@@ -53,7 +62,10 @@ export async function markUpdatesSent(trx: Knex.Transaction, input: { updates: A
        FROM sent`,
     [now, now, deadline, updates.map((r) => r.id), now],
   );
-  await lockDevices(trx, updates.map((r) => r.deviceId));
+  await lockDevices(
+    trx,
+    updates.map((r) => r.deviceId),
+  );
   await trx.raw(
     `UPDATE devices d SET current_update_id = v.update_id, status = CASE WHEN d.connectivity = 'online' THEN 'updating' ELSE d.status END, updated_at = ?
        FROM unnest(?::uuid[], ?::uuid[]) AS v(device_id, update_id) WHERE d.id = v.device_id`,
@@ -67,7 +79,13 @@ export async function markUpdatesSent(trx: Knex.Transaction, input: { updates: A
  */
 export async function finishUpdateRows(
   trx: Knex.Transaction,
-  input: { ids: string[]; state: Extract<UpdateState, 'succeeded' | 'failed' | 'timed_out' | 'rolled_back' | 'cancelled'>; error: string | null; now: Date; history: Record<string, unknown> },
+  input: {
+    ids: string[];
+    state: Extract<UpdateState, 'succeeded' | 'failed' | 'timed_out' | 'rolled_back' | 'cancelled'>;
+    error: string | null;
+    now: Date;
+    history: Record<string, unknown>;
+  },
 ): Promise<UpdateRef[]> {
   if (input.ids.length === 0) return [];
   const { now } = input;
@@ -82,7 +100,10 @@ export async function finishUpdateRows(
   const rows = result.rows as UpdateRefRow[];
   if (rows.length === 0) return [];
   const ids = rows.map((r) => r.id);
-  await lockDevices(trx, rows.map((r) => r.device_id));
+  await lockDevices(
+    trx,
+    rows.map((r) => r.device_id),
+  );
   // By primary key: `current_update_id` has no index, and matching on it alone read every
   // device row of the table for each batch of finished updates (a sequential scan per heartbeat
   // flush while 10,000 devices came back from their reboot).
@@ -127,7 +148,10 @@ export interface StepHistory {
 }
 
 /** Several reported steps at once (one statement per table). */
-export async function writeSteps(trx: Knex.Transaction, input: { now: Date; writes: StepRowWrite[]; history: StepHistory[] }): Promise<void> {
+export async function writeSteps(
+  trx: Knex.Transaction,
+  input: { now: Date; writes: StepRowWrite[]; history: StepHistory[] },
+): Promise<void> {
   const { now, writes, history: steps } = input;
   if (writes.length === 0) return;
   await trx.raw(
@@ -172,42 +196,70 @@ async function lockDevices(trx: Knex.Transaction, deviceIds: string[]): Promise<
  * In-flight updates past their deadline, at most `limit`, locked (SKIP LOCKED: another process
  * may be on them); oldest deadline first.
  */
-export async function lockOverdueUpdates(trx: Knex.Transaction, input: { now: Date; limit: number }): Promise<string[]> {
-  const rows = (await trx.raw(
-    `SELECT id, reported_success_at FROM device_updates WHERE state IN (${sqlList(IN_FLIGHT_STATES)}) AND deadline_at < ? ORDER BY deadline_at LIMIT ${Math.floor(input.limit)} FOR UPDATE SKIP LOCKED`,
-    [input.now],
-  )).rows as Array<{ id: string; reported_success_at: Date | null }>;
+export async function lockOverdueUpdates(
+  trx: Knex.Transaction,
+  input: { now: Date; limit: number },
+): Promise<string[]> {
+  const rows = (
+    await trx.raw(
+      `SELECT id, reported_success_at FROM device_updates WHERE state IN (${sqlList(IN_FLIGHT_STATES)}) AND deadline_at < ? ORDER BY deadline_at LIMIT ${Math.floor(input.limit)} FOR UPDATE SKIP LOCKED`,
+      [input.now],
+    )
+  ).rows as Array<{ id: string; reported_success_at: Date | null }>;
   return rows.map((r) => r.id);
 }
 
 /** The unfinished updates of these devices, locked in id order. */
 export async function lockActiveUpdatesOfDevices(trx: Knex.Transaction, deviceIds: string[]): Promise<ActiveUpdate[]> {
-  const rows = (await trx.raw(
-    `SELECT u.id, u.device_id, u.account_id, u.deployment_id, u.state, u.target_version FROM device_updates u
+  const rows = (
+    await trx.raw(
+      `SELECT u.id, u.device_id, u.account_id, u.deployment_id, u.state, u.target_version FROM device_updates u
       WHERE u.device_id = ANY(?::uuid[]) AND u.state IN (${sqlList(ACTIVE_STATES)}) ORDER BY u.id FOR UPDATE OF u`,
-    [deviceIds],
-  )).rows as Array<{ id: string; device_id: string; account_id: string; deployment_id: string; state: UpdateState; target_version: string }>;
-  return rows.map((r) => ({ id: r.id, deviceId: r.device_id, accountId: r.account_id, deploymentId: r.deployment_id, state: r.state, targetVersion: r.target_version }));
+      [deviceIds],
+    )
+  ).rows as Array<{
+    id: string;
+    device_id: string;
+    account_id: string;
+    deployment_id: string;
+    state: UpdateState;
+    target_version: string;
+  }>;
+  return rows.map((r) => ({
+    id: r.id,
+    deviceId: r.device_id,
+    accountId: r.account_id,
+    deploymentId: r.deployment_id,
+    state: r.state,
+    targetVersion: r.target_version,
+  }));
 }
 
 /** The updates these reports name (unknown ids are left out), locked in id order. */
 export async function lockReportedUpdates(trx: Knex.Transaction, jobIds: string[]): Promise<ReportedUpdate[]> {
-  const rows = (await trx.raw(
-    `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.state,
+  const rows = (
+    await trx.raw(
+      `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.state,
               CASE WHEN d.firmware IS NULL THEN NULL ELSE d.firmware_key END AS firmware_key
          FROM device_updates u JOIN devices d ON d.id = u.device_id
         WHERE u.id = ANY(?::uuid[]) ORDER BY u.id FOR UPDATE OF u`,
-    [jobIds],
-  )).rows as Array<UpdateRefRow & { state: UpdateState; firmware_key: string | null }>;
+      [jobIds],
+    )
+  ).rows as Array<UpdateRefRow & { state: UpdateState; firmware_key: string | null }>;
   return rows.map((r) => ({ ...toUpdateRef(r), state: r.state, firmwareKey: r.firmware_key }));
 }
 
 /** The queued updates of these devices (any account: the caller checks). */
-export async function queuedUpdatesOfDevices(db: Db, deviceIds: string[]): Promise<Array<{ deviceId: string; accountId: string; deploymentId: string }>> {
-  const rows = (await db.raw(
-    `SELECT u.device_id, u.account_id, u.deployment_id FROM device_updates u WHERE u.device_id = ANY(?::uuid[]) AND u.state = 'queued'`,
-    [deviceIds],
-  )).rows as Array<{ device_id: string; account_id: string; deployment_id: string }>;
+export async function queuedUpdatesOfDevices(
+  db: Db,
+  deviceIds: string[],
+): Promise<Array<{ deviceId: string; accountId: string; deploymentId: string }>> {
+  const rows = (
+    await db.raw(
+      `SELECT u.device_id, u.account_id, u.deployment_id FROM device_updates u WHERE u.device_id = ANY(?::uuid[]) AND u.state = 'queued'`,
+      [deviceIds],
+    )
+  ).rows as Array<{ device_id: string; account_id: string; deployment_id: string }>;
   return rows.map((r) => ({ deviceId: r.device_id, accountId: r.account_id, deploymentId: r.deployment_id }));
 }
 
@@ -234,8 +286,9 @@ export async function countReconnects(
   trx: Knex.Transaction,
   input: { deviceIds: string[]; now: Date; defaultWindowMinutes: number; defaultMaxReconnects: number },
 ): Promise<HealthCount[]> {
-  const rows = (await trx.raw(
-    `WITH last AS (
+  const rows = (
+    await trx.raw(
+      `WITH last AS (
          SELECT DISTINCT ON (u.device_id) u.id, u.device_id, u.account_id, u.deployment_id, u.finished_at,
                 COALESCE((p.rollout ->> 'health_window_minutes')::float8, ?) AS window_minutes,
                 COALESCE((p.rollout ->> 'health_max_reconnects')::int, ?) AS max_reconnects
@@ -249,8 +302,17 @@ export async function countReconnects(
          FROM last
         WHERE u.id = last.id AND last.finished_at > ?::timestamptz - make_interval(secs => last.window_minutes * 60)
         RETURNING u.id, u.device_id, u.account_id, u.deployment_id, u.reconnects_after, u.health_failed_at, last.window_minutes`,
-    [input.defaultWindowMinutes, input.defaultMaxReconnects, input.deviceIds, input.now, input.now],
-  )).rows as Array<{ id: string; device_id: string; account_id: string; deployment_id: string; reconnects_after: number; health_failed_at: Date | null; window_minutes: number }>;
+      [input.defaultWindowMinutes, input.defaultMaxReconnects, input.deviceIds, input.now, input.now],
+    )
+  ).rows as Array<{
+    id: string;
+    device_id: string;
+    account_id: string;
+    deployment_id: string;
+    reconnects_after: number;
+    health_failed_at: Date | null;
+    window_minutes: number;
+  }>;
   return rows.map((r) => ({
     id: r.id,
     deviceId: r.device_id,
@@ -263,21 +325,34 @@ export async function countReconnects(
 }
 
 /** History rows for updates the health gate failed. */
-export async function recordHealthFailures(trx: Knex.Transaction, input: { now: Date; failures: HealthCount[] }): Promise<void> {
+export async function recordHealthFailures(
+  trx: Knex.Transaction,
+  input: { now: Date; failures: HealthCount[] },
+): Promise<void> {
   if (input.failures.length === 0) return;
   await trx('device_events').insert(
     input.failures.map((r) => ({
       account_id: r.accountId,
       device_id: r.deviceId,
       type: 'update_step',
-      data: JSON.stringify({ job_id: r.id, deployment_id: r.deploymentId, state: 'succeeded', health: 'failed', reconnects: r.reconnectsAfter, window_minutes: r.windowMinutes }),
+      data: JSON.stringify({
+        job_id: r.id,
+        deployment_id: r.deploymentId,
+        state: 'succeeded',
+        health: 'failed',
+        reconnects: r.reconnectsAfter,
+        window_minutes: r.windowMinutes,
+      }),
       occurred_at: input.now,
     })),
   );
 }
 
 /** Cancels the deployment's queued updates (devices stay where they are), with their history; returns how many. */
-export async function cancelQueuedOfDeployment(trx: Knex.Transaction, input: { deploymentId: string; now: Date }): Promise<number> {
+export async function cancelQueuedOfDeployment(
+  trx: Knex.Transaction,
+  input: { deploymentId: string; now: Date },
+): Promise<number> {
   const { now } = input;
   const cancelled = await trx.raw(
     `UPDATE device_updates SET state = 'cancelled', error = 'deployment cancelled', finished_at = ?, state_changed_at = ?, deadline_at = NULL
@@ -338,7 +413,12 @@ export async function listDeploymentUpdates(
   db: Db,
   input: { deploymentId: string; state?: string | undefined; afterSerial?: string | undefined; limit: number },
 ): Promise<DeviceUpdateView[]> {
-  const q = db('device_updates as u').join('devices as d', 'd.id', 'u.device_id').where('u.deployment_id', input.deploymentId).select('u.*', 'd.serial').orderBy('d.serial').limit(input.limit);
+  const q = db('device_updates as u')
+    .join('devices as d', 'd.id', 'u.device_id')
+    .where('u.deployment_id', input.deploymentId)
+    .select('u.*', 'd.serial')
+    .orderBy('d.serial')
+    .limit(input.limit);
   if (input.state === 'superseded') q.whereNotNull('u.superseded_by');
   else if (input.state === 'cancelled') q.where('u.state', 'cancelled').whereNull('u.superseded_by');
   else if (input.state) q.where('u.state', input.state);

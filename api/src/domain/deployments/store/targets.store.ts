@@ -43,19 +43,27 @@ function targetWhere(q: TargetQuery): { sql: string; bindings: Knex.Value[] } {
     parts.push('d.serial = ANY(?::text[])');
     bindings.push(q.serials as unknown as Knex.Value);
   }
-  parts.push(`NOT EXISTS (SELECT 1 FROM device_updates x WHERE x.device_id = d.id AND x.state IN (${sqlList(IN_FLIGHT_STATES)}))`);
+  parts.push(
+    `NOT EXISTS (SELECT 1 FROM device_updates x WHERE x.device_id = d.id AND x.state IN (${sqlList(IN_FLIGHT_STATES)}))`,
+  );
   return { sql: parts.join(' AND '), bindings };
 }
 
 /** Count and a sample of serials (dry run). */
-export async function previewTargets(db: Knex | Knex.Transaction, input: { query: TargetQuery; sample: number }): Promise<{ count: number; sample: string[] }> {
+export async function previewTargets(
+  db: Knex | Knex.Transaction,
+  input: { query: TargetQuery; sample: number },
+): Promise<{ count: number; sample: string[] }> {
   const where = targetWhere(input.query);
   const sample = input.sample;
   const [countRow, sampleRows] = await Promise.all([
     db.raw(`SELECT count(*)::int AS n FROM devices d WHERE ${where.sql}`, where.bindings),
     db.raw(`SELECT d.serial FROM devices d WHERE ${where.sql} ORDER BY d.serial LIMIT ?`, [...where.bindings, sample]),
   ]);
-  return { count: Number(countRow.rows[0].n), sample: (sampleRows.rows as Array<{ serial: string }>).map((r) => r.serial) };
+  return {
+    count: Number(countRow.rows[0].n),
+    sample: (sampleRows.rows as Array<{ serial: string }>).map((r) => r.serial),
+  };
 }
 
 interface SupersededRow {
@@ -81,7 +89,10 @@ async function recordSuperseded(trx: Knex.Transaction, rows: SupersededRow[], no
  * Supersedes: the queued updates (of older deployments) of this deployment's targets become
  * `cancelled` with `superseded_by` = the new deployment. Returns the older deployments touched.
  */
-export async function supersedeQueued(trx: Knex.Transaction, input: { query: TargetQuery; deploymentId: string; now: Date }): Promise<string[]> {
+export async function supersedeQueued(
+  trx: Knex.Transaction,
+  input: { query: TargetQuery; deploymentId: string; now: Date },
+): Promise<string[]> {
   const where = targetWhere(input.query);
   const result = await trx.raw(
     `UPDATE device_updates u
@@ -119,7 +130,18 @@ export async function insertTargets(
                  FROM devices d WHERE ${where.sql}) t
        RETURNING id, account_id, device_id, deployment_id, from_version, target_version)
      ${QUEUED_HISTORY_INSERT} FROM targets u`,
-    [q.accountId, input.deploymentId, input.firmwareVersionId, q.targetVersion, input.batches, input.now, input.now, input.deploymentId, ...where.bindings, input.now],
+    [
+      q.accountId,
+      input.deploymentId,
+      input.firmwareVersionId,
+      q.targetVersion,
+      input.batches,
+      input.now,
+      input.now,
+      input.deploymentId,
+      ...where.bindings,
+      input.now,
+    ],
   );
   return result.rowCount as number;
 }
@@ -164,7 +186,10 @@ export async function insertExplicitTargets(
 }
 
 /** Supersedes the queued updates of these devices (rollbacks and retries take them over). */
-export async function supersedeQueuedOfDevices(trx: Knex.Transaction, input: { accountId: string; deviceIds: string[]; deploymentId: string; now: Date }): Promise<string[]> {
+export async function supersedeQueuedOfDevices(
+  trx: Knex.Transaction,
+  input: { accountId: string; deviceIds: string[]; deploymentId: string; now: Date },
+): Promise<string[]> {
   if (input.deviceIds.length === 0) return [];
   const result = await trx.raw(
     `UPDATE device_updates u
@@ -178,12 +203,22 @@ export async function supersedeQueuedOfDevices(trx: Knex.Transaction, input: { a
 
 /** The devices whose update of this deployment failed or timed out, again to the same version. */
 export async function retryTargetsOf(db: Knex | Knex.Transaction, deploymentId: string): Promise<ExplicitTarget[]> {
-  const rows: Array<{ device_id: string; firmware: string | null; firmware_version_id: string; target_version: string }> = await db('device_updates as u')
+  const rows: Array<{
+    device_id: string;
+    firmware: string | null;
+    firmware_version_id: string;
+    target_version: string;
+  }> = await db('device_updates as u')
     .join('devices as d', 'd.id', 'u.device_id')
     .where('u.deployment_id', deploymentId)
     .whereIn('u.state', RETRYABLE_STATES)
     .select('u.device_id', 'd.firmware', 'u.firmware_version_id', 'u.target_version');
-  return rows.map((r) => ({ deviceId: r.device_id, firmwareVersionId: r.firmware_version_id, targetVersion: r.target_version, fromVersion: r.firmware }));
+  return rows.map((r) => ({
+    deviceId: r.device_id,
+    firmwareVersionId: r.firmware_version_id,
+    targetVersion: r.target_version,
+    fromVersion: r.firmware,
+  }));
 }
 
 /** A device this deployment changed (its update succeeded), and the version it had before. */
@@ -196,7 +231,9 @@ export interface ChangedDevice {
 
 /** The devices this deployment updated that had a known version before (what a rollback returns). */
 export async function changedDevicesOf(db: Knex | Knex.Transaction, deploymentId: string): Promise<ChangedDevice[]> {
-  const rows: Array<{ device_id: string; from_version: string; firmware: string | null; model_id: string }> = await db('device_updates as u')
+  const rows: Array<{ device_id: string; from_version: string; firmware: string | null; model_id: string }> = await db(
+    'device_updates as u',
+  )
     .join('devices as d', 'd.id', 'u.device_id')
     .where('u.deployment_id', deploymentId)
     .where('u.state', 'succeeded')

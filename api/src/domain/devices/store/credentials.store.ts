@@ -5,12 +5,20 @@ import type { DeviceIdentity } from '../device-types';
 
 type Db = Knex | Knex.Transaction;
 
-export async function insertCredentials(trx: Knex.Transaction, input: { now: Date; credentials: Array<{ deviceId: string; secretHash: string }> }): Promise<void> {
-  await trx('device_credentials').insert(input.credentials.map((c) => ({ device_id: c.deviceId, secret_hash: c.secretHash, rotated_at: input.now })));
+export async function insertCredentials(
+  trx: Knex.Transaction,
+  input: { now: Date; credentials: Array<{ deviceId: string; secretHash: string }> },
+): Promise<void> {
+  await trx('device_credentials').insert(
+    input.credentials.map((c) => ({ device_id: c.deviceId, secret_hash: c.secretHash, rotated_at: input.now })),
+  );
 }
 
 /** Replaces the device's password hash (rotation). */
-export async function replaceCredential(trx: Knex.Transaction, input: { deviceId: string; secretHash: string; now: Date }): Promise<void> {
+export async function replaceCredential(
+  trx: Knex.Transaction,
+  input: { deviceId: string; secretHash: string; now: Date },
+): Promise<void> {
   await trx('device_credentials')
     .insert({ device_id: input.deviceId, secret_hash: input.secretHash, rotated_at: input.now })
     .onConflict('device_id')
@@ -52,7 +60,10 @@ function toDeviceIdentity(row: DeviceIdentityRow): DeviceIdentity {
     accountId: row.account_id,
     serial: row.serial,
     desiredConfigVersion: Number(row.desired_config_version),
-    desiredConfig: typeof row.desired_config === 'string' ? (JSON.parse(row.desired_config) as Record<string, unknown>) : row.desired_config,
+    desiredConfig:
+      typeof row.desired_config === 'string'
+        ? (JSON.parse(row.desired_config) as Record<string, unknown>)
+        : row.desired_config,
   };
 }
 
@@ -75,20 +86,37 @@ export interface StoredCertificateCredential {
 }
 
 /** The issued certificates among these fingerprints, each with its device if still claimed under the same serial. */
-export async function selectCertificateCredentials(db: Db, input: { fingerprints: string[] }): Promise<StoredCertificateCredential[]> {
+export async function selectCertificateCredentials(
+  db: Db,
+  input: { fingerprints: string[] },
+): Promise<StoredCertificateCredential[]> {
   // The device is matched by id and serial: a certificate never follows its serial to a later claim.
   const rows: CertificateCredentialRow[] = await db('device_certificates as c')
     .leftJoin('devices as d', function () {
       this.on('d.id', '=', 'c.device_id').andOn('d.serial', '=', 'c.serial');
     })
     .whereRaw('c.fingerprint_sha256 = ANY(?::text[])', [input.fingerprints])
-    .select('c.fingerprint_sha256', 'c.revoked_at', 'd.id', 'd.account_id', 'd.serial', 'd.desired_config_version', 'd.desired_config');
+    .select(
+      'c.fingerprint_sha256',
+      'c.revoked_at',
+      'd.id',
+      'd.account_id',
+      'd.serial',
+      'd.desired_config_version',
+      'd.desired_config',
+    );
   return rows.map((r) => ({
     fingerprintSha256: r.fingerprint_sha256,
     revokedAt: r.revoked_at,
     device:
       r.id === null || r.account_id === null || r.serial === null
         ? null
-        : toDeviceIdentity({ id: r.id, account_id: r.account_id, serial: r.serial, desired_config_version: r.desired_config_version ?? 0, desired_config: r.desired_config ?? {} }),
+        : toDeviceIdentity({
+            id: r.id,
+            account_id: r.account_id,
+            serial: r.serial,
+            desired_config_version: r.desired_config_version ?? 0,
+            desired_config: r.desired_config ?? {},
+          }),
   }));
 }

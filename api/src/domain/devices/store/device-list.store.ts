@@ -142,7 +142,10 @@ export function devicePageQuery(input: DevicePageQuery): { sql: string; bindings
 }
 
 /** Matches of the filter in the account, and the account's quota, in one round trip. */
-export async function countDevicesAndQuota(db: Db, input: { accountId: string; filter: DeviceFilter }): Promise<{ total: number; quota: number }> {
+export async function countDevicesAndQuota(
+  db: Db,
+  input: { accountId: string; filter: DeviceFilter },
+): Promise<{ total: number; quota: number }> {
   const where = whereClause(input.accountId, input.filter);
   const result = await db.raw<{ rows: Array<{ total: string | number; quota: number }> }>(
     `SELECT (SELECT count(*) FROM devices d WHERE ${where.sql}) AS total, a.quota FROM accounts a WHERE a.id = ?`,

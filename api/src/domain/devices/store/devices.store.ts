@@ -8,8 +8,14 @@ import { SELECT_DEVICE, toDevice, type DeviceRow } from './device-row';
 
 type Db = Knex | Knex.Transaction;
 
-export async function selectDeviceBySerial(db: Db, input: { accountId: string; serial: string }): Promise<Device | null> {
-  const result = await db.raw<{ rows: DeviceRow[] }>(`${SELECT_DEVICE} WHERE d.account_id = ? AND d.serial = ?`, [input.accountId, input.serial]);
+export async function selectDeviceBySerial(
+  db: Db,
+  input: { accountId: string; serial: string },
+): Promise<Device | null> {
+  const result = await db.raw<{ rows: DeviceRow[] }>(`${SELECT_DEVICE} WHERE d.account_id = ? AND d.serial = ?`, [
+    input.accountId,
+    input.serial,
+  ]);
   const row = result.rows[0];
   return row ? toDevice(row) : null;
 }
@@ -17,7 +23,10 @@ export async function selectDeviceBySerial(db: Db, input: { accountId: string; s
 /** The account's devices among `ids`, in serial order (others' and unknown ids are absent). */
 export async function selectDevicesByIds(db: Db, input: { accountId: string; ids: string[] }): Promise<Device[]> {
   if (input.ids.length === 0) return [];
-  const result = await db.raw<{ rows: DeviceRow[] }>(`${SELECT_DEVICE} WHERE d.account_id = ? AND d.id = ANY(?::uuid[]) ORDER BY d.serial`, [input.accountId, input.ids]);
+  const result = await db.raw<{ rows: DeviceRow[] }>(
+    `${SELECT_DEVICE} WHERE d.account_id = ? AND d.id = ANY(?::uuid[]) ORDER BY d.serial`,
+    [input.accountId, input.ids],
+  );
   return result.rows.map(toDevice);
 }
 
@@ -26,7 +35,10 @@ export async function selectDevicesByIds(db: Db, input: { accountId: string; ids
  * on the row until the transaction ends: unclaim's row lock then waits, so nothing is recorded
  * for a device being deleted.
  */
-export async function findDeviceId(db: Db, input: { accountId: string; serial: string; lock?: 'share' }): Promise<string | null> {
+export async function findDeviceId(
+  db: Db,
+  input: { accountId: string; serial: string; lock?: 'share' },
+): Promise<string | null> {
   const query = db('devices').where({ account_id: input.accountId, serial: input.serial });
   if (input.lock === 'share') query.forShare();
   const row: { id: string } | undefined = await query.first('id');
@@ -43,13 +55,23 @@ interface LockedDeviceRow {
 }
 
 /** The device row, locked for the rest of the transaction (PATCH, rotation, unclaim). */
-export async function lockDevice(trx: Knex.Transaction, input: { accountId: string; serial: string }): Promise<DeviceUpdateBase | null> {
+export async function lockDevice(
+  trx: Knex.Transaction,
+  input: { accountId: string; serial: string },
+): Promise<DeviceUpdateBase | null> {
   const row: LockedDeviceRow | undefined = await trx('devices')
     .where({ account_id: input.accountId, serial: input.serial })
     .forUpdate()
     .first('id', 'serial', 'name', 'tags', 'desired_config', 'desired_config_version');
   if (!row) return null;
-  return { id: row.id, serial: row.serial, name: row.name, tags: row.tags ?? {}, desiredConfig: row.desired_config ?? {}, desiredConfigVersion: row.desired_config_version };
+  return {
+    id: row.id,
+    serial: row.serial,
+    name: row.name,
+    tags: row.tags ?? {},
+    desiredConfig: row.desired_config ?? {},
+    desiredConfigVersion: row.desired_config_version,
+  };
 }
 
 /** What a PATCH writes; absent parts stay as they are. */
@@ -60,7 +82,10 @@ export interface DeviceColumnsUpdate {
   config?: { version: number; config: DeviceConfig };
 }
 
-export async function updateDevice(trx: Knex.Transaction, input: { deviceId: string; update: DeviceColumnsUpdate; now: Date }): Promise<void> {
+export async function updateDevice(
+  trx: Knex.Transaction,
+  input: { deviceId: string; update: DeviceColumnsUpdate; now: Date },
+): Promise<void> {
   const { update } = input;
   const columns: Record<string, unknown> = {};
   if (update.name !== undefined) columns.name = update.name;
@@ -68,7 +93,8 @@ export async function updateDevice(trx: Knex.Transaction, input: { deviceId: str
   if (update.config !== undefined) {
     columns.desired_config = JSON.stringify(update.config.config);
     columns.desired_config_version = update.config.version;
-    if (update.config.config.heartbeat_interval_s !== undefined) columns.heartbeat_interval_s = update.config.config.heartbeat_interval_s;
+    if (update.config.config.heartbeat_interval_s !== undefined)
+      columns.heartbeat_interval_s = update.config.config.heartbeat_interval_s;
   }
   columns.updated_at = input.now;
   await trx('devices').where({ id: input.deviceId }).update(columns);

@@ -22,7 +22,13 @@ export async function appendDeviceEvents(db: Db, input: { now: Date; events: New
   // builder's multi-row insert compiled and escaped five bind parameters per row, 25,000 per
   // chunk of 5,000: a reconnect storm's status changes cost Node more than the insert itself.
   // Ids (the history cursor) follow the order of the list.
-  const rows = input.events.map((e) => ({ a: e.accountId, d: e.deviceId, t: e.type, x: e.data ?? {}, o: e.occurredAt ?? input.now }));
+  const rows = input.events.map((e) => ({
+    a: e.accountId,
+    d: e.deviceId,
+    t: e.type,
+    x: e.data ?? {},
+    o: e.occurredAt ?? input.now,
+  }));
   await db.raw(
     `INSERT INTO device_events (account_id, device_id, type, data, occurred_at)
      SELECT (e ->> 'a')::uuid, (e ->> 'd')::uuid, e ->> 't', e -> 'x', (e ->> 'o')::timestamptz
@@ -33,8 +39,14 @@ export async function appendDeviceEvents(db: Db, input: { now: Date; events: New
 }
 
 /** One device's entries, newest first, older than `beforeId` when given; at most `limit`. */
-export async function selectHistoryPage(db: Db, input: { accountId: string; deviceId: string; beforeId: number | null; limit: number }): Promise<DeviceHistoryEntry[]> {
-  const query = db('device_events').where({ device_id: input.deviceId, account_id: input.accountId }).orderBy('id', 'desc').limit(input.limit);
+export async function selectHistoryPage(
+  db: Db,
+  input: { accountId: string; deviceId: string; beforeId: number | null; limit: number },
+): Promise<DeviceHistoryEntry[]> {
+  const query = db('device_events')
+    .where({ device_id: input.deviceId, account_id: input.accountId })
+    .orderBy('id', 'desc')
+    .limit(input.limit);
   if (input.beforeId !== null) query.where('id', '<', input.beforeId);
   const rows: HistoryRow[] = await query.select('id', 'type', 'data', 'occurred_at');
   return rows.map(toEntry);
@@ -45,7 +57,10 @@ export async function selectHistoryPage(db: Db, input: { accountId: string; devi
  * every device's recent history must not run a query per device), grouped by device id, newest
  * first. Devices without history are absent.
  */
-export async function selectHistoryHeads(db: Db, input: { accountId: string; deviceIds: string[]; limit: number }): Promise<Map<string, DeviceHistoryEntry[]>> {
+export async function selectHistoryHeads(
+  db: Db,
+  input: { accountId: string; deviceIds: string[]; limit: number },
+): Promise<Map<string, DeviceHistoryEntry[]>> {
   const result = await db.raw<{ rows: Array<HistoryRow & { device_id: string }> }>(
     `SELECT id, device_id, type, data, occurred_at FROM (
          SELECT e.*, row_number() OVER (PARTITION BY e.device_id ORDER BY e.id DESC) AS rn

@@ -54,7 +54,10 @@ function toChange(row: ChangedRow): PresenceChange {
  * `nodeId` is written to `devices.broker_node` of devices that connect. Rows should come sorted
  * by device id: a stable lock order keeps two concurrent writers from deadlocking.
  */
-export async function applyPresenceBatch(trx: Knex.Transaction, input: { nodeId: string; now: Date; rows: PresenceRow[] }): Promise<PresenceChange[]> {
+export async function applyPresenceBatch(
+  trx: Knex.Transaction,
+  input: { nodeId: string; now: Date; rows: PresenceRow[] },
+): Promise<PresenceChange[]> {
   const { nodeId, now, rows } = input;
   const result = await trx.raw<{ rows: ChangedRow[] }>(
     `WITH written AS (
@@ -133,7 +136,10 @@ export async function applyPresenceBatch(trx: Knex.Transaction, input: { nodeId:
  * each candidate's exact deadline is checked against `last_seen`, and one still alive gets its
  * exact deadline instead (`expired: false`).
  */
-export async function sweepPresenceDeadlines(trx: Knex.Transaction, input: { now: Date; limit: number }): Promise<Array<PresenceChange & { expired: boolean }>> {
+export async function sweepPresenceDeadlines(
+  trx: Knex.Transaction,
+  input: { now: Date; limit: number },
+): Promise<Array<PresenceChange & { expired: boolean }>> {
   const { now, limit } = input;
   const result = await trx.raw<{ rows: Array<ChangedRow & { expired: boolean }> }>(
     `UPDATE devices d SET
@@ -163,7 +169,10 @@ export const RESTART_PAGE = 5000;
  * One page (at most RESTART_PAGE) of devices marked offline after a restart: every online
  * device, or only those connected to one of `onlyNodes`.
  */
-export async function markOnlineDevicesOffline(trx: Knex.Transaction, input: { now: Date; onlyNodes: string[] | null }): Promise<PresenceChange[]> {
+export async function markOnlineDevicesOffline(
+  trx: Knex.Transaction,
+  input: { now: Date; onlyNodes: string[] | null },
+): Promise<PresenceChange[]> {
   const { now } = input;
   const filter = input.onlyNodes ? 'AND broker_node = ANY(?::text[])' : '';
   const result = await trx.raw<{ rows: ChangedRow[] }>(

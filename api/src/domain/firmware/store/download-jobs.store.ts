@@ -38,11 +38,13 @@ const toDownloadJob = (row: JobRow): DownloadJob => ({
 /** The jobs with these ids (unknown ones are left out). */
 export async function downloadJobs(db: Knex | Knex.Transaction, ids: readonly string[]): Promise<DownloadJob[]> {
   // One array parameter rather than a list of up to 500 (parsed and planned each time).
-  const rows = (await db.raw(
-    `SELECT u.id, u.device_id, u.firmware_version_id, u.state, f.sha256, f.size, f.storage_key, f.version
+  const rows = (
+    await db.raw(
+      `SELECT u.id, u.device_id, u.firmware_version_id, u.state, f.sha256, f.size, f.storage_key, f.version
        FROM device_updates u JOIN firmware_versions f ON f.id = u.firmware_version_id
       WHERE u.id = ANY(?::uuid[])`,
-    [[...ids]],
-  )).rows as JobRow[];
+      [[...ids]],
+    )
+  ).rows as JobRow[];
   return rows.map(toDownloadJob);
 }

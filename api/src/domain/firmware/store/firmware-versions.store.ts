@@ -73,16 +73,27 @@ interface FirmwareRefRow {
   storage_key: string | null;
 }
 
-const toFirmwareRef = (row: FirmwareRefRow): FirmwareRef => ({ id: row.id, modelId: row.model_id, model: row.model, version: row.version, storageKey: row.storage_key });
+const toFirmwareRef = (row: FirmwareRefRow): FirmwareRef => ({
+  id: row.id,
+  modelId: row.model_id,
+  model: row.model,
+  version: row.version,
+  storageKey: row.storage_key,
+});
 
 /** The version text stored for this model under this key (`1.4` and `1.4.0` share one), or null. */
 export async function versionWithKey(db: Db, input: { modelId: string; versionKey: string }): Promise<string | null> {
-  const row: Pick<FirmwareRow, 'version'> | undefined = await db('firmware_versions').where({ model_id: input.modelId, version_key: input.versionKey }).first('version');
+  const row: Pick<FirmwareRow, 'version'> | undefined = await db('firmware_versions')
+    .where({ model_id: input.modelId, version_key: input.versionKey })
+    .first('version');
   return row ? row.version : null;
 }
 
 /** Records a version; `duplicate` when the model has this version already (unique index). */
-export async function insertFirmwareVersion(db: Db, record: Omit<FirmwareVersionRecord, 'model'>): Promise<'inserted' | 'duplicate'> {
+export async function insertFirmwareVersion(
+  db: Db,
+  record: Omit<FirmwareVersionRecord, 'model'>,
+): Promise<'inserted' | 'duplicate'> {
   try {
     await db('firmware_versions').insert({
       id: record.id,
@@ -107,18 +118,27 @@ export async function insertFirmwareVersion(db: Db, record: Omit<FirmwareVersion
 }
 
 /** Newest version first (by version, not by upload time); optionally one model. */
-export async function listFirmwareVersions(db: Db, input: { accountId: string; model?: string | undefined }): Promise<FirmwareVersionRecord[]> {
+export async function listFirmwareVersions(
+  db: Db,
+  input: { accountId: string; model?: string | undefined },
+): Promise<FirmwareVersionRecord[]> {
   const q = db('firmware_versions as f')
     .join('models as m', 'm.id', 'f.model_id')
     .where('f.account_id', input.accountId)
     .select('f.*', 'm.name as model')
-    .orderBy([{ column: 'f.version_key', order: 'desc' }, { column: 'm.name', order: 'asc' }]);
+    .orderBy([
+      { column: 'f.version_key', order: 'desc' },
+      { column: 'm.name', order: 'asc' },
+    ]);
   if (input.model !== undefined) q.andWhere('m.name', input.model);
   const rows: FirmwareRow[] = await q;
   return rows.map(toFirmwareVersionRecord);
 }
 
-export async function findFirmwareVersion(db: Db, input: { accountId: string; id: string }): Promise<FirmwareVersionRecord | null> {
+export async function findFirmwareVersion(
+  db: Db,
+  input: { accountId: string; id: string },
+): Promise<FirmwareVersionRecord | null> {
   const row: FirmwareRow | undefined = await db('firmware_versions as f')
     .join('models as m', 'm.id', 'f.model_id')
     .where({ 'f.account_id': input.accountId, 'f.id': input.id })
@@ -127,7 +147,10 @@ export async function findFirmwareVersion(db: Db, input: { accountId: string; id
 }
 
 /** The version's row locked until the transaction ends (a deletion against a deploy that targets it). */
-export async function lockFirmwareVersion(trx: Knex.Transaction, input: { accountId: string; id: string }): Promise<FirmwareVersionRecord | null> {
+export async function lockFirmwareVersion(
+  trx: Knex.Transaction,
+  input: { accountId: string; id: string },
+): Promise<FirmwareVersionRecord | null> {
   const row: FirmwareRow | undefined = await trx('firmware_versions as f')
     .join('models as m', 'm.id', 'f.model_id')
     .where({ 'f.account_id': input.accountId, 'f.id': input.id })
@@ -138,7 +161,10 @@ export async function lockFirmwareVersion(trx: Knex.Transaction, input: { accoun
 
 /** Whether an unfinished update (queued or in flight) installs this version. */
 export async function isTargetOfUnfinishedUpdates(db: Db, firmwareVersionId: string): Promise<boolean> {
-  const busy: { id: string } | undefined = await db('device_updates').where({ firmware_version_id: firmwareVersionId }).whereIn('state', ACTIVE_STATES).first('id');
+  const busy: { id: string } | undefined = await db('device_updates')
+    .where({ firmware_version_id: firmwareVersionId })
+    .whereIn('state', ACTIVE_STATES)
+    .first('id');
   return busy !== undefined;
 }
 
@@ -150,8 +176,14 @@ export async function clearStorageKey(db: Db, firmwareVersionId: string): Promis
 // ---- what deployments read of firmware versions
 
 /** The account's versions with this key, of one model when given (a deploy names a version, perhaps not its model). */
-export async function firmwareRefsWithKey(db: Db, input: { accountId: string; versionKey: string; modelId?: string }): Promise<FirmwareRef[]> {
-  const q = db('firmware_versions as f').join('models as m', 'm.id', 'f.model_id').where({ 'f.account_id': input.accountId, 'f.version_key': input.versionKey }).select('f.id', 'f.model_id', 'm.name as model', 'f.version', 'f.storage_key');
+export async function firmwareRefsWithKey(
+  db: Db,
+  input: { accountId: string; versionKey: string; modelId?: string },
+): Promise<FirmwareRef[]> {
+  const q = db('firmware_versions as f')
+    .join('models as m', 'm.id', 'f.model_id')
+    .where({ 'f.account_id': input.accountId, 'f.version_key': input.versionKey })
+    .select('f.id', 'f.model_id', 'm.name as model', 'f.version', 'f.storage_key');
   if (input.modelId !== undefined) {
     const row: FirmwareRefRow | undefined = await q.andWhere('f.model_id', input.modelId).first();
     return row ? [toFirmwareRef(row)] : [];
@@ -161,26 +193,40 @@ export async function firmwareRefsWithKey(db: Db, input: { accountId: string; ve
 }
 
 /** The id of the account's version of this model with this key, or null. */
-export async function firmwareIdWithKey(db: Db, input: { accountId: string; modelId: string; versionKey: string }): Promise<string | null> {
-  const row: { id: string } | undefined = await db('firmware_versions').where({ account_id: input.accountId, model_id: input.modelId, version_key: input.versionKey }).first('id');
+export async function firmwareIdWithKey(
+  db: Db,
+  input: { accountId: string; modelId: string; versionKey: string },
+): Promise<string | null> {
+  const row: { id: string } | undefined = await db('firmware_versions')
+    .where({ account_id: input.accountId, model_id: input.modelId, version_key: input.versionKey })
+    .first('id');
   return row ? row.id : null;
 }
 
 /** The version text of the account's firmware version `id`, or null. */
 export async function firmwareVersionText(db: Db, input: { accountId: string; id: string }): Promise<string | null> {
-  const row: { version: string } | undefined = await db('firmware_versions').where({ id: input.id, account_id: input.accountId }).first('version');
+  const row: { version: string } | undefined = await db('firmware_versions')
+    .where({ id: input.id, account_id: input.accountId })
+    .first('version');
   return row ? row.version : null;
 }
 
 /** The binary's storage key of firmware version `id` (any account: the caller read the id from its own rows). */
 export async function storageKeyOf(db: Db, firmwareVersionId: string): Promise<string | null> {
-  const row: { storage_key: string | null } | undefined = await db('firmware_versions').where({ id: firmwareVersionId }).first('storage_key');
+  const row: { storage_key: string | null } | undefined = await db('firmware_versions')
+    .where({ id: firmwareVersionId })
+    .first('storage_key');
   return row?.storage_key ?? null;
 }
 
 /** The account's versions of the model with these keys (a rollback returns devices to their own previous versions). */
-export async function firmwareVersionsWithKeys(db: Db, input: { accountId: string; modelId: string; versionKeys: string[] }): Promise<Array<{ id: string; version: string; versionKey: string; storageKey: string | null }>> {
-  const rows: Array<{ id: string; version: string; version_key: string; storage_key: string | null }> = await db('firmware_versions')
+export async function firmwareVersionsWithKeys(
+  db: Db,
+  input: { accountId: string; modelId: string; versionKeys: string[] },
+): Promise<Array<{ id: string; version: string; versionKey: string; storageKey: string | null }>> {
+  const rows: Array<{ id: string; version: string; version_key: string; storage_key: string | null }> = await db(
+    'firmware_versions',
+  )
     .where({ account_id: input.accountId, model_id: input.modelId })
     .whereIn('version_key', input.versionKeys)
     .select('id', 'version', 'version_key', 'storage_key');

@@ -35,19 +35,39 @@ export async function listSigningKeys(db: Db, accountId: string): Promise<Signin
 }
 
 /** The key not retired (at most one per account), or null. */
-export async function currentSigningKey(db: Db, accountId: string): Promise<{ keyId: string; publicKey: string } | null> {
-  const row: Pick<SigningKeyRow, 'id' | 'public_key'> | undefined = await db('firmware_signing_keys').where({ account_id: accountId }).whereNull('retired_at').first('id', 'public_key');
+export async function currentSigningKey(
+  db: Db,
+  accountId: string,
+): Promise<{ keyId: string; publicKey: string } | null> {
+  const row: Pick<SigningKeyRow, 'id' | 'public_key'> | undefined = await db('firmware_signing_keys')
+    .where({ account_id: accountId })
+    .whereNull('retired_at')
+    .first('id', 'public_key');
   return row ? { keyId: row.id, publicKey: row.public_key } : null;
 }
 
-export async function retireSigningKey(trx: Knex.Transaction, input: { accountId: string; keyId: string; at: Date }): Promise<void> {
-  await trx('firmware_signing_keys').where({ account_id: input.accountId, id: input.keyId }).update({ retired_at: input.at });
+export async function retireSigningKey(
+  trx: Knex.Transaction,
+  input: { accountId: string; keyId: string; at: Date },
+): Promise<void> {
+  await trx('firmware_signing_keys')
+    .where({ account_id: input.accountId, id: input.keyId })
+    .update({ retired_at: input.at });
 }
 
 /** Stores the key as current; a key registered before (retired) becomes current again. */
-export async function saveCurrentSigningKey(trx: Knex.Transaction, input: { accountId: string; keyId: string; publicKey: string; at: Date }): Promise<void> {
+export async function saveCurrentSigningKey(
+  trx: Knex.Transaction,
+  input: { accountId: string; keyId: string; publicKey: string; at: Date },
+): Promise<void> {
   await trx('firmware_signing_keys')
-    .insert({ account_id: input.accountId, id: input.keyId, public_key: input.publicKey, created_at: input.at, retired_at: null })
+    .insert({
+      account_id: input.accountId,
+      id: input.keyId,
+      public_key: input.publicKey,
+      created_at: input.at,
+      retired_at: null,
+    })
     .onConflict(['account_id', 'id'])
     .merge({ retired_at: null });
 }

@@ -17,7 +17,10 @@ interface GroupRow {
 }
 
 /** The account's devices counted by model, firmware and status, in one grouped statement. */
-export async function countDevicesByGroup(db: Knex | Knex.Transaction, input: { accountId: string }): Promise<DeviceGroupCount[]> {
+export async function countDevicesByGroup(
+  db: Knex | Knex.Transaction,
+  input: { accountId: string },
+): Promise<DeviceGroupCount[]> {
   const rows: GroupRow[] = await db('devices as d')
     .join('models as m', 'm.id', 'd.model_id')
     .where('d.account_id', input.accountId)

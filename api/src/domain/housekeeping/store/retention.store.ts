@@ -20,10 +20,18 @@ export async function deleteIdempotencyKeysBefore(db: Db, createdBefore: Date): 
  * over at `now`: they no longer decide anything. Per address, only when the address is no
  * longer known either (no login from there since `knownSince`).
  */
-export async function deleteSpentLoginThrottles(db: Db, input: { windowStartedBefore: Date; now: Date; knownSince: Date }): Promise<number> {
+export async function deleteSpentLoginThrottles(
+  db: Db,
+  input: { windowStartedBefore: Date; now: Date; knownSince: Date },
+): Promise<number> {
   const { windowStartedBefore: dayAgo, now } = input;
   return (
-    ((await db.raw('DELETE FROM login_throttle WHERE window_started_at < ? AND (locked_until IS NULL OR locked_until < ?)', [dayAgo, now])).rowCount ?? 0) +
+    ((
+      await db.raw(
+        'DELETE FROM login_throttle WHERE window_started_at < ? AND (locked_until IS NULL OR locked_until < ?)',
+        [dayAgo, now],
+      )
+    ).rowCount ?? 0) +
     ((
       await db.raw(
         'DELETE FROM login_address_throttle WHERE window_started_at < ? AND (locked_until IS NULL OR locked_until < ?) AND (last_success_at IS NULL OR last_success_at < ?)',
@@ -44,7 +52,13 @@ interface WindowRow {
  * Runs a window statement (bindings: cutoff, then the key to start after) from the start of the
  * table until a window is empty or holds nothing old enough, or `shouldStop` says so.
  */
-async function walk<T extends WindowRow>(knex: Db, sql: string, cutoff: Date, shouldStop: () => boolean, add: (row: T) => void): Promise<void> {
+async function walk<T extends WindowRow>(
+  knex: Db,
+  sql: string,
+  cutoff: Date,
+  shouldStop: () => boolean,
+  add: (row: T) => void,
+): Promise<void> {
   let after = '0';
   for (;;) {
     const row = (await knex.raw(sql, [cutoff, after])).rows[0] as T;
@@ -78,7 +92,11 @@ export async function pruneHistory(knex: Db, cutoff: Date, shouldStop: () => boo
  * (WebhookService.redeliver), so the two never cross. Undispatched events are not locked (the
  * outbox would skip them and dispatch out of order).
  */
-export async function pruneEvents(knex: Db, cutoff: Date, shouldStop: () => boolean): Promise<{ events: number; deliveries: number }> {
+export async function pruneEvents(
+  knex: Db,
+  cutoff: Date,
+  shouldStop: () => boolean,
+): Promise<{ events: number; deliveries: number }> {
   const total = { events: 0, deliveries: 0 };
   await walk<WindowRow & { events: number; deliveries: number }>(
     knex,

@@ -21,8 +21,17 @@ const toModel = (row: ModelRow): FixtureModel => ({
 });
 
 /** Registers the model; false (nothing written) when the account has one of that name. */
-export async function insertModel(db: Db, input: { accountId: string; model: { id: string; name: string; description: string }; now: Date }): Promise<boolean> {
-  const row: ModelRow = { id: input.model.id, account_id: input.accountId, name: input.model.name, description: input.model.description, created_at: input.now };
+export async function insertModel(
+  db: Db,
+  input: { accountId: string; model: { id: string; name: string; description: string }; now: Date },
+): Promise<boolean> {
+  const row: ModelRow = {
+    id: input.model.id,
+    account_id: input.accountId,
+    name: input.model.name,
+    description: input.model.description,
+    created_at: input.now,
+  };
   const inserted = await db('models').insert(row).onConflict(['account_id', 'name']).ignore().returning('id');
   return inserted.length > 0;
 }
@@ -33,7 +42,10 @@ export async function selectModels(db: Db, input: { accountId: string }): Promis
   return rows.map(toModel);
 }
 
-export async function selectModelByName(db: Db, input: { accountId: string; name: string }): Promise<FixtureModel | null> {
+export async function selectModelByName(
+  db: Db,
+  input: { accountId: string; name: string },
+): Promise<FixtureModel | null> {
   const row: ModelRow | undefined = await db('models').where({ account_id: input.accountId, name: input.name }).first();
   return row ? toModel(row) : null;
 }

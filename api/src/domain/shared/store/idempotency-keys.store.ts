@@ -39,7 +39,10 @@ const scopeOf = (scope: KeyScope) => ({ account_id: scope.accountId, key: scope.
 
 /** The key's row if it was stored since `createdSince` (older ones are expired). */
 export async function findKeySince(db: Db, input: KeyScope & { createdSince: Date }): Promise<StoredKey | null> {
-  const row = (await db('idempotency_keys').where(scopeOf(input)).where('created_at', '>=', input.createdSince).first()) as KeyRow | undefined;
+  const row = (await db('idempotency_keys')
+    .where(scopeOf(input))
+    .where('created_at', '>=', input.createdSince)
+    .first()) as KeyRow | undefined;
   return row ? toStoredKey(row) : null;
 }
 
@@ -53,24 +56,41 @@ export async function findKey(db: Db, scope: KeyScope): Promise<StoredKey | null
  * with the transaction, also when its process dies). False when another transaction holds it.
  */
 export async function tryHoldKey(trx: Knex.Transaction, scope: KeyScope): Promise<boolean> {
-  const held = (await trx.raw('SELECT pg_try_advisory_xact_lock(?, hashtext(?)) AS locked', [IDEMPOTENCY_LOCK_SPACE, `${scope.accountId}\n${scope.key}`])) as {
+  const held = (await trx.raw('SELECT pg_try_advisory_xact_lock(?, hashtext(?)) AS locked', [
+    IDEMPOTENCY_LOCK_SPACE,
+    `${scope.accountId}\n${scope.key}`,
+  ])) as {
     rows: Array<{ locked: boolean }>;
   };
   return held.rows[0]?.locked === true;
 }
 
 /** Deletes the key's row when it expired, or is an `in_progress` marker older than `markerBefore` (left by a crash). */
-export async function deleteStaleKey(db: Db, input: KeyScope & { expiredBefore: Date; markerBefore: Date }): Promise<void> {
+export async function deleteStaleKey(
+  db: Db,
+  input: KeyScope & { expiredBefore: Date; markerBefore: Date },
+): Promise<void> {
   await db('idempotency_keys')
     .where(scopeOf(input))
-    .where((q) => q.where('created_at', '<', input.expiredBefore).orWhere((legacy) => legacy.where('state', 'in_progress').where('created_at', '<', input.markerBefore)))
+    .where((q) =>
+      q
+        .where('created_at', '<', input.expiredBefore)
+        .orWhere((legacy) => legacy.where('state', 'in_progress').where('created_at', '<', input.markerBefore)),
+    )
     .delete();
 }
 
 /** Stores the answer of a finished request. `responseJson`: the body as stored (sealed or not), JSON text. */
 export async function insertDoneKey(
   db: Db,
-  input: KeyScope & { principal: string; operation: string; requestHash: string; responseStatus: number; responseJson: string; createdAt: Date },
+  input: KeyScope & {
+    principal: string;
+    operation: string;
+    requestHash: string;
+    responseStatus: number;
+    responseJson: string;
+    createdAt: Date;
+  },
 ): Promise<void> {
   await db('idempotency_keys').insert({
     ...scopeOf(input),

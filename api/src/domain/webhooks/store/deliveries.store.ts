@@ -96,7 +96,10 @@ export async function insertDeliveries(trx: Knex.Transaction, deliveries: NewDel
  * Due, unleased deliveries of enabled endpoints whose earlier same-subject deliveries are done,
  * locked (SKIP LOCKED: several processes share the work without sending twice).
  */
-export async function lockDueDeliveries(trx: Knex.Transaction, input: { now: Date; limit: number }): Promise<DeliveryRecord[]> {
+export async function lockDueDeliveries(
+  trx: Knex.Transaction,
+  input: { now: Date; limit: number },
+): Promise<DeliveryRecord[]> {
   const { now } = input;
   const rows = (await trx('webhook_deliveries as d')
     .join('webhooks as w', 'w.id', 'd.webhook_id')
@@ -121,13 +124,17 @@ export async function lockDueDeliveries(trx: Knex.Transaction, input: { now: Dat
 }
 
 /** Leases the deliveries to this process until `lockedUntil`. */
-export async function leaseDeliveries(trx: Knex.Transaction, input: { ids: string[]; lockedUntil: Date }): Promise<void> {
+export async function leaseDeliveries(
+  trx: Knex.Transaction,
+  input: { ids: string[]; lockedUntil: Date },
+): Promise<void> {
   await trx('webhook_deliveries').whereIn('id', input.ids).update({ locked_until: input.lockedUntil });
 }
 
 /** The body to send; null when the event is gone. */
 export async function eventBodyOf(db: Db, eventId: string): Promise<WebhookEventBody | null> {
-  const row = (await db('events').where({ id: eventId }).first('id', 'type', 'occurred_at', 'data')) as EventRow | undefined;
+  const row = (await db('events').where({ id: eventId }).first('id', 'type', 'occurred_at', 'data')) as
+    EventRow | undefined;
   return row ? toEventBody(row) : null;
 }
 
@@ -138,17 +145,30 @@ export async function eventBodiesOf(db: Db, eventIds: string[]): Promise<Webhook
 
 /** The attempt log of each delivery, oldest first. */
 export async function attemptsOf(db: Db, deliveryIds: string[]): Promise<Map<string, WebhookDeliveryAttempt[]>> {
-  const rows = (await db('webhook_delivery_attempts').whereIn('delivery_id', deliveryIds).orderBy('id')) as AttemptRow[];
+  const rows = (await db('webhook_delivery_attempts')
+    .whereIn('delivery_id', deliveryIds)
+    .orderBy('id')) as AttemptRow[];
   const byDelivery = new Map<string, WebhookDeliveryAttempt[]>();
   for (const a of rows) {
     const list = byDelivery.get(a.delivery_id) ?? [];
-    list.push({ attemptedAt: new Date(a.attempted_at).toISOString(), statusCode: a.status_code, durationMs: a.duration_ms, error: a.error });
+    list.push({
+      attemptedAt: new Date(a.attempted_at).toISOString(),
+      statusCode: a.status_code,
+      durationMs: a.duration_ms,
+      error: a.error,
+    });
     byDelivery.set(a.delivery_id, list);
   }
   return byDelivery;
 }
 
-export async function insertAttempt(db: Db, input: { deliveryId: string; attempt: { attemptedAt: Date; statusCode: number | null; durationMs: number; error: string | null } }): Promise<void> {
+export async function insertAttempt(
+  db: Db,
+  input: {
+    deliveryId: string;
+    attempt: { attemptedAt: Date; statusCode: number | null; durationMs: number; error: string | null };
+  },
+): Promise<void> {
   const { attempt } = input;
   await db('webhook_delivery_attempts').insert({
     delivery_id: input.deliveryId,
@@ -183,11 +203,20 @@ export async function saveAttempted(db: Db, input: { id: string; delivery: Attem
 /** A page of an endpoint's deliveries, newest event first, after the (event_seq, id) cursor. */
 export async function listDeliveries(
   db: Db,
-  input: { webhookId: string; accountId: string; limit: number; status: DeliveryStatus | null; after: [eventSeq: number, id: string] | null },
+  input: {
+    webhookId: string;
+    accountId: string;
+    limit: number;
+    status: DeliveryStatus | null;
+    after: [eventSeq: number, id: string] | null;
+  },
 ): Promise<DeliveryRecord[]> {
   const query = db('webhook_deliveries')
     .where({ webhook_id: input.webhookId, account_id: input.accountId })
-    .orderBy([{ column: 'event_seq', order: 'desc' }, { column: 'id', order: 'desc' }])
+    .orderBy([
+      { column: 'event_seq', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
     .limit(input.limit);
   if (input.status) query.where({ status: input.status });
   if (input.after) query.whereRaw('(event_seq, id) < (?, ?)', input.after);
@@ -196,14 +225,15 @@ export async function listDeliveries(
 }
 
 export async function findDelivery(db: Db, input: { id: string; accountId: string }): Promise<DeliveryRecord | null> {
-  const row = (await db('webhook_deliveries').where({ id: input.id, account_id: input.accountId }).first()) as DeliveryRow | undefined;
+  const row = (await db('webhook_deliveries').where({ id: input.id, account_id: input.accountId }).first()) as
+    DeliveryRow | undefined;
   return row ? toDeliveryRecord(row) : null;
 }
 
 export async function deliveryEventSeq(db: Db, input: { id: string; accountId: string }): Promise<number | null> {
-  const row = (await db('webhook_deliveries').where({ id: input.id, account_id: input.accountId }).first('event_seq')) as
-    | Pick<DeliveryRow, 'event_seq'>
-    | undefined;
+  const row = (await db('webhook_deliveries')
+    .where({ id: input.id, account_id: input.accountId })
+    .first('event_seq')) as Pick<DeliveryRow, 'event_seq'> | undefined;
   return row ? Number(row.event_seq) : null;
 }
 
@@ -215,14 +245,29 @@ export async function shareLockEvent(trx: Knex.Transaction, seq: number): Promis
   return (await trx('events').where({ seq }).forShare().first('seq')) !== undefined;
 }
 
-export async function lockDelivery(trx: Knex.Transaction, input: { id: string; accountId: string }): Promise<DeliveryRecord | null> {
-  const row = (await trx('webhook_deliveries').where({ id: input.id, account_id: input.accountId }).forUpdate().first()) as DeliveryRow | undefined;
+export async function lockDelivery(
+  trx: Knex.Transaction,
+  input: { id: string; accountId: string },
+): Promise<DeliveryRecord | null> {
+  const row = (await trx('webhook_deliveries')
+    .where({ id: input.id, account_id: input.accountId })
+    .forUpdate()
+    .first()) as DeliveryRow | undefined;
   return row ? toDeliveryRecord(row) : null;
 }
 
 /** Makes the delivery due again (a redelivery; see redelivered in delivery-rules.ts). */
-export async function requeueDelivery(db: Db, input: { id: string; nextAttemptAt: Date; createdAt: Date }): Promise<void> {
+export async function requeueDelivery(
+  db: Db,
+  input: { id: string; nextAttemptAt: Date; createdAt: Date },
+): Promise<void> {
   await db('webhook_deliveries')
     .where({ id: input.id })
-    .update({ status: 'pending' satisfies DeliveryStatus, next_attempt_at: input.nextAttemptAt, delivered_at: null, locked_until: null, created_at: input.createdAt });
+    .update({
+      status: 'pending' satisfies DeliveryStatus,
+      next_attempt_at: input.nextAttemptAt,
+      delivered_at: null,
+      locked_until: null,
+      created_at: input.createdAt,
+    });
 }

@@ -33,7 +33,9 @@ export async function lockAccountForWebhooks(trx: Knex.Transaction, accountId: s
 }
 
 export async function countWebhooks(db: Db, accountId: string): Promise<number> {
-  return Number((await db('webhooks').where({ account_id: accountId }).count<{ count: string }[]>('* as count'))[0]?.count ?? 0);
+  return Number(
+    (await db('webhooks').where({ account_id: accountId }).count<{ count: string }[]>('* as count'))[0]?.count ?? 0,
+  );
 }
 
 export interface NewWebhook {
@@ -71,7 +73,8 @@ export async function listWebhooks(db: Db, accountId: string): Promise<Webhook[]
 }
 
 export async function findWebhook(db: Db, input: { id: string; accountId: string }): Promise<Webhook | null> {
-  const row = (await db('webhooks').where({ id: input.id, account_id: input.accountId }).first()) as WebhookRow | undefined;
+  const row = (await db('webhooks').where({ id: input.id, account_id: input.accountId }).first()) as
+    WebhookRow | undefined;
   return row ? toWebhook(row) : null;
 }
 
@@ -85,7 +88,10 @@ export interface WebhookPatch {
 }
 
 /** Null when the account has no such webhook. */
-export async function updateWebhook(db: Db, input: { id: string; accountId: string; patch: WebhookPatch }): Promise<Webhook | null> {
+export async function updateWebhook(
+  db: Db,
+  input: { id: string; accountId: string; patch: WebhookPatch },
+): Promise<Webhook | null> {
   const { patch } = input;
   const row: Record<string, unknown> = {};
   if (patch.url !== undefined) row.url = patch.url;
@@ -93,13 +99,19 @@ export async function updateWebhook(db: Db, input: { id: string; accountId: stri
   if (patch.enabled !== undefined) row.enabled = patch.enabled;
   if (patch.disabledReason !== undefined) row.disabled_reason = patch.disabledReason;
   if (patch.failingSince !== undefined) row.failing_since = patch.failingSince;
-  const [updated] = (await db('webhooks').where({ id: input.id, account_id: input.accountId }).update(row).returning('*')) as WebhookRow[];
+  const [updated] = (await db('webhooks')
+    .where({ id: input.id, account_id: input.accountId })
+    .update(row)
+    .returning('*')) as WebhookRow[];
   return updated ? toWebhook(updated) : null;
 }
 
 /** Deletes the endpoint; its deliveries go with it (foreign key). Null when the account has no such webhook. */
 export async function deleteWebhook(db: Db, input: { id: string; accountId: string }): Promise<Webhook | null> {
-  const [row] = (await db('webhooks').where({ id: input.id, account_id: input.accountId }).delete().returning('*')) as WebhookRow[];
+  const [row] = (await db('webhooks')
+    .where({ id: input.id, account_id: input.accountId })
+    .delete()
+    .returning('*')) as WebhookRow[];
   return row ? toWebhook(row) : null;
 }
 
@@ -111,15 +123,17 @@ export interface Subscription {
 }
 
 export async function enabledSubscriptions(db: Db, accountIds: string[]): Promise<Subscription[]> {
-  const rows = (await db('webhooks').whereIn('account_id', accountIds).where({ enabled: true }).select('id', 'account_id', 'event_types')) as Array<
-    Pick<WebhookRow, 'id' | 'account_id' | 'event_types'>
-  >;
+  const rows = (await db('webhooks')
+    .whereIn('account_id', accountIds)
+    .where({ enabled: true })
+    .select('id', 'account_id', 'event_types')) as Array<Pick<WebhookRow, 'id' | 'account_id' | 'event_types'>>;
   return rows.map((r) => ({ webhookId: r.id, accountId: r.account_id, eventTypes: r.event_types }));
 }
 
 /** Where and with what a delivery is sent; null when the endpoint was deleted meanwhile. */
 export async function webhookTarget(db: Db, id: string): Promise<{ url: string; secretCiphertext: string } | null> {
-  const row = (await db('webhooks').where({ id }).first('url', 'secret_ciphertext')) as Pick<WebhookRow, 'url' | 'secret_ciphertext'> | undefined;
+  const row = (await db('webhooks').where({ id }).first('url', 'secret_ciphertext')) as
+    Pick<WebhookRow, 'url' | 'secret_ciphertext'> | undefined;
   return row ? { url: row.url, secretCiphertext: row.secret_ciphertext } : null;
 }
 
@@ -138,13 +152,20 @@ export async function endFailureRun(db: Db, id: string): Promise<void> {
  * Since when every delivery to the endpoint failed (null: the last one went through), with
  * the endpoint row locked for the rest of the transaction; undefined when it was deleted.
  */
-export async function lockFailureRun(trx: Knex.Transaction, id: string): Promise<{ failingSince: Date | null } | undefined> {
-  const row = (await trx('webhooks').where({ id }).forUpdate().first('failing_since')) as Pick<WebhookRow, 'failing_since'> | undefined;
+export async function lockFailureRun(
+  trx: Knex.Transaction,
+  id: string,
+): Promise<{ failingSince: Date | null } | undefined> {
+  const row = (await trx('webhooks').where({ id }).forUpdate().first('failing_since')) as
+    Pick<WebhookRow, 'failing_since'> | undefined;
   return row ? { failingSince: row.failing_since ? new Date(row.failing_since) : null } : undefined;
 }
 
 /** Records the failure run; with `disabledReason`, the endpoint is disabled for it. */
-export async function recordFailureRun(db: Db, input: { id: string; failingSince: Date; disabledReason: string | null }): Promise<void> {
+export async function recordFailureRun(
+  db: Db,
+  input: { id: string; failingSince: Date; disabledReason: string | null },
+): Promise<void> {
   const patch: Record<string, unknown> = { failing_since: input.failingSince };
   if (input.disabledReason !== null) {
     patch.enabled = false;

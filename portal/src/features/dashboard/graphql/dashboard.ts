@@ -1,5 +1,10 @@
 import { gql } from '@apollo/client';
-import { DEPLOYMENT_SUMMARY, type DeploymentSummary, type FleetEvent, type Money } from '../../../shared/graphql/fragments';
+import {
+  DEPLOYMENT_SUMMARY,
+  type DeploymentSummary,
+  type FleetEvent,
+  type Money,
+} from '../../../shared/graphql/fragments';
 
 export interface FleetSummary {
   total: number;
@@ -27,7 +32,12 @@ const SUMMARY_FIELDS = `
 
 export interface DashboardData {
   fleetSummary: FleetSummary;
-  allocation: { thresholds: number[]; unitPrice: Money; remaining: number; thresholdsReached: { kind: string; percent: number; reachedAt: string }[] };
+  allocation: {
+    thresholds: number[];
+    unitPrice: Money;
+    remaining: number;
+    thresholdsReached: { kind: string; percent: number; reachedAt: string }[];
+  };
   deployments: { edges: { node: DeploymentSummary }[] };
   events: FleetEvent[];
 }
@@ -55,13 +65,21 @@ export const FLEET_SUMMARY_CHANGED = gql`
 
 export const EVENTS_SUBSCRIPTION = gql`
   subscription RecentEvents {
-    events { id type subject occurredAt data }
+    events {
+      id
+      type
+      subject
+      occurredAt
+      data
+    }
   }
 `;
 
 export const DEPLOYMENT_PROGRESS = gql`
   subscription DeploymentProgress($id: ID!) {
-    deploymentProgress(id: $id) { ...DeploymentSummary }
+    deploymentProgress(id: $id) {
+      ...DeploymentSummary
+    }
   }
   ${DEPLOYMENT_SUMMARY}
 `;

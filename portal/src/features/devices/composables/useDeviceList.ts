@@ -2,7 +2,14 @@ import { computed, ref, shallowRef, triggerRef, watch, type Ref } from 'vue';
 import { fetchQuery, useSubscription } from '../../../shared/composables/useGraphQL';
 import type { ApiError } from '../../../shared/api/rest';
 import type { DeviceRow } from '../../../shared/graphql/fragments';
-import { DEVICE_CHANGED, DEVICE_PAGE, type DeviceChangeData, type DeviceFilter, type DeviceOrder, type DevicePageData } from '../graphql/devices';
+import {
+  DEVICE_CHANGED,
+  DEVICE_PAGE,
+  type DeviceChangeData,
+  type DeviceFilter,
+  type DeviceOrder,
+  type DevicePageData,
+} from '../graphql/devices';
 
 /** First page small (fast first paint), then big pages while the user scrolls. */
 const FIRST_PAGE = 100;
@@ -35,7 +42,12 @@ export function useDeviceList(filter: Ref<DeviceFilter>, order: Ref<DeviceOrder 
     try {
       while (gen === generation && hasNext.value && rows.value.length <= wanted) {
         const first = rows.value.length === 0 ? FIRST_PAGE : PAGE;
-        const data = await fetchQuery<DevicePageData>(DEVICE_PAGE, { first, after: cursor, filter: filter.value, orderBy: order.value });
+        const data = await fetchQuery<DevicePageData>(DEVICE_PAGE, {
+          first,
+          after: cursor,
+          filter: filter.value,
+          orderBy: order.value,
+        });
         if (gen !== generation) return;
         const page = data.devices;
         const start = rows.value.length;
@@ -96,18 +108,22 @@ export function useDeviceList(filter: Ref<DeviceFilter>, order: Ref<DeviceOrder 
     pending.clear();
     if (changed) triggerRef(rows);
   }
-  useSubscription<DeviceChangeData>(DEVICE_CHANGED, () => ({ filter: null }), (data) => {
-    const change = data.deviceChanged;
-    if (change.type === 'device.claimed' && !index.has(change.device.serial)) {
-      newDevices.value += 1;
-      return;
-    }
-    pending.set(change.device.serial, change.device);
-    if (!scheduled) {
-      scheduled = true;
-      requestAnimationFrame(flush);
-    }
-  });
+  useSubscription<DeviceChangeData>(
+    DEVICE_CHANGED,
+    () => ({ filter: null }),
+    (data) => {
+      const change = data.deviceChanged;
+      if (change.type === 'device.claimed' && !index.has(change.device.serial)) {
+        newDevices.value += 1;
+        return;
+      }
+      pending.set(change.device.serial, change.device);
+      if (!scheduled) {
+        scheduled = true;
+        requestAnimationFrame(flush);
+      }
+    },
+  );
 
   const fullyLoaded = computed(() => !hasNext.value && rows.value.length >= total.value);
   return {

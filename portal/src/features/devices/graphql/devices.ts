@@ -28,8 +28,15 @@ export const DEVICE_PAGE = gql`
     devices(first: $first, after: $after, filter: $filter, orderBy: $orderBy) {
       totalCount
       quota
-      edges { node { ...DeviceRow } }
-      pageInfo { hasNextPage endCursor }
+      edges {
+        node {
+          ...DeviceRow
+        }
+      }
+      pageInfo {
+        hasNextPage
+        endCursor
+      }
     }
   }
   ${DEVICE_ROW}
@@ -44,7 +51,9 @@ export const DEVICE_CHANGED = gql`
     deviceChanged(filter: $filter) {
       type
       occurredAt
-      device { ...DeviceRow }
+      device {
+        ...DeviceRow
+      }
     }
   }
   ${DEVICE_ROW}
@@ -58,8 +67,16 @@ export interface FilterOptionsData {
 
 export const FILTER_OPTIONS = gql`
   query DeviceFilterOptions {
-    models { id name }
-    fleetSummary { byFirmware { firmware count } }
+    models {
+      id
+      name
+    }
+    fleetSummary {
+      byFirmware {
+        firmware
+        count
+      }
+    }
   }
 `;
 
@@ -122,7 +139,9 @@ export const DEVICE_DETAIL_FIELDS = gql`
 
 export const DEVICE_DETAIL = gql`
   query DeviceDetail($serial: String!) {
-    device(serial: $serial) { ...DeviceDetail }
+    device(serial: $serial) {
+      ...DeviceDetail
+    }
   }
   ${DEVICE_DETAIL_FIELDS}
 `;
@@ -132,7 +151,9 @@ export const DEVICE_DETAIL_CHANGED = gql`
     deviceChanged(filter: $filter) {
       type
       occurredAt
-      device { ...DeviceDetail }
+      device {
+        ...DeviceDetail
+      }
     }
   }
   ${DEVICE_DETAIL_FIELDS}
@@ -146,7 +167,10 @@ export interface HistoryEvent {
 }
 
 export interface DeviceHistoryData {
-  device: { serial: string; history: { edges: { node: HistoryEvent }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } } } | null;
+  device: {
+    serial: string;
+    history: { edges: { node: HistoryEvent }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } };
+  } | null;
 }
 
 export const DEVICE_HISTORY = gql`
@@ -154,8 +178,18 @@ export const DEVICE_HISTORY = gql`
     device(serial: $serial) {
       serial
       history(first: $first, after: $after) {
-        edges { node { id type occurredAt data } }
-        pageInfo { hasNextPage endCursor }
+        edges {
+          node {
+            id
+            type
+            occurredAt
+            data
+          }
+        }
+        pageInfo {
+          hasNextPage
+          endCursor
+        }
       }
     }
   }
@@ -163,14 +197,20 @@ export const DEVICE_HISTORY = gql`
 
 export const UPDATE_DEVICE = gql`
   mutation UpdateDevice($serial: String!, $input: UpdateDeviceInput!) {
-    updateDevice(serial: $serial, input: $input) { ...DeviceDetail }
+    updateDevice(serial: $serial, input: $input) {
+      ...DeviceDetail
+    }
   }
   ${DEVICE_DETAIL_FIELDS}
 `;
 
 export const ROTATE_CREDENTIALS = gql`
   mutation RotateDeviceCredentials($serial: String!) {
-    rotateDeviceCredentials(serial: $serial) { serial username password }
+    rotateDeviceCredentials(serial: $serial) {
+      serial
+      username
+      password
+    }
   }
 `;
 

@@ -15,7 +15,10 @@ export interface UploadFields {
  * Multipart upload to REST POST /api/v1/firmware/versions. XMLHttpRequest rather than fetch:
  * only XHR reports upload progress in browsers today.
  */
-export function uploadFirmware(fields: UploadFields, onProgress: (percent: number) => void): { done: Promise<unknown>; abort: () => void } {
+export function uploadFirmware(
+  fields: UploadFields,
+  onProgress: (percent: number) => void,
+): { done: Promise<unknown>; abort: () => void } {
   const xhr = new XMLHttpRequest();
   const done = new Promise<unknown>((resolve, reject) => {
     const body = new FormData();
@@ -42,10 +45,18 @@ export function uploadFirmware(fields: UploadFields, onProgress: (percent: numbe
       if (xhr.status >= 200 && xhr.status < 300) resolve(body);
       else {
         if (xhr.status === 401) session.expire();
-        reject(new ApiError(body.detail ?? body.title ?? `Upload failed (${xhr.status})`, xhr.status, body.code ?? `http_${xhr.status}`, body.errors ?? []));
+        reject(
+          new ApiError(
+            body.detail ?? body.title ?? `Upload failed (${xhr.status})`,
+            xhr.status,
+            body.code ?? `http_${xhr.status}`,
+            body.errors ?? [],
+          ),
+        );
       }
     };
-    xhr.onerror = () => reject(new ApiError('The upload was interrupted: the service cannot be reached.', 0, 'network_error'));
+    xhr.onerror = () =>
+      reject(new ApiError('The upload was interrupted: the service cannot be reached.', 0, 'network_error'));
     xhr.onabort = () => reject(new ApiError('Upload cancelled.', 0, 'aborted'));
     xhr.send(body);
   });

@@ -23,28 +23,62 @@ export interface Model {
 
 export const FIRMWARE_PAGE = gql`
   query FirmwarePage {
-    models { id name description }
-    firmwareVersions { id model version releaseNotes changelog size sha256 signed signingKeyId createdAt }
-    firmwareSigningKeys { current { keyId } }
+    models {
+      id
+      name
+      description
+    }
+    firmwareVersions {
+      id
+      model
+      version
+      releaseNotes
+      changelog
+      size
+      sha256
+      signed
+      signingKeyId
+      createdAt
+    }
+    firmwareSigningKeys {
+      current {
+        keyId
+      }
+    }
   }
 `;
 
 export const REGISTER_MODEL = gql`
   mutation RegisterModel($input: RegisterModelInput!) {
-    registerModel(input: $input) { id name description }
+    registerModel(input: $input) {
+      id
+      name
+      description
+    }
   }
 `;
 
 export interface DeploymentsData {
-  deployments: { totalCount: number | null; edges: { node: DeploymentSummary }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } };
+  deployments: {
+    totalCount: number | null;
+    edges: { node: DeploymentSummary }[];
+    pageInfo: { hasNextPage: boolean; endCursor: string | null };
+  };
 }
 
 export const DEPLOYMENTS = gql`
   query Deployments($first: Int!, $after: String, $status: DeploymentStatus) {
     deployments(first: $first, after: $after, status: $status) {
       totalCount
-      edges { node { ...DeploymentSummary } }
-      pageInfo { hasNextPage endCursor }
+      edges {
+        node {
+          ...DeploymentSummary
+        }
+      }
+      pageInfo {
+        hasNextPage
+        endCursor
+      }
     }
   }
   ${DEPLOYMENT_SUMMARY}
@@ -98,7 +132,14 @@ export interface UpdateRow {
 }
 
 export interface DeploymentUpdatesData {
-  deployment: { id: string; updates: { totalCount: number; edges: { node: UpdateRow }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } } } | null;
+  deployment: {
+    id: string;
+    updates: {
+      totalCount: number;
+      edges: { node: UpdateRow }[];
+      pageInfo: { hasNextPage: boolean; endCursor: string | null };
+    };
+  } | null;
 }
 
 export const DEPLOYMENT_UPDATES = gql`
@@ -107,8 +148,23 @@ export const DEPLOYMENT_UPDATES = gql`
       id
       updates(first: $first, after: $after, state: $state) {
         totalCount
-        edges { node { jobId serial fromVersion targetVersion state progress error attempts stateChangedAt } }
-        pageInfo { hasNextPage endCursor }
+        edges {
+          node {
+            jobId
+            serial
+            fromVersion
+            targetVersion
+            state
+            progress
+            error
+            attempts
+            stateChangedAt
+          }
+        }
+        pageInfo {
+          hasNextPage
+          endCursor
+        }
       }
     }
   }
@@ -137,7 +193,11 @@ export interface DeployInput {
 
 export const DEPLOY_PREVIEW = gql`
   query DeployPreview($input: DeployFirmwareInput!) {
-    deployPreview(input: $input) { targetCount model targetVersion }
+    deployPreview(input: $input) {
+      targetCount
+      model
+      targetVersion
+    }
   }
 `;
 
@@ -148,4 +208,11 @@ export const DEPLOY_FIRMWARE = gql`
   ${DEPLOYMENT_SUMMARY}
 `;
 
-export const DEPLOYMENT_STATUSES: DeploymentStatus[] = ['scheduled', 'running', 'paused', 'completed', 'completed_with_failures', 'cancelled'];
+export const DEPLOYMENT_STATUSES: DeploymentStatus[] = [
+  'scheduled',
+  'running',
+  'paused',
+  'completed',
+  'completed_with_failures',
+  'cancelled',
+];

@@ -32,7 +32,13 @@ export const CREATE_WEBHOOK = gql`
   mutation CreateWebhook($input: CreateWebhookInput!) { createWebhook(input: $input) { secret webhook { ${WEBHOOK_FIELDS} } } }
 `;
 export const UPDATE_WEBHOOK = gql`mutation UpdateWebhook($id: ID!, $input: UpdateWebhookInput!) { updateWebhook(id: $id, input: $input) { ${WEBHOOK_FIELDS} } }`;
-export const DELETE_WEBHOOK = gql`mutation DeleteWebhook($id: ID!) { deleteWebhook(id: $id) { id } }`;
+export const DELETE_WEBHOOK = gql`
+  mutation DeleteWebhook($id: ID!) {
+    deleteWebhook(id: $id) {
+      id
+    }
+  }
+`;
 
 export interface WebhookDelivery {
   id: string;
@@ -47,7 +53,8 @@ export interface WebhookDelivery {
   deliveredAt: string | null;
   createdAt: string;
 }
-const DELIVERY_FIELDS = 'id eventId eventType status attempts nextAttemptAt lastStatusCode lastError lastDurationMs deliveredAt createdAt';
+const DELIVERY_FIELDS =
+  'id eventId eventType status attempts nextAttemptAt lastStatusCode lastError lastDurationMs deliveredAt createdAt';
 export const WEBHOOK_DELIVERIES = gql`
   query WebhookDeliveries($webhookId: ID!, $first: Int!, $after: String, $status: WebhookDeliveryStatus) {
     webhookDeliveries(webhookId: $webhookId, first: $first, after: $after, status: $status) {
@@ -64,8 +71,26 @@ export interface User {
   role: 'admin' | 'viewer';
   createdAt: string;
 }
-export const USERS = gql`query Users { users { id email role createdAt } }`;
-export const CREATE_USER = gql`mutation CreateUser($input: CreateUserInput!) { createUser(input: $input) { id email role createdAt } }`;
+export const USERS = gql`
+  query Users {
+    users {
+      id
+      email
+      role
+      createdAt
+    }
+  }
+`;
+export const CREATE_USER = gql`
+  mutation CreateUser($input: CreateUserInput!) {
+    createUser(input: $input) {
+      id
+      email
+      role
+      createdAt
+    }
+  }
+`;
 
 export interface FirmwareSigningKey {
   keyId: string;
