@@ -51,8 +51,11 @@ describe.skipIf(!canRun)('MQTTS with device certificates', () => {
     writeFileSync(keyFile, csr.privateKeyPem, { mode: 0o600 });
     return { certFile, keyFile };
   };
-  const issue = async (serial: string): Promise<{ csr: TestCsr; certificate: string; fingerprint: string }> => {
-    const csr = await makeCsr();
+  const issue = async (
+    serial: string,
+    type?: 'P-256' | 'Ed25519',
+  ): Promise<{ csr: TestCsr; certificate: string; fingerprint: string }> => {
+    const csr = await makeCsr(type ? { type } : {});
     const res = await account.api.post(`/api/v1/devices/${serial}/certificates`, { csr: csr.pem });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     return { csr, certificate: res.body.certificate, fingerprint: res.body.fingerprint_sha256 };
@@ -113,6 +116,18 @@ describe.skipIf(!canRun)('MQTTS with device certificates', () => {
         )
       ).code,
     ).toBe(0);
+  });
+
+  it('mqtt.js: an Ed25519 device certificate authenticates in a real handshake too', async () => {
+    await claimForMqtt(server, account, ['TLS-ED'], { firmware: null });
+    const { csr, certificate } = await issue('TLS-ED', 'Ed25519');
+    const { code, client } = await attempt(
+      tlsOptions({ key: csr.privateKeyPem, cert: certificate }, { clientId: 'TLS-ED' }),
+    );
+    expect(code).toBe(0);
+    await client!.publishAsync(topics.heartbeat('TLS-ED'), heartbeat(), { qos: 1 });
+    await expect.poll(async () => (await account.api.get('/api/v1/devices/TLS-ED')).body.status).toBe('online');
+    await client!.endAsync();
   });
 
   it('mqtt.js: a client id or username other than the CN is refused with CONNACK 2', async () => {

@@ -45,14 +45,22 @@ export async function login(
   return { cookie: setCookie.split(';')[0]!, csrf: body.csrf_token };
 }
 
-export function wsClient(baseUrl: string, options: { apiKey?: string; cookie?: string; origin?: string } = {}): Client {
+export function wsClient(
+  baseUrl: string,
+  options: {
+    apiKey?: string;
+    cookie?: string;
+    origin?: string;
+    /** CA to trust for wss:// (PEM). */ ca?: string | Buffer;
+  } = {},
+): Client {
   const url = baseUrl.replace(/^http/, 'ws') + '/graphql';
   const headers: Record<string, string> = {};
   if (options.cookie) headers.cookie = options.cookie;
   if (options.origin) headers.origin = options.origin;
   class HeaderWebSocket extends WebSocket {
     constructor(address: string, protocols?: string | string[]) {
-      super(address, protocols, { headers });
+      super(address, protocols, { headers, ...(options.ca !== undefined ? { ca: options.ca } : {}) });
     }
   }
   return createClient({

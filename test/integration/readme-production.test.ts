@@ -32,7 +32,7 @@ describe.skipIf(missing.length > 0)('README production commands', () => {
   });
 
   it(
-    'make a certificate, serve TLS, connect a device by password and by certificate, and revoke it',
+    'make a certificate, serve TLS, connect a device by password and by certificate, revoke it, upload signed firmware',
     { timeout: 180_000 },
     async () => {
       const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
@@ -40,7 +40,7 @@ describe.skipIf(missing.length > 0)('README production commands', () => {
         readme.indexOf('## Production: TLS, device certificates, signed firmware'),
         readme.indexOf('## Operator tool'),
       );
-      const [tlsBlock, certificateBlock] = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) =>
+      const [tlsBlock, certificateBlock, signingBlock] = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) =>
         m[1]!.replace(/\\\n\s*/g, ''),
       );
       expect(tlsBlock).toContain('TLS_CERT_FILE=server.pem TLS_KEY_FILE=server.key PORT=8443 MQTT_PORT=off npm start');
@@ -88,6 +88,17 @@ describe.skipIf(missing.length > 0)('README production commands', () => {
       const certificates = (await account.api.get('/api/v1/devices/LX200-000001/certificates')).body.certificates;
       expect(certificates).toHaveLength(1);
       expect(certificates[0].revoked_at).not.toBeNull();
+
+      // Signed firmware: the image stands in for a build's; KEY comes from the block above.
+      fs.writeFileSync(path.join(dir, 'fw-1.2.0.bin'), Buffer.alloc(4096, 7));
+      const signed = await bash(`KEY=${account.apiKey}\n${ports(signingBlock!)}`, dir);
+      expect(signed.code, `${signed.out}\n${signed.err}`).toBe(0);
+      const keyId = (await account.api.get('/api/v1/firmware/signing-key')).body.signing_key.key_id as string;
+      expect(JSON.parse(signed.out.slice(signed.out.lastIndexOf('{\n')))).toEqual({
+        version: '1.2.0',
+        signed: true,
+        key_id: keyId,
+      });
     },
   );
 });

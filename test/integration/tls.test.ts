@@ -16,6 +16,7 @@ import {
   type TlsFiles,
 } from '../helpers/tls';
 import { topics } from '../../broker/src/protocol/topics';
+import { collect, wsClient } from '../graphql/graphql-client';
 
 const run = promisify(execFile);
 const canRun = opensslAvailable() && curlAvailable();
@@ -84,6 +85,55 @@ describe.skipIf(!canRun)('TLS for people and devices', () => {
     ).rejects.toThrow();
     // Without trusting the CA, a client refuses the service.
     await expect(run('curl', ['-sS', '--max-time', '5', `${https}/healthz`])).rejects.toThrow();
+  });
+
+  it('serves GraphQL over https, its subscriptions over wss, and the portal over HTTPS', async () => {
+    const query = JSON.parse(
+      await curl([
+        '-H',
+        'Content-Type: application/json',
+        '-H',
+        `Authorization: Bearer ${account.apiKey}`,
+        '-d',
+        JSON.stringify({ query: '{ viewer { role account { id } } }' }),
+        `${https}/graphql`,
+      ]),
+    );
+    expect(query.data.viewer).toEqual({ role: 'admin', account: { id: account.accountId } });
+
+    const client = wsClient(https, { apiKey: account.apiKey, ca });
+    const live = collect<{ data: { deviceChanged: { device: { serial: string; status: string } } } }>(
+      client,
+      'subscription { deviceChanged { device { serial status } } }',
+    );
+    try {
+      await new Promise((r) => setTimeout(r, 300)); // subscription acknowledged
+      const claimed = await api('POST', '/api/v1/devices/claim', { serials: ['TLS-WSS'], model: 'LX-T' });
+      const creds = claimed.devices[0].credentials as { username: string; password: string };
+      const device = await mqtt.connectAsync(server.service.mqttsUrl!, {
+        ca,
+        clientId: 'TLS-WSS',
+        username: creds.username,
+        password: creds.password,
+        clean: false,
+        reconnectPeriod: 0,
+      });
+      await device.publishAsync(topics.heartbeat('TLS-WSS'), JSON.stringify({ firmware: '1.0.0' }), { qos: 1 });
+      await live.until(() =>
+        live.items.some(
+          (i) => i.data.deviceChanged.device.serial === 'TLS-WSS' && i.data.deviceChanged.device.status === 'online',
+        ),
+      );
+      await device.endAsync();
+    } finally {
+      live.dispose();
+      await client.dispose();
+    }
+
+    const portal = await curl(['-D', '-', `${https}/`]);
+    expect(portal).toMatch(/^HTTP\/1\.1 200/);
+    expect(portal).toMatch(/content-security-policy:/i);
+    expect(portal).toContain('<div id="app">');
   });
 
   it('refuses TLS below 1.2', async () => {
