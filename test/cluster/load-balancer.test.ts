@@ -2,6 +2,7 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { clusterAvailable, startTestCluster, type TestCluster } from '../helpers/cluster';
 import { haproxyAvailable, startHaproxy } from '../helpers/haproxy';
 import { ApiClient } from '../helpers/api-client';
+import { Agent, request } from 'undici';
 
 const availability = await clusterAvailable();
 const haproxy = haproxyAvailable();
@@ -13,6 +14,7 @@ describe.skipIf(!availability.ok || !haproxy)('two processes behind HAProxy', ()
   let cluster: TestCluster;
   let lb: Awaited<ReturnType<typeof startHaproxy>>;
   let apiKey: string;
+  const admin = { email: `lb-${Date.now()}@example.test`, password: 'correct horse battery' };
 
   beforeAll(async () => {
     cluster = await startTestCluster(2);
@@ -23,8 +25,8 @@ describe.skipIf(!availability.ok || !haproxy)('two processes behind HAProxy', ()
       budget: 1000,
       currency: 'EUR',
       unitPrice: 1,
-      adminEmail: `lb-${Date.now()}@example.test`,
-      adminPassword: 'correct horse battery',
+      adminEmail: admin.email,
+      adminPassword: admin.password,
     });
     apiKey = created.apiKey;
   });
@@ -49,6 +51,31 @@ describe.skipIf(!availability.ok || !haproxy)('two processes behind HAProxy', ()
     // Round robin: both processes answered some of the ten.
     expect(after[0]! - before[0]!).toBeGreaterThan(0);
     expect(after[1]! - before[1]!).toBeGreaterThan(0);
+  });
+
+  it('counts login attempts per client address, not per balancer', async () => {
+    // Loopback is 127.0.0.0/8: each client connects to HAProxy from an address of its own.
+    const login = async (from: string, password: string) => {
+      const dispatcher = new Agent({ localAddress: from });
+      try {
+        const res = await request(`http://127.0.0.1:${lb.httpPort}/api/v1/session`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ email: admin.email, password }),
+          dispatcher,
+        });
+        await res.body.dump();
+        return res.statusCode;
+      } finally {
+        await dispatcher.close();
+      }
+    };
+    const guesses: number[] = [];
+    for (let i = 0; i < 11; i++) guesses.push(await login('127.0.0.2', `guess ${i}`));
+    expect(guesses.slice(0, 10)).toEqual(Array(10).fill(401));
+    expect(guesses[10]).toBe(429);
+    // The owner, elsewhere, is not locked out by the guesser.
+    expect(await login('127.0.0.3', admin.password)).toBe(201);
   });
 
   it('keeps serving when one process stops', async () => {

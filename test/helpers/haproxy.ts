@@ -14,7 +14,10 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** HAProxy in TCP mode in front of the nodes, with the same settings as docs/haproxy.cfg. */
+/**
+ * HAProxy in front of two nodes with docs/haproxy.cfg as written: only the addresses, the ports,
+ * the open-file limit and the health-check pace (fast enough for a test) are replaced.
+ */
 export async function startHaproxy(
   nodes: Array<{ httpPort: number; mqttPort: number | null }>,
   ports: { httpPort?: number; mqttPort?: number } = {},
@@ -23,40 +26,23 @@ export async function startHaproxy(
   mqttPort: number;
   stop(): Promise<void>;
 }> {
+  if (nodes.length !== 2) throw new Error('docs/haproxy.cfg describes two nodes');
   const httpPort = ports.httpPort ?? (await freePort());
   const mqttPort = ports.mqttPort ?? (await freePort());
-  const servers = (kind: 'http' | 'mqtt') =>
-    nodes
-      .map(
-        (n, i) =>
-          `    server node${i + 1} 127.0.0.1:${kind === 'http' ? n.httpPort : n.mqttPort} check port ${n.httpPort} inter 500ms fall 2 rise 1`,
-      )
-      .join('\n');
+  const documented = fs.readFileSync(path.resolve(__dirname, '../../docs/haproxy.cfg'), 'utf8');
   // This sandbox allows 20,000 open files per process: stay well below (2 fds per connection).
-  const config = `global
-    maxconn 4000
-defaults
-    mode tcp
-    timeout connect 5s
-    timeout client 10m
-    timeout server 10m
-frontend fleet_http
-    bind 127.0.0.1:${httpPort}
-    default_backend fleet_http_nodes
-backend fleet_http_nodes
-    balance roundrobin
-    option httpchk GET /readyz
-    http-check expect status 200
-${servers('http')}
-frontend fleet_mqtt
-    bind 127.0.0.1:${mqttPort}
-    default_backend fleet_mqtt_nodes
-backend fleet_mqtt_nodes
-    balance leastconn
-    option httpchk GET /readyz
-    http-check expect status 200
-${nodes.every((n) => n.mqttPort) ? servers('mqtt') : ''}
-`;
+  let config = documented
+    .replace('maxconn 200000', 'maxconn 4000')
+    .replace('bind *:8080', `bind 127.0.0.1:${httpPort}`)
+    .replace('bind *:1883', `bind 127.0.0.1:${mqttPort}`)
+    .replaceAll('inter 2s fall 2 rise 2', 'inter 500ms fall 2 rise 1');
+  nodes.forEach((n, i) => {
+    const address = `10.0.0.1${i + 1}`;
+    config = config
+      .replace(`${address}:8080 check`, `127.0.0.1:${n.httpPort} check`)
+      .replace(`${address}:1883 check port 8080`, `127.0.0.1:${n.mqttPort ?? 1} check port ${n.httpPort}`);
+  });
+  if (/10\.0\.0\.|\*:/.test(config)) throw new Error('docs/haproxy.cfg changed: the test cannot place it');
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'haproxy-')), 'haproxy.cfg');
   fs.writeFileSync(file, config);
   const child: ChildProcess = spawn('haproxy', ['-f', file, '-db'], { stdio: ['ignore', 'ignore', 'pipe'] });
