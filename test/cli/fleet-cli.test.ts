@@ -41,7 +41,7 @@ describe('operator tool `fleet`', () => {
 
   it(
     'creates an account whose admin key and login work on the server, and changes its quota',
-    { timeout: 60_000 },
+    { timeout: 120_000 },
     async () => {
       const db = await createTestDatabase();
       dbs.push(db);
@@ -131,30 +131,35 @@ describe('operator tool `fleet`', () => {
     expect(unknown.code).toBe(2);
   });
 
-  it('prunes by the retention settings of the environment and reports what it deleted', async () => {
-    const db = await createTestDatabase();
-    dbs.push(db);
-    expect((await fleet(db, ['migrate'])).code).toBe(0);
-    // A login throttle from two days ago (no lockout running) and one from now.
-    const database = await openDatabase({ databaseUrl: db.databaseUrl, dataDir: db.dataDir, poolSize: 1 });
-    await database.knex('login_throttle').insert([
-      { email: 'old@example.test', failures: 3, window_started_at: new Date(Date.now() - 2 * 86_400_000) },
-      { email: 'new@example.test', failures: 3, window_started_at: new Date() },
-    ]);
-    await database.close();
-    const pruned = await fleet(db, ['prune', '--json']);
-    expect(pruned.code, pruned.stderr).toBe(0);
-    expect(JSON.parse(pruned.stdout)).toEqual({
-      deviceEvents: 0,
-      events: 0,
-      webhookDeliveries: 0,
-      sessions: 0,
-      idempotencyKeys: 0,
-      loginThrottle: 1,
-    });
-    // HISTORY_RETENTION_DAYS and EVENT_RETENTION_DAYS come from the environment and are checked.
-    const bad = await fleet(db, ['prune'], { HISTORY_RETENTION_DAYS: '-1' });
-    expect(bad.code).toBe(1);
-    expect(bad.stderr).toContain('historyRetentionDays');
-  });
+  // Three CLI processes, each starting tsx and the embedded database: 30 s ran out on two busy cores.
+  it(
+    'prunes by the retention settings of the environment and reports what it deleted',
+    { timeout: 120_000 },
+    async () => {
+      const db = await createTestDatabase();
+      dbs.push(db);
+      expect((await fleet(db, ['migrate'])).code).toBe(0);
+      // A login throttle from two days ago (no lockout running) and one from now.
+      const database = await openDatabase({ databaseUrl: db.databaseUrl, dataDir: db.dataDir, poolSize: 1 });
+      await database.knex('login_throttle').insert([
+        { email: 'old@example.test', failures: 3, window_started_at: new Date(Date.now() - 2 * 86_400_000) },
+        { email: 'new@example.test', failures: 3, window_started_at: new Date() },
+      ]);
+      await database.close();
+      const pruned = await fleet(db, ['prune', '--json']);
+      expect(pruned.code, pruned.stderr).toBe(0);
+      expect(JSON.parse(pruned.stdout)).toEqual({
+        deviceEvents: 0,
+        events: 0,
+        webhookDeliveries: 0,
+        sessions: 0,
+        idempotencyKeys: 0,
+        loginThrottle: 1,
+      });
+      // HISTORY_RETENTION_DAYS and EVENT_RETENTION_DAYS come from the environment and are checked.
+      const bad = await fleet(db, ['prune'], { HISTORY_RETENTION_DAYS: '-1' });
+      expect(bad.code).toBe(1);
+      expect(bad.stderr).toContain('historyRetentionDays');
+    },
+  );
 });
