@@ -5,6 +5,7 @@ import type { RouteDef } from '../../rest-facade/src/route';
 import { buildModel, claimDevices } from '../helpers/factories';
 import { uploadFirmware } from '../ota/ota-helpers';
 import { makeCsr } from '../helpers/certificates';
+import { ifStarted } from '../helpers/teardown';
 
 /**
  * OWASP API1 (BOLA), generated from the route table: for every route with an id in its path,
@@ -102,7 +103,7 @@ describe("another account's ids answer 404 on every route (generated from the ro
     await server.service.services.apiKeys.setRateLimit(b.apiKeyId, 100_000);
     routes = allRoutes(server.service.services).filter((r) => r.path.includes(':'));
   });
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   it('knows a fixture for every route with a path id', () => {
     const missing = routes.map((r) => r.path).filter((p) => !FIXTURE_BY_PATH[p]);
@@ -246,7 +247,7 @@ describe("another account's ids are not found through any GraphQL field (generat
     };
     await server.service.services.apiKeys.setRateLimit(b.apiKeyId, 100_000);
   });
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   it('answers null or not_found for every field taking an id, and changes nothing', async () => {
     const failures: string[] = [];

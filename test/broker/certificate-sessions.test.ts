@@ -5,6 +5,7 @@ import { DeviceBroker } from '../../broker/src/create-broker';
 import { DeviceAuthService, type DeviceAuthResult } from '../../api/src/domain/devices/device-auth.service';
 import { createMetrics } from '../../api/src/metrics';
 import { HeartbeatIngest } from '../../api/src/domain/devices/heartbeat-ingest';
+import { ifStarted } from '../helpers/teardown';
 
 const CERTIFICATE = 'c'.repeat(64);
 
@@ -53,8 +54,8 @@ describe('closing the sessions of one certificate', () => {
     markedUrl = `mqtt://127.0.0.1:${await marked.listenTcp(0, '127.0.0.1')}`;
   }, 180_000);
   afterAll(async () => {
-    await marked?.close();
-    await server?.close();
+    await ifStarted(marked)?.close();
+    await ifStarted(server)?.close();
   });
 
   it('closes a session of that certificate, and leaves sessions of another certificate or of a password', async () => {

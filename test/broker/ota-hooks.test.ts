@@ -5,6 +5,7 @@ import { claimForMqtt, connectDevice, deviceOptions, heartbeat, type DeviceCreds
 import { topics } from '../../broker/src/protocol/topics';
 import type { OtaDeviceListener } from '../../api/src/domain/devices/device-gateway';
 import { listenInsteadOfOtaEngine } from '../helpers/stand-ins';
+import { ifStarted } from '../helpers/teardown';
 
 /** The hooks the OTA engine plugs into: device ready and heard, progress reports, firmware reports; and OTA delivery. */
 describe('OTA hooks of the broker', () => {
@@ -26,7 +27,7 @@ describe('OTA hooks of the broker', () => {
     listenInsteadOfOtaEngine(server.service.services.ota, listener);
     // Generous: the embedded database starts slowly on a busy machine.
   }, 180_000);
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   it('reports the device ready once it subscribed to its ota topic, and again when a persistent session is restored', async () => {
     const dev = await connectDevice(server.service.mqttUrl!, creds);

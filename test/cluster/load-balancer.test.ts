@@ -2,6 +2,7 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { clusterAvailable, startTestCluster, type TestCluster } from '../helpers/cluster';
 import { haproxyAvailable, startHaproxy } from '../helpers/haproxy';
 import { ApiClient } from '../helpers/api-client';
+import { ifStarted } from '../helpers/teardown';
 
 const availability = await clusterAvailable();
 const haproxy = haproxyAvailable();
@@ -29,8 +30,8 @@ describe.skipIf(!availability.ok || !haproxy)('two processes behind HAProxy', ()
     apiKey = created.apiKey;
   });
   afterAll(async () => {
-    await lb?.stop();
-    await cluster?.close();
+    await ifStarted(lb)?.stop();
+    await ifStarted(cluster)?.close();
   });
 
   it('serves the API through the balancer from both processes', async () => {

@@ -9,6 +9,7 @@ import { ApiClient, type ApiResponse } from '../helpers/api-client';
 import { serials } from '../helpers/factories';
 import { openDatabase } from '../../api/src/db/database';
 import { sha256Hex } from '../../api/src/domain/shared/secrets';
+import { ifStarted } from '../helpers/teardown';
 
 const CLAIMS = 40;
 const PER_CLAIM = 100;
@@ -66,8 +67,8 @@ describe('idempotent claims across a kill -9', () => {
   }, 120_000);
 
   afterAll(async () => {
-    await node?.stop();
-    await db?.drop();
+    await ifStarted(node)?.stop();
+    await ifStarted(db)?.drop();
   }, 60_000);
 
   it('answers every retry with the committed claim or a new one, never 409', { timeout: 180_000 }, async () => {

@@ -3,6 +3,7 @@ import { clusterAvailable, startTestCluster, type TestCluster } from '../helpers
 import { PrivateRedis, redisServerAvailable } from '../helpers/redis-server';
 import { ApiClient } from '../helpers/api-client';
 import { appendEvents } from '../../api/src/events/outbox';
+import { ifStarted } from '../helpers/teardown';
 
 const availability = await clusterAvailable();
 const canRun = availability.ok && redisServerAvailable();
@@ -30,7 +31,7 @@ describe.skipIf(!canRun)('Redis restarted under a two-process cluster', () => {
     accountId = created.accountId;
   });
   afterAll(async () => {
-    await cluster?.close();
+    await ifStarted(cluster)?.close();
     await redis.kill();
   });
 

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { gql, login } from './graphql-client';
 import { newSigningKey, uploadFirmware } from '../ota/ota-helpers';
+import { ifStarted } from '../helpers/teardown';
 
 const DEVICE_FIELDS =
   'id serial name model firmware status lastSeen ip connectivity tags claimedAt update { state } config { desired { heartbeatIntervalS dimLevel timezone maintenanceWindow { start end } } desiredVersion reported { dimLevel } reportedVersion inSync }';
@@ -19,7 +20,7 @@ describe('GraphQL over HTTP', () => {
     url = server.service.httpUrl;
     for (const a of [account, other]) await a.api.post('/api/v1/models', { name: 'LX-200', description: 'Linear' });
   });
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   it('answers 401 without credentials and with a bad key, in GraphQL error shape', async () => {
     const none = await gql(url, '{ viewer { role } }');

@@ -2,6 +2,7 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/test-server';
 import { buildModel, claimDevices, serials } from '../helpers/factories';
 import type { DomainEvent } from '../../api/src/events/event-types';
+import { ifStarted } from '../helpers/teardown';
 
 describe('allocation: quota, budget, ledger and thresholds', () => {
   let server: TestServer;
@@ -14,7 +15,7 @@ describe('allocation: quota, budget, ledger and thresholds', () => {
     });
     // Embedded database start and seeding claims can be slow on a busy machine.
   }, 180_000);
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   it('GET /api/v1/allocation shows quota, provisioned, budget, unit price and thresholds', async () => {
     const acc = await server.createAccount({ quota: 10, budget: 100, unitPrice: 2.5, currency: 'EUR' });

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestAccount, type TestServer } from '../helpers/test-server';
 import { buildModel, claimDevices, serials, setReported } from '../helpers/factories';
 import { uploadFirmware } from '../ota/ota-helpers';
+import { ifStarted } from '../helpers/teardown';
 
 /**
  * POST /firmware/deploy and the deployments API without devices connected: targeting, dry run,
@@ -33,7 +34,7 @@ describe('deploy and deployments', () => {
     await setReported(knex, { accountId: a.accountId, serials: serials('N', 10, 11), state: { firmware: '1.10.0' } });
     await setReported(knex, { accountId: a.accountId, serials: serials('N', 5, 21), state: { firmware: '1.2.0' } });
   }, 60_000);
-  afterAll(() => server?.close());
+  afterAll(() => ifStarted(server)?.close());
 
   it('dry run counts targets with firmware_lt compared as versions (1.9.0 < 1.10.0, never text) and writes nothing', async () => {
     const res = await a.api.post('/api/v1/firmware/deploy', {

@@ -3,6 +3,7 @@ import { startTestServer, type TestServer, type TestAccount } from '../helpers/t
 import { buildFirmwareVersion, buildModel, claimDevices } from '../helpers/factories';
 import { sha256Hex } from '../../api/src/domain/shared/secrets';
 import { recordGateway, type GatewayRecording } from '../helpers/stand-ins';
+import { ifStarted } from '../helpers/teardown';
 
 describe('one device: read, configure, history, credentials, unclaim', () => {
   let server: TestServer;
@@ -22,7 +23,7 @@ describe('one device: read, configure, history, credentials, unclaim', () => {
     viewer = a.api.withKey(key.body.secret);
     // Embedded database start and seeding claims can be slow on a busy machine.
   }, 180_000);
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   it('reads a device; unknown serials, malformed serials and other accounts answer the same 404', async () => {
     const own = await a.api.get('/api/v1/devices/D-1');

@@ -7,6 +7,7 @@ import type { NewEvent } from '../../api/src/events/event-types';
 import { startReceiver } from '../webhooks/receiver';
 import { usingPostgres } from '../helpers/test-database';
 import { ADVISORY_LOCKS } from '../../api/src/db/advisory-lock';
+import { ifStarted } from '../helpers/teardown';
 
 const DAY_MS = 86_400_000;
 
@@ -45,9 +46,9 @@ describe('retention (HISTORY_RETENTION_DAYS=30, EVENT_RETENTION_DAYS=7)', () => 
     down.setMode('down');
   });
   afterAll(async () => {
-    await up?.close();
-    await down?.close();
-    await server?.close();
+    await ifStarted(up)?.close();
+    await ifStarted(down)?.close();
+    await ifStarted(server)?.close();
   });
 
   it('deletes what is past its retention, keeps what is recent or still needed, and is visible in the API', async () => {

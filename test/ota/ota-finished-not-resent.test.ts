@@ -9,6 +9,7 @@ import { ManualClock } from '../../api/src/domain/shared/clock';
 import type { OtaCommand } from '../../broker/src/protocol/payloads';
 import { claimWithCredentials, uploadFirmware } from './ota-helpers';
 import { listenInsteadOfOtaEngine, restoreOtaEngine } from '../helpers/stand-ins';
+import { ifStarted } from '../helpers/teardown';
 
 type Creds = { serial: string; username: string; password: string };
 
@@ -49,7 +50,7 @@ describe('OTA: a finished job is not sent again when its device comes back', { t
   afterEach(() => restoreOtaEngine(ota()));
   afterAll(async () => {
     await Promise.all(clients.map((c) => c.endAsync(true).catch(() => undefined)));
-    await server?.close();
+    await ifStarted(server)?.close();
   });
 
   const ota = () => server.service.services.ota;

@@ -3,6 +3,7 @@ import { startTestServer, type TestAccount, type TestServer } from '../helpers/t
 import { buildModel, serials } from '../helpers/factories';
 import { claimWithCredentials, deployment, startSimulated, uploadFirmware } from './ota-helpers';
 import type { SimulatedDevice } from '../../simulator/src/simulated-device';
+import { ifStarted } from '../helpers/teardown';
 
 /**
  * The OTA engine end to end with simulated lighting modules (the simulator's engine in-process,
@@ -31,7 +32,7 @@ describe('OTA with simulated devices', { timeout: 120_000 }, () => {
     await Promise.all(running.map((d) => d.stop()));
     running = [];
   });
-  afterAll(() => server?.close());
+  afterAll(() => ifStarted(server)?.close());
 
   const sim = async (creds: Parameters<typeof startSimulated>[1], options: Parameters<typeof startSimulated>[2]) => {
     const devices = await startSimulated(server, creds, options);

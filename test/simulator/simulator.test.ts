@@ -10,6 +10,7 @@ import { buildFirmwareVersion, buildModel } from '../helpers/factories';
 import { Fleet, claimDevices, loadCredentials, saveCredentials, makeSerials } from '../../simulator/src/fleet';
 import type { OtaProgressReport } from '../../api/src/domain/devices/device-gateway';
 import { listenInsteadOfOtaEngine } from '../helpers/stand-ins';
+import { ifStarted } from '../helpers/teardown';
 
 /** The simulator engine against a real server: claim flow, configuration, OTA for real. */
 describe('simulator engine', () => {
@@ -64,8 +65,8 @@ describe('simulator engine', () => {
   }, 180_000);
   afterAll(async () => {
     for (const f of fleets) await f.stop();
-    files?.close();
-    await server?.close();
+    ifStarted(files)?.close();
+    await ifStarted(server)?.close();
   });
 
   const newFleet = async (

@@ -5,6 +5,7 @@ import { isPrivateAddress } from '../../api/src/domain/webhooks/url-guard';
 import net from 'node:net';
 import { retryDelayMs, RETRY_WINDOW_MS } from '../../api/src/domain/webhooks/backoff';
 import { startReceiver } from './receiver';
+import { ifStarted } from '../helpers/teardown';
 
 describe('webhook receivers: SSRF guard, timeout, backoff', () => {
   let server: TestServer;
@@ -32,8 +33,8 @@ describe('webhook receivers: SSRF guard, timeout, backoff', () => {
     receiver = await startReceiver();
   });
   afterAll(async () => {
-    await receiver?.close();
-    await server?.close();
+    await ifStarted(receiver)?.close();
+    await ifStarted(server)?.close();
   });
 
   it('refuses loopback, private, link-local and metadata receivers unless allowed', async () => {
