@@ -45,10 +45,10 @@ describe('closing the sessions of one certificate', () => {
       ingest: new HeartbeatIngest({ presence: services.presence, clock, logger }),
       // This broker's devices need no OTA engine.
       otaListener: {
-        onDeviceReady: async () => undefined,
-        onDeviceHeard: async () => undefined,
-        onProgress: async () => undefined,
-        onFirmwareReported: async () => undefined,
+        onDeviceReady: () => Promise.resolve(),
+        onDeviceHeard: () => Promise.resolve(),
+        onProgress: () => Promise.resolve(),
+        onFirmwareReported: () => Promise.resolve(),
       },
     });
     markedUrl = `mqtt://127.0.0.1:${await marked.listenTcp(0, '127.0.0.1')}`;

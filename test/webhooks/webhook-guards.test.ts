@@ -23,10 +23,11 @@ describe('webhook receivers: SSRF guard, timeout, backoff', () => {
     };
     server = await startTestServer({
       env: { WEBHOOK_ALLOW_PRIVATE: 'false' },
-      resolveHost: async (name) => {
+      resolveHost: (name) => {
         const addresses = zone[name];
-        if (!addresses) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${name}`), { code: 'ENOTFOUND' });
-        return addresses;
+        if (!addresses)
+          return Promise.reject(Object.assign(new Error(`getaddrinfo ENOTFOUND ${name}`), { code: 'ENOTFOUND' }));
+        return Promise.resolve(addresses);
       },
     });
     account = await server.createAccount();
