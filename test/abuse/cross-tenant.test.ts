@@ -87,10 +87,10 @@ describe("another account's ids answer 404 on every route (generated from the ro
     expect(hook.status, JSON.stringify(hook.body)).toBe(201);
     const webhookId = (hook.body.webhook ?? hook.body).id as string;
     // A delivery row of A's webhook, to aim at its redelivery route.
-    const delivery = (await server.service.database
+    const delivery = await server.service.database
       .knex('webhook_deliveries')
       .where({ webhook_id: webhookId })
-      .first('id')) as { id: string } | undefined;
+      .first<{ id: string } | undefined>('id');
     fixtures = {
       serial: 'TENANT-A-1',
       apiKeyId: a.apiKeyId,

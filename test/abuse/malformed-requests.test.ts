@@ -103,7 +103,7 @@ describe('malformed requests answer 4xx problem+json, never a 500 or a stack', (
       expect(res.status, label).toBe(422);
     }
     const device = await account.api.get('/api/v1/devices/NUL-1');
-    expect(device.body.name ?? null).not.toMatch(/\u0000/);
+    expect(device.body.name ?? null).not.toContain('\u0000');
   });
 
   it('refuses NUL characters in subscription arguments over graphql-ws the same way', async () => {

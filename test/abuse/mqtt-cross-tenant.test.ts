@@ -100,8 +100,8 @@ describe('MQTT isolation between accounts', () => {
     expect(await subscribeRaw(first, [topics.ota(e.serial)])).toEqual([1]);
     await first.endAsync();
     const persistence = store();
-    const unguarded = (Object.getPrototypeOf(persistence) as Store).addSubscriptions;
-    await unguarded.call(persistence, { id: e.serial }, [
+    const unguarded = Object.getPrototypeOf(persistence) as Store;
+    await unguarded.addSubscriptions.call(persistence, { id: e.serial }, [
       { topic: 'devices/+/config', qos: 1 },
       { topic: topics.ota(e.serial), qos: 1 },
     ]);

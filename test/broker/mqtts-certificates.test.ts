@@ -213,8 +213,8 @@ describe.skipIf(!canRun)('MQTTS with device certificates', () => {
         topics.heartbeat('TLS-1'),
         '-m',
         heartbeat(),
-      ]).catch((error: { stderr?: string }) => error);
-      expect(String((refused as { stderr?: string }).stderr)).toMatch(/identifier rejected/i);
+      ]).catch((error: unknown) => error as { stderr?: string });
+      expect(String(refused.stderr)).toMatch(/identifier rejected/i);
       // mosquitto_sub receives the retained configuration of its own device.
       const sub = await exec('mosquitto_sub', [
         ...base,

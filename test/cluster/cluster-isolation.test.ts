@@ -80,8 +80,8 @@ describe.skipIf(!availability.ok)('MQTT isolation with the Redis session store',
     await first.subscribeAsync(topics.ota(evil.serial), { qos: 1 });
     await first.endAsync();
     // What Aedes 1.2 stored before the guard: straight into Redis, past the guarded store.
-    const unguarded = (Object.getPrototypeOf(store(node)) as Store).addSubscriptions;
-    await unguarded.call(store(node), { id: evil.serial }, [
+    const unguarded = Object.getPrototypeOf(store(node)) as Store;
+    await unguarded.addSubscriptions.call(store(node), { id: evil.serial }, [
       { topic: '#', qos: 1 },
       { topic: topics.config(evil.serial), qos: 2 },
     ]);

@@ -46,9 +46,9 @@ describe.skipIf(!availability.ok)('cluster mode (two processes on PostgreSQL and
     const unsubscribe = cluster.nodes[1]!.bus.subscribe((e) => {
       received.push(e.type);
     });
-    const { accountId } = (await cluster.nodes[0]!.database.knex('accounts').first('id as accountId')) as {
-      accountId: string;
-    };
+    const { accountId } = await cluster.nodes[0]!.database.knex('accounts').first<{ accountId: string }>(
+      'id as accountId',
+    );
     await cluster.nodes[0]!.services.models.register(
       { accountId, role: 'admin', principal: 'system' },
       { name: 'Cluster-Model' },

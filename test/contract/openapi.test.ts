@@ -6,7 +6,7 @@ import { startTestServer, type TestServer, type TestAccount } from '../helpers/t
 import { ApiClient, type ApiResponse } from '../helpers/api-client';
 import { allRoutes } from '../../rest-facade/src/routes/index';
 import type { RouteDef } from '../../rest-facade/src/route';
-import { buildModel, buildFirmwareVersion, serials, setReported } from '../helpers/factories';
+import { buildFirmwareVersion, serials, setReported } from '../helpers/factories';
 import { makeCsr } from '../helpers/certificates';
 import { ifStarted } from '../helpers/teardown';
 

@@ -12,7 +12,6 @@ import { ifStarted } from '../helpers/teardown';
  * (they are unique across accounts) and the prefix is removed before comparing.
  */
 // Neutral results are compared as plain JSON values.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
 
 interface Driver {

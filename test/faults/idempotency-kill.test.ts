@@ -119,10 +119,10 @@ describe('idempotent claims across a kill -9', () => {
     await node.stop();
     const database = await openDatabase({ databaseUrl: db.databaseUrl, dataDir: db.dataDir, poolSize: 1 });
     try {
-      const rows = (await database
+      const rows = await database
         .knex('devices as d')
         .join('device_credentials as c', 'c.device_id', 'd.id')
-        .select('d.serial', 'c.secret_hash')) as Array<{ serial: string; secret_hash: string }>;
+        .select<Array<{ serial: string; secret_hash: string }>>('d.serial', 'c.secret_hash');
       const hashes = new Map(rows.map((row) => [row.serial, row.secret_hash]));
       for (const retry of retries.values()) {
         for (const device of retry.body.devices)

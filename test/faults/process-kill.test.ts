@@ -181,7 +181,7 @@ describe.skipIf(!canRun)('kill -9 of one of two processes during a staged deploy
           { timeout: 120_000, interval: 500, message: `deployment never got going: ${JSON.stringify(last)}` },
         )
         .toBeGreaterThan(DEVICES * 0.05)
-        .catch((error: Error) => {
+        .catch((error: unknown) => {
           console.log('deployment state:', JSON.stringify(last), 'fleet:', JSON.stringify(fleet.stats()));
           console.log(nodes.map((n) => n.logs().slice(-3000)).join('\n----\n'));
           throw error;

@@ -95,7 +95,7 @@ describe('allocation: quota, budget, ledger and thresholds', () => {
     await server.service.outbox.flush();
     const reached = published
       .filter((e) => e.accountId === acc.accountId && e.type === 'allocation.threshold_reached')
-      .map((e) => `${e.data.kind}:${e.data.percent}`)
+      .map((e) => `${String(e.data.kind)}:${String(e.data.percent)}`)
       .sort();
     expect(reached).toEqual(['budget:100', 'budget:80', 'budget:90', 'quota:80', 'quota:90']);
     const alloc = (await acc.api.get('/api/v1/allocation')).body;
@@ -122,7 +122,7 @@ describe('allocation: quota, budget, ledger and thresholds', () => {
       expect(alloc).toMatchObject({ provisioned: 25, available: 0, budget: { spent: 37.5 } });
       const ledger = await server.service.database.knex('ledger_entries').where({ account_id: acc.accountId });
       expect(ledger).toHaveLength(6);
-      expect(ledger.reduce((sum, l) => sum + Number(l.devices), 0)).toBe(25);
+      expect(ledger.reduce((sum: number, l) => sum + Number(l.devices), 0)).toBe(25);
     },
   );
 

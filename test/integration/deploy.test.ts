@@ -245,8 +245,8 @@ describe('deploy and deployments', () => {
     expect(p1.body.deployments).toHaveLength(3);
     expect(p1.body.deployments[0].kind).toBe('claim');
     const p2 = await a.api.get(`/api/v1/firmware/deployments?limit=3&cursor=${p1.body.next_cursor}`);
-    const ids = new Set([...p1.body.deployments, ...p2.body.deployments].map((d: { id: string }) => d.id));
-    expect(ids.size).toBe(p1.body.deployments.length + p2.body.deployments.length);
+    const listed: Array<{ id: string }> = [...p1.body.deployments, ...p2.body.deployments];
+    expect(new Set(listed.map((d) => d.id)).size).toBe(listed.length);
     expect((await a.api.get('/api/v1/firmware/deployments?cursor=garbage')).status).toBe(422);
   });
 });

@@ -222,9 +222,9 @@ describe('one device: read, configure, history, credentials, unclaim', () => {
       filter: { model: 'LX-200' },
     });
     expect(deployed.status, JSON.stringify(deployed.body)).toBe(202);
-    const d3 = (await knex('devices').where({ account_id: a.accountId, serial: 'D-3' }).first('id')) as { id: string };
+    const d3 = await knex('devices').where({ account_id: a.accountId, serial: 'D-3' }).first<{ id: string }>('id');
     const rowsOf = async (table: string) =>
-      Number(((await knex(table).where({ device_id: d3.id }).count('* as c')) as Array<{ c: number | string }>)[0]!.c);
+      Number((await knex(table).where({ device_id: d3.id }).count<Array<{ c: number | string }>>('* as c'))[0]!.c);
     expect(await rowsOf('device_updates')).toBe(1);
     expect(await rowsOf('device_events')).toBeGreaterThan(1);
     const before = (await a.api.get('/api/v1/allocation')).body;

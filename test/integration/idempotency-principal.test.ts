@@ -36,10 +36,10 @@ describe('idempotent replays go only to the principal that made the request', ()
       password: 'viewer password',
       role: 'viewer',
     });
-    const viewerEmail = (await server.service.database
+    const viewerEmail = await server.service.database
       .knex('users')
       .where({ account_id: account.accountId, role: 'viewer' })
-      .first('email')) as { email: string };
+      .first<{ email: string }>('email');
     viewerSession = await login(server.service.httpUrl, viewerEmail.email, 'viewer password');
   });
   afterAll(async () => ifStarted(server)?.close());

@@ -14,7 +14,7 @@ if (missing.length) console.log(`README production commands skipped: ${missing.j
 function bash(script: string, cwd: string): Promise<{ code: number; out: string; err: string }> {
   return new Promise((resolve) => {
     execFile('bash', ['-euo', 'pipefail', '-c', script], { cwd, timeout: 60_000 }, (error, out, err) =>
-      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, out, err }),
+      resolve({ code: error ? Number(error.code ?? 1) : 0, out, err }),
     );
   });
 }

@@ -15,8 +15,8 @@ function run(args: string[]): Promise<{ code: number | null; out: string; err: s
     });
     let out = '';
     let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     child.on('close', (code) => resolve({ code, out, err }));
   });
 }

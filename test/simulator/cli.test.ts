@@ -17,8 +17,8 @@ function run(args: string[], signalAfterMs?: number): Promise<{ code: number | n
     });
     let out = '';
     let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     if (signalAfterMs) {
       // SIGINT once the fleet is up, like Ctrl-C.
       const timer = setInterval(() => {
