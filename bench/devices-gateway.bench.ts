@@ -331,8 +331,8 @@ function mosquitto(): Target | null {
     name: 'Mosquitto',
     url: 'mqtt://127.0.0.1:1883',
     clean: true,
-    memory: async () => rss(),
-    stop: async () => undefined,
+    memory: () => Promise.resolve(rss()),
+    stop: () => Promise.resolve(),
   };
 }
 

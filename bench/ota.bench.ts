@@ -53,13 +53,13 @@ async function upload(
   if (res.status !== 201) throw new Error(`upload ${model} ${version}: HTTP ${res.status} ${await res.text()}`);
 }
 
-async function api<T>(
+async function api(
   server: BenchServer,
   account: BenchAccount,
   method: string,
   path: string,
   body?: unknown,
-): Promise<{ status: number; body: T }> {
+): Promise<{ status: number; body: unknown }> {
   for (let attempt = 1; ; attempt++) {
     try {
       const res = await fetch(server.httpUrl + path, {
@@ -67,7 +67,7 @@ async function api<T>(
         headers: { ...account.headers, 'content-type': 'application/json' },
         ...(body ? { body: JSON.stringify(body) } : {}),
       });
-      return { status: res.status, body: (await res.json()) as T };
+      return { status: res.status, body: await res.json() };
     } catch (err) {
       // A reused keep-alive socket the server closed meanwhile ("other side closed"): polls are
       // idempotent reads, so ask again; anything else after three tries is real.
@@ -99,15 +99,22 @@ interface Counts {
   timed_out: number;
 }
 
+/** POST /api/v1/firmware/deploy: the status and the answer (202: the deployment created). */
+async function deploy(
+  server: BenchServer,
+  account: BenchAccount,
+  body: unknown,
+): Promise<{ status: number; body: { deployment_id: string; target_count: number } }> {
+  const res = await api(server, account, 'POST', '/api/v1/firmware/deploy', body);
+  return { status: res.status, body: res.body as { deployment_id: string; target_count: number } };
+}
+
 async function counts(server: BenchServer, account: BenchAccount, id: string): Promise<Counts> {
-  const res = await api<{ deployment: { counts: Counts } }>(
-    server,
-    account,
-    'GET',
-    `/api/v1/firmware/deployments/${id}`,
-  );
+  const res = await api(server, account, 'GET', `/api/v1/firmware/deployments/${id}`);
   // Under load the service may answer 503 for a moment (database health probe): ask again.
-  return res.status === 200 ? res.body.deployment.counts : { succeeded: 0, failed: 0, timed_out: 0 };
+  return res.status === 200
+    ? (res.body as { deployment: { counts: Counts } }).deployment.counts
+    : { succeeded: 0, failed: 0, timed_out: 0 };
 }
 
 const figures: string[] = [];
@@ -131,31 +138,19 @@ try {
     serials: schedSerials,
   });
   // The claims scheduled 2.0.0 already (claim deployments); cancel them so the deploy below targets everything anew.
-  const claimDeps = (
-    await api<{ deployments: Array<{ id: string; kind: string }> }>(
-      server,
-      account,
-      'GET',
-      '/api/v1/firmware/deployments?limit=100',
-    )
-  ).body.deployments;
+  const listed = await api(server, account, 'GET', '/api/v1/firmware/deployments?limit=100');
+  const claimDeps = (listed.body as { deployments: Array<{ id: string; kind: string }> }).deployments;
   for (const d of claimDeps) await api(server, account, 'POST', `/api/v1/firmware/deployments/${d.id}/cancel`);
   // What autovacuum does after 100,000 cancelled rows and as many new devices (it is off on these
   // machines): without it the deploy below probes 100,000 dead index entries and plans on empty statistics.
   if (server.database === 'postgres') await server.sql('VACUUM ANALYZE devices, device_updates, device_events');
   await upload(server, account, 'SCHED', '2.1.0', randomBytes(64 * 1024));
   let t0 = performance.now();
-  const sched = await api<{ deployment_id: string; target_count: number }>(
-    server,
-    account,
-    'POST',
-    '/api/v1/firmware/deploy',
-    {
-      firmware_version: '2.1.0',
-      filter: { model: 'SCHED' },
-      rollout: { batches: [1, 10, 50, 100], failure_threshold_percent: 5 },
-    },
-  );
+  const sched = await deploy(server, account, {
+    firmware_version: '2.1.0',
+    filter: { model: 'SCHED' },
+    rollout: { batches: [1, 10, 50, 100], failure_threshold_percent: 5 },
+  });
   const scheduleMs = performance.now() - t0;
   if (sched.status !== 202 || sched.body.target_count !== SCHEDULE)
     throw new Error(`deploy to ${SCHEDULE}: ${sched.status} ${JSON.stringify(sched.body)}`);
@@ -246,13 +241,7 @@ try {
     const received0 = (await fleet.stats()).commandsReceived;
     const deployAtMs = Date.now();
     const t0 = performance.now();
-    const dep = await api<{ deployment_id: string; target_count: number }>(
-      server,
-      account,
-      'POST',
-      '/api/v1/firmware/deploy',
-      { firmware_version: version, filter: { model: 'LIVE' } },
-    );
+    const dep = await deploy(server, account, { firmware_version: version, filter: { model: 'LIVE' } });
     const createMs = performance.now() - t0;
     // The cost of sending, apart from creating the deployment: CPU from the 202 answer on.
     const cpu0 = { server: await server.cpu(), fleet: (await fleet.stats()).cpu, postgres: postgresCpuMicros() };
@@ -269,12 +258,13 @@ try {
       'every command published',
       100,
     );
+    // extract() gives numeric, which node-postgres hands over as a string (null without rows).
     const spread = (
       await server.sql(
         `SELECT extract(epoch FROM max(sent_at) - min(sent_at)) * 1000 AS ms FROM device_updates WHERE deployment_id = ?`,
         [dep.body.deployment_id],
       )
-    ).rows[0] as { ms: number };
+    ).rows[0] as { ms: string | number | null };
     console.log(
       `${version}${held ? ' (downloads held)' : ''}: sent_at spread ${Number(spread.ms).toFixed(0)} ms; published after ${publishedAllMs.toFixed(0)} ms`,
     );
@@ -376,13 +366,11 @@ try {
   await upload(server, account, 'LIVE', '1.3.0', randomBytes(4 * 1024 * 1024));
   const bytes0 = await metric(server, 'fleet_firmware_download_bytes_total');
   t0 = performance.now();
-  const dl = await api<{ deployment_id: string; target_count: number }>(
-    server,
-    account,
-    'POST',
-    '/api/v1/firmware/deploy',
-    { firmware_version: '1.3.0', serials: creds.slice(0, DOWNLOADERS).map((d) => d.serial), filter: { model: 'LIVE' } },
-  );
+  const dl = await deploy(server, account, {
+    firmware_version: '1.3.0',
+    serials: creds.slice(0, DOWNLOADERS).map((d) => d.serial),
+    filter: { model: 'LIVE' },
+  });
   await waitUntil(
     async () => (await counts(server, account, dl.body.deployment_id)).succeeded >= DOWNLOADERS,
     300_000,

@@ -128,7 +128,7 @@ try {
     await page.mouse.wheel(0, 400);
     await page.waitForTimeout(16);
   }
-  const frames = ((await page.evaluate('window.__frames.slice(1)')) as number[]).sort((a, b) => a - b);
+  const frames = (await page.evaluate<number[]>('window.__frames.slice(1)')).sort((a, b) => a - b);
   const deepStarted = performance.now();
   const deepRow = Math.min(5000, DEVICES - 100);
   await scroller.evaluate((el, row) => (el.scrollTop = 41 * row), deepRow);

@@ -30,8 +30,7 @@ const flush = setInterval(() => {
   outbox = [];
 }, 20);
 
-process.on('message', async (raw) => {
-  const msg = raw as Start | Flap | Stop;
+async function handle(msg: Start | Flap | Stop): Promise<void> {
   if (msg.cmd === 'start') {
     devices = msg.devices.map(
       (credentials) =>
@@ -77,10 +76,12 @@ process.on('message', async (raw) => {
       clearInterval(timer);
       process.send?.({ flapped: flaps });
     }, msg.seconds * 1000);
-  } else if (msg.cmd === 'stop') {
+  } else {
     clearInterval(flush);
     await Promise.all(devices.map((d) => d.stop().catch(() => undefined)));
     process.send?.({ stopped: true });
     process.exit(0);
   }
-});
+}
+
+process.on('message', (raw) => void handle(raw as Start | Flap | Stop));

@@ -34,7 +34,7 @@ const migrations: Array<{ name: string; module: Knex.Migration }> = [
 ];
 
 export const migrationSource: Knex.MigrationSource<{ name: string; module: Knex.Migration }> = {
-  getMigrations: async () => migrations,
+  getMigrations: () => Promise.resolve(migrations),
   getMigrationName: (m) => m.name,
-  getMigration: async (m) => m.module,
+  getMigration: (m) => Promise.resolve(m.module),
 };

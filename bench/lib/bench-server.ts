@@ -104,7 +104,10 @@ export async function startBenchServer(options: { env?: Record<string, string> }
         result?: unknown;
         error?: string;
       };
-      if (msg.ready) return resolve(msg);
+      if (msg.ready) {
+        resolve(msg);
+        return;
+      }
       const waiter = msg.id === undefined ? undefined : pending.get(msg.id);
       if (!waiter) return;
       pending.delete(msg.id!);

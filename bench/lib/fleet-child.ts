@@ -1,4 +1,4 @@
-import { Fleet, type FleetOptions } from '../../simulator/src/fleet';
+import { Fleet } from '../../simulator/src/fleet';
 import type { FleetCommand, ProbeHeartbeat } from './fleet-process';
 
 /** The process behind bench/lib/fleet-process.ts: one Fleet, driven over IPC. */
@@ -28,7 +28,7 @@ function watchProbes(count: number): string[] {
 async function run(msg: FleetCommand): Promise<unknown> {
   switch (msg.cmd) {
     case 'start':
-      fleet = new Fleet(msg.options as FleetOptions);
+      fleet = new Fleet(msg.options);
       return fleet.start();
     case 'heartbeatPeriod':
       fleet?.setHeartbeatPeriod(msg.seconds);
@@ -63,6 +63,6 @@ process.on('message', (raw) => {
         {},
         () => (raw as FleetCommand).cmd === 'stop' && process.exit(0),
       ),
-    (error: Error) => process.send?.({ ok: false, error: error.message }),
+    (error: unknown) => process.send?.({ ok: false, error: error instanceof Error ? error.message : String(error) }),
   );
 });

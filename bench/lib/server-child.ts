@@ -1,5 +1,5 @@
 import { loadConfig } from '../../api/src/config';
-import { startFleetService, type FleetService } from '../../api/src/app';
+import { startFleetService } from '../../api/src/app';
 import { createLogger } from '../../api/src/logger';
 
 /**
@@ -20,7 +20,6 @@ type Request =
   | { id: number; cmd: 'gc' }
   | { id: number; cmd: 'stop' };
 
-let service: FleetService;
 let peakRss = 0;
 let sampler: NodeJS.Timeout | undefined;
 let accounts = 0;
@@ -43,10 +42,10 @@ async function handle(req: Request): Promise<unknown> {
     }
     case 'sql': {
       // Bindings come from the benchmark script over IPC (trusted, same machine).
-      const result = (await service.database.knex.raw(req.sql, (req.bindings ?? []) as never)) as {
-        rowCount?: number;
-        rows?: unknown[];
-      };
+      const result = await service.database.knex.raw<{ rowCount?: number; rows?: unknown[] }>(
+        req.sql,
+        (req.bindings ?? []) as never,
+      );
       return { rowCount: result.rowCount ?? 0, rows: result.rows ?? [] };
     }
     case 'memory':
@@ -78,12 +77,14 @@ process.on('message', (raw) => {
   const req = raw as Request;
   handle(req).then(
     (result) => process.send?.({ id: req.id, ok: true, result }),
-    (error: Error) => process.send?.({ id: req.id, ok: false, error: error.message }),
+    (error: unknown) =>
+      process.send?.({ id: req.id, ok: false, error: error instanceof Error ? error.message : String(error) }),
   );
 });
 
 const config = loadConfig({ ...process.env, PORT: '0', MQTT_PORT: '0', HOST: '127.0.0.1', DEMO_ACCOUNT: 'false' });
-service = await startFleetService({ config, logger: createLogger(config.logLevel) });
+// Requests come once the parent heard `ready`, below: `service` is set by then.
+const service = await startFleetService({ config, logger: createLogger(config.logLevel) });
 process.send?.({
   ready: true,
   httpUrl: service.httpUrl,

@@ -5,6 +5,7 @@ import type { RouteDef } from '../../rest-facade/src/route';
 import { buildModel, claimDevices } from '../helpers/factories';
 import { uploadFirmware } from '../ota/ota-helpers';
 import { makeCsr } from '../helpers/certificates';
+import { ifStarted } from '../helpers/teardown';
 
 /**
  * OWASP API1 (BOLA), generated from the route table: for every route with an id in its path,
@@ -86,10 +87,10 @@ describe("another account's ids answer 404 on every route (generated from the ro
     expect(hook.status, JSON.stringify(hook.body)).toBe(201);
     const webhookId = (hook.body.webhook ?? hook.body).id as string;
     // A delivery row of A's webhook, to aim at its redelivery route.
-    const delivery = (await server.service.database
+    const delivery = await server.service.database
       .knex('webhook_deliveries')
       .where({ webhook_id: webhookId })
-      .first('id')) as { id: string } | undefined;
+      .first<{ id: string } | undefined>('id');
     fixtures = {
       serial: 'TENANT-A-1',
       apiKeyId: a.apiKeyId,
@@ -102,7 +103,7 @@ describe("another account's ids answer 404 on every route (generated from the ro
     await server.service.services.apiKeys.setRateLimit(b.apiKeyId, 100_000);
     routes = allRoutes(server.service.services).filter((r) => r.path.includes(':'));
   });
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   it('knows a fixture for every route with a path id', () => {
     const missing = routes.map((r) => r.path).filter((p) => !FIXTURE_BY_PATH[p]);
@@ -246,7 +247,7 @@ describe("another account's ids are not found through any GraphQL field (generat
     };
     await server.service.services.apiKeys.setRateLimit(b.apiKeyId, 100_000);
   });
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   it('answers null or not_found for every field taking an id, and changes nothing', async () => {
     const failures: string[] = [];

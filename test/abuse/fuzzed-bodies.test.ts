@@ -2,6 +2,7 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { allRoutes } from '../../rest-facade/src/routes/index';
 import type { RouteDef } from '../../rest-facade/src/route';
+import { ifStarted } from '../helpers/teardown';
 
 /**
  * OWASP API4/API8: every REST route with a JSON body, fed wrong types, huge arrays, deep
@@ -87,7 +88,7 @@ describe('fuzzed JSON bodies never give a 5xx', () => {
     await server.service.services.apiKeys.setRateLimit(account.apiKeyId, 1_000_000);
     routes = allRoutes(server.service.services).filter((r) => r.body);
   });
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   it('covers at least the claim, deploy, PATCH and key routes', () => {
     const paths = routes.map((r) => `${r.method} ${r.path}`);

@@ -3,6 +3,7 @@ import { startTestServer, type TestServer, type TestAccount } from '../helpers/t
 import { buildModel } from '../helpers/factories';
 import { collect, gql, wsClient } from '../graphql/graphql-client';
 import { ApiClient } from '../helpers/api-client';
+import { ifStarted } from '../helpers/teardown';
 
 const METRICS_TOKEN = 'scrape-token-0123456789abcdef';
 
@@ -28,7 +29,7 @@ describe('HTTP hardening: headers, metrics token, mutations per rate-limit unit'
       keys.push({ id: created.body.api_key.id, secret: created.body.secret });
     }
   });
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   it('sends nosniff, no-referrer and no-framing headers on API, GraphQL, probe and error answers', async () => {
     const anon = new ApiClient(url);

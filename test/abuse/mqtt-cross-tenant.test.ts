@@ -4,6 +4,7 @@ import { startTestServer, type TestServer, type TestAccount } from '../helpers/t
 import { claimForMqtt, connectDevice, collect, heartbeat } from '../helpers/mqtt';
 import { topics } from '../../broker/src/protocol/topics';
 import { uploadFirmware } from '../ota/ota-helpers';
+import { ifStarted } from '../helpers/teardown';
 
 /**
  * A device of one account must never receive another account's MQTT traffic, whatever it asks
@@ -26,7 +27,7 @@ describe('MQTT isolation between accounts', () => {
     expect((await b.api.post('/api/v1/models', { name: 'LX-B' })).status).toBe(201);
     await uploadFirmware(b, { model: 'LX-B', version: '1.0.0', expectStatus: 201 });
   }, 180_000);
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   const subscribeRaw = (client: MqttClient, filters: string[], qos: 0 | 1 | 2 = 1) =>
     new Promise<number[]>((resolve) => {
@@ -99,8 +100,8 @@ describe('MQTT isolation between accounts', () => {
     expect(await subscribeRaw(first, [topics.ota(e.serial)])).toEqual([1]);
     await first.endAsync();
     const persistence = store();
-    const unguarded = (Object.getPrototypeOf(persistence) as Store).addSubscriptions;
-    await unguarded.call(persistence, { id: e.serial }, [
+    const unguarded = Object.getPrototypeOf(persistence) as Store;
+    await unguarded.addSubscriptions.call(persistence, { id: e.serial }, [
       { topic: 'devices/+/config', qos: 1 },
       { topic: topics.ota(e.serial), qos: 1 },
     ]);

@@ -1,6 +1,7 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import net from 'node:net';
 import { startTestServer, type TestServer } from '../helpers/test-server';
+import { ifStarted } from '../helpers/teardown';
 
 /**
  * Raw MQTT abuse (Mosquitto's and Paho's conformance cases): garbage bytes, bad client ids,
@@ -75,7 +76,7 @@ describe('raw MQTT abuse never crashes the broker', () => {
     server = await startTestServer();
     port = server.service.mqttPort!;
   });
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   const brokerStillAnswers = async () => {
     const res = await exchange(

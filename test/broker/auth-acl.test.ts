@@ -10,6 +10,7 @@ import {
   type DeviceCreds,
 } from '../helpers/mqtt';
 import { topics } from '../../broker/src/protocol/topics';
+import { ifStarted } from '../helpers/teardown';
 
 /** Device authentication and the per-topic ACL of protocol v1, with real mqtt.js clients. */
 describe('MQTT authentication and ACL', () => {
@@ -30,7 +31,7 @@ describe('MQTT authentication and ACL', () => {
     [a, b] = creds as [DeviceCreds, DeviceCreds];
     // Generous: the embedded database starts slowly on a busy machine.
   }, 180_000);
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   const metric = async (name: string) => {
     const text = await (await fetch(`${server.service.httpUrl}/metrics`)).text();

@@ -5,6 +5,7 @@ import { DeviceBroker } from '../../broker/src/create-broker';
 import { DeviceAuthService, type DeviceAuthResult } from '../../api/src/domain/devices/device-auth.service';
 import { createMetrics } from '../../api/src/metrics';
 import { HeartbeatIngest } from '../../api/src/domain/devices/heartbeat-ingest';
+import { ifStarted } from '../helpers/teardown';
 
 const CERTIFICATE = 'c'.repeat(64);
 
@@ -44,17 +45,17 @@ describe('closing the sessions of one certificate', () => {
       ingest: new HeartbeatIngest({ presence: services.presence, clock, logger }),
       // This broker's devices need no OTA engine.
       otaListener: {
-        onDeviceReady: async () => undefined,
-        onDeviceHeard: async () => undefined,
-        onProgress: async () => undefined,
-        onFirmwareReported: async () => undefined,
+        onDeviceReady: () => Promise.resolve(),
+        onDeviceHeard: () => Promise.resolve(),
+        onProgress: () => Promise.resolve(),
+        onFirmwareReported: () => Promise.resolve(),
       },
     });
     markedUrl = `mqtt://127.0.0.1:${await marked.listenTcp(0, '127.0.0.1')}`;
   }, 180_000);
   afterAll(async () => {
-    await marked?.close();
-    await server?.close();
+    await ifStarted(marked)?.close();
+    await ifStarted(server)?.close();
   });
 
   it('closes a session of that certificate, and leaves sessions of another certificate or of a password', async () => {

@@ -2,6 +2,7 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { claimForMqtt, connectDevice, collect, type DeviceCreds } from '../helpers/mqtt';
 import { topics } from '../../broker/src/protocol/topics';
+import { ifStarted } from '../helpers/teardown';
 
 /** Configuration push (retained, QoS 1) and the device's report of what it applied. */
 describe('device configuration over MQTT', () => {
@@ -15,7 +16,7 @@ describe('device configuration over MQTT', () => {
     [creds] = (await claimForMqtt(server, account, ['CFG-1'], { firmware: null })) as [DeviceCreds];
     // Generous: the embedded database starts slowly on a busy machine.
   }, 180_000);
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   const device = async () => (await account.api.get('/api/v1/devices/CFG-1')).body;
   const configMessages = (seen: Array<{ topic: string; payload: string }>) =>

@@ -17,6 +17,7 @@ import {
 import { mosquittoClientsAvailable } from '../helpers/tls';
 import { topics } from '../../broker/src/protocol/topics';
 import { ManualClock } from '../../api/src/domain/shared/clock';
+import { ifStarted } from '../helpers/teardown';
 
 /**
  * Mutual TLS on the MQTTS listener, end to end with mqtt.js and Debian's mosquitto clients.
@@ -95,7 +96,7 @@ describe.skipIf(!canRun)('MQTTS with device certificates', () => {
     creds = await claimForMqtt(server, account, ['TLS-1', 'TLS-2', 'TLS-3', 'TLS-4', 'TLS-5'], { firmware: null });
   }, 180_000);
   afterAll(async () => {
-    await server?.close();
+    await ifStarted(server)?.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -227,8 +228,8 @@ describe.skipIf(!canRun)('MQTTS with device certificates', () => {
         topics.heartbeat('TLS-1'),
         '-m',
         heartbeat(),
-      ]).catch((error: { stderr?: string }) => error);
-      expect(String((refused as { stderr?: string }).stderr)).toMatch(/identifier rejected/i);
+      ]).catch((error: unknown) => error as { stderr?: string });
+      expect(String(refused.stderr)).toMatch(/identifier rejected/i);
       // mosquitto_sub receives the retained configuration of its own device.
       const sub = await exec('mosquitto_sub', [
         ...base,

@@ -5,6 +5,7 @@ import { claimForMqtt, connectDevice, deviceOptions, heartbeat, type DeviceCreds
 import { topics } from '../../broker/src/protocol/topics';
 import type { OtaDeviceListener } from '../../api/src/domain/devices/device-gateway';
 import { listenInsteadOfOtaEngine } from '../helpers/stand-ins';
+import { ifStarted } from '../helpers/teardown';
 
 /** The hooks the OTA engine plugs into: device ready and heard, progress reports, firmware reports; and OTA delivery. */
 describe('OTA hooks of the broker', () => {
@@ -12,11 +13,15 @@ describe('OTA hooks of the broker', () => {
   let account: TestAccount;
   let creds: DeviceCreds;
   const calls: Array<{ kind: string; input: unknown }> = [];
+  const record = (kind: string) => (input: unknown) => {
+    calls.push({ kind, input });
+    return Promise.resolve();
+  };
   const listener: OtaDeviceListener = {
-    onDeviceReady: async (input) => void calls.push({ kind: 'ready', input }),
-    onDeviceHeard: async (input) => void calls.push({ kind: 'heard', input }),
-    onProgress: async (input) => void calls.push({ kind: 'progress', input }),
-    onFirmwareReported: async (input) => void calls.push({ kind: 'firmware', input }),
+    onDeviceReady: record('ready'),
+    onDeviceHeard: record('heard'),
+    onProgress: record('progress'),
+    onFirmwareReported: record('firmware'),
   };
 
   beforeAll(async () => {
@@ -26,7 +31,7 @@ describe('OTA hooks of the broker', () => {
     listenInsteadOfOtaEngine(server.service.services.ota, listener);
     // Generous: the embedded database starts slowly on a busy machine.
   }, 180_000);
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   it('reports the device ready once it subscribed to its ota topic, and again when a persistent session is restored', async () => {
     const dev = await connectDevice(server.service.mqttUrl!, creds);

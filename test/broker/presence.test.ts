@@ -5,6 +5,7 @@ import { startTestServer, type TestServer, type TestAccount } from '../helpers/t
 import { claimForMqtt, connectDevice, heartbeat, closed, type DeviceCreds } from '../helpers/mqtt';
 import { topics } from '../../broker/src/protocol/topics';
 import { ManualClock } from '../../api/src/domain/shared/clock';
+import { ifStarted } from '../helpers/teardown';
 
 /**
  * Heartbeats, status and presence: what the REST API shows after devices talk, and the history
@@ -43,7 +44,7 @@ describe('heartbeats and presence', () => {
     creds = new Map(list.map((c) => [c.serial, c]));
     // Generous: the embedded database starts slowly on a busy machine.
   }, 180_000);
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   const device = async (serial: string) => (await account.api.get(`/api/v1/devices/${serial}`)).body;
   const history = async (serial: string) =>

@@ -52,7 +52,7 @@ describe('first start of the embedded default', () => {
         new RegExp(`DATA_DIR=${dataDir} npx fleet api-key create --account [0-9a-f-]{36} --name demo --role admin`),
       );
       expect(second.logs()).not.toContain('flk_');
-      expect((await new ApiClient(second.httpUrl, apiKey!).get('/api/v1/allocation')).status).toBe(200);
+      expect((await new ApiClient(second.httpUrl, apiKey).get('/api/v1/allocation')).status).toBe(200);
       await second.stop();
 
       // Once the key has been used, the demo account is the user's own: nothing is printed.

@@ -27,9 +27,7 @@ describe.skipIf(!redisUp)('two Aedes brokers sharing Redis (cluster backends)', 
   async function broker(prefix: string): Promise<number> {
     prefixes.add(prefix);
     const backends = createClusterBrokerBackends({ redisUrl: REDIS_URL, prefix });
-    const aedes = await Aedes.createBroker({ mq: backends.mq, persistence: backends.persistence } as Parameters<
-      typeof Aedes.createBroker
-    >[0]);
+    const aedes = await Aedes.createBroker({ mq: backends.mq, persistence: backends.persistence });
     const server = net.createServer(aedes.handle);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     closers.push(async () => {
@@ -82,7 +80,10 @@ describe.skipIf(!redisUp)('two Aedes brokers sharing Redis (cluster backends)', 
     const prefix = `t-${randomBytes(4).toString('hex')}`;
     const port = await broker(prefix);
     const watcher = new Redis(REDIS_URL);
-    closers.push(async () => void watcher.disconnect());
+    closers.push(() => {
+      watcher.disconnect();
+      return Promise.resolve();
+    });
     const seen: string[] = [];
     watcher.on('pmessage', (_pattern, channel) => seen.push(channel.slice(`${prefix}:mqtt:`.length)));
     await watcher.psubscribe(`${prefix}:mqtt:devices/*`);

@@ -6,6 +6,7 @@ import { connectDevice, refusalCode, type DeviceCreds } from '../helpers/mqtt';
 import { makeCsr, peerCertificate } from '../helpers/certificates';
 import type { FleetService } from '../../api/src/app';
 import type { DisconnectRequest } from '../../api/src/domain/devices/disconnect-requests';
+import { ifStarted } from '../helpers/teardown';
 
 const availability = await clusterAvailable();
 if (!availability.ok) console.log(`cluster disconnect tests skipped: ${availability.why}`);
@@ -50,7 +51,7 @@ describe.skipIf(!availability.ok)('device sessions close on every process of a c
     expect((await api0.post('/api/v1/models', { name: 'LX-D' })).status).toBe(201);
   }, 120_000);
   afterAll(async () => {
-    await cluster?.close();
+    await ifStarted(cluster)?.close();
   });
 
   it('a credential rotation on node 0 disconnects the device connected to node 1', async () => {

@@ -5,6 +5,7 @@ import { ApiClient } from '../helpers/api-client';
 import { collect, connectDevice, type DeviceCreds } from '../helpers/mqtt';
 import { topics } from '../../broker/src/protocol/topics';
 import type { FleetService } from '../../api/src/app';
+import { ifStarted } from '../helpers/teardown';
 
 const availability = await clusterAvailable();
 if (!availability.ok) console.log(`cluster isolation tests skipped: ${availability.why}`);
@@ -61,7 +62,7 @@ describe.skipIf(!availability.ok)('MQTT isolation with the Redis session store',
     b = await account('Beta');
   });
   afterAll(async () => {
-    await cluster?.close();
+    await ifStarted(cluster)?.close();
   });
 
   it('stores only the allowed filters of a mixed SUBSCRIBE, at QoS 1', async () => {
@@ -79,8 +80,8 @@ describe.skipIf(!availability.ok)('MQTT isolation with the Redis session store',
     await first.subscribeAsync(topics.ota(evil.serial), { qos: 1 });
     await first.endAsync();
     // What Aedes 1.2 stored before the guard: straight into Redis, past the guarded store.
-    const unguarded = (Object.getPrototypeOf(store(node)) as Store).addSubscriptions;
-    await unguarded.call(store(node), { id: evil.serial }, [
+    const unguarded = Object.getPrototypeOf(store(node)) as Store;
+    await unguarded.addSubscriptions.call(store(node), { id: evil.serial }, [
       { topic: '#', qos: 1 },
       { topic: topics.config(evil.serial), qos: 2 },
     ]);

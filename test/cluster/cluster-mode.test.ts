@@ -1,6 +1,7 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { clusterAvailable, startTestCluster, type TestCluster } from '../helpers/cluster';
 import { ApiClient } from '../helpers/api-client';
+import { ifStarted } from '../helpers/teardown';
 
 const availability = await clusterAvailable();
 if (!availability.ok) console.log(`cluster mode tests skipped: ${availability.why}`);
@@ -22,7 +23,7 @@ describe.skipIf(!availability.ok)('cluster mode (two processes on PostgreSQL and
     });
     apiKey = created.apiKey;
   });
-  afterAll(async () => cluster?.close());
+  afterAll(async () => ifStarted(cluster)?.close());
 
   it('reports Redis in readiness on every process', async () => {
     for (const node of cluster.nodes) {
@@ -45,9 +46,9 @@ describe.skipIf(!availability.ok)('cluster mode (two processes on PostgreSQL and
     const unsubscribe = cluster.nodes[1]!.bus.subscribe((e) => {
       received.push(e.type);
     });
-    const { accountId } = (await cluster.nodes[0]!.database.knex('accounts').first('id as accountId')) as {
-      accountId: string;
-    };
+    const { accountId } = await cluster.nodes[0]!.database.knex('accounts').first<{ accountId: string }>(
+      'id as accountId',
+    );
     await cluster.nodes[0]!.services.models.register(
       { accountId, role: 'admin', principal: 'system' },
       { name: 'Cluster-Model' },

@@ -3,6 +3,7 @@ import { clusterAvailable, startTestCluster, type TestCluster } from '../helpers
 import { ApiClient } from '../helpers/api-client';
 import { connectDevice, heartbeat, closed, type DeviceCreds } from '../helpers/mqtt';
 import { topics } from '../../broker/src/protocol/topics';
+import { ifStarted } from '../helpers/teardown';
 
 const availability = await clusterAvailable();
 if (!availability.ok) console.log(`cluster presence tests skipped: ${availability.why}`);
@@ -38,7 +39,7 @@ describe.skipIf(!availability.ok)('presence across two processes', () => {
   });
   afterAll(async () => {
     const started = Date.now();
-    await cluster?.close();
+    await ifStarted(cluster)?.close();
     console.log(`cluster closed in ${Date.now() - started} ms`);
   });
 

@@ -4,6 +4,7 @@ import { ApiClient } from '../helpers/api-client';
 import { connectDevice, type DeviceCreds } from '../helpers/mqtt';
 import { topics } from '../../broker/src/protocol/topics';
 import type { FleetService } from '../../api/src/app';
+import { ifStarted } from '../helpers/teardown';
 
 const availability = await clusterAvailable();
 if (!availability.ok) console.log(`cluster unclaim tests skipped: ${availability.why}`);
@@ -45,7 +46,7 @@ describe.skipIf(!availability.ok)('unclaim with the Redis session store', () => 
     node = cluster.nodes[0]!;
   });
   afterAll(async () => {
-    await cluster?.close();
+    await ifStarted(cluster)?.close();
   });
 
   it('the next owner gets its own configuration, never the one queued for the previous owner', async () => {

@@ -7,6 +7,7 @@ import mqtt from 'mqtt';
 import { clusterAvailable, startTestCluster, type TestCluster } from '../helpers/cluster';
 import { freePort, haproxyAvailable } from '../helpers/haproxy';
 import { curlAvailable, makeTlsFiles, opensslAvailable, type TlsFiles } from '../helpers/tls';
+import { ifStarted } from '../helpers/teardown';
 
 const run = promisify(execFile);
 const availability = await clusterAvailable();
@@ -78,8 +79,8 @@ describe.skipIf(!availability.ok || !tools)('two processes behind a TLS-terminat
     }
   }, 120_000);
   afterAll(async () => {
-    haproxy?.kill('SIGTERM');
-    await cluster?.close();
+    ifStarted(haproxy)?.kill('SIGTERM');
+    await ifStarted(cluster)?.close();
   });
 
   it('answers REST over HTTPS through the proxy, and the processes see https (Secure cookie)', async () => {

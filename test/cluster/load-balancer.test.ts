@@ -2,7 +2,11 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { clusterAvailable, startTestCluster, type TestCluster } from '../helpers/cluster';
 import { haproxyAvailable, startHaproxy } from '../helpers/haproxy';
 import { ApiClient } from '../helpers/api-client';
+<<<<<<< HEAD
 import { Agent, request } from 'undici';
+=======
+import { ifStarted } from '../helpers/teardown';
+>>>>>>> lint-tests
 
 const availability = await clusterAvailable();
 const haproxy = haproxyAvailable();
@@ -31,22 +35,18 @@ describe.skipIf(!availability.ok || !haproxy)('two processes behind HAProxy', ()
     apiKey = created.apiKey;
   });
   afterAll(async () => {
-    await lb?.stop();
-    await cluster?.close();
+    await ifStarted(lb)?.stop();
+    await ifStarted(cluster)?.close();
   });
 
   it('serves the API through the balancer from both processes', async () => {
     const api = new ApiClient(`http://127.0.0.1:${lb.httpPort}`, apiKey);
     const before = await Promise.all(
-      cluster.nodes.map(async (n) =>
-        Number((await n.metrics.httpRequests.get()).values.reduce((a, v) => a + v.value, 0)),
-      ),
+      cluster.nodes.map(async (n) => (await n.metrics.httpRequests.get()).values.reduce((a, v) => a + v.value, 0)),
     );
     for (let i = 0; i < 10; i++) expect((await api.get('/api/v1/api-keys')).status).toBe(200);
     const after = await Promise.all(
-      cluster.nodes.map(async (n) =>
-        Number((await n.metrics.httpRequests.get()).values.reduce((a, v) => a + v.value, 0)),
-      ),
+      cluster.nodes.map(async (n) => (await n.metrics.httpRequests.get()).values.reduce((a, v) => a + v.value, 0)),
     );
     // Round robin: both processes answered some of the ten.
     expect(after[0]! - before[0]!).toBeGreaterThan(0);

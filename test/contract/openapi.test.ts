@@ -6,8 +6,9 @@ import { startTestServer, type TestServer, type TestAccount } from '../helpers/t
 import { ApiClient, type ApiResponse } from '../helpers/api-client';
 import { allRoutes } from '../../rest-facade/src/routes/index';
 import type { RouteDef } from '../../rest-facade/src/route';
-import { buildModel, buildFirmwareVersion, serials, setReported } from '../helpers/factories';
+import { buildFirmwareVersion, serials, setReported } from '../helpers/factories';
 import { makeCsr } from '../helpers/certificates';
+import { ifStarted } from '../helpers/teardown';
 
 /**
  * The OpenAPI document is the contract: every route the server registers is in it, and every
@@ -109,7 +110,7 @@ describe('OpenAPI document matches the server', () => {
     });
     // Embedded database start and seeding claims can be slow on a busy machine.
   }, 180_000);
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   it('is OpenAPI 3.1 and documents every registered route, and only those', () => {
     expect(doc.openapi).toBe('3.1.0');

@@ -3,6 +3,7 @@ import { startTestServer, type TestServer, type TestAccount } from '../helpers/t
 import { gql } from '../graphql/graphql-client';
 import { newSigningKey, signFirmware } from '../ota/ota-helpers';
 import { makeCsr } from '../helpers/certificates';
+import { ifStarted } from '../helpers/teardown';
 
 /**
  * The shared contract (architecture.md rule 10): one scenario, driven once through REST and
@@ -11,7 +12,6 @@ import { makeCsr } from '../helpers/certificates';
  * (they are unique across accounts) and the prefix is removed before comparing.
  */
 // Neutral results are compared as plain JSON values.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
 
 interface Driver {
@@ -541,7 +541,7 @@ describe('contract: the same scenario through REST and GraphQL gives the same re
     restAccount = await server.createAccount({ quota: 10, budget: 500, unitPrice: 2.5 });
     graphqlAccount = await server.createAccount({ quota: 10, budget: 500, unitPrice: 2.5 });
   });
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   it('matches step by step', async () => {
     const viaRest = await scenario(server, restAccount, restDriver(restAccount), 'REST');

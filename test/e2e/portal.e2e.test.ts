@@ -11,6 +11,7 @@ import { newSigningKey, signFirmware, uploadFirmware } from '../ota/ota-helpers'
 import { makeCsr } from '../helpers/certificates';
 import { SimulatedDevice } from '../../simulator/src/simulated-device';
 import { ensurePortalBuilt, hasChromium, launchBrowser, logIn, screenshot, skipReason, type Browser } from './browser';
+import { ifStarted } from '../helpers/teardown';
 
 if (!hasChromium) console.warn(`[portal e2e] skipped: ${skipReason}`);
 
@@ -74,9 +75,9 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
   }, 120_000);
 
   afterAll(async () => {
-    await browser?.close();
+    await ifStarted(browser)?.close();
     await Promise.all(simulated.map((d) => d.stop()));
-    await server?.close();
+    await ifStarted(server)?.close();
   });
 
   it('refuses a wrong password with a clear message, then logs in and returns to the deep link asked for', async () => {

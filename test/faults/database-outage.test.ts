@@ -5,6 +5,7 @@ import { createLogger } from '../../api/src/logger';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-database';
 import { TcpProxy } from '../helpers/tcp-proxy';
 import { ApiClient } from '../helpers/api-client';
+import { ifStarted } from '../helpers/teardown';
 
 const pgUrl = process.env.TEST_DATABASE_URL;
 if (!pgUrl) console.log('database outage fault tests skipped: TEST_DATABASE_URL is not set');
@@ -45,10 +46,12 @@ describe.skipIf(!pgUrl)('PostgreSQL outage', () => {
     api = new ApiClient(service.httpUrl, created.apiKey);
   });
   afterAll(async () => {
-    await proxy?.unblock().catch(() => undefined);
-    await service?.stop();
-    await proxy?.stop();
-    await db?.drop();
+    await ifStarted(proxy)
+      ?.unblock()
+      .catch(() => undefined);
+    await ifStarted(service)?.stop();
+    await ifStarted(proxy)?.stop();
+    await ifStarted(db)?.drop();
   });
 
   it(

@@ -10,6 +10,7 @@ import { connectDevice, heartbeat } from '../helpers/mqtt';
 import { uploadFirmware } from '../ota/ota-helpers';
 import { topics } from '../../broker/src/protocol/topics';
 import { HTTP_DRAIN_MS } from '../../api/src/app';
+import { ifStarted } from '../helpers/teardown';
 
 /**
  * SIGTERM as an orchestrator sends it (`npm start`'s entry point as a real process): an idle
@@ -58,7 +59,7 @@ describe('graceful shutdown on SIGTERM', () => {
     );
     apiKey = (JSON.parse(stdout) as { api_key: string }).api_key;
   }, 120_000);
-  afterAll(async () => db?.drop());
+  afterAll(async () => ifStarted(db)?.drop());
 
   it('an idle service stops in under 5 s with exit code 0', { timeout: 90_000 }, async () => {
     const node = new ServiceProcess(env);

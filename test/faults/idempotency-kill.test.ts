@@ -9,6 +9,7 @@ import { ApiClient, type ApiResponse } from '../helpers/api-client';
 import { serials } from '../helpers/factories';
 import { openDatabase } from '../../api/src/db/database';
 import { sha256Hex } from '../../api/src/domain/shared/secrets';
+import { ifStarted } from '../helpers/teardown';
 
 const CLAIMS = 40;
 const PER_CLAIM = 100;
@@ -66,8 +67,8 @@ describe('idempotent claims across a kill -9', () => {
   }, 120_000);
 
   afterAll(async () => {
-    await node?.stop();
-    await db?.drop();
+    await ifStarted(node)?.stop();
+    await ifStarted(db)?.drop();
   }, 60_000);
 
   it('answers every retry with the committed claim or a new one, never 409', { timeout: 180_000 }, async () => {
@@ -118,10 +119,10 @@ describe('idempotent claims across a kill -9', () => {
     await node.stop();
     const database = await openDatabase({ databaseUrl: db.databaseUrl, dataDir: db.dataDir, poolSize: 1 });
     try {
-      const rows = (await database
+      const rows = await database
         .knex('devices as d')
         .join('device_credentials as c', 'c.device_id', 'd.id')
-        .select('d.serial', 'c.secret_hash')) as Array<{ serial: string; secret_hash: string }>;
+        .select<Array<{ serial: string; secret_hash: string }>>('d.serial', 'c.secret_hash');
       const hashes = new Map(rows.map((row) => [row.serial, row.secret_hash]));
       for (const retry of retries.values()) {
         for (const device of retry.body.devices)

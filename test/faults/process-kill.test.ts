@@ -10,6 +10,7 @@ import { ServiceProcess } from '../helpers/service-process';
 import { ApiClient } from '../helpers/api-client';
 import { uploadFirmware } from '../ota/ota-helpers';
 import { Fleet, claimDevices, makeSerials } from '../../simulator/src/fleet';
+import { ifStarted } from '../helpers/teardown';
 
 // Runs where PostgreSQL (TEST_DATABASE_URL), Redis and haproxy exist: CI's PostgreSQL run,
 // 25-45 s on a shared two-core machine with 1,000 devices (FAULT_KILL_DEVICES changes the count).
@@ -62,10 +63,10 @@ describe.skipIf(!canRun)('kill -9 of one of two processes during a staged deploy
   }, 120_000);
 
   afterAll(async () => {
-    await fleet?.stop();
-    await lb?.stop();
-    for (const node of nodes ?? []) await node.stop();
-    await db?.drop();
+    await ifStarted(fleet)?.stop();
+    await ifStarted(lb)?.stop();
+    for (const node of ifStarted(nodes) ?? []) await node.stop();
+    await ifStarted(db)?.drop();
   }, 60_000);
 
   it(
@@ -180,7 +181,7 @@ describe.skipIf(!canRun)('kill -9 of one of two processes during a staged deploy
           { timeout: 120_000, interval: 500, message: `deployment never got going: ${JSON.stringify(last)}` },
         )
         .toBeGreaterThan(DEVICES * 0.05)
-        .catch((error: Error) => {
+        .catch((error: unknown) => {
           console.log('deployment state:', JSON.stringify(last), 'fleet:', JSON.stringify(fleet.stats()));
           console.log(nodes.map((n) => n.logs().slice(-3000)).join('\n----\n'));
           throw error;

@@ -3,6 +3,7 @@ import { clusterAvailable, startTestCluster, type TestCluster } from '../helpers
 import { PrivateRedis, redisServerAvailable } from '../helpers/redis-server';
 import { ApiClient } from '../helpers/api-client';
 import { appendEvents } from '../../api/src/events/outbox';
+import { ifStarted } from '../helpers/teardown';
 
 const availability = await clusterAvailable();
 const canRun = availability.ok && redisServerAvailable();
@@ -30,15 +31,19 @@ describe.skipIf(!canRun)('Redis restarted under a two-process cluster', () => {
     accountId = created.accountId;
   });
   afterAll(async () => {
-    await cluster?.close();
+    await ifStarted(cluster)?.close();
     await redis.kill();
   });
 
+  /** Whether an event appended on node 0 reaches node 1's bus (through Redis) within 3 s of the flush. */
   const crossProcessEvent = async (subject: string): Promise<boolean> => {
-    let seen = false;
-    const off = cluster.nodes[1]!.bus.subscribe((e) => {
-      if (e.subject === subject) seen = true;
+    let off = (): void => undefined;
+    const seen = new Promise<boolean>((resolve) => {
+      off = cluster.nodes[1]!.bus.subscribe((e) => {
+        if (e.subject === subject) resolve(true);
+      });
     });
+    let timer: NodeJS.Timeout | undefined;
     try {
       await cluster.nodes[0]!.database.knex.transaction((trx) =>
         appendEvents(trx, cluster.nodes[0]!.clock, [
@@ -46,10 +51,12 @@ describe.skipIf(!canRun)('Redis restarted under a two-process cluster', () => {
         ]),
       );
       await cluster.nodes[0]!.outbox.flush();
-      const until = Date.now() + 3000;
-      while (!seen && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
-      return seen;
+      const timedOut = new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), 3000);
+      });
+      return await Promise.race([seen, timedOut]);
     } finally {
+      clearTimeout(timer);
       off();
     }
   };

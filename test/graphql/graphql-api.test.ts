@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { gql, login } from './graphql-client';
 import { newSigningKey, uploadFirmware } from '../ota/ota-helpers';
+import { ifStarted } from '../helpers/teardown';
 
 const DEVICE_FIELDS =
   'id serial name model firmware status lastSeen ip connectivity tags claimedAt update { state } config { desired { heartbeatIntervalS dimLevel timezone maintenanceWindow { start end } } desiredVersion reported { dimLevel } reportedVersion inSync }';
@@ -19,7 +20,7 @@ describe('GraphQL over HTTP', () => {
     url = server.service.httpUrl;
     for (const a of [account, other]) await a.api.post('/api/v1/models', { name: 'LX-200', description: 'Linear' });
   });
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   it('answers 401 without credentials and with a bad key, in GraphQL error shape', async () => {
     const none = await gql(url, '{ viewer { role } }');
@@ -158,7 +159,9 @@ describe('GraphQL over HTTP', () => {
     const count = async (first: number) => {
       // History statements only (the page's total may come from a 1 s cache, or not).
       let statements = 0;
-      const onQuery = (q: { sql: string }) => void (/device_events/.test(q.sql) && (statements += 1));
+      const onQuery = (q: { sql: string }) => {
+        if (/device_events/.test(q.sql)) statements += 1;
+      };
       knex.on('query', onQuery);
       const res = await gql(
         url,

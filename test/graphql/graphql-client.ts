@@ -13,7 +13,6 @@ export async function gql(
     headers?: Record<string, string>;
   } = {},
   // Test bodies are asserted field by field; `any` keeps those assertions short.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
 ): Promise<{ status: number; headers: Headers; body: any }> {
   const headers: Record<string, string> = { 'content-type': 'application/json', ...options.headers };
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
@@ -74,8 +73,21 @@ export function wsClient(
   });
 }
 
-/** Collects the results of one subscription; `next(n)` waits for the n-th item. */
-export function collect<T = unknown>(client: Client, query: string, variables: Record<string, unknown> = {}) {
+/** What `collect` has gathered so far, and a way to wait for more. */
+export interface Collected<T> {
+  readonly items: T[];
+  readonly errors: unknown[];
+  readonly done: boolean;
+  dispose(): void;
+  until(predicate: () => boolean, timeoutMs?: number): Promise<void>;
+}
+
+/** Collects the results of one subscription; `until(predicate)` waits for the items a test needs. */
+export function collect<T = unknown>(
+  client: Client,
+  query: string,
+  variables: Record<string, unknown> = {},
+): Collected<T> {
   const items: T[] = [];
   const errors: unknown[] = [];
   let done = false;

@@ -5,6 +5,7 @@ import { startTestServer, type TestServer, type TestAccount } from '../helpers/t
 import { claimForMqtt, connectDevice, heartbeat, type DeviceCreds } from '../helpers/mqtt';
 import { topics } from '../../broker/src/protocol/topics';
 import { wsClient, collect } from './graphql-client';
+import { ifStarted } from '../helpers/teardown';
 
 interface Change {
   data: {
@@ -34,7 +35,7 @@ describe('subscriptions fed by real MQTT devices', () => {
   afterAll(async () => {
     for (const d of devices) await d.endAsync(true).catch(() => undefined);
     for (const c of clients) await c.dispose();
-    await server?.close();
+    await ifStarted(server)?.close();
   });
 
   it('a portal subscription sees a device come online and go offline within a second; another account sees nothing', async () => {

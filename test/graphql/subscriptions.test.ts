@@ -3,6 +3,7 @@ import type { Client } from 'graphql-ws';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { appendEvents } from '../../api/src/events/outbox';
 import { gql, login, wsClient, collect } from './graphql-client';
+import { ifStarted } from '../helpers/teardown';
 
 interface Claimed {
   serial: string;
@@ -52,7 +53,7 @@ describe('GraphQL subscriptions over graphql-ws', () => {
   });
   afterAll(async () => {
     for (const c of clients) await c.dispose();
-    await server?.close();
+    await ifStarted(server)?.close();
   });
   const idOf = (serial: string) => devices.find((d) => d.serial === serial)!.id;
 

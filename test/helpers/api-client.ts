@@ -2,7 +2,6 @@ import { Agent, fetch as undiciFetch } from 'undici';
 
 /** A small fetch wrapper for tests: JSON in, status + headers + parsed body out. */
 // Test bodies are asserted field by field; `any` keeps those assertions short.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export interface ApiResponse<T = any> {
   status: number;
   headers: Headers;

@@ -27,13 +27,13 @@ function keyParams(type: TestKeyType): {
   switch (type) {
     case 'P-256':
       return {
-        generate: { name: 'ECDSA', namedCurve: 'P-256' } as EcKeyGenParams,
-        sign: { name: 'ECDSA', hash: 'SHA-256' } as EcdsaParams,
+        generate: { name: 'ECDSA', namedCurve: 'P-256' },
+        sign: { name: 'ECDSA', hash: 'SHA-256' },
       };
     case 'P-384':
       return {
-        generate: { name: 'ECDSA', namedCurve: 'P-384' } as EcKeyGenParams,
-        sign: { name: 'ECDSA', hash: 'SHA-384' } as EcdsaParams,
+        generate: { name: 'ECDSA', namedCurve: 'P-384' },
+        sign: { name: 'ECDSA', hash: 'SHA-384' },
       };
     case 'Ed25519':
       return { generate: { name: 'Ed25519' }, sign: { name: 'Ed25519' } };
@@ -44,7 +44,7 @@ function keyParams(type: TestKeyType): {
           modulusLength: 2048,
           publicExponent: new Uint8Array([1, 0, 1]),
           hash: 'SHA-256',
-        } as RsaHashedKeyGenParams,
+        },
         sign: { name: 'RSASSA-PKCS1-v1_5' },
       };
   }
@@ -89,9 +89,9 @@ export async function foreignCertificate(commonName: string): Promise<string> {
 export async function foreignCertificateWithKey(
   commonName: string,
 ): Promise<{ certificate: string; privateKeyPem: string }> {
-  const alg = { name: 'ECDSA', namedCurve: 'P-256' } as EcKeyGenParams;
-  const sign = { name: 'ECDSA', hash: 'SHA-256' } as EcdsaParams;
-  const caKeys = (await webCrypto.subtle.generateKey(alg, true, ['sign', 'verify'])) as CryptoKeyPair;
+  const alg: EcKeyGenParams = { name: 'ECDSA', namedCurve: 'P-256' };
+  const sign: EcdsaParams = { name: 'ECDSA', hash: 'SHA-256' };
+  const caKeys = await webCrypto.subtle.generateKey(alg, true, ['sign', 'verify']);
   const ca = await x509.X509CertificateGenerator.createSelfSigned(
     {
       name: [{ CN: ['Somebody else'] }],
@@ -102,7 +102,7 @@ export async function foreignCertificateWithKey(
     },
     webCrypto,
   );
-  const leafKeys = (await webCrypto.subtle.generateKey(alg, true, ['sign', 'verify'])) as CryptoKeyPair;
+  const leafKeys = await webCrypto.subtle.generateKey(alg, true, ['sign', 'verify']);
   const leaf = await x509.X509CertificateGenerator.create(
     {
       subject: [{ CN: [commonName] }],
@@ -178,15 +178,12 @@ export async function writeCaFiles(
   dir: string,
   options: { ca?: boolean; commonName?: string } = {},
 ): Promise<{ certFile: string; keyFile: string; certPem: string }> {
-  const keys = (await webCrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' } as EcKeyGenParams, true, [
-    'sign',
-    'verify',
-  ])) as CryptoKeyPair;
+  const keys = await webCrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify']);
   const cert = await x509.X509CertificateGenerator.createSelfSigned(
     {
       name: [{ CN: [options.commonName ?? `Acme device CA ${randomBytes(2).toString('hex')}`], O: ['Acme Lighting'] }],
       keys,
-      signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' } as EcdsaParams,
+      signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' },
       serialNumber: '0a',
       notAfter: new Date(Date.now() + 20 * 365 * 86_400_000),
       extensions: [
@@ -216,9 +213,9 @@ export async function writeCaFiles(
 export async function writeServerCertificate(
   dir: string,
 ): Promise<{ certFile: string; keyFile: string; caPem: string; caFile: string }> {
-  const alg = { name: 'ECDSA', namedCurve: 'P-256' } as EcKeyGenParams;
-  const sign = { name: 'ECDSA', hash: 'SHA-256' } as EcdsaParams;
-  const caKeys = (await webCrypto.subtle.generateKey(alg, true, ['sign', 'verify'])) as CryptoKeyPair;
+  const alg: EcKeyGenParams = { name: 'ECDSA', namedCurve: 'P-256' };
+  const sign: EcdsaParams = { name: 'ECDSA', hash: 'SHA-256' };
+  const caKeys = await webCrypto.subtle.generateKey(alg, true, ['sign', 'verify']);
   const ca = await x509.X509CertificateGenerator.createSelfSigned(
     {
       name: [{ CN: ['Test server CA'] }],
@@ -229,7 +226,7 @@ export async function writeServerCertificate(
     },
     webCrypto,
   );
-  const keys = (await webCrypto.subtle.generateKey(alg, true, ['sign', 'verify'])) as CryptoKeyPair;
+  const keys = await webCrypto.subtle.generateKey(alg, true, ['sign', 'verify']);
   const cert = await x509.X509CertificateGenerator.create(
     {
       subject: [{ CN: ['127.0.0.1'] }],

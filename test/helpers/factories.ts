@@ -27,9 +27,9 @@ export async function buildFirmwareVersion(
   input: { accountId: string; model: string; version: string },
 ): Promise<string> {
   const knex = server.service.database.knex;
-  const model = (await knex('models').where({ account_id: input.accountId, name: input.model }).first('id')) as {
-    id: string;
-  };
+  const model = await knex('models')
+    .where({ account_id: input.accountId, name: input.model })
+    .first<{ id: string }>('id');
   const id = newId();
   await knex('firmware_versions').insert({
     id,
@@ -54,7 +54,6 @@ export async function claimDevices(
     csrs?: Record<string, string>;
   },
   // Test bodies are asserted field by field.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
 ): Promise<any> {
   const res = await account.api.post('/api/v1/devices/claim', input);
   expect(res.status, JSON.stringify(res.body).slice(0, 500)).toBe(201);

@@ -103,7 +103,10 @@ export const heartbeat = (overrides: Record<string, unknown> = {}) =>
 /** Resolves when the socket is closed (the broker dropped us). */
 export function closed(client: MqttClient, timeoutMs = 5000): Promise<boolean> {
   return new Promise((resolve) => {
-    if (!client.connected) return resolve(true);
+    if (!client.connected) {
+      resolve(true);
+      return;
+    }
     const timer = setTimeout(() => resolve(false), timeoutMs);
     client.once('close', () => {
       clearTimeout(timer);

@@ -8,7 +8,7 @@ import type { DeviceGateway, OtaDeviceListener } from '../../api/src/domain/devi
 function standIn(target: object, methods: Record<string, unknown>): () => void {
   Object.assign(target, methods);
   return () => {
-    for (const name of Object.keys(methods)) delete (target as Record<string, unknown>)[name];
+    for (const name of Object.keys(methods)) Reflect.deleteProperty(target, name);
   };
 }
 
@@ -73,5 +73,5 @@ export function listenInsteadOfOtaEngine(engine: OtaDeviceListener, listener: Ot
 /** The OTA engine hears about devices itself again. */
 export function restoreOtaEngine(engine: OtaDeviceListener): void {
   for (const name of ['onDeviceReady', 'onDeviceHeard', 'onProgress', 'onFirmwareReported'])
-    delete (engine as unknown as Record<string, unknown>)[name];
+    Reflect.deleteProperty(engine, name);
 }

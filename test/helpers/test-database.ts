@@ -21,7 +21,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fleet-test-'));
   const adminUrl = process.env.TEST_DATABASE_URL;
   if (!adminUrl) {
-    return { databaseUrl: undefined, dataDir, drop: async () => fs.rmSync(dataDir, { recursive: true, force: true }) };
+    return { databaseUrl: undefined, dataDir, drop: () => fs.promises.rm(dataDir, { recursive: true, force: true }) };
   }
   const name = `fleet_test_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });

@@ -2,6 +2,7 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/test-server';
 import { buildModel, claimDevices, serials } from '../helpers/factories';
 import type { DomainEvent } from '../../api/src/events/event-types';
+import { ifStarted } from '../helpers/teardown';
 
 describe('allocation: quota, budget, ledger and thresholds', () => {
   let server: TestServer;
@@ -14,7 +15,7 @@ describe('allocation: quota, budget, ledger and thresholds', () => {
     });
     // Embedded database start and seeding claims can be slow on a busy machine.
   }, 180_000);
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   it('GET /api/v1/allocation shows quota, provisioned, budget, unit price and thresholds', async () => {
     const acc = await server.createAccount({ quota: 10, budget: 100, unitPrice: 2.5, currency: 'EUR' });
@@ -94,7 +95,7 @@ describe('allocation: quota, budget, ledger and thresholds', () => {
     await server.service.outbox.flush();
     const reached = published
       .filter((e) => e.accountId === acc.accountId && e.type === 'allocation.threshold_reached')
-      .map((e) => `${e.data.kind}:${e.data.percent}`)
+      .map((e) => `${String(e.data.kind)}:${String(e.data.percent)}`)
       .sort();
     expect(reached).toEqual(['budget:100', 'budget:80', 'budget:90', 'quota:80', 'quota:90']);
     const alloc = (await acc.api.get('/api/v1/allocation')).body;
@@ -121,7 +122,7 @@ describe('allocation: quota, budget, ledger and thresholds', () => {
       expect(alloc).toMatchObject({ provisioned: 25, available: 0, budget: { spent: 37.5 } });
       const ledger = await server.service.database.knex('ledger_entries').where({ account_id: acc.accountId });
       expect(ledger).toHaveLength(6);
-      expect(ledger.reduce((sum, l) => sum + Number(l.devices), 0)).toBe(25);
+      expect(ledger.reduce((sum: number, l) => sum + Number(l.devices), 0)).toBe(25);
     },
   );
 

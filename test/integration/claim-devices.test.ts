@@ -4,6 +4,7 @@ import { buildModel, buildFirmwareVersion, claimDevices, serials } from '../help
 import { sha256Hex } from '../../api/src/domain/shared/secrets';
 import { X509Certificate } from 'node:crypto';
 import { makeCsr, peerCertificate, tamperCsr } from '../helpers/certificates';
+import { ifStarted } from '../helpers/teardown';
 
 describe('POST /api/v1/devices/claim', () => {
   let server: TestServer;
@@ -19,7 +20,7 @@ describe('POST /api/v1/devices/claim', () => {
     await buildFirmwareVersion(server, { accountId: a.accountId, model: 'LX-200', version: '1.4.2' });
     // Embedded database start and seeding claims can be slow on a busy machine.
   }, 180_000);
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   const knex = () => server.service.database.knex;
   const deviceCount = async (accountId: string) =>

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestAccount, type TestServer } from '../helpers/test-server';
 import { buildModel, claimDevices, serials, setReported } from '../helpers/factories';
 import { uploadFirmware } from '../ota/ota-helpers';
+import { ifStarted } from '../helpers/teardown';
 
 /**
  * POST /firmware/deploy and the deployments API without devices connected: targeting, dry run,
@@ -33,7 +34,7 @@ describe('deploy and deployments', () => {
     await setReported(knex, { accountId: a.accountId, serials: serials('N', 10, 11), state: { firmware: '1.10.0' } });
     await setReported(knex, { accountId: a.accountId, serials: serials('N', 5, 21), state: { firmware: '1.2.0' } });
   }, 60_000);
-  afterAll(() => server?.close());
+  afterAll(() => ifStarted(server)?.close());
 
   it('dry run counts targets with firmware_lt compared as versions (1.9.0 < 1.10.0, never text) and writes nothing', async () => {
     const res = await a.api.post('/api/v1/firmware/deploy', {
@@ -244,8 +245,8 @@ describe('deploy and deployments', () => {
     expect(p1.body.deployments).toHaveLength(3);
     expect(p1.body.deployments[0].kind).toBe('claim');
     const p2 = await a.api.get(`/api/v1/firmware/deployments?limit=3&cursor=${p1.body.next_cursor}`);
-    const ids = new Set([...p1.body.deployments, ...p2.body.deployments].map((d: { id: string }) => d.id));
-    expect(ids.size).toBe(p1.body.deployments.length + p2.body.deployments.length);
+    const listed: Array<{ id: string }> = [...p1.body.deployments, ...p2.body.deployments];
+    expect(new Set(listed.map((d) => d.id)).size).toBe(listed.length);
     expect((await a.api.get('/api/v1/firmware/deployments?cursor=garbage')).status).toBe(422);
   });
 });

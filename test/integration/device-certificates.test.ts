@@ -25,6 +25,7 @@ import {
   writeCaFiles,
   type TestKeyType,
 } from '../helpers/certificates';
+import { ifStarted } from '../helpers/teardown';
 
 const sha256 = (der: Buffer) => createHash('sha256').update(der).digest('hex');
 
@@ -46,7 +47,7 @@ describe('device certificates: device CA, CSR signing, listing, revocation, cert
     const key = await a.api.post('/api/v1/api-keys', { name: 'dashboard', role: 'viewer' });
     viewer = a.api.withKey(key.body.secret);
   }, 180_000);
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   const auth = () => server.service.services.deviceAuth;
   const caPem = async () => (await a.api.get('/api/v1/device-ca')).body as string;
@@ -372,7 +373,7 @@ describe('device CA from DEVICE_CA_CERT_FILE and DEVICE_CA_KEY_FILE', () => {
     });
   }, 180_000);
   afterAll(async () => {
-    await server?.close();
+    await ifStarted(server)?.close();
     rmSync(dir, { recursive: true, force: true });
   });
 

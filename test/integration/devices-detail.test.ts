@@ -3,6 +3,7 @@ import { startTestServer, type TestServer, type TestAccount } from '../helpers/t
 import { buildFirmwareVersion, buildModel, claimDevices } from '../helpers/factories';
 import { sha256Hex } from '../../api/src/domain/shared/secrets';
 import { recordGateway, type GatewayRecording } from '../helpers/stand-ins';
+import { ifStarted } from '../helpers/teardown';
 
 describe('one device: read, configure, history, credentials, unclaim', () => {
   let server: TestServer;
@@ -22,7 +23,7 @@ describe('one device: read, configure, history, credentials, unclaim', () => {
     viewer = a.api.withKey(key.body.secret);
     // Embedded database start and seeding claims can be slow on a busy machine.
   }, 180_000);
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   it('reads a device; unknown serials, malformed serials and other accounts answer the same 404', async () => {
     const own = await a.api.get('/api/v1/devices/D-1');
@@ -221,9 +222,9 @@ describe('one device: read, configure, history, credentials, unclaim', () => {
       filter: { model: 'LX-200' },
     });
     expect(deployed.status, JSON.stringify(deployed.body)).toBe(202);
-    const d3 = (await knex('devices').where({ account_id: a.accountId, serial: 'D-3' }).first('id')) as { id: string };
+    const d3 = await knex('devices').where({ account_id: a.accountId, serial: 'D-3' }).first<{ id: string }>('id');
     const rowsOf = async (table: string) =>
-      Number(((await knex(table).where({ device_id: d3.id }).count('* as c')) as Array<{ c: number | string }>)[0]!.c);
+      Number((await knex(table).where({ device_id: d3.id }).count<Array<{ c: number | string }>>('* as c'))[0]!.c);
     expect(await rowsOf('device_updates')).toBe(1);
     expect(await rowsOf('device_events')).toBeGreaterThan(1);
     const before = (await a.api.get('/api/v1/allocation')).body;

@@ -2,6 +2,7 @@ import http from 'node:http';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { buildModel, buildFirmwareVersion, claimDevices, serials, setReported } from '../helpers/factories';
+import { ifStarted } from '../helpers/teardown';
 
 describe('GET /api/v1/devices', () => {
   let server: TestServer;
@@ -35,7 +36,7 @@ describe('GET /api/v1/devices', () => {
     await setReported(knex, { accountId: a.accountId, serials: ['A-0101', 'A-0102'], state: { status: 'updating' } });
     // Embedded database start and seeding claims can be slow on a busy machine.
   }, 180_000);
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   const page = (account: TestAccount, query: string) => account.api.get(`/api/v1/devices?${query}`);
   const serialsOf = (body: { devices: Array<{ serial: string }> }) => body.devices.map((d) => d.serial);

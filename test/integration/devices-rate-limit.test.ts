@@ -1,5 +1,6 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
+import { ifStarted } from '../helpers/teardown';
 
 describe('rate limit on the device API: 100 requests per minute per key', () => {
   let server: TestServer;
@@ -10,7 +11,7 @@ describe('rate limit on the device API: 100 requests per minute per key', () => 
     a = await server.createAccount();
     // Embedded database start and seeding claims can be slow on a busy machine.
   }, 180_000);
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   it('accepts exactly 100, then answers 429 with Retry-After; another key of the same account is unaffected', async () => {
     const statuses: number[] = [];

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { startTestServer, type TestAccount, type TestServer } from '../helpers/test-server';
 import { buildModel } from '../helpers/factories';
 import { newSigningKey, sha256, signFirmware, uploadFirmware } from '../ota/ota-helpers';
+import { ifStarted } from '../helpers/teardown';
 
 /**
  * Signed firmware over REST: the account registers the public half of an Ed25519 key, and from
@@ -36,7 +37,7 @@ describe('firmware signing key and signed uploads', () => {
     const key = await a.api.post('/api/v1/api-keys', { name: 'ro', role: 'viewer' });
     viewer = { ...a, api: a.api.withKey(key.body.secret) };
   }, 60_000);
-  afterAll(() => server?.close());
+  afterAll(() => ifStarted(server)?.close());
 
   it('without a key, uploads stay unsigned, and a signature is refused instead of being dropped', async () => {
     expect((await a.api.get('/api/v1/firmware/signing-key')).body).toEqual({ signing_key: null, retired_keys: [] });

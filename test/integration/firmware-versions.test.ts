@@ -5,6 +5,7 @@ import { uploadFirmware, sha256 } from '../ota/ota-helpers';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
+import { ifStarted } from '../helpers/teardown';
 
 describe('firmware versions: upload, list, delete', () => {
   let server: TestServer;
@@ -19,7 +20,7 @@ describe('firmware versions: upload, list, delete', () => {
     await buildModel(a, 'LX-300');
     await buildModel(b, 'LX-200');
   }, 60_000);
-  afterAll(() => server?.close());
+  afterAll(() => ifStarted(server)?.close());
 
   it('stores the binary, computing sha256 and size, and answers 201 with the record', async () => {
     const bytes = randomBytes(10_000);

@@ -1,6 +1,7 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { ApiClient } from '../helpers/api-client';
+import { ifStarted } from '../helpers/teardown';
 
 describe('service foundation', () => {
   let server: TestServer;
@@ -12,7 +13,7 @@ describe('service foundation', () => {
     a = await server.createAccount();
     b = await server.createAccount();
   });
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   it('answers liveness and readiness without authentication', async () => {
     const anon = new ApiClient(server.service.httpUrl);

@@ -3,6 +3,7 @@ import { startTestServer, type TestServer, type TestAccount } from '../helpers/t
 import { ApiClient } from '../helpers/api-client';
 import { buildModel } from '../helpers/factories';
 import { gql, login } from '../graphql/graphql-client';
+import { ifStarted } from '../helpers/teardown';
 
 const CLAIM =
   'mutation($input: ClaimDevicesInput!) { claimDevices(input: $input) { count credentials { serial password } } }';
@@ -35,13 +36,13 @@ describe('idempotent replays go only to the principal that made the request', ()
       password: 'viewer password',
       role: 'viewer',
     });
-    const viewerEmail = (await server.service.database
+    const viewerEmail = await server.service.database
       .knex('users')
       .where({ account_id: account.accountId, role: 'viewer' })
-      .first('email')) as { email: string };
+      .first<{ email: string }>('email');
     viewerSession = await login(server.service.httpUrl, viewerEmail.email, 'viewer password');
   });
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   const passwordsOf = (body: { devices?: Array<{ credentials: { password: string } }> }) =>
     (body.devices ?? []).map((d) => d.credentials.password);

@@ -1,6 +1,7 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { buildModel } from '../helpers/factories';
+import { ifStarted } from '../helpers/teardown';
 
 /** A retried claim replays the device passwords, but the stored copy never holds them in plain text. */
 describe('idempotent responses are stored sealed', () => {
@@ -12,7 +13,7 @@ describe('idempotent responses are stored sealed', () => {
     account = await server.createAccount();
     await buildModel(account, 'LX-200');
   });
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   it('replays the passwords to the retry and keeps none readable in the database', async () => {
     const body = { serials: ['SEAL-1', 'SEAL-2'], model: 'LX-200' };

@@ -12,6 +12,7 @@ import {
   type ThrottleCounter,
 } from '../../api/src/domain/accounts/login-throttle-rules';
 import { ADDRESS_CASES, EMAIL_CASES, MIN, at, counter, now } from '../unit/accounts/login-throttle-cases';
+import { ifStarted } from '../helpers/teardown';
 
 /**
  * The counting statements decide in SQL (atomically, so parallel guesses cannot all pass);
@@ -30,8 +31,8 @@ describe('login throttle store: the statements decide as the rules do', () => {
     knex = database.knex;
   });
   afterAll(async () => {
-    await database?.close();
-    await testDb?.drop();
+    await ifStarted(database)?.close();
+    await ifStarted(testDb)?.drop();
   });
 
   let n = 0;

@@ -2,6 +2,7 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/test-server';
 import { ApiClient, type ApiResponse } from '../helpers/api-client';
 import { ManualClock } from '../../api/src/domain/shared/clock';
+import { ifStarted } from '../helpers/teardown';
 
 /**
  * Login throttling (README "Login throttling"): per e-mail and client address, 10 failed
@@ -19,7 +20,7 @@ describe('login throttle', () => {
     server = await startTestServer({ clock });
     anon = new ApiClient(server.service.httpUrl);
   });
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   const login = (email: string, password: string, address: string): Promise<ApiResponse> =>
     anon.post('/api/v1/session', { email, password }, { 'x-forwarded-for': address });

@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startTestServer, type TestServer } from '../helpers/test-server';
+import { ifStarted } from '../helpers/teardown';
 
 const root = path.resolve(__dirname, '../..');
 const TOOLS = ['openssl', 'curl', 'jq', 'bash', 'mosquitto_pub', 'mosquitto_sub'];
@@ -13,7 +14,7 @@ if (missing.length) console.log(`README production commands skipped: ${missing.j
 function bash(script: string, cwd: string): Promise<{ code: number; out: string; err: string }> {
   return new Promise((resolve) => {
     execFile('bash', ['-euo', 'pipefail', '-c', script], { cwd, timeout: 60_000 }, (error, out, err) =>
-      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, out, err }),
+      resolve({ code: error ? Number(error.code ?? 1) : 0, out, err }),
     );
   });
 }
@@ -27,7 +28,7 @@ describe.skipIf(missing.length > 0)('README production commands', () => {
   let server: TestServer;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'readme-prod-'));
   afterAll(async () => {
-    await server?.close();
+    await ifStarted(server)?.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });
 

@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
-import { buildModel, claimDevices, serials } from '../helpers/factories';
+import { buildModel, serials } from '../helpers/factories';
 import { ManualClock } from '../../api/src/domain/shared/clock';
 import { appendEvents } from '../../api/src/events/outbox';
 import type { NewEvent } from '../../api/src/events/event-types';
 import { startReceiver } from '../webhooks/receiver';
 import { usingPostgres } from '../helpers/test-database';
 import { ADVISORY_LOCKS } from '../../api/src/db/advisory-lock';
+import { ifStarted } from '../helpers/teardown';
 
 const DAY_MS = 86_400_000;
 
@@ -45,9 +46,9 @@ describe('retention (HISTORY_RETENTION_DAYS=30, EVENT_RETENTION_DAYS=7)', () => 
     down.setMode('down');
   });
   afterAll(async () => {
-    await up?.close();
-    await down?.close();
-    await server?.close();
+    await ifStarted(up)?.close();
+    await ifStarted(down)?.close();
+    await ifStarted(server)?.close();
   });
 
   it('deletes what is past its retention, keeps what is recent or still needed, and is visible in the API', async () => {
@@ -105,11 +106,11 @@ describe('retention (HISTORY_RETENTION_DAYS=30, EVENT_RETENTION_DAYS=7)', () => 
     // The pending delivery and its event stay until the retries end.
     expect(await deliveries(hookDown)).toHaveLength(1);
     // Left: the event still owed to a receiver, the recent one, the undispatched one; nothing else old.
-    const events = (await server.service.database
+    const events = await server.service.database
       .knex('events')
       .where({ account_id: account.accountId })
       .orderBy('seq')
-      .select('data', 'occurred_at')) as Array<{ data: { n?: number }; occurred_at: Date }>;
+      .select<Array<{ data: { n?: number }; occurred_at: Date }>>('data', 'occurred_at');
     const cutoff = clock.now().getTime() - 7 * DAY_MS;
     expect(events.filter((e) => new Date(e.occurred_at).getTime() < cutoff).map((e) => e.data.n)).toEqual([2, 4]);
     expect(events.filter((e) => e.data.n !== undefined).map((e) => e.data.n)).toEqual([2, 3, 4]);
@@ -139,10 +140,9 @@ describe('retention (HISTORY_RETENTION_DAYS=30, EVENT_RETENTION_DAYS=7)', () => 
 
   it('walks a long history window by window to the end of what is old', async () => {
     const knex = server.service.database.knex;
-    const device = (await knex('devices').where({ serial }).first('id', 'account_id')) as {
-      id: string;
-      account_id: string;
-    };
+    const device = await knex('devices')
+      .where({ serial })
+      .first<{ id: string; account_id: string }>('id', 'account_id');
     const old = new Date(clock.now().getTime() - 31 * DAY_MS);
     // 12,000 old rows (more than two windows of the walk), then one recent.
     await knex.raw(
@@ -175,10 +175,9 @@ describe('retention (HISTORY_RETENTION_DAYS=30, EVENT_RETENTION_DAYS=7)', () => 
     'runs the background pass in one process of a cluster at a time (advisory lock)',
     async () => {
       const knex = server.service.database.knex;
-      const device = (await knex('devices').where({ serial }).first('id', 'account_id')) as {
-        id: string;
-        account_id: string;
-      };
+      const device = await knex('devices')
+        .where({ serial })
+        .first<{ id: string; account_id: string }>('id', 'account_id');
       await knex.raw(
         `INSERT INTO device_events (account_id, device_id, type, data, occurred_at)
        SELECT ?, ?, 'status_changed', '{}'::jsonb, ? FROM generate_series(1, 5)`,

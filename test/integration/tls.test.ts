@@ -17,6 +17,7 @@ import {
 } from '../helpers/tls';
 import { topics } from '../../broker/src/protocol/topics';
 import { collect, wsClient } from '../graphql/graphql-client';
+import { ifStarted } from '../helpers/teardown';
 
 const run = promisify(execFile);
 const canRun = opensslAvailable() && curlAvailable();
@@ -62,7 +63,7 @@ describe.skipIf(!canRun)('TLS for people and devices', () => {
     const model = await api('POST', '/api/v1/models', { name: 'LX-T' });
     expect(model.model.name).toBe('LX-T');
   }, 120_000);
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   it('serves REST over HTTPS only; the session cookie is Secure; download links default to https', async () => {
     expect(https).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);

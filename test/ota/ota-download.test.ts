@@ -6,6 +6,7 @@ import { collect, connectDevice, heartbeat } from '../helpers/mqtt';
 import { topics } from '../../broker/src/protocol/topics';
 import { claimWithCredentials, sha256, uploadFirmware, waitFor } from './ota-helpers';
 import { randomBytes } from 'node:crypto';
+import { ifStarted } from '../helpers/teardown';
 
 /** Firmware downloads through signed per-device links: ranges, ETag, expiry, tampering, foreign links. */
 describe('firmware downloads', () => {
@@ -39,7 +40,7 @@ describe('firmware downloads', () => {
   }, 60_000);
   afterAll(async () => {
     await Promise.all(clients.map((c) => c.endAsync(true).catch(() => undefined)));
-    await server?.close();
+    await ifStarted(server)?.close();
   });
 
   /** The link as published uses PUBLIC_URL; the test reaches the same path on the bound port. */

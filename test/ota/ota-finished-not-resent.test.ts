@@ -9,6 +9,7 @@ import { ManualClock } from '../../api/src/domain/shared/clock';
 import type { OtaCommand } from '../../broker/src/protocol/payloads';
 import { claimWithCredentials, uploadFirmware } from './ota-helpers';
 import { listenInsteadOfOtaEngine, restoreOtaEngine } from '../helpers/stand-ins';
+import { ifStarted } from '../helpers/teardown';
 
 type Creds = { serial: string; username: string; password: string };
 
@@ -49,7 +50,7 @@ describe('OTA: a finished job is not sent again when its device comes back', { t
   afterEach(() => restoreOtaEngine(ota()));
   afterAll(async () => {
     await Promise.all(clients.map((c) => c.endAsync(true).catch(() => undefined)));
-    await server?.close();
+    await ifStarted(server)?.close();
   });
 
   const ota = () => server.service.services.ota;
@@ -128,11 +129,11 @@ describe('OTA: a finished job is not sent again when its device comes back', { t
 
   it('a copy of the command left in the persistent session is not replayed to the device that finished the job', async () => {
     const { c, dev, id, job } = await commanded('RP-1');
-    const command = (await server.service.database
+    const command = await server.service.database
       .knex('device_updates as u')
       .join('firmware_versions as f', 'f.id', 'u.firmware_version_id')
       .where('u.id', job)
-      .first('f.sha256', 'f.size')) as { sha256: string; size: number };
+      .first<{ sha256: string; size: number }>('f.sha256', 'f.size');
     await report(dev.client, 'RP-1', { job_id: job, state: 'downloading', progress: 0 });
     await report(dev.client, 'RP-1', { job_id: job, state: 'rebooting' });
     await expect.poll(() => stateOf(id, 'RP-1'), poll).toBe('rebooting');
@@ -144,7 +145,7 @@ describe('OTA: a finished job is not sent again when its device comes back', { t
       version: '2.0.0',
       url: 'http://127.0.0.1/firmware/stale',
       sha256: command.sha256,
-      size: Number(command.size),
+      size: command.size,
     });
     const back = await open(c);
     await beat(back.client, 'RP-1', '2.0.0');

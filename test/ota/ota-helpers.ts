@@ -17,7 +17,6 @@ export async function uploadFirmware(
     signatureAfterFile?: boolean;
   },
   // Test bodies are asserted field by field.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
 ): Promise<{ status: number; body: any; bytes: Buffer }> {
   const bytes = input.bytes ?? randomBytes(4096);
   const form = new FormData();
@@ -88,7 +87,6 @@ export async function startSimulated(
 }
 
 // Test bodies are asserted field by field.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function deployment(account: TestAccount, id: string): Promise<any> {
   const res = await account.api.get(`/api/v1/firmware/deployments/${id}`);
   expect(res.status).toBe(200);

@@ -7,6 +7,7 @@ import { collect, connectDevice, heartbeat } from '../helpers/mqtt';
 import { topics } from '../../broker/src/protocol/topics';
 import { ManualClock } from '../../api/src/domain/shared/clock';
 import { claimWithCredentials, deployment, uploadFirmware } from './ota-helpers';
+import { ifStarted } from '../helpers/teardown';
 
 type Creds = { serial: string; username: string; password: string };
 
@@ -46,7 +47,7 @@ describe('OTA protocol and timing (manual clock)', { timeout: 90_000 }, () => {
   }, 60_000);
   afterAll(async () => {
     await Promise.all(clients.map((c) => c.endAsync(true).catch(() => undefined)));
-    await server?.close();
+    await ifStarted(server)?.close();
   });
 
   const ota = () => server.service.services.ota;

@@ -9,6 +9,7 @@ import { collect, connectDevice, heartbeat } from '../helpers/mqtt';
 import { topics } from '../../broker/src/protocol/topics';
 import { claimWithCredentials, newSigningKey, startSimulated, uploadFirmware } from './ota-helpers';
 import type { SimulatedDevice } from '../../simulator/src/simulated-device';
+import { ifStarted } from '../helpers/teardown';
 
 type Creds = { serial: string; username: string; password: string };
 type Command = {
@@ -84,7 +85,7 @@ describe('signed firmware in OTA commands', { timeout: 120_000 }, () => {
   afterAll(async () => {
     await Promise.all(clients.map((c) => c.endAsync(true).catch(() => undefined)));
     await Promise.all(simulated.map((d) => d.stop()));
-    await server?.close();
+    await ifStarted(server)?.close();
   });
 
   const ota = () => server.service.services.ota;

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startTestServer, type TestAccount, type TestServer } from '../helpers/test-server';
 import { buildModel } from '../helpers/factories';
+import { ifStarted } from '../helpers/teardown';
 
 const root = path.resolve(__dirname, '../..');
 const TOOLS = ['openssl', 'curl', 'jq', 'bash'];
@@ -23,7 +24,7 @@ const blocks = (markdown: string, lang: string) =>
 function bash(script: string, cwd: string): Promise<{ code: number; out: string; err: string }> {
   return new Promise((resolve) => {
     execFile('bash', ['-euo', 'pipefail', '-c', script], { cwd, timeout: 60_000 }, (error, out, err) =>
-      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, out, err }),
+      resolve({ code: error ? Number(error.code ?? 1) : 0, out, err }),
     );
   });
 }
@@ -51,7 +52,7 @@ describe.skipIf(missing.length > 0)('signed firmware document', { timeout: 120_0
     await buildModel(account, 'Luma-100');
   }, 60_000);
   afterAll(async () => {
-    await server?.close();
+    await ifStarted(server)?.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });
 

@@ -6,6 +6,7 @@ import { startTestServer, type TestServer } from '../helpers/test-server';
 import { ensurePortalBuilt } from '../e2e/browser';
 import { PORTAL_DIST } from '../../api/src/http/portal-static';
 import { relativeTime } from '../../portal/src/shared/format';
+import { ifStarted } from '../helpers/teardown';
 
 describe('the service serves the portal', () => {
   let server: TestServer;
@@ -15,7 +16,7 @@ describe('the service serves the portal', () => {
     server = await startTestServer();
     base = server.service.httpUrl;
   }, 120_000);
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   it('answers deep links with the app so a reload keeps the page, and revalidates index.html', async () => {
     for (const p of [

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { buildFirmwareVersion, buildModel } from '../helpers/factories';
 import { makeTlsFiles, opensslAvailable, type TlsFiles } from '../helpers/tls';
+import { ifStarted } from '../helpers/teardown';
 
 function run(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
   return new Promise((resolve) => {
@@ -14,8 +15,8 @@ function run(args: string[]): Promise<{ code: number | null; out: string; err: s
     });
     let out = '';
     let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     child.on('close', (code) => resolve({ code, out, err }));
   });
 }
@@ -43,7 +44,7 @@ describe.skipIf(!canRun)('simulator on mutual TLS', () => {
     await buildModel(account, 'Luma-100');
     await buildFirmwareVersion(server, { accountId: account.accountId, model: 'Luma-100', version: '1.0.0' });
   }, 180_000);
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   it(
     'claims with a CSR per device, keeps each key and certificate, and connects the fleet by certificate',

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import { createHash, generateKeyPairSync } from 'node:crypto';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { buildFirmwareVersion, buildModel } from '../helpers/factories';
+import { ifStarted } from '../helpers/teardown';
 
 /** `npm run simulator -- ...` as a user runs it (a child process, not a TTY). */
 function run(args: string[], signalAfterMs?: number): Promise<{ code: number | null; out: string; err: string }> {
@@ -16,8 +17,8 @@ function run(args: string[], signalAfterMs?: number): Promise<{ code: number | n
     });
     let out = '';
     let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     if (signalAfterMs) {
       // SIGINT once the fleet is up, like Ctrl-C.
       const timer = setInterval(() => {
@@ -43,7 +44,7 @@ describe('simulator command line', () => {
     await buildFirmwareVersion(server, { accountId: account.accountId, model: 'Luma-100', version: '1.0.0' });
     // Generous: the embedded database starts slowly on a busy machine.
   }, 180_000);
-  afterAll(async () => server?.close());
+  afterAll(async () => ifStarted(server)?.close());
 
   it('claims, saves credentials, runs for --duration and prints a summary; a second run reuses the credentials; Ctrl-C stops cleanly', async () => {
     const creds = path.join(dir, 'creds.json');

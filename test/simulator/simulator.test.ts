@@ -8,8 +8,9 @@ import type { AddressInfo } from 'node:net';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { buildFirmwareVersion, buildModel } from '../helpers/factories';
 import { Fleet, claimDevices, loadCredentials, saveCredentials, makeSerials } from '../../simulator/src/fleet';
-import type { OtaProgressReport } from '../../api/src/domain/devices/device-gateway';
+import type { OtaDeviceListener, OtaProgressReport } from '../../api/src/domain/devices/device-gateway';
 import { listenInsteadOfOtaEngine } from '../helpers/stand-ins';
+import { ifStarted } from '../helpers/teardown';
 
 /** The simulator engine against a real server: claim flow, configuration, OTA for real. */
 describe('simulator engine', () => {
@@ -23,18 +24,26 @@ describe('simulator engine', () => {
   const ready = new Set<string>();
   const fleets: Fleet[] = [];
   const rangeHeaders: Array<string | undefined> = [];
+  /** Stands in for the OTA engine: notes the devices that are ready and what they report. */
+  const recorder: OtaDeviceListener = {
+    onDeviceReady: ({ serial }) => {
+      ready.add(serial);
+      return Promise.resolve();
+    },
+    onDeviceHeard: () => Promise.resolve(),
+    onProgress: ({ serial, report }) => {
+      progress.push({ serial, report });
+      return Promise.resolve();
+    },
+    onFirmwareReported: () => Promise.resolve(),
+  };
 
   beforeAll(async () => {
     server = await startTestServer();
     account = await server.createAccount();
     await buildModel(account, 'Luma-100');
     await buildFirmwareVersion(server, { accountId: account.accountId, model: 'Luma-100', version: '1.0.0' });
-    listenInsteadOfOtaEngine(server.service.services.ota, {
-      onDeviceReady: async ({ serial }) => void ready.add(serial),
-      onDeviceHeard: async () => undefined,
-      onProgress: async ({ serial, report }) => void progress.push({ serial, report }),
-      onFirmwareReported: async () => undefined,
-    });
+    listenInsteadOfOtaEngine(server.service.services.ota, recorder);
     // A stand-in for the firmware download endpoint (the OTA engine's, in production).
     files = http.createServer((req, res) => {
       if (req.url === '/fw.bin') res.writeHead(200, { 'content-length': image.length }).end(image);
@@ -64,8 +73,8 @@ describe('simulator engine', () => {
   }, 180_000);
   afterAll(async () => {
     for (const f of fleets) await f.stop();
-    files?.close();
-    await server?.close();
+    ifStarted(files)?.close();
+    await ifStarted(server)?.close();
   });
 
   const newFleet = async (
@@ -258,16 +267,14 @@ describe('simulator engine', () => {
     const jobId = '5b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a06';
     let refused = 0;
     listenInsteadOfOtaEngine(server.service.services.ota, {
-      onDeviceReady: async ({ serial }) => void ready.add(serial),
-      onDeviceHeard: async () => undefined,
-      onFirmwareReported: async () => undefined,
-      onProgress: async ({ serial, report }) => {
+      ...recorder,
+      onProgress: (input) => {
         // The first `failed` cannot be stored (database away): the broker closes the connection.
-        if (report.state === 'failed' && refused === 0) {
+        if (input.report.state === 'failed' && refused === 0) {
           refused += 1;
-          throw new Error('database unavailable');
+          return Promise.reject(new Error('database unavailable'));
         }
-        progress.push({ serial, report });
+        return recorder.onProgress(input);
       },
     });
     try {
@@ -285,12 +292,7 @@ describe('simulator engine', () => {
         })
         .toMatchObject({ jobId, error: 'download failed: HTTP 404' });
     } finally {
-      listenInsteadOfOtaEngine(server.service.services.ota, {
-        onDeviceReady: async ({ serial }) => void ready.add(serial),
-        onDeviceHeard: async () => undefined,
-        onProgress: async ({ serial, report }) => void progress.push({ serial, report }),
-        onFirmwareReported: async () => undefined,
-      });
+      listenInsteadOfOtaEngine(server.service.services.ota, recorder);
     }
   });
 

@@ -78,11 +78,3 @@ describe('architecture', () => {
     expect(foreign).toEqual([]);
   });
 });
-
-/** Adapter-to-adapter imports still to be replaced by the shared HTTP edge. */
-const ADAPTER_IMPORTS_NOT_YET_REMOVED = new Set<string>([
-  'api/src/graphql/context.ts -> rest-facade/src',
-  'api/src/graphql/input-guards.ts -> rest-facade/src',
-  'api/src/http/firmware-download.ts -> rest-facade/src',
-  'api/src/http/metrics-auth.ts -> rest-facade/src',
-]);

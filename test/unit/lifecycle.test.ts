@@ -8,13 +8,13 @@ function parts(names: string[], fail: { start?: string; stop?: string } = {}) {
   const log: string[] = [];
   const components: Component[] = names.map((name) => ({
     name,
-    start: async () => {
+    start: () => {
       log.push(`start ${name}`);
-      if (fail.start === name) throw new Error(`${name} failed`);
+      return fail.start === name ? Promise.reject(new Error(`${name} failed`)) : Promise.resolve();
     },
-    stop: async () => {
+    stop: () => {
       log.push(`stop ${name}`);
-      if (fail.stop === name) throw new Error(`${name} stop failed`);
+      return fail.stop === name ? Promise.reject(new Error(`${name} stop failed`)) : Promise.resolve();
     },
   }));
   return { log, components };

@@ -60,8 +60,11 @@ describe('OTA command publisher', () => {
     let taken = 0;
     const gateway = {
       publishWindow: 1,
-      publishOta: (serial: string) =>
-        serial === 'STUCK-0' ? new Promise<void>(() => undefined) : Promise.resolve(void taken++),
+      publishOta: (serial: string) => {
+        if (serial === 'STUCK-0') return new Promise<void>(() => undefined);
+        taken++;
+        return Promise.resolve();
+      },
     } as unknown as DeviceGateway;
     const publisher = new OtaCommandPublisher({
       gateway,

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 export interface ReceivedRequest {
   headers: http.IncomingHttpHeaders;
   body: string;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed event bodies are asserted field by field
+  // Parsed event bodies are asserted field by field.
   json: any;
 }
 

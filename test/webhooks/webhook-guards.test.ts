@@ -5,6 +5,7 @@ import { isPrivateAddress } from '../../api/src/domain/webhooks/url-guard';
 import net from 'node:net';
 import { retryDelayMs, RETRY_WINDOW_MS } from '../../api/src/domain/webhooks/backoff';
 import { startReceiver } from './receiver';
+import { ifStarted } from '../helpers/teardown';
 
 describe('webhook receivers: SSRF guard, timeout, backoff', () => {
   let server: TestServer;
@@ -22,18 +23,19 @@ describe('webhook receivers: SSRF guard, timeout, backoff', () => {
     };
     server = await startTestServer({
       env: { WEBHOOK_ALLOW_PRIVATE: 'false' },
-      resolveHost: async (name) => {
+      resolveHost: (name) => {
         const addresses = zone[name];
-        if (!addresses) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${name}`), { code: 'ENOTFOUND' });
-        return addresses;
+        if (!addresses)
+          return Promise.reject(Object.assign(new Error(`getaddrinfo ENOTFOUND ${name}`), { code: 'ENOTFOUND' }));
+        return Promise.resolve(addresses);
       },
     });
     account = await server.createAccount();
     receiver = await startReceiver();
   });
   afterAll(async () => {
-    await receiver?.close();
-    await server?.close();
+    await ifStarted(receiver)?.close();
+    await ifStarted(server)?.close();
   });
 
   it('refuses loopback, private, link-local and metadata receivers unless allowed', async () => {

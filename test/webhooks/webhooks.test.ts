@@ -6,6 +6,7 @@ import { appendEvents } from '../../api/src/events/outbox';
 import type { NewEvent } from '../../api/src/events/event-types';
 import { startReceiver } from './receiver';
 import { gql } from '../graphql/graphql-client';
+import { ifStarted } from '../helpers/teardown';
 
 /** The receiver's check, written independently of the service's signing code (docs/webhooks.md). */
 function verify(header: string, body: string, secret: string): boolean {
@@ -46,8 +47,8 @@ describe('webhooks', () => {
     receiver = await startReceiver();
   });
   afterAll(async () => {
-    await receiver?.close();
-    await server?.close();
+    await ifStarted(receiver)?.close();
+    await ifStarted(server)?.close();
   });
 
   it('creates an endpoint whose secret is shown once and stored sealed', async () => {

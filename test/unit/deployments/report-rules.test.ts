@@ -220,19 +220,19 @@ describe('foldReports: a batch of reports in arrival order', () => {
   it('groups the updates that end by outcome and message: one write per group', () => {
     const [a, b, c, d] = [update(), update(), update(), update({ firmwareKey: versionKey('2.0.0') })];
     const folded = foldReports(
-      [a!, b!, c!, d!],
+      [a, b, c, d],
       [
-        report(a!, 'failed', { error: 'e1' }),
-        report(b!, 'failed', { error: 'e1' }),
-        report(c!, 'failed', { error: 'e2' }),
-        report(d!, 'succeeded'),
+        report(a, 'failed', { error: 'e1' }),
+        report(b, 'failed', { error: 'e1' }),
+        report(c, 'failed', { error: 'e2' }),
+        report(d, 'succeeded'),
       ],
       { now: NOW, timing },
     );
     expect(folded.finals).toEqual([
-      { state: 'failed', error: 'e1', ids: [a!.id, b!.id] },
-      { state: 'failed', error: 'e2', ids: [c!.id] },
-      { state: 'succeeded', error: null, ids: [d!.id] },
+      { state: 'failed', error: 'e1', ids: [a.id, b.id] },
+      { state: 'failed', error: 'e2', ids: [c.id] },
+      { state: 'succeeded', error: null, ids: [d.id] },
     ]);
   });
 

@@ -14,11 +14,12 @@ const user = { id: 'u1', accountId: 'a1', email: 'u@example.test', role: 'viewer
 
 const deps: CallerDeps = {
   apiKeys: {
-    authenticate: async (secret) => (secret === 'flk_good' ? { actor: keyActor, rateLimitPerMinute: 100 } : null),
-  } as CallerDeps['apiKeys'],
+    authenticate: (secret) =>
+      Promise.resolve(secret === 'flk_good' ? { actor: keyActor, rateLimitPerMinute: 100 } : null),
+  },
   users: {
-    authenticateSession: async (token) =>
-      token === 'fls_good' ? { actor: userActor, user, csrfToken: 'csrf-1' } : null,
+    authenticateSession: (token) =>
+      Promise.resolve(token === 'fls_good' ? { actor: userActor, user, csrfToken: 'csrf-1' } : null),
   } as CallerDeps['users'],
 };
 

@@ -10,16 +10,16 @@ const keyCaller = {
 class CountingLimiter implements RateLimiter {
   readonly calls: Array<{ key: string; limit: number; units: number }> = [];
   private used = 0;
-  async consume(key: string, limitPerMinute: number, units = 1): Promise<RateDecision> {
+  consume(key: string, limitPerMinute: number, units = 1): Promise<RateDecision> {
     this.calls.push({ key, limit: limitPerMinute, units });
     this.used += units;
     const allowed = this.used <= limitPerMinute;
-    return {
+    return Promise.resolve({
       allowed,
       limit: limitPerMinute,
       remaining: Math.max(0, limitPerMinute - this.used),
       resetSeconds: allowed ? 42 : 0.2,
-    };
+    });
   }
 }
 
