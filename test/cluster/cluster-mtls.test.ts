@@ -5,6 +5,7 @@ import path from 'node:path';
 import mqtt, { type MqttClient } from 'mqtt';
 import { clusterAvailable, startTestCluster, type TestCluster } from '../helpers/cluster';
 import { ApiClient } from '../helpers/api-client';
+import { ifStarted } from '../helpers/teardown';
 import { heartbeat } from '../helpers/mqtt';
 import { makeCsr, writeServerCertificate } from '../helpers/certificates';
 import { topics } from '../../broker/src/protocol/topics';
@@ -68,7 +69,7 @@ describe.skipIf(!availability.ok)('device certificates across a TLS cluster', ()
     expect((await api0.post('/api/v1/models', { name: 'LX-M' })).status).toBe(201);
   }, 120_000);
   afterAll(async () => {
-    await cluster?.close();
+    await ifStarted(cluster)?.close();
     rmSync(dir, { recursive: true, force: true });
   });
 

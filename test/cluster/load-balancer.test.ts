@@ -2,18 +2,15 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { clusterAvailable, startTestCluster, type TestCluster } from '../helpers/cluster';
 import { haproxyAvailable, startHaproxy } from '../helpers/haproxy';
 import { ApiClient } from '../helpers/api-client';
-<<<<<<< HEAD
 import { Agent, request } from 'undici';
-=======
 import { ifStarted } from '../helpers/teardown';
->>>>>>> lint-tests
 
 const availability = await clusterAvailable();
 const haproxy = haproxyAvailable();
 if (!availability.ok) console.log(`load balancer tests skipped: ${availability.why}`);
 else if (!haproxy) console.log('load balancer tests skipped: haproxy is not installed (apt-get install haproxy)');
 
-/** The docs/scaling.md recipe, tested: HAProxy (TCP) in front of two processes. */
+/** The docs/scaling.md recipe, tested: HAProxy (docs/haproxy.cfg) in front of two processes. */
 describe.skipIf(!availability.ok || !haproxy)('two processes behind HAProxy', () => {
   let cluster: TestCluster;
   let lb: Awaited<ReturnType<typeof startHaproxy>>;
