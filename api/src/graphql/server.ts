@@ -21,7 +21,6 @@ import type { EventBus } from '../events/event-bus';
 import { DomainError } from '../domain/shared/errors';
 import { LiveEventHub } from '../events/live-hub';
 import { loadTypeDefs } from './schema-files';
-import { DateTimeScalar, JSONScalar } from './scalars';
 import type { GraphQLContext } from './context';
 import { createLoaders } from './loaders';
 import { formatGraphQLError, graphQLErrorFor } from './errors';
@@ -54,7 +53,7 @@ export interface GraphQLMount {
 export function buildSchema(): GraphQLSchema {
   return makeExecutableSchema({
     typeDefs: loadTypeDefs(),
-    resolvers: [{ DateTime: DateTimeScalar, JSON: JSONScalar }, ...createResolvers()],
+    resolvers: createResolvers(),
   });
 }
 
