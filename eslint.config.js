@@ -19,6 +19,7 @@ export default tseslint.config(
       '.tmp/',
       // Written by `npm run codegen` (codegen.ts); test/unit/codegen.test.ts keeps them current.
       'api/src/graphql/generated/',
+      'portal/src/shared/graphql/generated/',
     ],
   },
   js.configs.recommended,
