@@ -494,6 +494,8 @@ export type DeviceUpdate = {
   supersededBy?: Maybe<Scalars['ID']['output']>;
   /** Succeeded, then failed the health gate. */
   healthFailed?: Maybe<Scalars['Boolean']['output']>;
+  /** True once the update reached a final state (succeeded, failed, timed_out, cancelled, rolled_back; superseded ones are cancelled): nothing moves it on afterwards. */
+  final: Scalars['Boolean']['output'];
 };
 
 export type DeviceHistoryEvent = {
@@ -710,6 +712,15 @@ export type DeploymentStatus =
   | 'completed_with_failures'
   | 'cancelled';
 
+/** What an operator can do to a deployment depending on its status (rollback and retry depend on its devices instead). */
+export type DeploymentAction =
+  /** pauseDeployment: scheduled or running. */
+  | 'pause'
+  /** resumeDeployment: paused. */
+  | 'resume'
+  /** cancelDeployment: scheduled, running or paused. */
+  | 'cancel';
+
 /** deploy: a deployFirmware; claim: installs the firmware of a claim; rollback; retry: retryFailedDeployment. */
 export type DeploymentKind =
   | 'deploy'
@@ -778,6 +789,10 @@ export type Deployment = {
   model: Scalars['String']['output'];
   targetVersion: Scalars['String']['output'];
   status: DeploymentStatus;
+  /** Still under way (scheduled, running or paused): it may yet send updates. */
+  active: Scalars['Boolean']['output'];
+  /** The actions its status allows now (pause, resume, cancel); the others answer invalid_state. */
+  allowedActions: Array<DeploymentAction>;
   filter: DeploymentFilter;
   rollout?: Maybe<Rollout>;
   respectMaintenanceWindow: Scalars['Boolean']['output'];
@@ -1176,6 +1191,7 @@ export type ResolversTypes = {
   FirmwareSigningKeys: ResolverTypeWrapper<FirmwareSigningKeys>;
   RegisterFirmwareSigningKeyInput: RegisterFirmwareSigningKeyInput;
   DeploymentStatus: DeploymentStatus;
+  DeploymentAction: DeploymentAction;
   DeploymentKind: DeploymentKind;
   Rollout: ResolverTypeWrapper<RolloutModel>;
   TagConcurrency: ResolverTypeWrapper<TagConcurrency>;
@@ -1458,6 +1474,7 @@ export type DeviceUpdateResolvers<ContextType = GraphQLContext, ParentType exten
   sentAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
   supersededBy?: Resolver<Maybe<ResolversTypes['ID']>, ParentType, ContextType>;
   healthFailed?: Resolver<Maybe<ResolversTypes['Boolean']>, ParentType, ContextType>;
+  final?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
 };
 
 export type DeviceHistoryEventResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['DeviceHistoryEvent'] = ResolversParentTypes['DeviceHistoryEvent']> = {
@@ -1588,6 +1605,8 @@ export type DeploymentResolvers<ContextType = GraphQLContext, ParentType extends
   model?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   targetVersion?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   status?: Resolver<ResolversTypes['DeploymentStatus'], ParentType, ContextType>;
+  active?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  allowedActions?: Resolver<Array<ResolversTypes['DeploymentAction']>, ParentType, ContextType>;
   filter?: Resolver<ResolversTypes['DeploymentFilter'], ParentType, ContextType>;
   rollout?: Resolver<Maybe<ResolversTypes['Rollout']>, ParentType, ContextType>;
   respectMaintenanceWindow?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;

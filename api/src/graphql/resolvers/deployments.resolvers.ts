@@ -1,4 +1,5 @@
 import { DomainError } from '../../domain/shared/errors';
+import { allowedActions, isActive } from '../../domain/deployments/deployment-types';
 import { DEVICE_STATUSES } from '../../domain/devices/device-types';
 import { progressPercent } from '../../domain/deployments/progress-rules';
 import type { DeployInput } from '../../domain/deployments/deployment.service';
@@ -74,6 +75,8 @@ export const deploymentResolvers: Resolvers = {
       healthFailed: d.counts.health_failed,
     }),
     progress: (d) => progressPercent(d),
+    active: (d) => isActive(d.status),
+    allowedActions: (d) => allowedActions(d.status),
     updates: async (d, args, ctx) => {
       const first = orDefault(args.first, 50);
       if (first < 1 || first > MAX_PAGE)

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DomainError } from '../../domain/shared/errors';
-import { UPDATE_STATES } from '../../domain/deployments/deployment-types';
+import { UPDATE_STATES, isFinal, type UpdateState } from '../../domain/deployments/deployment-types';
 import type { DeviceConfigPatch } from '../../domain/devices/device-config';
 import { historyCursor } from '../../domain/devices/device-history';
 import { ClaimDevicesInput, type ClaimResult } from '../../domain/devices/claim.service';
@@ -12,6 +12,7 @@ import type {
   Resolvers,
   ResolversParentTypes,
 } from '../generated/resolvers-types';
+import type { DeviceUpdateParent } from '../mappers';
 import { MAX_DEVICE_PAGE } from '../limits';
 import { connection, liveField, money, oneOf, orDefault, orNull } from './presenters';
 import { presentCertificate } from './certificates.resolvers';
@@ -56,6 +57,8 @@ function toConfigPatch(input: DeviceConfigInput): DeviceConfigPatch {
  */
 const ClaimJson = z.object({ names: ClaimDevicesInput.shape.names, csrs: ClaimDevicesInput.shape.csrs });
 const UpdateJson = z.object({ tags: UpdateDeviceInput.shape.tags });
+
+const updateState = (u: DeviceUpdateParent): UpdateState => oneOf(UPDATE_STATES, u.state, 'Update state');
 
 export function presentClaim(result: ClaimResult): ResolversParentTypes['ClaimDevicesPayload'] {
   return {
@@ -160,7 +163,8 @@ export const deviceResolvers: Resolvers = {
   },
   DeviceUpdate: {
     // A device's current update carries its state as the stored text.
-    state: (u) => oneOf(UPDATE_STATES, u.state, 'Update state'),
+    state: (u) => updateState(u),
+    final: (u) => isFinal(updateState(u)),
   },
   DeviceConfig: {
     heartbeatIntervalS: (c) => c.heartbeat_interval_s ?? null,
