@@ -39,7 +39,7 @@ export default tseslint.config(
     files: ['portal/src/**/*.vue', 'portal/src/**/*.ts'],
     languageOptions: {
       globals: { ...globals.browser },
-      parserOptions: { parser: tseslint.parser, projectService: true, extraFileExtensions: ['.vue'] },
+      parserOptions: { parser: tseslint.parser, extraFileExtensions: ['.vue'] },
     },
   },
   {
