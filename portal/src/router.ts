@@ -2,6 +2,16 @@ import { createRouter, createWebHistory, type RouteRecordRaw } from 'vue-router'
 import { loadSession, onSessionExpired, session } from './shared/session';
 import { resetApollo } from './shared/api/apollo';
 import AppLayout from './layout/AppLayout.vue';
+
+declare module 'vue-router' {
+  /** What the routes below say about themselves. */
+  interface RouteMeta {
+    /** Reachable without a session (the login page). */
+    public?: boolean;
+    /** The page's name in the browser's title bar. */
+    title?: string;
+  }
+}
 import LoginPage from './features/auth/pages/LoginPage.vue';
 
 const routes: RouteRecordRaw[] = [
@@ -106,7 +116,7 @@ export function createPortalRouter() {
     return true;
   });
   router.afterEach((to) => {
-    document.title = `${String(to.meta.title ?? 'Fleet')} · Fleet portal`;
+    document.title = `${to.meta.title ?? 'Fleet'} · Fleet portal`;
   });
 
   // A page's code could not be loaded (a new build replaced the old files, or the network

@@ -2,7 +2,7 @@ import express, { type Request, type Response, type NextFunction, type Router } 
 import type { RouteDef, RouteResult } from './route';
 import { authenticateCaller, credentialsOf, requireCsrfFor, type Caller } from '../../api/src/edge/caller';
 import type { CallerRateLimit } from '../../api/src/edge/rate-limit';
-import { problem, sendProblem, zodToFieldErrors, problemErrorHandler } from '../../api/src/edge/problem';
+import { problem, sendProblem, problemErrorHandler } from '../../api/src/edge/problem';
 import { findNul } from '../../api/src/edge/nul-guard';
 import { DomainError } from '../../api/src/domain/shared/errors';
 import type { ApiKeyService } from '../../api/src/domain/accounts/api-key.service';
@@ -25,15 +25,19 @@ const JSON_TYPES = ['application/json', 'application/*+json'];
 
 /**
  * Builds /api/v1 from the route table. Each request reads top to bottom: authenticate, rate
- * limit, check content type, validate params, query and body with the route's schemas, honour
- * Idempotency-Key, call the handler (one service call), send JSON. Every error is problem+json.
+ * limit, check content type, parse the JSON body (only now, so an unauthenticated or throttled
+ * caller never makes the service read a body), validate params, query and body with the route's
+ * schemas, honour Idempotency-Key, call the handler (one service call), send JSON. Every error
+ * is problem+json.
  */
 export function createRestRouter(routes: RouteDef[], deps: RestRouterDeps): Router {
   const router = express.Router();
   const jsonParser = express.json({ limit: deps.maxJsonBodyBytes, type: JSON_TYPES, strict: false });
+  /** Who is calling, from `admit` to `handle` (public routes have no caller). */
+  const callers = new WeakMap<Request, Caller>();
 
   for (const route of routes) {
-    router[route.method](route.path, async (req: Request, res: Response, next: NextFunction) => {
+    const admit = async (req: Request, res: Response, next: NextFunction): Promise<void> => {
       const started = process.hrtime.bigint();
       res.on('finish', () => {
         deps.metrics.httpRequests.inc({ method: route.method, route: route.path, status: String(res.statusCode) });
@@ -42,71 +46,73 @@ export function createRestRouter(routes: RouteDef[], deps: RestRouterDeps): Rout
           Number(process.hrtime.bigint() - started) / 1e9,
         );
       });
-      try {
-        let caller: Caller | undefined;
-        if (route.auth !== 'public') {
-          caller = await authenticateCaller(credentialsOf(req), deps);
-          requireCsrfFor(req.method, caller);
-          const charge = await deps.rateLimit.charge(caller);
-          if (charge) {
-            for (const [name, value] of charge.headers) res.setHeader(name, value);
-            if (!charge.allowed) {
-              sendProblem(res, problem('rate_limited', charge.message), charge.retryAfterSeconds);
-              return;
-            }
+      if (route.auth !== 'public') {
+        const caller = await authenticateCaller(credentialsOf(req), deps);
+        requireCsrfFor(req.method, caller);
+        const charge = await deps.rateLimit.charge(caller);
+        if (charge) {
+          for (const [name, value] of charge.headers) res.setHeader(name, value);
+          if (!charge.allowed) {
+            sendProblem(res, problem('rate_limited', charge.message), charge.retryAfterSeconds);
+            return;
           }
         }
-        if (route.body) {
-          if (!req.is(JSON_TYPES)) {
-            throw new DomainError('unsupported_media_type', 'Send the body as application/json.');
-          }
-          await new Promise<void>((resolve, reject) =>
-            jsonParser(req, res, (err?: unknown) => (err ? reject(err) : resolve())),
-          );
-        }
-        // PostgreSQL text cannot hold NUL; refuse it at the edge for every field (OWASP API8).
-        const nulAt =
-          findNul(req.params, 'path') ?? findNul(req.query, 'query') ?? (route.body ? findNul(req.body, '') : null);
-        if (nulAt !== null) {
-          throw new DomainError('validation_failed', 'Text may not contain NUL characters.', {
-            errors: [{ field: nulAt || '(body)', message: 'contains a NUL character' }],
-          });
-        }
-        const params = parsePart(route.params, req.params, 'path');
-        const query = parsePart(route.query, req.query, 'query');
-        const body = route.body ? parsePart(route.body, req.body, '') : undefined;
-        const actor = caller?.actor ?? { accountId: '', role: 'viewer' as const, principal: 'anonymous' };
-
-        const idempotencyKey = route.idempotent ? req.get('Idempotency-Key') : undefined;
-        if (route.idempotent && idempotencyKey !== undefined && caller) {
-          const outcome = await deps.idempotency.run(
-            {
-              actor,
-              key: idempotencyKey,
-              operation: route.operationId,
-              body,
-              requiredRole: route.idempotent.requiredRole,
-            },
-            async (unitOfWork) => {
-              const result = await route.handler({ actor, params, query, body, req, res, unitOfWork });
-              if (!result) throw new Error(`${route.operationId}: an idempotent handler must return its result`);
-              return result;
-            },
-          );
-          if (outcome.kind === 'replayed') {
-            res.setHeader('Idempotent-Replayed', 'true');
-            res.status(outcome.status).json(outcome.body);
-          } else {
-            send(res, outcome.response);
-          }
-          return;
-        }
-        const result = await route.handler({ actor, params, query, body, req, res });
-        if (result) send(res, result);
-      } catch (error) {
-        next(error);
+        callers.set(req, caller);
       }
-    });
+      if (route.body && !req.is(JSON_TYPES)) {
+        throw new DomainError('unsupported_media_type', 'Send the body as application/json.');
+      }
+      next();
+    };
+
+    const handle = async (req: Request, res: Response): Promise<void> => {
+      // PostgreSQL text cannot hold NUL; refuse it at the edge for every field (OWASP API8).
+      const nulAt =
+        findNul(req.params, 'path') ?? findNul(req.query, 'query') ?? (route.body ? findNul(req.body, '') : null);
+      if (nulAt !== null) {
+        throw new DomainError('validation_failed', 'Text may not contain NUL characters.', {
+          errors: [{ field: nulAt || '(body)', message: 'contains a NUL character' }],
+        });
+      }
+      const request = route.parse({
+        params: req.params,
+        query: req.query,
+        body: route.body ? req.body : undefined,
+      });
+      const caller = callers.get(req);
+      const actor = caller?.actor ?? { accountId: '', role: 'viewer' as const, principal: 'anonymous' };
+
+      const idempotencyKey = route.idempotent ? req.get('Idempotency-Key') : undefined;
+      if (route.idempotent && idempotencyKey !== undefined && caller) {
+        const outcome = await deps.idempotency.run(
+          {
+            actor,
+            key: idempotencyKey,
+            operation: route.operationId,
+            body: request.body,
+            requiredRole: route.idempotent.requiredRole,
+          },
+          async (unitOfWork) => {
+            const result = await request.run({ actor, req, res, unitOfWork });
+            if (!result) throw new Error(`${route.operationId}: an idempotent handler must return its result`);
+            return result;
+          },
+        );
+        if (outcome.kind === 'replayed') {
+          res.setHeader('Idempotent-Replayed', 'true');
+          res.status(outcome.status).json(outcome.body);
+        } else {
+          send(res, outcome.response);
+        }
+        return;
+      }
+      const result = await request.run({ actor, req, res });
+      if (result) send(res, result);
+    };
+
+    // Express 5 passes a rejected handler's error on to the error handler below.
+    if (route.body) router[route.method](route.path, admit, jsonParser, handle);
+    else router[route.method](route.path, admit, handle);
   }
 
   router.use((req: Request, res: Response) => {
@@ -120,19 +126,4 @@ function send(res: Response, result: RouteResult): void {
   if (result.headers) for (const [name, value] of Object.entries(result.headers)) res.setHeader(name, value);
   if (result.body === undefined) res.status(result.status).end();
   else res.status(result.status).json(result.body);
-}
-
-function parsePart(schema: RouteDef['params'], value: unknown, prefix: string): unknown {
-  if (!schema) return value;
-  const parsed = schema.safeParse(value ?? {});
-  if (!parsed.success) {
-    throw new DomainError(
-      'validation_failed',
-      prefix ? `Invalid ${prefix} parameters.` : 'The request has invalid fields.',
-      {
-        errors: zodToFieldErrors(parsed.error, prefix === 'path' || prefix === 'query' ? prefix : ''),
-      },
-    );
-  }
-  return parsed.data;
 }

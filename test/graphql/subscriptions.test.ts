@@ -188,16 +188,19 @@ describe('GraphQL subscriptions over graphql-ws', () => {
     expect(upload.status).toBe(201);
     const deployed = await gql(
       server.service.httpUrl,
-      'mutation { deployFirmware(input: { firmwareVersion: "1.1.0", filter: { model: "LX-200" } }) { id status targetCount } }',
+      'mutation { deployFirmware(input: { firmwareVersion: "1.1.0", filter: { model: "LX-200" } }) { id status targetCount active allowedActions updates(first: 1) { edges { node { state final } } } } }',
       { apiKey: account.apiKey },
     );
     expect(deployed.body.errors).toBeUndefined();
     const id = deployed.body.data.deployFirmware.id;
+    // The status rules come from the domain: under way, pausable and cancellable, updates not final yet.
+    expect(deployed.body.data.deployFirmware).toMatchObject({ active: true, allowedActions: ['pause', 'cancel'] });
+    expect(deployed.body.data.deployFirmware.updates.edges[0].node.final).toBe(false);
     const progress = collect<{
       data: { deploymentProgress: { id: string; status: string; counts: { cancelled: number } } };
     }>(
       open({ apiKey: account.apiKey }),
-      'subscription($id: ID!) { deploymentProgress(id: $id) { id status progress counts { queued cancelled } } }',
+      'subscription($id: ID!) { deploymentProgress(id: $id) { id status active allowedActions progress counts { queued cancelled } } }',
       { id },
     );
     const foreign = collect(
@@ -212,7 +215,12 @@ describe('GraphQL subscriptions over graphql-ws', () => {
     });
     expect(cancelled.body.data.cancelDeployment.status).toBe('cancelled');
     await progress.until(() => progress.items.some((i) => i.data.deploymentProgress.status === 'cancelled'), 3000);
-    expect(progress.items.at(-1)!.data.deploymentProgress).toMatchObject({ id, status: 'cancelled' });
+    expect(progress.items.at(-1)!.data.deploymentProgress).toMatchObject({
+      id,
+      status: 'cancelled',
+      active: false,
+      allowedActions: [],
+    });
     await expect(foreign.until(() => false, 1500)).rejects.toThrow(/ended/);
     expect(JSON.stringify([...foreign.items, ...foreign.errors])).toContain('not_found');
   });

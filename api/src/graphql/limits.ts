@@ -1,5 +1,6 @@
 import {
   Kind,
+  OperationTypeNode,
   type DocumentNode,
   type FragmentDefinitionNode,
   type GraphQLError,
@@ -55,7 +56,7 @@ export const MAX_PAGE = 500;
  * (the count is what the document asks for at most); `__typename` is free.
  */
 export function rateLimitUnits(document: DocumentNode, operation: OperationDefinitionNode): number {
-  if (operation.operation !== 'mutation') return 1;
+  if (operation.operation !== OperationTypeNode.MUTATION) return 1;
   const fragments = new Map<string, FragmentDefinitionNode>();
   for (const definition of document.definitions) {
     if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);

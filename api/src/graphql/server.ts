@@ -10,8 +10,7 @@ import {
   ApolloServerPluginUsageReportingDisabled,
 } from '@apollo/server/plugin/disabled';
 import { makeExecutableSchema } from '@graphql-tools/schema';
-import type { GraphQLError, GraphQLSchema } from 'graphql';
-import { WebSocketServer } from 'ws';
+import { OperationTypeNode, type GraphQLError, type GraphQLSchema } from 'graphql';
 import type { Services } from '../services';
 import { authenticateCaller, credentialsOf } from '../edge/caller';
 import type { CallerRateLimit, RateCharge } from '../edge/rate-limit';
@@ -21,7 +20,6 @@ import type { EventBus } from '../events/event-bus';
 import { DomainError } from '../domain/shared/errors';
 import { LiveEventHub } from '../events/live-hub';
 import { loadTypeDefs } from './schema-files';
-import { DateTimeScalar, JSONScalar } from './scalars';
 import type { GraphQLContext } from './context';
 import { createLoaders } from './loaders';
 import { formatGraphQLError, graphQLErrorFor } from './errors';
@@ -54,7 +52,7 @@ export interface GraphQLMount {
 export function buildSchema(): GraphQLSchema {
   return makeExecutableSchema({
     typeDefs: loadTypeDefs(),
-    resolvers: [{ DateTime: DateTimeScalar, JSON: JSONScalar }, ...createResolvers()],
+    resolvers: createResolvers(),
   });
 }
 
@@ -72,11 +70,12 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLMount> {
   const ws = attachGraphQLWebSocket({ ...deps, schema, live, formatError });
 
   const requirements: ApolloServerPlugin<GraphQLContext> = {
-    async requestDidStart() {
-      return {
+    // Apollo's hooks return promises; this one and willSendResponse have nothing to wait for.
+    requestDidStart() {
+      return Promise.resolve({
         async didResolveOperation({ operation, contextValue, document, request, response }) {
           // Cookie callers change state only with the session's CSRF token (reads need none).
-          if (operation?.operation === 'mutation' && !contextValue.csrfValid) {
+          if (operation?.operation === OperationTypeNode.MUTATION && !contextValue.csrfValid) {
             throw graphQLErrorFor('csrf_failed', 'Missing or wrong x-csrf-token header for a session mutation.');
           }
           const nul = nulInOperation(document, request.variables);
@@ -90,14 +89,15 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLMount> {
             if (!charge.allowed) throw rateLimitedError(charge);
           }
         },
-        async willSendResponse({ operation, errors, contextValue }) {
-          if (!contextValue?.actor) return;
+        // Request hooks run only once the context exists (a refused caller never gets here).
+        willSendResponse({ operation, errors }) {
           deps.metrics.graphqlOperations.inc({
             type: operation?.operation ?? 'invalid',
             outcome: errors?.length ? 'error' : 'ok',
           });
+          return Promise.resolve();
         },
-      };
+      });
     },
   };
 
@@ -122,12 +122,8 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLMount> {
       ApolloServerPluginInlineTraceDisabled(),
       ApolloServerPluginUsageReportingDisabled(),
       {
-        async serverWillStart() {
-          return {
-            async drainServer() {
-              await ws.dispose();
-            },
-          };
+        serverWillStart() {
+          return Promise.resolve({ drainServer: () => ws.dispose() });
         },
       },
       requirements,
@@ -166,22 +162,18 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLMount> {
   router.use((error: unknown, _req: Request, res: Response, next: NextFunction) => {
     const type = (error as { type?: string } | null)?.type;
     if (type === 'entity.parse.failed')
-      return void res
-        .status(400)
-        .json({
-          errors: [{ message: 'The body is not valid JSON.', extensions: { code: 'malformed_json', status: 400 } }],
-        });
+      return void res.status(400).json({
+        errors: [{ message: 'The body is not valid JSON.', extensions: { code: 'malformed_json', status: 400 } }],
+      });
     if (type === 'entity.too.large')
-      return void res
-        .status(413)
-        .json({
-          errors: [
-            {
-              message: 'The body is larger than the documented limit.',
-              extensions: { code: 'payload_too_large', status: 413 },
-            },
-          ],
-        });
+      return void res.status(413).json({
+        errors: [
+          {
+            message: 'The body is larger than the documented limit.',
+            extensions: { code: 'payload_too_large', status: 413 },
+          },
+        ],
+      });
     next(error);
   });
 
@@ -190,7 +182,9 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLMount> {
     router,
     schema,
     live,
-    handleUpgrade: ws.handleUpgrade,
+    handleUpgrade: (req, socket, head) => {
+      ws.handleUpgrade(req, socket, head);
+    },
     stop: () =>
       (stopped ??= (async () => {
         live.close();

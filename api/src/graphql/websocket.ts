@@ -7,6 +7,7 @@ import {
   execute,
   specifiedRules,
   getOperationAST,
+  OperationTypeNode,
   type GraphQLSchema,
   type GraphQLFormattedError,
   type DocumentNode,
@@ -134,7 +135,7 @@ export function attachGraphQLWebSocket(deps: {
           });
         }
         const operation = getOperationAST(document, payload.operationName);
-        if (operation?.operation === 'mutation' && caller.sessionToken) {
+        if (operation?.operation === OperationTypeNode.MUTATION && caller.sessionToken) {
           // Cookie callers mutate over HTTP, where the CSRF token is checked.
           return [
             new GraphQLError('Send mutations over HTTP with the x-csrf-token header.', {

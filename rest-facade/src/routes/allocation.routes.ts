@@ -1,11 +1,11 @@
-import type { RouteDef } from '../route';
+import { defineRoute, type RouteDef } from '../route';
 import type { Services } from '../../../api/src/services';
 import { AllocationSchema } from '../schemas/device.schemas';
 import { presentAllocation } from '../presenters/device.presenter';
 
 export function allocationRoutes(services: Services): RouteDef[] {
   return [
-    {
+    defineRoute({
       method: 'get',
       path: '/allocation',
       operationId: 'getAllocation',
@@ -13,6 +13,6 @@ export function allocationRoutes(services: Services): RouteDef[] {
       tag: 'Allocation',
       responses: { 200: { description: 'Current allocation and budget', schema: AllocationSchema } },
       handler: async ({ actor }) => ({ status: 200, body: presentAllocation(await services.allocation.get(actor)) }),
-    },
+    }),
   ];
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { RouteDef } from '../route';
+import { defineRoute, type RouteDef } from '../route';
 import type { Services } from '../../../api/src/services';
 import { CreateApiKeyInput, type ApiKey } from '../../../api/src/domain/accounts/api-key.service';
 import { IdParams } from '../schemas/common';
@@ -30,7 +30,7 @@ const presentKey = (k: ApiKey) => ({
 
 export function apiKeyRoutes(services: Services): RouteDef[] {
   return [
-    {
+    defineRoute({
       method: 'get',
       path: '/api-keys',
       operationId: 'listApiKeys',
@@ -41,8 +41,8 @@ export function apiKeyRoutes(services: Services): RouteDef[] {
         status: 200,
         body: { api_keys: (await services.apiKeys.list(actor)).map(presentKey) },
       }),
-    },
-    {
+    }),
+    defineRoute({
       method: 'post',
       path: '/api-keys',
       operationId: 'createApiKey',
@@ -56,8 +56,8 @@ export function apiKeyRoutes(services: Services): RouteDef[] {
         const created = await services.apiKeys.create(actor, body);
         return { status: 201, body: { api_key: presentKey(created.apiKey), secret: created.secret } };
       },
-    },
-    {
+    }),
+    defineRoute({
       method: 'delete',
       path: '/api-keys/:id',
       operationId: 'revokeApiKey',
@@ -69,6 +69,6 @@ export function apiKeyRoutes(services: Services): RouteDef[] {
         status: 200,
         body: { api_key: presentKey(await services.apiKeys.revoke(actor, params.id)) },
       }),
-    },
+    }),
   ];
 }

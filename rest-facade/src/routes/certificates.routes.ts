@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { RouteDef } from '../route';
+import { defineRoute, type RouteDef } from '../route';
 import type { Services } from '../../../api/src/services';
 import { IssueCertificateInput } from '../../../api/src/domain/certificates/device-certificate.service';
 import { SerialParams } from '../schemas/device.schemas';
@@ -19,7 +19,7 @@ const CertificateParams = SerialParams.extend({
 /** Device certificates (mutual TLS on MQTTS) and the device CA that signs them. */
 export function certificateRoutes(services: Services): RouteDef[] {
   return [
-    {
+    defineRoute({
       method: 'get',
       path: '/device-ca',
       operationId: 'getDeviceCa',
@@ -32,8 +32,8 @@ export function certificateRoutes(services: Services): RouteDef[] {
         res.status(200).type('application/x-pem-file').setHeader('Cache-Control', 'no-cache');
         res.send(ca.pem);
       },
-    },
-    {
+    }),
+    defineRoute({
       method: 'post',
       path: '/devices/:serial/certificates',
       operationId: 'issueDeviceCertificate',
@@ -55,8 +55,8 @@ export function certificateRoutes(services: Services): RouteDef[] {
           ),
         ),
       }),
-    },
-    {
+    }),
+    defineRoute({
       method: 'get',
       path: '/devices/:serial/certificates',
       operationId: 'listDeviceCertificates',
@@ -70,8 +70,8 @@ export function certificateRoutes(services: Services): RouteDef[] {
           certificates: (await services.certificates.list(actor, { serial: params.serial })).map(presentCertificate),
         },
       }),
-    },
-    {
+    }),
+    defineRoute({
       method: 'delete',
       path: '/devices/:serial/certificates/:fingerprint',
       operationId: 'revokeDeviceCertificate',
@@ -86,6 +86,6 @@ export function certificateRoutes(services: Services): RouteDef[] {
           await services.certificates.revoke(actor, { serial: params.serial, fingerprint: params.fingerprint }),
         ),
       }),
-    },
+    }),
   ];
 }

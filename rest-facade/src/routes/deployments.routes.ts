@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { RouteDef } from '../route';
+import { defineRoute, type RouteDef } from '../route';
 import type { Services } from '../../../api/src/services';
 import { DEPLOYMENT_STATUSES, UPDATE_STATES } from '../../../api/src/domain/deployments/deployment-types';
 import { IdParams } from '../schemas/common';
@@ -70,7 +70,7 @@ export function deploymentRoutes(services: Services): RouteDef[] {
     }
   };
   return [
-    {
+    defineRoute({
       method: 'get',
       path: '/firmware/deployments',
       operationId: 'listDeployments',
@@ -90,8 +90,8 @@ export function deploymentRoutes(services: Services): RouteDef[] {
           body: { deployments: page.deployments.map(presentDeployment), next_cursor: page.nextCursor },
         };
       },
-    },
-    {
+    }),
+    defineRoute({
       method: 'get',
       path: '/firmware/deployments/:id',
       operationId: 'getDeployment',
@@ -103,8 +103,8 @@ export function deploymentRoutes(services: Services): RouteDef[] {
         status: 200,
         body: { deployment: presentDeployment(await services.deployments.get(actor, params)) },
       }),
-    },
-    {
+    }),
+    defineRoute({
       method: 'get',
       path: '/firmware/deployments/:id/devices',
       operationId: 'listDeploymentDevices',
@@ -123,21 +123,23 @@ export function deploymentRoutes(services: Services): RouteDef[] {
         const page = await services.deployments.devices(actor, { id: params.id, ...query });
         return { status: 200, body: { devices: page.devices.map(presentDeviceUpdate), next_cursor: page.nextCursor } };
       },
-    },
-    ...ACTIONS.map(({ action, operationId, summary, created }): RouteDef => ({
-      method: 'post',
-      path: `/firmware/deployments/:id/${action}`,
-      operationId,
-      summary,
-      tag: 'Deployments',
-      params: IdParams,
-      responses: created
-        ? { 201: { description: 'The new deployment', schema: One } }
-        : { 200: { description: 'The deployment', schema: One } },
-      handler: async ({ actor, params }) => ({
-        status: created ? 201 : 200,
-        body: { deployment: presentDeployment(await run(action, actor, params.id)) },
+    }),
+    ...ACTIONS.map(({ action, operationId, summary, created }) =>
+      defineRoute({
+        method: 'post',
+        path: `/firmware/deployments/:id/${action}`,
+        operationId,
+        summary,
+        tag: 'Deployments',
+        params: IdParams,
+        responses: created
+          ? { 201: { description: 'The new deployment', schema: One } }
+          : { 200: { description: 'The deployment', schema: One } },
+        handler: async ({ actor, params }) => ({
+          status: created ? 201 : 200,
+          body: { deployment: presentDeployment(await run(action, actor, params.id)) },
+        }),
       }),
-    })),
+    ),
   ];
 }

@@ -1,5 +1,4 @@
-import { z } from 'zod';
-import type { RouteDef } from '../route';
+import { defineRoute, type RouteDef } from '../route';
 import type { Services } from '../../../api/src/services';
 import { DomainError } from '../../../api/src/domain/shared/errors';
 import { ClaimDevicesInput } from '../../../api/src/domain/devices/claim.service';
@@ -29,7 +28,7 @@ const filterOf = (q: ListDevicesQuery) => ({
 /** Devices: list (paged or streamed), claim, read, configure, history, credentials, unclaim. */
 export function deviceRoutes(services: Services): RouteDef[] {
   return [
-    {
+    defineRoute({
       method: 'get',
       path: '/devices',
       operationId: 'listDevices',
@@ -38,8 +37,7 @@ export function deviceRoutes(services: Services): RouteDef[] {
       tag: 'Devices',
       query: ListDevicesQuery,
       responses: { 200: { description: 'Devices, the count of all matches and the quota', schema: DeviceListSchema } },
-      handler: async ({ actor, query, res }) => {
-        const q = query as ListDevicesQuery;
+      handler: async ({ actor, query: q, res }) => {
         if (q.limit !== undefined) {
           const sort =
             q.sort === undefined
@@ -73,8 +71,8 @@ export function deviceRoutes(services: Services): RouteDef[] {
         }
         await streamDeviceList(res, await services.devices.listAllJson(actor, { filter: filterOf(q) }));
       },
-    },
-    {
+    }),
+    defineRoute({
       method: 'post',
       path: '/devices/claim',
       operationId: 'claimDevices',
@@ -89,8 +87,8 @@ export function deviceRoutes(services: Services): RouteDef[] {
         status: 201,
         body: presentClaim(await services.claims.claim(actor, body, unitOfWork ? { unitOfWork } : {})),
       }),
-    },
-    {
+    }),
+    defineRoute({
       method: 'get',
       path: '/devices/:serial',
       operationId: 'getDevice',
@@ -102,8 +100,8 @@ export function deviceRoutes(services: Services): RouteDef[] {
         status: 200,
         body: presentDevice(await services.devices.get(actor, { serial: params.serial })),
       }),
-    },
-    {
+    }),
+    defineRoute({
       method: 'patch',
       path: '/devices/:serial',
       operationId: 'updateDevice',
@@ -118,8 +116,8 @@ export function deviceRoutes(services: Services): RouteDef[] {
         status: 200,
         body: presentDevice(await services.devices.update(actor, { serial: params.serial, patch: body })),
       }),
-    },
-    {
+    }),
+    defineRoute({
       method: 'delete',
       path: '/devices/:serial',
       operationId: 'unclaimDevice',
@@ -132,8 +130,8 @@ export function deviceRoutes(services: Services): RouteDef[] {
         await services.devices.unclaim(actor, { serial: params.serial });
         return { status: 204 };
       },
-    },
-    {
+    }),
+    defineRoute({
       method: 'get',
       path: '/devices/:serial/history',
       operationId: 'getDeviceHistory',
@@ -142,8 +140,7 @@ export function deviceRoutes(services: Services): RouteDef[] {
       params: SerialParams,
       query: HistoryQuery,
       responses: { 200: { description: 'A page of events', schema: HistorySchema } },
-      handler: async ({ actor, params, query }) => {
-        const q = query as z.infer<typeof HistoryQuery>;
+      handler: async ({ actor, params, query: q }) => {
         const page = await services.devices.history(actor, {
           serial: params.serial,
           ...(q.limit !== undefined ? { limit: q.limit } : {}),
@@ -151,8 +148,8 @@ export function deviceRoutes(services: Services): RouteDef[] {
         });
         return { status: 200, body: presentHistory(page) };
       },
-    },
-    {
+    }),
+    defineRoute({
       method: 'post',
       path: '/devices/:serial/credentials',
       operationId: 'rotateDeviceCredentials',
@@ -165,6 +162,6 @@ export function deviceRoutes(services: Services): RouteDef[] {
         status: 201,
         body: await services.devices.rotateCredentials(actor, { serial: params.serial }),
       }),
-    },
+    }),
   ];
 }

@@ -42,9 +42,9 @@ export async function readFirmwareUpload(
   return new Promise((resolve, reject) => {
     const fields: Record<string, string> = {};
     let file: Promise<StoredTemp> | null = null;
-    let failure: unknown = null;
+    let failure: Error | null = null;
     let settled = false;
-    const fail = (error: unknown) => {
+    const fail = (error: Error) => {
       failure ??= error;
     };
     const finish = async () => {
@@ -55,7 +55,7 @@ export async function readFirmwareUpload(
         try {
           temp = await file;
         } catch (error) {
-          fail(error);
+          fail(asError(error));
         }
       }
       if (failure) {
@@ -63,15 +63,15 @@ export async function readFirmwareUpload(
         reject(failure);
       } else resolve({ fields, file: temp });
     };
-    const abort = (error: unknown) => {
+    const abort = (error: Error) => {
       fail(error);
       req.unpipe(parser);
       req.resume();
       void finish();
     };
     parser.on('field', (name, value, info) => {
-      if (!ALLOWED_FIELDS.has(name))
-        return fail(
+      if (!ALLOWED_FIELDS.has(name)) {
+        fail(
           new DomainError('validation_failed', `Unknown form field "${name}".`, {
             errors: [
               {
@@ -81,27 +81,32 @@ export async function readFirmwareUpload(
             ],
           }),
         );
-      if (info.valueTruncated)
-        return fail(new DomainError('payload_too_large', `The form field "${name}" is too long.`));
-      if (name in fields)
-        return fail(
+      } else if (info.valueTruncated) {
+        fail(new DomainError('payload_too_large', `The form field "${name}" is too long.`));
+      } else if (name in fields) {
+        fail(
           new DomainError('validation_failed', `The form field "${name}" is given twice.`, {
             errors: [{ field: name, message: 'is given twice' }],
           }),
         );
-      fields[name] = value;
+      } else {
+        fields[name] = value;
+      }
     });
     parser.on('file', (name, stream) => {
       if (name !== 'file' || file) {
         stream.resume();
-        return fail(
+        fail(
           new DomainError('validation_failed', 'Send exactly one binary, in the field "file".', {
             errors: [{ field: name, message: 'unexpected file part' }],
           }),
         );
+        return;
       }
       file = input.receive(stream);
-      file.catch((error: unknown) => abort(error));
+      file.catch((error: unknown) => {
+        abort(asError(error));
+      });
     });
     parser.on('filesLimit', () =>
       fail(new DomainError('validation_failed', 'Send exactly one binary, in the field "file".')),
@@ -113,6 +118,11 @@ export async function readFirmwareUpload(
     req.on('aborted', () => abort(new DomainError('bad_request', 'The upload was interrupted.')));
     req.pipe(parser);
   });
+}
+
+/** What the file store rejected with, as an Error (the upload's promise rejects with Errors only). */
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error('Storing the upload failed.', { cause: error });
 }
 
 function tooLarge(max: number): DomainError {

@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import type { RouteDef } from '../route';
+import { defineRoute, type RouteDef } from '../route';
 import type { Services } from '../../../api/src/services';
 import { DeployInput } from '../../../api/src/domain/deployments/deployment.service';
+import { UploadFirmwareFields } from '../../../api/src/domain/firmware/firmware.service';
 import { requireAdmin } from '../../../api/src/domain/shared/actor';
 import { IdParams } from '../schemas/common';
 import { RegisterSigningKeyInput } from '../../../api/src/domain/firmware/signing-key.service';
@@ -19,7 +20,7 @@ import { readFirmwareUpload } from './firmware-upload';
 /** Firmware versions (upload, list, delete the binary), the signing key (docs/signed-firmware.md) and deploy (docs/ota.md). */
 export function firmwareRoutes(services: Services): RouteDef[] {
   return [
-    {
+    defineRoute({
       method: 'post',
       path: '/firmware/versions',
       operationId: 'uploadFirmwareVersion',
@@ -42,11 +43,18 @@ export function firmwareRoutes(services: Services): RouteDef[] {
           receive: (stream) => services.firmware.receiveFile(actor, stream),
           discard: (temp) => services.firmware.discardFile(temp),
         });
-        const created = await services.firmware.create(actor, { fields: upload.fields as never, file: upload.file });
+        // The text fields are untrusted: parsed here with the service's own schema. A refused
+        // upload must not leave its binary behind (the service discards it on its own failures).
+        const fields = UploadFirmwareFields.safeParse(upload.fields);
+        if (!fields.success) {
+          if (upload.file) await services.firmware.discardFile(upload.file);
+          throw fields.error;
+        }
+        const created = await services.firmware.create(actor, { fields: fields.data, file: upload.file });
         return { status: 201, body: { firmware_version: presentFirmwareVersion(created) } };
       },
-    },
-    {
+    }),
+    defineRoute({
       method: 'get',
       path: '/firmware/signing-key',
       operationId: 'getFirmwareSigningKey',
@@ -55,8 +63,8 @@ export function firmwareRoutes(services: Services): RouteDef[] {
       tag: 'Firmware',
       responses: { 200: { description: 'The current key and the retired ones', schema: SigningKeysSchema } },
       handler: async ({ actor }) => ({ status: 200, body: presentSigningKeys(await services.signingKeys.get(actor)) }),
-    },
-    {
+    }),
+    defineRoute({
       method: 'put',
       path: '/firmware/signing-key',
       operationId: 'registerFirmwareSigningKey',
@@ -72,8 +80,8 @@ export function firmwareRoutes(services: Services): RouteDef[] {
         status: 200,
         body: presentSigningKeys(await services.signingKeys.register(actor, body)),
       }),
-    },
-    {
+    }),
+    defineRoute({
       method: 'get',
       path: '/firmware/versions',
       operationId: 'listFirmwareVersions',
@@ -87,8 +95,8 @@ export function firmwareRoutes(services: Services): RouteDef[] {
         status: 200,
         body: { versions: (await services.firmware.list(actor, query)).map(presentFirmwareVersion) },
       }),
-    },
-    {
+    }),
+    defineRoute({
       method: 'get',
       path: '/firmware/versions/:id',
       operationId: 'getFirmwareVersion',
@@ -100,8 +108,8 @@ export function firmwareRoutes(services: Services): RouteDef[] {
         status: 200,
         body: { firmware_version: presentFirmwareVersion(await services.firmware.get(actor, params)) },
       }),
-    },
-    {
+    }),
+    defineRoute({
       method: 'delete',
       path: '/firmware/versions/:id',
       operationId: 'deleteFirmwareVersion',
@@ -116,8 +124,8 @@ export function firmwareRoutes(services: Services): RouteDef[] {
         status: 200,
         body: { firmware_version: presentFirmwareVersion(await services.firmware.deleteFile(actor, params)) },
       }),
-    },
-    {
+    }),
+    defineRoute({
       method: 'post',
       path: '/firmware/deploy',
       operationId: 'deployFirmware',
@@ -157,6 +165,6 @@ export function firmwareRoutes(services: Services): RouteDef[] {
           },
         };
       },
-    },
+    }),
   ];
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { RouteDef } from '../route';
+import { defineRoute, type RouteDef } from '../route';
 import type { Services } from '../../../api/src/services';
 import { RegisterModelInput, type FixtureModel } from '../../../api/src/domain/models/model.service';
 import { ModelSchema } from '../schemas/device.schemas';
@@ -14,7 +14,7 @@ const presentModel = (m: FixtureModel) => ({
 /** Fixture models: registered per account before devices or firmware of that model. */
 export function modelRoutes(services: Services): RouteDef[] {
   return [
-    {
+    defineRoute({
       method: 'get',
       path: '/models',
       operationId: 'listModels',
@@ -25,8 +25,8 @@ export function modelRoutes(services: Services): RouteDef[] {
         status: 200,
         body: { models: (await services.models.list(actor)).map(presentModel) },
       }),
-    },
-    {
+    }),
+    defineRoute({
       method: 'post',
       path: '/models',
       operationId: 'registerModel',
@@ -38,6 +38,6 @@ export function modelRoutes(services: Services): RouteDef[] {
         status: 201,
         body: { model: presentModel(await services.models.register(actor, body)) },
       }),
-    },
+    }),
   ];
 }

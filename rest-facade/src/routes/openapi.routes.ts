@@ -1,10 +1,10 @@
-import type { RouteDef } from '../route';
+import { defineRoute, type RouteDef } from '../route';
 import { buildOpenApiDocument } from '../openapi';
 
 /** GET /api/v1/openapi.json: public, generated once from the route table it is part of. */
 export function openApiRoute(routes: RouteDef[]): RouteDef {
   let document: Record<string, unknown> | undefined;
-  const route: RouteDef = {
+  return defineRoute({
     method: 'get',
     path: '/openapi.json',
     operationId: 'getOpenApiDocument',
@@ -12,10 +12,9 @@ export function openApiRoute(routes: RouteDef[]): RouteDef {
     tag: 'Meta',
     auth: 'public',
     responses: { 200: { description: 'The OpenAPI document', contentType: 'application/json' } },
-    handler: async () => {
+    handler: () => {
       document ??= buildOpenApiDocument(routes, { version: '1.0.0' });
-      return { status: 200, body: document };
+      return Promise.resolve({ status: 200, body: document });
     },
-  };
-  return route;
+  });
 }

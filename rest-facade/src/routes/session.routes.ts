@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { RouteDef } from '../route';
+import { defineRoute, type RouteDef } from '../route';
 import type { Services } from '../../../api/src/services';
 import { LoginInput, SESSION_TTL_MS } from '../../../api/src/domain/accounts/user.service';
 import { SESSION_COOKIE, readCookie } from '../../../api/src/edge/caller';
@@ -17,7 +17,7 @@ const SessionSchema = z
 /** Portal login: an httpOnly, SameSite=Lax session cookie plus a CSRF token for writes. */
 export function sessionRoutes(services: Services): RouteDef[] {
   return [
-    {
+    defineRoute({
       method: 'post',
       path: '/session',
       operationId: 'login',
@@ -44,8 +44,8 @@ export function sessionRoutes(services: Services): RouteDef[] {
           },
         };
       },
-    },
-    {
+    }),
+    defineRoute({
       method: 'get',
       path: '/session',
       operationId: 'getSession',
@@ -67,8 +67,8 @@ export function sessionRoutes(services: Services): RouteDef[] {
           },
         };
       },
-    },
-    {
+    }),
+    defineRoute({
       method: 'delete',
       path: '/session',
       operationId: 'logout',
@@ -82,6 +82,6 @@ export function sessionRoutes(services: Services): RouteDef[] {
         res.setHeader('Set-Cookie', `${SESSION_COOKIE}=; HttpOnly; SameSite=Lax; Path=/; Max-Age=0`);
         return { status: 204 };
       },
-    },
+    }),
   ];
 }

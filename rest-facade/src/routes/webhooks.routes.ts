@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { RouteDef } from '../route';
+import { defineRoute, type RouteDef } from '../route';
 import type { Services } from '../../../api/src/services';
 import { PUBLIC_EVENT_TYPES } from '../../../api/src/events/event-types';
 import { DELIVERY_STATUSES, type Webhook, type WebhookDelivery } from '../../../api/src/domain/webhooks/webhook-types';
@@ -108,7 +108,7 @@ const DeliveryParams = z.object({ id: z.string().min(1).max(64), deliveryId: z.s
 /** Webhook endpoints, their delivery log and manual redelivery (docs/webhooks.md). */
 export function webhookRoutes(services: Services): RouteDef[] {
   return [
-    {
+    defineRoute({
       method: 'get',
       path: '/webhooks',
       operationId: 'listWebhooks',
@@ -127,8 +127,8 @@ export function webhookRoutes(services: Services): RouteDef[] {
           event_types: [...PUBLIC_EVENT_TYPES],
         },
       }),
-    },
-    {
+    }),
+    defineRoute({
       method: 'post',
       path: '/webhooks',
       operationId: 'createWebhook',
@@ -136,8 +136,7 @@ export function webhookRoutes(services: Services): RouteDef[] {
       tag: 'Webhooks',
       body: CreateWebhookBody,
       responses: { 201: { description: 'Created', schema: z.object({ webhook: WebhookSchema, secret: z.string() }) } },
-      handler: async ({ actor, body }) => {
-        const input = body as z.infer<typeof CreateWebhookBody>;
+      handler: async ({ actor, body: input }) => {
         const created = await services.webhooks.create(actor, {
           url: input.url,
           eventTypes: input.event_types,
@@ -145,8 +144,8 @@ export function webhookRoutes(services: Services): RouteDef[] {
         });
         return { status: 201, body: { webhook: presentWebhook(created.webhook), secret: created.secret } };
       },
-    },
-    {
+    }),
+    defineRoute({
       method: 'get',
       path: '/webhooks/:id',
       operationId: 'getWebhook',
@@ -158,8 +157,8 @@ export function webhookRoutes(services: Services): RouteDef[] {
         status: 200,
         body: { webhook: presentWebhook(await services.webhooks.get(actor, params.id)) },
       }),
-    },
-    {
+    }),
+    defineRoute({
       method: 'patch',
       path: '/webhooks/:id',
       operationId: 'updateWebhook',
@@ -168,8 +167,7 @@ export function webhookRoutes(services: Services): RouteDef[] {
       params: IdParams,
       body: UpdateWebhookBody,
       responses: { 200: { description: 'Updated', schema: z.object({ webhook: WebhookSchema }) } },
-      handler: async ({ actor, params, body }) => {
-        const input = body as z.infer<typeof UpdateWebhookBody>;
+      handler: async ({ actor, params, body: input }) => {
         const updated = await services.webhooks.update(actor, params.id, {
           ...(input.url !== undefined ? { url: input.url } : {}),
           ...(input.event_types !== undefined ? { eventTypes: input.event_types } : {}),
@@ -177,8 +175,8 @@ export function webhookRoutes(services: Services): RouteDef[] {
         });
         return { status: 200, body: { webhook: presentWebhook(updated) } };
       },
-    },
-    {
+    }),
+    defineRoute({
       method: 'delete',
       path: '/webhooks/:id',
       operationId: 'deleteWebhook',
@@ -190,8 +188,8 @@ export function webhookRoutes(services: Services): RouteDef[] {
         await services.webhooks.delete(actor, params.id);
         return { status: 204 };
       },
-    },
-    {
+    }),
+    defineRoute({
       method: 'get',
       path: '/webhooks/:id/deliveries',
       operationId: 'listWebhookDeliveries',
@@ -205,8 +203,7 @@ export function webhookRoutes(services: Services): RouteDef[] {
           schema: z.object({ deliveries: z.array(WebhookDeliverySchema), next_cursor: z.string().nullable() }),
         },
       },
-      handler: async ({ actor, params, query }) => {
-        const q = query as z.infer<typeof DeliveriesQuery>;
+      handler: async ({ actor, params, query: q }) => {
         const page = await services.webhooks.deliveries(actor, params.id, {
           first: q.limit,
           after: q.cursor ?? null,
@@ -217,8 +214,8 @@ export function webhookRoutes(services: Services): RouteDef[] {
           body: { deliveries: page.deliveries.map(presentDelivery), next_cursor: page.nextCursor },
         };
       },
-    },
-    {
+    }),
+    defineRoute({
       method: 'post',
       path: '/webhooks/:id/deliveries/:deliveryId/redeliver',
       operationId: 'redeliverWebhookDelivery',
@@ -234,6 +231,6 @@ export function webhookRoutes(services: Services): RouteDef[] {
           ),
         },
       }),
-    },
+    }),
   ];
 }

@@ -75,6 +75,22 @@ export const DEPLOYMENT_ACTIONS = {
   resume: ['paused'],
   cancel: ['scheduled', 'running', 'paused'],
 } as const satisfies Record<string, readonly DeploymentStatus[]>;
+export type DeploymentAction = keyof typeof DEPLOYMENT_ACTIONS;
+
+/** The actions of DEPLOYMENT_ACTIONS a deployment in this status allows now. */
+export const allowedActions = (status: DeploymentStatus): DeploymentAction[] =>
+  // Object.keys types its keys as string; these are the table's own keys.
+  (Object.keys(DEPLOYMENT_ACTIONS) as DeploymentAction[]).filter((action) =>
+    (DEPLOYMENT_ACTIONS[action] as readonly DeploymentStatus[]).includes(status),
+  );
+
+/**
+ * Deployments still under way (they may yet send updates): exactly the statuses a deployment
+ * can be cancelled from. The portal's dashboard lists these as active.
+ */
+export const ACTIVE_DEPLOYMENT_STATUSES = DEPLOYMENT_ACTIONS.cancel;
+export const isActive = (status: DeploymentStatus): boolean =>
+  (ACTIVE_DEPLOYMENT_STATUSES as readonly DeploymentStatus[]).includes(status);
 
 /**
  * Staged rollout (docs/ota.md "Staged rollout"):

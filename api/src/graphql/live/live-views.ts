@@ -1,26 +1,19 @@
 import type { Actor } from '../../domain/shared/actor';
 import { DomainError } from '../../domain/shared/errors';
-import { EVENT_TYPES, type DomainEvent, type EventType } from '../../events/event-types';
+import { EVENT_TYPES, type DomainEvent } from '../../events/event-types';
 import type { LiveEventHub } from '../../events/live-hub';
 import { PushQueue } from '../../events/push-queue';
 import { Coalescer } from '../../events/coalesce';
 import type { Logger } from '../../logger';
+import type { Device } from '../../domain/devices/device-types';
+import type { Deployment } from '../../domain/deployments/deployment-types';
+import type { FleetSummary } from '../generated/resolvers-types';
 
-/** A device as GraphQL presents it; the fields the `deviceChanged` filter looks at. */
-export interface LiveDevice {
-  id: string;
-  serial: string;
-  name: string;
-  model: string;
-  status: string;
-  firmware: string | null;
-  [field: string]: unknown;
-}
-
+/** What `deviceChanged` pushes: the device as it is now, re-read after the event. */
 export interface DeviceChange {
   type: string;
   occurredAt: string;
-  device: LiveDevice;
+  device: Device;
 }
 
 export interface DeviceFilterInput {
@@ -31,17 +24,15 @@ export interface DeviceFilterInput {
 }
 
 /**
- * How live views re-read state after an event, with the reading actor's permissions. They are
- * the same service calls the queries use; set by the resolvers of each area once its service
- * exists (until then the subscription answers that the view is unavailable).
+ * How live views re-read state after an event, with the reading actor's permissions: the same
+ * service calls the queries use, presented alike (resolvers/index.ts).
  */
-/** How the views read again what changed (the same service calls as the queries). */
 export interface LiveReaders {
   /** Devices of the actor's account among these ids (device events carry `data.device_id`). */
-  devices: (actor: Actor, ids: string[]) => Promise<LiveDevice[]>;
-  fleetSummary: (actor: Actor) => Promise<unknown>;
+  devices: (actor: Actor, ids: string[]) => Promise<Device[]>;
+  fleetSummary: (actor: Actor) => Promise<FleetSummary>;
   /** null when the deployment does not exist for this actor's account. */
-  deployment: (actor: Actor, id: string) => Promise<unknown | null>;
+  deployment: (actor: Actor, id: string) => Promise<Deployment | null>;
 }
 
 /** Most recent items a slow subscriber may fall behind before the oldest are dropped. */
@@ -54,7 +45,7 @@ export const SUMMARY_INTERVAL_MS = 500;
 const DEVICE_EVENT = /^(device\.|firmware\.update\.)/;
 const SUMMARY_EVENT = /^(device\.|firmware\.update\.|deployment\.|allocation\.)/;
 
-export const matchesDeviceFilter = (device: LiveDevice, filter: DeviceFilterInput | null | undefined): boolean => {
+export const matchesDeviceFilter = (device: Device, filter: DeviceFilterInput | null | undefined): boolean => {
   if (!filter) return true;
   if (filter.model && device.model !== filter.model) return false;
   if (filter.status && device.status !== filter.status) return false;
@@ -80,14 +71,19 @@ function deploymentIdOf(event: DomainEvent): string | null {
 /** Reading actor of live views: least privilege inside the account (both roles read everything). */
 const liveActor = (accountId: string): Actor => ({ accountId, role: 'viewer', principal: 'system:live' });
 
+interface DeviceSubscriber {
+  filter: DeviceFilterInput | null | undefined;
+  queue: PushQueue<DeviceChange>;
+}
+
 interface AccountViews {
-  deviceSubscribers: Set<{ filter: DeviceFilterInput | null | undefined; queue: PushQueue<DeviceChange> }>;
+  deviceSubscribers: Set<DeviceSubscriber>;
   /** Device id -> its events of this batch window, one per type (a repeated type keeps the latest). */
   pendingDevices: Map<string, Map<string, DomainEvent>>;
   deviceTimer: NodeJS.Timeout | undefined;
-  summarySubscribers: Set<PushQueue<unknown>>;
+  summarySubscribers: Set<PushQueue<FleetSummary>>;
   summary: Coalescer | undefined;
-  deployments: Map<string, { subscribers: Set<PushQueue<unknown>>; coalescer: Coalescer }>;
+  deployments: Map<string, { subscribers: Set<PushQueue<Deployment>>; coalescer: Coalescer }>;
   unsubscribe: () => void;
 }
 
@@ -116,30 +112,33 @@ export class LiveViews {
       }
     }
     const wanted = types && types.length ? new Set<string>(types) : null;
-    let unsubscribe = () => undefined as unknown;
+    let unsubscribe: () => void = () => undefined;
     const queue = new PushQueue<DomainEvent>({ max: QUEUE_MAX, onEnd: () => unsubscribe(), onDrop: this.onDrop });
     unsubscribe = this.hub.subscribe(actor.accountId, (event) => {
-      if (!wanted || wanted.has(event.type as EventType)) queue.push(event);
+      if (!wanted || wanted.has(event.type)) queue.push(event);
     });
     return queue;
   }
 
   deviceChanges(actor: Actor, filter: DeviceFilterInput | null | undefined): PushQueue<DeviceChange> {
     const views = this.views(actor.accountId);
-    const entry = { filter, queue: undefined as unknown as PushQueue<DeviceChange> };
-    entry.queue = new PushQueue<DeviceChange>({
-      max: QUEUE_MAX,
-      onDrop: this.onDrop,
-      onEnd: () => {
-        views.deviceSubscribers.delete(entry);
-        this.release(actor.accountId);
-      },
-    });
+    const entry: DeviceSubscriber = {
+      filter,
+      // onEnd runs once the subscriber leaves, long after `entry` is assigned.
+      queue: new PushQueue<DeviceChange>({
+        max: QUEUE_MAX,
+        onDrop: this.onDrop,
+        onEnd: () => {
+          views.deviceSubscribers.delete(entry);
+          this.release(actor.accountId);
+        },
+      }),
+    };
     views.deviceSubscribers.add(entry);
     return entry.queue;
   }
 
-  fleetSummary(actor: Actor): PushQueue<unknown> {
+  fleetSummary(actor: Actor): PushQueue<FleetSummary> {
     const read = this.readers.fleetSummary;
     const views = this.views(actor.accountId);
     views.summary ??= new Coalescer(
@@ -151,7 +150,7 @@ export class LiveViews {
       SUMMARY_INTERVAL_MS,
       (error) => this.logger.error({ err: error }, 'fleet summary refresh failed'),
     );
-    const queue: PushQueue<unknown> = new PushQueue<unknown>({
+    const queue: PushQueue<FleetSummary> = new PushQueue<FleetSummary>({
       max: 10,
       onEnd: () => {
         views.summarySubscribers.delete(queue);
@@ -163,13 +162,13 @@ export class LiveViews {
   }
 
   /** Throws not_found (like the query) when the deployment is not the actor's. */
-  async deploymentProgress(actor: Actor, id: string): Promise<PushQueue<unknown>> {
+  async deploymentProgress(actor: Actor, id: string): Promise<PushQueue<Deployment>> {
     const read = this.readers.deployment;
     if (!(await read(actor, id))) throw new DomainError('not_found', 'Deployment not found');
     const views = this.views(actor.accountId);
     let entry = views.deployments.get(id);
     if (!entry) {
-      const subscribers = new Set<PushQueue<unknown>>();
+      const subscribers = new Set<PushQueue<Deployment>>();
       const coalescer = new Coalescer(
         async () => {
           const deployment = await read(liveActor(actor.accountId), id);
@@ -182,7 +181,7 @@ export class LiveViews {
       views.deployments.set(id, entry);
     }
     const current = entry;
-    const queue: PushQueue<unknown> = new PushQueue<unknown>({
+    const queue: PushQueue<Deployment> = new PushQueue<Deployment>({
       max: 10,
       onEnd: () => {
         current.subscribers.delete(queue);

@@ -45,7 +45,7 @@ export function sharedSubscribe(accountOf: (contextValue: unknown) => string) {
 
   return async (args: ExecutionArgs): Promise<AsyncGenerator<ExecutionResult> | ExecutionResult> => {
     const source = await createSourceEventStream(args);
-    if (!isAsyncIterable(source)) return source as ExecutionResult;
+    if (!isAsyncIterable(source)) return source;
     const iterator = source[Symbol.asyncIterator]();
     return {
       async next() {

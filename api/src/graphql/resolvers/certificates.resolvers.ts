@@ -1,9 +1,8 @@
-import type { GraphQLContext } from '../context';
-import type { Device } from '../../domain/devices/device-types';
 import type { DeviceCertificate } from '../../domain/certificates/device-certificate.service';
+import type { DeviceCertificate as DeviceCertificateType, Resolvers } from '../generated/resolvers-types';
 
 /** Domain certificate to the GraphQL type (the PEM is `pem` here, `certificate` in REST). */
-export function presentCertificate(c: DeviceCertificate) {
+export function presentCertificate(c: DeviceCertificate): DeviceCertificateType {
   return {
     serial: c.serial,
     fingerprintSha256: c.fingerprintSha256,
@@ -18,20 +17,20 @@ export function presentCertificate(c: DeviceCertificate) {
   };
 }
 
-export const certificateResolvers = {
+export const certificateResolvers: Resolvers = {
   Query: {
-    deviceCa: (_: unknown, _args: unknown, ctx: GraphQLContext) => ctx.services.certificates.deviceCa(),
+    deviceCa: (_, __, ctx) => ctx.services.certificates.deviceCa(),
   },
   Mutation: {
-    issueDeviceCertificate: async (_: unknown, args: { serial: string; csr: string }, ctx: GraphQLContext) =>
+    issueDeviceCertificate: async (_, args, ctx) =>
       presentCertificate(await ctx.services.certificates.issue(ctx.actor, { serial: args.serial, csr: args.csr })),
-    revokeDeviceCertificate: async (_: unknown, args: { serial: string; fingerprint: string }, ctx: GraphQLContext) =>
+    revokeDeviceCertificate: async (_, args, ctx) =>
       presentCertificate(
         await ctx.services.certificates.revoke(ctx.actor, { serial: args.serial, fingerprint: args.fingerprint }),
       ),
   },
   Device: {
-    certificates: async (device: Device, _args: unknown, ctx: GraphQLContext) =>
+    certificates: async (device, _, ctx) =>
       (await ctx.services.certificates.list(ctx.actor, { serial: device.serial })).map(presentCertificate),
   },
 };

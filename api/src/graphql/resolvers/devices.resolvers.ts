@@ -1,31 +1,24 @@
-import type { GraphQLContext } from '../context';
+import { z } from 'zod';
 import { DomainError } from '../../domain/shared/errors';
-import type { Device } from '../../domain/devices/device-types';
-import type { DeviceConfig } from '../../domain/devices/device-config';
+import { UPDATE_STATES, isFinal, type UpdateState } from '../../domain/deployments/deployment-types';
+import type { DeviceConfigPatch } from '../../domain/devices/device-config';
 import { historyCursor } from '../../domain/devices/device-history';
-import type { ClaimResult } from '../../domain/devices/claim.service';
-import type { DeviceSortField } from '../../domain/devices/device.service';
+import { ClaimDevicesInput, type ClaimResult } from '../../domain/devices/claim.service';
+import { UpdateDeviceInput, type DeviceSortField } from '../../domain/devices/device.service';
+import type {
+  DeviceConfigInput,
+  DeviceFilter,
+  DeviceOrderField,
+  Resolvers,
+  ResolversParentTypes,
+} from '../generated/resolvers-types';
+import type { DeviceUpdateParent } from '../mappers';
 import { MAX_DEVICE_PAGE } from '../limits';
-import { connection, money } from './presenters';
+import { connection, liveField, money, oneOf, orDefault, orNull } from './presenters';
 import { presentCertificate } from './certificates.resolvers';
 
-interface DeviceFilterArgs {
-  model?: string | null;
-  status?: 'online' | 'offline' | 'updating' | null;
-  firmware?: string | null;
-  text?: string | null;
-}
-
-interface ConfigInput {
-  heartbeatIntervalS?: number | null;
-  dimLevel?: number | null;
-  powerOnLevel?: number | null;
-  timezone?: string | null;
-  maintenanceWindow?: { start: string; end: string } | null;
-}
-
 /** GraphQL's filter to the service's (which also knows firmwareLt; `text` is its `q`). */
-export function toServiceFilter(filter: DeviceFilterArgs | null | undefined) {
+export function toServiceFilter(filter: DeviceFilter | null | undefined) {
   const f = filter ?? {};
   return {
     ...(f.model != null ? { model: f.model } : {}),
@@ -35,19 +28,39 @@ export function toServiceFilter(filter: DeviceFilterArgs | null | undefined) {
   };
 }
 
+/** DeviceOrderField values are the service's sort fields in upper case. */
+const SORT_FIELDS: Record<DeviceOrderField, DeviceSortField> = {
+  SERIAL: 'serial',
+  NAME: 'name',
+  MODEL: 'model',
+  FIRMWARE: 'firmware',
+  STATUS: 'status',
+  LAST_SEEN: 'last_seen',
+  IP: 'ip',
+};
+
 /** camelCase input to the snake_case configuration keys the domain and the device protocol use. */
-function toConfigPatch(input: ConfigInput): Record<string, unknown> {
-  const patch: Record<string, unknown> = {};
-  if (input.heartbeatIntervalS != null) patch.heartbeat_interval_s = input.heartbeatIntervalS;
-  if (input.dimLevel != null) patch.dim_level = input.dimLevel;
-  if (input.powerOnLevel != null) patch.power_on_level = input.powerOnLevel;
-  if (input.timezone != null) patch.timezone = input.timezone;
-  // null removes the window (the only key that may be removed).
-  if (input.maintenanceWindow !== undefined) patch.maintenance_window = input.maintenanceWindow;
-  return patch;
+function toConfigPatch(input: DeviceConfigInput): DeviceConfigPatch {
+  return {
+    ...(input.heartbeatIntervalS != null ? { heartbeat_interval_s: input.heartbeatIntervalS } : {}),
+    ...(input.dimLevel != null ? { dim_level: input.dimLevel } : {}),
+    ...(input.powerOnLevel != null ? { power_on_level: input.powerOnLevel } : {}),
+    ...(input.timezone != null ? { timezone: input.timezone } : {}),
+    // null removes the window (the only key that may be removed).
+    ...(input.maintenanceWindow !== undefined ? { maintenance_window: input.maintenanceWindow } : {}),
+  };
 }
 
-export function presentClaim(result: ClaimResult) {
+/**
+ * The JSON arguments (free-form in the schema), parsed with the domain's own schemas for them
+ * before they reach the service as the maps it declares; the service checks everything else.
+ */
+const ClaimJson = z.object({ names: ClaimDevicesInput.shape.names, csrs: ClaimDevicesInput.shape.csrs });
+const UpdateJson = z.object({ tags: UpdateDeviceInput.shape.tags });
+
+const updateState = (u: DeviceUpdateParent): UpdateState => oneOf(UPDATE_STATES, u.state, 'Update state');
+
+export function presentClaim(result: ClaimResult): ResolversParentTypes['ClaimDevicesPayload'] {
   return {
     count: result.claimed,
     devices: result.devices.map((d) => d.device),
@@ -58,29 +71,10 @@ export function presentClaim(result: ClaimResult) {
   };
 }
 
-/** Lookups answer null for serials that are not the caller's (exactly like unknown ones). */
-async function orNull<T>(work: Promise<T>): Promise<T | null> {
-  try {
-    return await work;
-  } catch (error) {
-    if (error instanceof DomainError && error.code === 'not_found') return null;
-    throw error;
-  }
-}
-
-export const deviceResolvers = {
+export const deviceResolvers: Resolvers = {
   Query: {
-    devices: async (
-      _: unknown,
-      args: {
-        first?: number | null;
-        after?: string | null;
-        filter?: DeviceFilterArgs | null;
-        orderBy?: { field: string; direction?: 'ASC' | 'DESC' | null } | null;
-      },
-      ctx: GraphQLContext,
-    ) => {
-      const first = args.first ?? 50;
+    devices: async (_, args, ctx) => {
+      const first = orDefault(args.first, 50);
       if (first < 1 || first > MAX_DEVICE_PAGE) {
         throw new DomainError('validation_failed', `first must be 1 to ${MAX_DEVICE_PAGE}.`, {
           errors: [{ field: 'first', message: `must be 1 to ${MAX_DEVICE_PAGE}` }],
@@ -90,11 +84,10 @@ export const deviceResolvers = {
         filter: toServiceFilter(args.filter),
         limit: first,
         ...(args.after ? { cursor: args.after } : {}),
-        // DeviceOrderField values are the service's field names in upper case (LAST_SEEN -> last_seen).
         ...(args.orderBy
           ? {
               sort: {
-                field: args.orderBy.field.toLowerCase() as DeviceSortField,
+                field: SORT_FIELDS[args.orderBy.field],
                 direction: args.orderBy.direction === 'DESC' ? 'desc' : 'asc',
               },
             }
@@ -105,31 +98,18 @@ export const deviceResolvers = {
         quota: page.quota,
       });
     },
-    device: (_: unknown, args: { serial: string }, ctx: GraphQLContext) =>
-      orNull(ctx.services.devices.get(ctx.actor, { serial: args.serial })),
+    device: (_, args, ctx) => orNull(ctx.services.devices.get(ctx.actor, { serial: args.serial })),
   },
   Mutation: {
-    claimDevices: async (
-      _: unknown,
-      args: {
-        input: {
-          serials: string[];
-          model: string;
-          firmware?: string | null;
-          names?: Record<string, string> | null;
-          csrs?: Record<string, string> | null;
-          idempotencyKey?: string | null;
-        };
-      },
-      ctx: GraphQLContext,
-    ) => {
-      const { idempotencyKey, ...rest } = args.input;
+    claimDevices: async (_, args, ctx) => {
+      const { idempotencyKey, serials, model, firmware, ...json } = args.input;
+      const { names, csrs } = ClaimJson.parse(json);
       const input = {
-        serials: rest.serials,
-        model: rest.model,
-        ...(rest.firmware != null ? { firmware: rest.firmware } : {}),
-        ...(rest.names != null ? { names: rest.names } : {}),
-        ...(rest.csrs != null ? { csrs: rest.csrs } : {}),
+        serials,
+        model,
+        ...(firmware != null ? { firmware } : {}),
+        ...(names !== undefined ? { names } : {}),
+        ...(csrs !== undefined ? { csrs } : {}),
       };
       if (idempotencyKey == null) return presentClaim(await ctx.services.claims.claim(ctx.actor, input));
       // Same semantics as REST's Idempotency-Key header (IdempotencyService.run), per account.
@@ -146,31 +126,29 @@ export const deviceResolvers = {
           body: presentClaim(await ctx.services.claims.claim(ctx.actor, input, { unitOfWork })),
         }),
       );
-      return outcome.kind === 'replayed' ? outcome.body : outcome.response.body;
+      if (outcome.kind === 'ran') return outcome.response.body;
+      // A replay is the JSON of what presentClaim answered for this key (operation and body
+      // included in the key's check), and every field of it survives JSON.
+      return outcome.body as ResolversParentTypes['ClaimDevicesPayload'];
     },
-    updateDevice: (
-      _: unknown,
-      args: {
-        serial: string;
-        input: { name?: string | null; tags?: Record<string, string | null> | null; config?: ConfigInput | null };
-      },
-      ctx: GraphQLContext,
-    ) =>
-      ctx.services.devices.update(ctx.actor, {
+    updateDevice: (_, args, ctx) => {
+      const { name, tags, config } = args.input;
+      return ctx.services.devices.update(ctx.actor, {
         serial: args.serial,
         patch: {
-          ...(args.input.name != null ? { name: args.input.name } : {}),
-          ...(args.input.tags != null ? { tags: args.input.tags } : {}),
-          ...(args.input.config != null ? { config: toConfigPatch(args.input.config) } : {}),
+          ...(name != null ? { name } : {}),
+          ...(tags != null ? UpdateJson.parse({ tags }) : {}),
+          ...(config != null ? { config: toConfigPatch(config) } : {}),
         },
-      }),
-    rotateDeviceCredentials: (_: unknown, args: { serial: string }, ctx: GraphQLContext) =>
+      });
+    },
+    rotateDeviceCredentials: (_, args, ctx) =>
       ctx.services.devices.rotateCredentials(ctx.actor, { serial: args.serial }),
   },
   Device: {
-    update: (device: Device) => (device.update ? { ...device.update, serial: device.serial } : null),
-    history: async (device: Device, args: { first?: number | null; after?: string | null }, ctx: GraphQLContext) => {
-      const limit = args.first ?? 20;
+    update: (device) => (device.update ? { ...device.update, serial: device.serial } : null),
+    history: async (device, args, ctx) => {
+      const limit = orDefault(args.first, 20);
       // First pages are batched across the devices of a list (DataLoader); later pages are per device.
       const page =
         !args.after && Number.isInteger(limit) && limit >= 1 && limit <= 100
@@ -180,21 +158,25 @@ export const deviceResolvers = {
               limit,
               ...(args.after ? { cursor: args.after } : {}),
             });
-      return connection(page.events, (e) => historyCursor.encode(e.id), page.nextCursor);
+      return connection(page.events, (e) => historyCursor.encode(e.id), page.nextCursor, {});
     },
+  },
+  DeviceUpdate: {
+    // A device's current update carries its state as the stored text.
+    state: (u) => updateState(u),
+    final: (u) => isFinal(updateState(u)),
   },
   DeviceConfig: {
-    heartbeatIntervalS: (c: DeviceConfig) => c.heartbeat_interval_s ?? null,
-    dimLevel: (c: DeviceConfig) => c.dim_level ?? null,
-    powerOnLevel: (c: DeviceConfig) => c.power_on_level ?? null,
-    timezone: (c: DeviceConfig) => c.timezone ?? null,
-    maintenanceWindow: (c: DeviceConfig) => c.maintenance_window ?? null,
+    heartbeatIntervalS: (c) => c.heartbeat_interval_s ?? null,
+    dimLevel: (c) => c.dim_level ?? null,
+    powerOnLevel: (c) => c.power_on_level ?? null,
+    timezone: (c) => c.timezone ?? null,
+    maintenanceWindow: (c) => c.maintenance_window ?? null,
   },
   Subscription: {
-    deviceChanged: {
-      subscribe: (_: unknown, args: { filter?: DeviceFilterArgs | null }, ctx: GraphQLContext) =>
-        ctx.live.deviceChanges(ctx.actor, args.filter),
-      resolve: (change: unknown) => change,
-    },
+    deviceChanged: liveField(
+      (_, args, ctx) => ctx.live.deviceChanges(ctx.actor, args.filter),
+      (change) => change,
+    ),
   },
 };

@@ -1,7 +1,8 @@
-import type { GraphQLContext } from '../context';
 import type { DomainEvent } from '../../events/event-types';
+import type { Event, Resolvers } from '../generated/resolvers-types';
+import { liveField } from './presenters';
 
-export const presentEvent = (event: DomainEvent) => ({
+export const presentEvent = (event: DomainEvent): Event => ({
   id: event.id,
   type: event.type,
   subject: event.subject,
@@ -10,16 +11,11 @@ export const presentEvent = (event: DomainEvent) => ({
 });
 
 /** Recent events (query) and live events (subscription) of the caller's account. */
-export const eventResolvers = {
+export const eventResolvers: Resolvers = {
   Query: {
-    events: async (_: unknown, args: { first?: number | null; types?: string[] | null }, ctx: GraphQLContext) =>
-      (await ctx.services.events.recent(ctx.actor, args)).map(presentEvent),
+    events: async (_, args, ctx) => (await ctx.services.events.recent(ctx.actor, args)).map(presentEvent),
   },
   Subscription: {
-    events: {
-      subscribe: (_: unknown, args: { types?: string[] | null }, ctx: GraphQLContext) =>
-        ctx.live.events(ctx.actor, args.types),
-      resolve: (event: DomainEvent) => presentEvent(event),
-    },
+    events: liveField((_, args, ctx) => ctx.live.events(ctx.actor, args.types), presentEvent),
   },
 };

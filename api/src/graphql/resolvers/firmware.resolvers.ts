@@ -1,12 +1,12 @@
-import type { GraphQLContext } from '../context';
+import type { Resolvers } from '../generated/resolvers-types';
 
 /** The firmware signing key: thin adapters over SigningKeyService (versions are in deployments.resolvers.ts). */
-export const firmwareResolvers = {
+export const firmwareResolvers: Resolvers = {
   Query: {
-    firmwareSigningKeys: (_: unknown, __: unknown, ctx: GraphQLContext) => ctx.services.signingKeys.get(ctx.actor),
+    firmwareSigningKeys: (_, __, ctx) => ctx.services.signingKeys.get(ctx.actor),
   },
   Mutation: {
-    registerFirmwareSigningKey: (_: unknown, args: { input: { publicKey: string } }, ctx: GraphQLContext) =>
+    registerFirmwareSigningKey: (_, args, ctx) =>
       ctx.services.signingKeys.register(ctx.actor, { public_key: args.input.publicKey }),
   },
 };

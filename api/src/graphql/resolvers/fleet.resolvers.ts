@@ -1,9 +1,13 @@
-import type { GraphQLContext } from '../context';
 import type { Allocation } from '../../domain/accounts/allocation.service';
 import type { FleetSummary } from '../../domain/fleet/fleet-read.service';
-import { money } from './presenters';
+import type {
+  Allocation as AllocationType,
+  FleetSummary as FleetSummaryType,
+  Resolvers,
+} from '../generated/resolvers-types';
+import { liveField, money } from './presenters';
 
-export const presentSummary = (s: FleetSummary) => ({
+export const presentSummary = (s: FleetSummary): FleetSummaryType => ({
   total: s.total,
   online: s.online,
   offline: s.offline,
@@ -16,7 +20,7 @@ export const presentSummary = (s: FleetSummary) => ({
   spent: money(s.budget.spentMinor, s.budget.currency),
 });
 
-export const presentAllocation = (a: Allocation) => ({
+export const presentAllocation = (a: Allocation): AllocationType => ({
   quota: a.quota,
   provisioned: a.provisioned,
   remaining: a.available,
@@ -25,22 +29,21 @@ export const presentAllocation = (a: Allocation) => ({
   remainingBudget: money(a.budget.remainingMinor, a.budget.currency),
   unitPrice: money(a.unitPriceMinor, a.budget.currency),
   thresholds: [...new Set(a.thresholds.map((t) => t.percent))].sort((x, y) => x - y),
-  thresholdsReached: a.thresholds
-    .filter((t) => t.reachedAt !== null)
-    .map((t) => ({ kind: t.kind, percent: t.percent, reachedAt: t.reachedAt })),
+  thresholdsReached: a.thresholds.flatMap((t) =>
+    t.reachedAt === null ? [] : [{ kind: t.kind, percent: t.percent, reachedAt: t.reachedAt }],
+  ),
 });
 
-export const fleetResolvers = {
+export const fleetResolvers: Resolvers = {
   Query: {
-    fleetSummary: async (_: unknown, __: unknown, ctx: GraphQLContext) =>
-      presentSummary(await ctx.services.fleet.summary(ctx.actor)),
-    allocation: async (_: unknown, __: unknown, ctx: GraphQLContext) =>
-      presentAllocation(await ctx.services.allocation.get(ctx.actor)),
+    fleetSummary: async (_, __, ctx) => presentSummary(await ctx.services.fleet.summary(ctx.actor)),
+    allocation: async (_, __, ctx) => presentAllocation(await ctx.services.allocation.get(ctx.actor)),
   },
   Subscription: {
-    fleetSummaryChanged: {
-      subscribe: (_: unknown, __: unknown, ctx: GraphQLContext) => ctx.live.fleetSummary(ctx.actor),
-      resolve: (summary: unknown) => summary,
-    },
+    // The live view pushes summaries already presented (LiveReaders.fleetSummary).
+    fleetSummaryChanged: liveField(
+      (_, __, ctx) => ctx.live.fleetSummary(ctx.actor),
+      (summary) => summary,
+    ),
   },
 };

@@ -1,4 +1,7 @@
-import type { IResolvers } from '@graphql-tools/utils';
+import type { Services } from '../../services';
+import type { Resolvers } from '../generated/resolvers-types';
+import type { LiveReaders } from '../live/live-views';
+import { DateTimeScalar, JSONScalar } from '../scalars';
 import { accountResolvers } from './account.resolvers';
 import { eventResolvers } from './events.resolvers';
 import { webhookResolvers } from './webhooks.resolvers';
@@ -7,30 +10,24 @@ import { fleetResolvers, presentSummary } from './fleet.resolvers';
 import { deploymentResolvers } from './deployments.resolvers';
 import { firmwareResolvers } from './firmware.resolvers';
 import { certificateResolvers } from './certificates.resolvers';
-import { DomainError } from '../../domain/shared/errors';
-import type { LiveDevice, LiveReaders } from '../live/live-views';
-import type { Services } from '../../services';
+import { orNull } from './presenters';
 
 /** What the live views read again when something changed: the same service calls as the queries, presented alike. */
 export function liveReaders(services: Services): LiveReaders {
   return {
-    devices: async (actor, ids) => (await services.fleet.devicesByIds(actor, ids)) as unknown as LiveDevice[],
+    devices: (actor, ids) => services.fleet.devicesByIds(actor, ids),
     fleetSummary: async (actor) => presentSummary(await services.fleet.summary(actor)),
-    deployment: async (actor, id) => {
-      try {
-        return await services.deployments.get(actor, { id });
-      } catch (error) {
-        if (error instanceof DomainError && error.code === 'not_found') return null;
-        throw error;
-      }
-    },
+    deployment: (actor, id) => orNull(services.deployments.get(actor, { id })),
   };
 }
 
-/** Every area's resolvers. They are thin adapters: parse arguments, call ONE service method, present. */
-export function createResolvers(): IResolvers[] {
-  // The resolver maps are plain objects keyed by type name; graphql-tools merges them.
+/**
+ * Every area's resolvers, typed by the schema (generated/resolvers-types.ts). They are thin
+ * adapters: parse arguments, call ONE service method, present. graphql-tools merges the maps.
+ */
+export function createResolvers(): Resolvers[] {
   return [
+    { DateTime: DateTimeScalar, JSON: JSONScalar },
     accountResolvers,
     eventResolvers,
     webhookResolvers,
@@ -39,5 +36,5 @@ export function createResolvers(): IResolvers[] {
     deploymentResolvers,
     firmwareResolvers,
     certificateResolvers,
-  ] as unknown as IResolvers[];
+  ];
 }

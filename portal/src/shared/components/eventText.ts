@@ -1,8 +1,9 @@
-import type { FleetEvent } from '../graphql/fragments';
+import type { FleetEventFragment } from '../graphql/generated/operations';
+import { jsonObject } from '../graphql/json';
 
 /** One line a person understands for an event of the account. */
-export function eventText(event: FleetEvent): string {
-  const d = event.data;
+export function eventText(event: FleetEventFragment): string {
+  const d = jsonObject(event.data);
   const subject = event.subject ?? '';
   const str = (v: unknown) => (typeof v === 'string' || typeof v === 'number' ? String(v) : '');
   switch (event.type) {

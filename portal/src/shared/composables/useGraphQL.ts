@@ -1,24 +1,37 @@
-import { onScopeDispose, ref, shallowRef, watch, type Ref, type WatchSource } from 'vue';
-import type { DocumentNode } from 'graphql';
-import type { OperationVariables, WatchQueryFetchPolicy } from '@apollo/client';
+import { isRef, onScopeDispose, ref, shallowRef, watch, type Ref, type WatchSource } from 'vue';
+import type { OperationVariables, TypedDocumentNode, WatchQueryFetchPolicy } from '@apollo/client';
 import { apollo, toApiError } from '../api/apollo';
 import type { ApiError } from '../api/rest';
 
 /**
- * Apollo Client 4 for Vue in a few lines (@vue/apollo-composable only supports Apollo 3):
- * a watched query whose variables follow a reactive source; cache updates (mutations,
+ * Apollo Client 4 for Vue in a few lines (@vue/apollo-composable only supports Apollo 3). Every
+ * document is a generated TypedDocumentNode (shared/graphql/generated/operations.ts): results and
+ * variables are typed from the schema, never written out by hand.
+ */
+
+/** Variables given as they are, as a ref or as a getter (which re-runs the operation when they change). */
+type VariablesSource<V> = WatchSource<V> | V;
+
+function watchSourceOf<V>(variables: VariablesSource<V>): WatchSource<V> {
+  // typeof and isRef do not narrow a type parameter: V itself could be a function or a ref.
+  if (typeof variables === 'function' || isRef(variables)) return variables as WatchSource<V>;
+  return () => variables;
+}
+
+/**
+ * A watched query whose variables follow a reactive source; cache updates (mutations,
  * subscriptions writing normalised objects) flow into `data` by themselves.
  */
-export function useQuery<T, V extends OperationVariables = OperationVariables>(
-  query: DocumentNode,
-  variables: WatchSource<V> | V = {} as V,
+export function useQuery<T, V extends OperationVariables>(
+  query: TypedDocumentNode<T, V>,
+  variables: VariablesSource<V>,
   options: { fetchPolicy?: WatchQueryFetchPolicy; enabled?: WatchSource<boolean> } = {},
 ): { data: Ref<T | undefined>; loading: Ref<boolean>; error: Ref<ApiError | null>; refetch: () => Promise<void> } {
   const data = shallowRef<T>();
   const loading = ref(true);
   const error = shallowRef<ApiError | null>(null);
   let stop: (() => void) | null = null;
-  let current: ReturnType<typeof apollo.watchQuery> | null = null;
+  let current: { refetch: () => Promise<unknown> } | null = null;
 
   const start = (vars: V) => {
     stop?.();
@@ -32,7 +45,7 @@ export function useQuery<T, V extends OperationVariables = OperationVariables>(
     current = observable;
     const subscription = observable.subscribe({
       next: (result) => {
-        if (result.data !== undefined) data.value = result.data as T;
+        if (result.dataState === 'complete') data.value = result.data;
         error.value = result.error ? toApiError(result.error) : null;
         loading.value = result.loading;
       },
@@ -41,16 +54,13 @@ export function useQuery<T, V extends OperationVariables = OperationVariables>(
         loading.value = false;
       },
     });
-    stop = () => subscription.unsubscribe();
+    stop = () => {
+      subscription.unsubscribe();
+    };
   };
 
-  const source =
-    typeof variables === 'function' || (variables && typeof variables === 'object' && 'value' in variables)
-      ? (variables as WatchSource<V>)
-      : () => variables as V;
-  const enabled = options.enabled ?? (() => true);
   watch(
-    [source, enabled] as const,
+    [watchSourceOf(variables), options.enabled ?? (() => true)] as const,
     ([vars, on]) => {
       if (on) start(vars);
       else {
@@ -80,28 +90,29 @@ export function useQuery<T, V extends OperationVariables = OperationVariables>(
  * A live subscription (graphql-ws) for as long as the component lives; restarts when the
  * variables change. Normalised results (Device, Deployment) also update the cache.
  */
-export function useSubscription<T, V extends OperationVariables = OperationVariables>(
-  query: DocumentNode,
-  variables: WatchSource<V> | V,
+export function useSubscription<T, V extends OperationVariables>(
+  query: TypedDocumentNode<T, V>,
+  variables: VariablesSource<V>,
   onData: (data: T) => void,
   options: { enabled?: WatchSource<boolean> } = {},
 ): void {
   let stop: (() => void) | null = null;
-  const source = typeof variables === 'function' ? (variables as WatchSource<V>) : () => variables as V;
   watch(
-    [source, options.enabled ?? (() => true)] as const,
+    [watchSourceOf(variables), options.enabled ?? (() => true)] as const,
     ([vars, on]) => {
       stop?.();
       stop = null;
       if (!on) return;
       const subscription = apollo.subscribe({ query, variables: vars }).subscribe({
         next: (result) => {
-          if (result.data) onData(result.data as T);
+          if (result.data) onData(result.data);
         },
         // A dropped socket is retried by graphql-ws; a refused subscription just stays quiet.
         error: () => undefined,
       });
-      stop = () => subscription.unsubscribe();
+      stop = () => {
+        subscription.unsubscribe();
+      };
     },
     { immediate: true, deep: true },
   );
@@ -109,29 +120,33 @@ export function useSubscription<T, V extends OperationVariables = OperationVaria
 }
 
 /** Runs a mutation; throws an ApiError with the API's message (and field errors) on failure. */
-export async function mutate<T, V extends OperationVariables = OperationVariables>(
-  mutation: DocumentNode,
+export async function mutate<T, V extends OperationVariables>(
+  mutation: TypedDocumentNode<T, V>,
   variables: V,
 ): Promise<T> {
+  let result;
   try {
-    const result = await apollo.mutate({ mutation, variables });
-    if (result.error) throw result.error;
-    return result.data as T;
+    result = await apollo.mutate({ mutation, variables });
   } catch (e) {
     throw toApiError(e);
   }
+  if (result.error) throw toApiError(result.error);
+  if (result.data === undefined) throw toApiError(new Error('The service answered without data.'));
+  return result.data;
 }
 
 /** A one-off query straight from the network (paging, dry runs). */
-export async function fetchQuery<T, V extends OperationVariables = OperationVariables>(
-  query: DocumentNode,
+export async function fetchQuery<T, V extends OperationVariables>(
+  query: TypedDocumentNode<T, V>,
   variables: V,
 ): Promise<T> {
+  let result;
   try {
-    const result = await apollo.query({ query, variables, fetchPolicy: 'no-cache' });
-    if (result.error) throw result.error;
-    return result.data as T;
+    result = await apollo.query({ query, variables, fetchPolicy: 'no-cache' });
   } catch (e) {
     throw toApiError(e);
   }
+  if (result.error) throw toApiError(result.error);
+  if (result.data === undefined) throw toApiError(new Error('The service answered without data.'));
+  return result.data;
 }

@@ -1,15 +1,13 @@
 import { computed, ref, shallowRef, triggerRef, watch, type Ref } from 'vue';
 import { fetchQuery, useSubscription } from '../../../shared/composables/useGraphQL';
 import type { ApiError } from '../../../shared/api/rest';
-import type { DeviceRow } from '../../../shared/graphql/fragments';
 import {
-  DEVICE_CHANGED,
-  DEVICE_PAGE,
-  type DeviceChangeData,
+  DeviceChangedDocument,
+  DevicePageDocument,
   type DeviceFilter,
   type DeviceOrder,
-  type DevicePageData,
-} from '../graphql/devices';
+  type DeviceRowFragment,
+} from '../../../shared/graphql/generated/operations';
 
 /** First page small (fast first paint), then big pages while the user scrolls. */
 const FIRST_PAGE = 100;
@@ -23,7 +21,7 @@ export type SortKey = 'serial' | 'name' | 'model' | 'firmware' | 'status' | 'las
  * (a row keeps its place until the next reload even when the change moves it in the order).
  */
 export function useDeviceList(filter: Ref<DeviceFilter>, order: Ref<DeviceOrder | null>) {
-  const rows = shallowRef<DeviceRow[]>([]);
+  const rows = shallowRef<DeviceRowFragment[]>([]);
   const total = ref(0);
   const quota = ref(0);
   const loading = ref(false);
@@ -42,7 +40,7 @@ export function useDeviceList(filter: Ref<DeviceFilter>, order: Ref<DeviceOrder 
     try {
       while (gen === generation && hasNext.value && rows.value.length <= wanted) {
         const first = rows.value.length === 0 ? FIRST_PAGE : PAGE;
-        const data = await fetchQuery<DevicePageData>(DEVICE_PAGE, {
+        const data = await fetchQuery(DevicePageDocument, {
           first,
           after: cursor,
           filter: filter.value,
@@ -93,7 +91,7 @@ export function useDeviceList(filter: Ref<DeviceFilter>, order: Ref<DeviceOrder 
   watch([filter, order], reset, { deep: true, immediate: true });
 
   // Live cells: patches arrive in bursts when many devices change; apply them once per frame.
-  const pending = new Map<string, DeviceRow>();
+  const pending = new Map<string, DeviceRowFragment>();
   let scheduled = false;
   function flush(): void {
     scheduled = false;
@@ -108,8 +106,8 @@ export function useDeviceList(filter: Ref<DeviceFilter>, order: Ref<DeviceOrder 
     pending.clear();
     if (changed) triggerRef(rows);
   }
-  useSubscription<DeviceChangeData>(
-    DEVICE_CHANGED,
+  useSubscription(
+    DeviceChangedDocument,
     () => ({ filter: null }),
     (data) => {
       const change = data.deviceChanged;
