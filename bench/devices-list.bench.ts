@@ -1,109 +1,224 @@
-import { startBenchServer } from './lib/bench-server';
-import { runLoad } from './lib/load';
-import { postgresCpuMicros } from './lib/postgres-cpu';
-import { isSmoke, recordResults } from './lib/results';
+import { startBenchServer, type BenchAccount, type BenchServer } from './lib/bench-server';
+import { isSmoke, recordResults, type CurrentFigure } from './lib/results';
 import { devicePageQuery } from '../api/src/domain/devices/store/device-list.store';
+import type { DeviceFilter } from '../api/src/domain/devices/device-list';
+import { versionKey } from '../api/src/domain/shared/version';
 
 /**
- * GET /api/v1/devices with 100,000 devices in one account:
- *  - a filtered page of 100 (model + firmware_lt + limit=100): >= 2,500 requests/s, p99 < 25 ms;
- *  - the full streamed listing: < 2 s, server RSS growth < 50 MB.
- * Devices are claimed through the API (100 claims of 1,000: the service's own claim code and
- * rules); the firmware a heartbeat would report is then set with one bulk UPDATE (the broker
- * owns that path). `--smoke`: 2,000 devices, 2 s of load, nothing recorded.
+ * What a page of GET /api/v1/devices costs: CPU time of the service process and of the
+ * PostgreSQL backends serving its database (pg_stat_activity, from /proc) per page of 100,
+ * while 16 clients walk filtered lists by cursor from the first page to the last, in an account
+ * of 20,000 devices and in one of 100,000 (both in the same table). Target: at most 1.0 ms per
+ * page, whatever the filter. Baseline in the same run: GET /healthz under the same clients (the
+ * HTTP floor of one request). Then the full streamed listing of the 100,000 (< 2 s, RSS growth
+ * < 50 MB). Requests per second are a supporting figure: on two shared cores they move by 2x.
  *
- *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/devices-list.bench.ts [--dry: print, record nothing]
+ *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/devices-list.bench.ts
+ *   options: --dry (print, record nothing) --pages N (pages per filter, default 1600) --smoke
+ *   --profile DIR (a CPU profile of the service per measured walk, DIR/<size>-<filter>.cpuprofile;
+ *   profiling costs CPU, so nothing is recorded)
  */
 const smoke = isSmoke();
-const CLAIMS = smoke ? 2 : 100;
-const PER_CLAIM = 1000;
-const LOAD_SECONDS = smoke ? 2 : 20;
-const CONNECTIONS = 32;
-const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
+const profileDir = process.argv.includes('--profile') ? process.argv[process.argv.indexOf('--profile') + 1] : undefined;
+const dry = process.argv.includes('--dry') || profileDir !== undefined;
+const argValue = (name: string): number | undefined => {
+  const i = process.argv.indexOf(name);
+  return i > 0 ? Number(process.argv[i + 1]) : undefined;
+};
+const SIZES = smoke ? [1000, 3000] : [20_000, 100_000];
+const PAGES = smoke ? 40 : (argValue('--pages') ?? 1600);
+const CLIENTS = 16;
+const TARGET_MS = 1.0;
+const MODELS = [
+  { name: 'LX-200', share: 0.6 },
+  { name: 'LX-300', share: 0.3 },
+  { name: 'LX-400', share: 0.1 },
+];
+/** What heartbeats would have reported: a quarter each on 1.9.0, 1.10.0, 2.0.0, and never reported. */
+const FIRMWARE = ['1.9.0', '1.10.0', '2.0.0'];
 
-const server = await startBenchServer();
-try {
-  const account = await server.createAccount({ quota: CLAIMS * PER_CLAIM });
-  const post = (path: string, body: unknown) =>
-    fetch(server.httpUrl + path, {
+interface Scenario {
+  name: string;
+  query: string;
+  filter: DeviceFilter;
+}
+const SCENARIOS: Scenario[] = [
+  { name: 'model', query: 'model=LX-300', filter: { model: 'LX-300' } },
+  { name: 'status', query: 'status=offline', filter: { status: 'offline' } },
+  { name: 'firmware_lt', query: 'firmware_lt=2.0.0', filter: { firmwareLt: '2.0.0' } },
+  { name: 'q', query: 'q=12', filter: { q: '12' } },
+  { name: 'model+status', query: 'model=LX-300&status=offline', filter: { model: 'LX-300', status: 'offline' } },
+];
+
+const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
+const fmt = (ms: number) => ms.toFixed(2);
+
+async function seed(server: BenchServer, size: number, prefix: string): Promise<BenchAccount> {
+  const account = await server.createAccount({ quota: size });
+  const post = async (path: string, body: unknown) => {
+    const res = await fetch(server.httpUrl + path, {
       method: 'POST',
       headers: { ...account.headers, 'content-type': 'application/json' },
       body: JSON.stringify(body),
     });
-  for (const model of ['LX-200', 'LX-300']) {
-    const res = await post('/api/v1/models', { name: model });
-    if (res.status !== 201) throw new Error(`model: ${res.status} ${await res.text()}`);
-  }
-
-  const seedStarted = performance.now();
-  for (let c = 0; c < CLAIMS; c++) {
-    const serials = Array.from({ length: PER_CLAIM }, (_, i) => `SN-${String(c * PER_CLAIM + i).padStart(6, '0')}`);
-    const res = await post('/api/v1/devices/claim', { serials, model: c % 5 < 3 ? 'LX-200' : 'LX-300' });
-    if (res.status !== 201) throw new Error(`claim ${c}: ${res.status} ${(await res.text()).slice(0, 300)}`);
+    if (res.status !== 201) throw new Error(`${path}: ${res.status} ${(await res.text()).slice(0, 300)}`);
     await res.arrayBuffer();
+  };
+  for (const model of MODELS) await post('/api/v1/models', { name: model.name });
+  // Claimed through the API in runs of 1,000 serials, each run split 600/300/100 between the
+  // models: the service's own claim code and rules, and every model spread over the serials.
+  for (let start = 0; start < size; start += 1000) {
+    let at = start;
+    const end = Math.min(size, start + 1000);
+    for (const model of MODELS) {
+      const count = model === MODELS.at(-1) ? end - at : Math.round((end - start) * model.share);
+      const serials = Array.from({ length: count }, (_, i) => `${prefix}-${String(at + i).padStart(6, '0')}`);
+      if (serials.length) await post('/api/v1/devices/claim', { serials, model: model.name });
+      at += count;
+    }
   }
+  // What heartbeats would have left (the broker owns that path): firmware, 70 % online.
+  await server.sql(
+    `UPDATE devices SET firmware = v.version, firmware_key = v.version_key,
+       status = CASE WHEN random() < 0.7 THEN 'online' ELSE 'offline' END,
+       ip = '10.0.' || (random() * 255)::int || '.' || (random() * 255)::int, last_seen = now()
+     FROM (SELECT id, (row_number() OVER (ORDER BY serial)) % 4 AS bucket FROM devices WHERE account_id = ?) b
+     JOIN (VALUES (0, ?, ?), (1, ?, ?), (2, ?, ?)) AS v(bucket, version, version_key) ON v.bucket = b.bucket
+     WHERE devices.id = b.id`,
+    [account.accountId, ...FIRMWARE.flatMap((v) => [v, versionKey(v)])],
+  );
+  await server.sql(`UPDATE devices SET connectivity = status WHERE account_id = ?`, [account.accountId]);
+  return account;
+}
+
+/**
+ * CLIENTS loops, each walking the list from its first page to its last by next_cursor and
+ * starting over, until `pages` pages were fetched in all. Checks that each walk saw `total`
+ * devices in pages of 100 (a walk cut by the end of the run is not checked).
+ */
+async function walk(input: { url: string; headers: Record<string, string>; pages: number }) {
+  let left = input.pages;
+  let walks = 0;
+  const client = async () => {
+    while (left > 0) {
+      let cursor: string | null = null;
+      let seen = 0;
+      let total: number | undefined;
+      do {
+        if (left-- <= 0) return;
+        const url: string = `${input.url}&limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+        const res = await fetch(url, { headers: input.headers });
+        if (res.status !== 200) throw new Error(`${url}: ${res.status} ${(await res.text()).slice(0, 200)}`);
+        const body = (await res.json()) as { devices: unknown[]; total: number; next_cursor?: string | null };
+        total ??= body.total;
+        if (body.total !== total) throw new Error(`total changed during a walk: ${total} then ${body.total}`);
+        seen += body.devices.length;
+        cursor = body.next_cursor ?? null;
+        if (cursor !== null && body.devices.length !== 100) throw new Error(`short page before the end: ${url}`);
+      } while (cursor !== null);
+      if (seen !== total) throw new Error(`a walk saw ${seen} devices of total ${total}: ${input.url}`);
+      walks += 1;
+    }
+  };
+  const started = performance.now();
+  await Promise.all(Array.from({ length: CLIENTS }, client));
+  return { seconds: (performance.now() - started) / 1000, walks };
+}
+
+/** HTTP floor: the same clients asking GET /healthz `requests` times in all. */
+async function healthz(input: { url: string; requests: number }) {
+  let left = input.requests;
+  const client = async () => {
+    while (left-- > 0) {
+      const res = await fetch(`${input.url}/healthz`);
+      await res.arrayBuffer();
+    }
+  };
+  await Promise.all(Array.from({ length: CLIENTS }, client));
+}
+
+/** Service and PostgreSQL CPU (µs) that `work` cost. */
+async function measure<T>(server: BenchServer, work: () => Promise<T>) {
+  const meter = await server.postgresCpu();
+  const before = await server.cpu();
+  await meter?.start();
+  const result = await work();
+  const postgres = (await meter?.stop()) ?? 0;
+  const after = await server.cpu();
+  await meter?.close();
+  return { service: after.user + after.system - before.user - before.system, postgres, result };
+}
+
+const server = await startBenchServer();
+try {
+  const seedStarted = performance.now();
+  const accounts: Array<{ size: number; account: BenchAccount }> = [];
+  for (const [i, size] of SIZES.entries()) accounts.push({ size, account: await seed(server, size, `A${i}`) });
   const seedSeconds = (performance.now() - seedStarted) / 1000;
-  // What heartbeats would have reported: a quarter each on 1.9.0, 1.10.0, 2.0.0, and never reported.
-  await server.sql(`
-    UPDATE devices SET
-      firmware = v.version, firmware_key = v.version_key, status = CASE WHEN random() < 0.7 THEN 'online' ELSE 'offline' END,
-      ip = '10.0.' || (random() * 255)::int || '.' || (random() * 255)::int, last_seen = now()
-    FROM (SELECT id, (row_number() OVER (ORDER BY serial)) % 4 AS bucket FROM devices) b
-    JOIN (VALUES (0, '1.9.0', '0000000001.0000000009.0000000000.0000000000~'),
-                 (1, '1.10.0', '0000000001.0000000010.0000000000.0000000000~'),
-                 (2, '2.0.0', '0000000002.0000000000.0000000000.0000000000~')) AS v(bucket, version, version_key) ON v.bucket = b.bucket
-    WHERE devices.id = b.id`);
-  if (server.database === 'postgres') await server.sql('VACUUM ANALYZE devices');
+  if (server.database === 'postgres') await server.sql('VACUUM ANALYZE');
 
-  // The plan of the exact page statement: which index serves it.
-  const pageQuery = devicePageQuery({
-    accountId: account.accountId,
-    filter: { model: 'LX-200', firmwareLt: '2.0.0' },
-    afterSerial: null,
-    limit: 101,
-  });
-  const plan = (await server.sql(`EXPLAIN (ANALYZE, FORMAT JSON) ${pageQuery.sql}`, pageQuery.bindings)).rows as Array<
-    Record<string, unknown>
-  >;
-  const planText = JSON.stringify(plan);
-  const indexes = [...new Set([...planText.matchAll(/"Index Name":"([a-z_]+)"/g)].map((m) => m[1]))];
-  const planMs = (
-    plan[0]?.['QUERY PLAN'] as Array<{ 'Execution Time': number; 'Planning Time': number }> | undefined
-  )?.[0];
+  const figures: string[] = [
+    `database: ${server.database}; ${SIZES.map((s) => s.toLocaleString('en')).join(' + ')} devices in two accounts of one table, claimed through POST /api/v1/devices/claim (1,000 a request) in ${seedSeconds.toFixed(0)} s; firmware and status set by bulk UPDATE`,
+    `each figure: ${PAGES} pages of 100 walked by cursor from the first page to the last by ${CLIENTS} clients (after a warm-up walk); CPU per page = (service CPU + CPU of the PostgreSQL backends of its database) / pages`,
+  ];
+  const current: CurrentFigure[] = [];
 
-  // Filtered page of 100.
-  const pageUrl = `${server.httpUrl}/api/v1/devices?model=LX-200&firmware_lt=2.0.0&limit=100`;
-  const check = await fetch(pageUrl, { headers: account.headers });
-  const checkBody = (await check.json()) as { devices: unknown[]; total: number };
-  if (check.status !== 200 || checkBody.devices.length !== 100) throw new Error(`page check failed: ${check.status}`);
-  await runLoad({ url: pageUrl, headers: account.headers, connections: CONNECTIONS, durationSeconds: smoke ? 1 : 3 }); // warm-up
-  const cpuBefore = await server.cpu();
-  const pgBefore = server.database === 'postgres' ? postgresCpuMicros() : undefined;
-  const load = await runLoad({
-    url: pageUrl,
-    headers: account.headers,
-    connections: CONNECTIONS,
-    durationSeconds: LOAD_SECONDS,
-  });
-  const cpuAfter = await server.cpu();
-  const pgAfter = pgBefore === undefined ? undefined : postgresCpuMicros();
-  const pgPerRequestMs =
-    pgBefore !== undefined && pgAfter !== undefined
-      ? (pgAfter - pgBefore) / 1000 / Math.max(1, load.requests)
-      : undefined;
-  // CPU the server spent per request: unlike req/s, it barely depends on what else runs on the machine.
-  const cpuPerRequestMs =
-    (cpuAfter.user + cpuAfter.system - cpuBefore.user - cpuBefore.system) / 1000 / Math.max(1, load.requests);
-  if (load.non2xx > 0 || load.errors > 0) throw new Error(`page load: ${load.non2xx} non-2xx, ${load.errors} errors`);
+  const floor = await measure(server, () => healthz({ url: server.httpUrl, requests: PAGES }));
+  const floorMs = (floor.service + floor.postgres) / 1000 / PAGES;
+  figures.push(`baseline GET /healthz, same clients: **${fmt(floorMs)} ms** CPU per request (service)`);
 
-  // Full streamed listing.
+  for (const { size, account } of accounts) {
+    const rows: string[] = [];
+    let worst = 0;
+    for (const scenario of SCENARIOS) {
+      const url = `${server.httpUrl}/api/v1/devices?${scenario.query}`;
+      const first = (await (await fetch(`${url}&limit=100`, { headers: account.headers })).json()) as { total: number };
+      await walk({ url, headers: account.headers, pages: Math.min(200, PAGES) });
+      if (profileDir) await server.startProfile();
+      const cost = await measure(server, () => walk({ url, headers: account.headers, pages: PAGES }));
+      if (profileDir) await server.stopProfile(`${profileDir}/${size}-${scenario.name}.cpuprofile`);
+      const { seconds } = cost.result;
+      const perPage = (cost.service + cost.postgres) / 1000 / PAGES;
+      worst = Math.max(worst, perPage);
+      const page = devicePageQuery({
+        accountId: account.accountId,
+        filter: scenario.filter,
+        afterSerial: null,
+        limit: 101,
+      });
+      const plan = (await server.sql(`EXPLAIN (ANALYZE, FORMAT JSON) ${page.sql}`, page.bindings)).rows as Array<{
+        'QUERY PLAN': Array<{ 'Planning Time': number; 'Execution Time': number }>;
+      }>;
+      const timing = plan[0]?.['QUERY PLAN'][0];
+      rows.push(
+        `| ${scenario.query} | ${first.total.toLocaleString('en')} | **${fmt(perPage)}** | ${fmt(cost.service / 1000 / PAGES)} | ${fmt(cost.postgres / 1000 / PAGES)} | ${(perPage / floorMs).toFixed(1)} | ${Math.round(PAGES / seconds)} | ${fmt(timing?.['Planning Time'] ?? NaN)} / ${fmt(timing?.['Execution Time'] ?? NaN)} |`,
+      );
+      console.log(`${size} devices, ${scenario.query}: ${fmt(perPage)} ms per page`);
+    }
+    figures.push(
+      '',
+      `${size.toLocaleString('en')} devices in the account:`,
+      '',
+      '| filter | matches | CPU ms per page | service | PostgreSQL | x healthz | pages/s | first page plan: planning / execution ms |',
+      '|---|---|---|---|---|---|---|---|',
+      ...rows,
+    );
+    current.push({
+      id: `REST page of 100, ${size.toLocaleString('en')} devices`,
+      figure: `${fmt(worst)} ms CPU per page, worst filter (service + PostgreSQL)`,
+      target: `<= ${TARGET_MS.toFixed(1)} ms, every filter`,
+      met: worst <= TARGET_MS,
+    });
+  }
+
+  // The full streamed listing of the large account.
+  const large = accounts.at(-1)!;
   await server.gc();
   await new Promise((resolve) => setTimeout(resolve, 500));
-  // Baseline: RSS when sampling starts (after a GC and a pause); growth = peak while streaming - baseline.
   const before = await server.startRssSampling();
   const streamCpuBefore = await server.cpu();
   const streamStarted = performance.now();
-  const res = await fetch(`${server.httpUrl}/api/v1/devices`, { headers: account.headers });
+  const res = await fetch(`${server.httpUrl}/api/v1/devices`, { headers: large.account.headers });
   let bytes = 0;
   let tail = '';
   const decoder = new TextDecoder();
@@ -116,27 +231,26 @@ try {
   const streamCpu = await server.cpu();
   const streamCpuSeconds = (streamCpu.user + streamCpu.system - streamCpuBefore.user - streamCpuBefore.system) / 1e6;
   const total = Number(/"total":(\d+)/.exec(tail)?.[1]);
-  if (res.status !== 200 || total !== CLAIMS * PER_CLAIM)
-    throw new Error(`stream: status ${res.status}, total ${total}`);
+  if (res.status !== 200 || total !== large.size) throw new Error(`stream: status ${res.status}, total ${total}`);
   const growth = peakRss - before.rss;
+  figures.push(
+    '',
+    `full streamed listing of ${large.size.toLocaleString('en')} devices (${mb(bytes)} MB JSON): **${streamSeconds.toFixed(2)} s** (server CPU ${streamCpuSeconds.toFixed(2)} s), server RSS ${mb(before.rss)} MB -> peak ${mb(peakRss)} MB, **growth ${mb(growth)} MB** (target < 2 s, < 50 MB)`,
+  );
+  current.push({
+    id: `Streamed listing, ${large.size.toLocaleString('en')} devices`,
+    figure: `${streamSeconds.toFixed(2)} s, RSS growth ${mb(growth)} MB`,
+    target: '< 2 s, < 50 MB',
+    met: streamSeconds < 2 && growth < 50 * 1024 * 1024,
+  });
 
-  const figures = [
-    `database: ${server.database}; devices: ${total.toLocaleString('en')} in one account, seeded by ${CLAIMS} claims of ${PER_CLAIM} through POST /api/v1/devices/claim in ${seedSeconds.toFixed(1)} s, firmware set by one bulk UPDATE`,
-    `filtered page (model=LX-200&firmware_lt=2.0.0&limit=100, ${checkBody.total.toLocaleString('en')} matches), autocannon ${CONNECTIONS} connections, ${LOAD_SECONDS} s: ` +
-      `**${Math.round(load.requestsPerSecond)} req/s**, p50 ${load.p50Ms} ms, **p99 ${load.p99Ms} ms** (${load.requests} requests; target >= 2,500 req/s, p99 < 25 ms); ` +
-      `server CPU ${cpuPerRequestMs.toFixed(2)} ms per request (one free core: about ${Math.round(1000 / cpuPerRequestMs)} req/s of Node work)` +
-      (pgPerRequestMs === undefined
-        ? ''
-        : `, PostgreSQL CPU ${pgPerRequestMs.toFixed(2)} ms per request (all postgres processes)`),
-    `page statement: indexes ${indexes.join(', ') || '(none)'}; planning ${planMs?.['Planning Time'].toFixed(2)} ms, execution ${planMs?.['Execution Time'].toFixed(2)} ms (EXPLAIN ANALYZE)`,
-    `full streamed listing (${(bytes / 1024 / 1024).toFixed(1)} MB JSON): **${streamSeconds.toFixed(2)} s** (server CPU ${streamCpuSeconds.toFixed(2)} s), server RSS ${mb(before.rss)} MB -> peak ${mb(peakRss)} MB, **growth ${mb(growth)} MB** (target < 2 s, < 50 MB)`,
-  ];
   for (const f of figures) console.log(f);
-  if (!smoke && !process.argv.includes('--dry')) {
+  if (!smoke && !dry) {
     recordResults({
-      title: 'GET /api/v1/devices, 100,000 devices',
+      title: 'GET /api/v1/devices: CPU per page of 100 at 20,000 and 100,000 devices',
       command: `${process.env.BENCH_DATABASE_URL ? 'BENCH_DATABASE_URL=... ' : ''}node --import tsx bench/devices-list.bench.ts`,
       figures,
+      current,
     });
   }
 } finally {

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { PostgresBackendCpu } from './postgres-cpu';
 
 /**
  * A real fleet server for benchmarks: a child process (so its RSS and CPU are its own) on free
@@ -31,6 +32,11 @@ export interface BenchServer {
   mqttsUrl: string | null;
   database: 'postgres' | 'embedded';
   pid: number;
+  /**
+   * A meter of the CPU of the PostgreSQL backends serving this server's database (null on the
+   * embedded database, whose work is inside the server process's own CPU).
+   */
+  postgresCpu(): Promise<PostgresBackendCpu | null>;
   createAccount(
     input?: Partial<{ name: string; quota: number; budget: number; unitPrice: number; rateLimitPerMinute: number }>,
   ): Promise<BenchAccount>;
@@ -41,6 +47,9 @@ export interface BenchServer {
   cpu(): Promise<NodeJS.CpuUsage>;
   /** Forces a GC in the server (it runs with --expose-gc) and returns its memory afterwards. */
   gc(): Promise<NodeJS.MemoryUsage>;
+  /** A CPU profile of the server (100 µs sampling) between start and stop, written to `file` (.cpuprofile). */
+  startProfile(): Promise<void>;
+  stopProfile(file: string): Promise<void>;
   /** Samples the server's RSS every 5 ms between start and stop; stop returns the peak. */
   startRssSampling(): Promise<{ rss: number }>;
   stopRssSampling(): Promise<{ peakRss: number }>;
@@ -130,6 +139,7 @@ export async function startBenchServer(options: { env?: Record<string, string> }
     mqttsUrl,
     database,
     pid: child.pid!,
+    postgresCpu: async () => (adminUrl && dbName ? PostgresBackendCpu.open({ adminUrl, database: dbName }) : null),
     async createAccount(input = {}) {
       const created = await request<{ accountId: string; apiKey: string; apiKeyId: string }>({
         cmd: 'createAccount',
@@ -148,6 +158,8 @@ export async function startBenchServer(options: { env?: Record<string, string> }
     memory: () => request({ cmd: 'memory' }),
     cpu: () => request({ cmd: 'cpu' }),
     gc: () => request({ cmd: 'gc' }),
+    startProfile: () => request({ cmd: 'profile', action: 'start' }),
+    stopProfile: (file) => request({ cmd: 'profile', action: 'stop', file }),
     startRssSampling: () => request({ cmd: 'sampleRss', action: 'start' }),
     stopRssSampling: () => request({ cmd: 'sampleRss', action: 'stop' }),
     async stop() {

@@ -62,20 +62,81 @@ export function machineDescription(): string[] {
   ];
 }
 
-/** Appends one section to bench/RESULTS.md: title, date, machine, command, figures. */
-export function recordResults(input: { title: string; command: string; figures: string[]; notes?: string[] }): void {
+/** One row of the table at the top of bench/RESULTS.md: a benchmark's current figure and its target. */
+export interface CurrentFigure {
+  /** What is measured; a later record with the same id replaces the row. */
+  id: string;
+  figure: string;
+  target: string;
+  met: boolean;
+}
+
+const TABLE_START = '<!-- current-figures:start -->';
+const TABLE_END = '<!-- current-figures:end -->';
+const TABLE_HEAD = [
+  '| measure | current figure | target | met | recorded (UTC) | CPU yardstick | command |',
+  '|---|---|---|---|---|---|---|',
+];
+
+/**
+ * The table of current figures with `rows` put in: a row of the same id is replaced, others are
+ * appended. Rows are `| id | figure | target | met | date | yardstick | command |`.
+ */
+export function withCurrentFigures(
+  text: string,
+  rows: Array<CurrentFigure & { date: string; yardstickMs: number; command: string }>,
+): string {
+  const start = text.indexOf(TABLE_START);
+  const end = text.indexOf(TABLE_END);
+  if (start < 0 || end < start) throw new Error(`bench/RESULTS.md has no ${TABLE_START} ... ${TABLE_END} table`);
+  const lines = text
+    .slice(start + TABLE_START.length, end)
+    .split('\n')
+    .filter((l) => l.startsWith('| ') && !TABLE_HEAD.includes(l));
+  const cell = (value: string) => value.replaceAll('|', '\\|');
+  for (const row of rows) {
+    const line = `| ${cell(row.id)} | ${cell(row.figure)} | ${cell(row.target)} | ${row.met ? 'met' : '**not met**'} | ${row.date} | ${row.yardstickMs} ms | \`${cell(row.command)}\` |`;
+    const at = lines.findIndex((l) => l.startsWith(`| ${cell(row.id)} |`));
+    if (at >= 0) lines[at] = line;
+    else lines.push(line);
+  }
+  return `${text.slice(0, start + TABLE_START.length)}\n${[...TABLE_HEAD, ...lines].join('\n')}\n${text.slice(end)}`;
+}
+
+/**
+ * Appends one section to bench/RESULTS.md (title, date, machine, command, figures) and puts
+ * `current` into the table of current figures at its top. A figure line is a bullet unless it is
+ * empty or a table row (`| ...`).
+ */
+export function recordResults(input: {
+  title: string;
+  command: string;
+  figures: string[];
+  notes?: string[];
+  current?: CurrentFigure[];
+}): void {
+  const date = new Date().toISOString().slice(0, 16).replace('T', ' ');
+  const machine = machineDescription();
   const lines = [
     '',
-    `## ${input.title} (${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC)`,
+    `## ${input.title} (${date} UTC)`,
     '',
-    ...machineDescription().map((l) => `- ${l}`),
+    ...machine.map((l) => `- ${l}`),
     `- command: \`${input.command}\``,
     '',
-    ...input.figures.map((f) => `- ${f}`),
+    ...input.figures.map((f) => (f === '' || f.startsWith('|') ? f : `- ${f}`)),
     ...(input.notes?.length ? ['', ...input.notes] : []),
     '',
   ];
-  fs.appendFileSync(RESULTS, lines.join('\n'));
+  let text = fs.readFileSync(RESULTS, 'utf8') + lines.join('\n');
+  if (input.current?.length) {
+    const yardstickMs = Number(/CPU yardstick: (\d+) ms/.exec(machine.join('\n'))?.[1] ?? NaN);
+    text = withCurrentFigures(
+      text,
+      input.current.map((row) => ({ ...row, date, yardstickMs, command: input.command })),
+    );
+  }
+  fs.writeFileSync(RESULTS, text);
 }
 
 /** Percentile of already sorted numbers (nearest rank). */

@@ -1,3 +1,5 @@
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { loadConfig } from '../../api/src/config';
 import { startFleetService } from '../../api/src/app';
 import { createLogger } from '../../api/src/logger';
@@ -18,11 +20,14 @@ type Request =
   | { id: number; cmd: 'cpu' }
   | { id: number; cmd: 'sampleRss'; action: 'start' | 'stop' }
   | { id: number; cmd: 'gc' }
+  | { id: number; cmd: 'profile'; action: 'start' }
+  | { id: number; cmd: 'profile'; action: 'stop'; file: string }
   | { id: number; cmd: 'stop' };
 
 let peakRss = 0;
 let sampler: NodeJS.Timeout | undefined;
 let accounts = 0;
+let profiler: Session | undefined;
 
 async function handle(req: Request): Promise<unknown> {
   switch (req.cmd) {
@@ -66,6 +71,23 @@ async function handle(req: Request): Promise<unknown> {
     case 'gc':
       (globalThis as { gc?: () => void }).gc?.();
       return process.memoryUsage();
+    case 'profile':
+      // A CPU profile of one phase only (--cpu-prof would cover start-up and seeding too).
+      if (req.action === 'start') {
+        profiler = new Session();
+        profiler.connect();
+        await profiler.post('Profiler.enable');
+        await profiler.post('Profiler.setSamplingInterval', { interval: 100 });
+        await profiler.post('Profiler.start');
+        return {};
+      } else {
+        if (!profiler) throw new Error('no profile was started');
+        const { profile } = await profiler.post('Profiler.stop');
+        writeFileSync(req.file, JSON.stringify(profile));
+        profiler.disconnect();
+        profiler = undefined;
+        return { file: req.file };
+      }
     case 'stop':
       await service.stop();
       setImmediate(() => process.exit(0));
