@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import type { Response } from 'express';
-import type { DeviceJsonPage } from '../../../api/src/domain/devices/device.service';
+import type { DevicePage } from '../../../api/src/domain/devices/device.service';
+import { presentDevice } from './device.presenter';
 
 /**
  * The unpaged device list as one JSON document written batch by batch:
@@ -49,11 +50,20 @@ async function drained(res: Response): Promise<void> {
   }
 }
 
-/** A page of the list, its devices already JSON documents: written as text, never re-parsed. */
-export function sendDevicePage(res: Response, page: DeviceJsonPage): void {
-  const body = `{"devices":[${page.devices.join(',')}],"total":${page.total},"quota":${page.quota},"next_cursor":${JSON.stringify(page.nextCursor)}}`;
+/**
+ * A page of the list. Rendered here from the devices rather than by the database: building 100
+ * JSON documents cost PostgreSQL 0.35 ms of CPU per page, far more than JSON.stringify
+ * (bench/devices-list.bench.ts); the streamed list, where Node's share matters more, keeps them.
+ */
+export function sendDevicePage(res: Response, page: DevicePage): void {
+  const body = JSON.stringify({
+    devices: page.devices.map(presentDevice),
+    total: page.total,
+    quota: page.quota,
+    next_cursor: page.nextCursor,
+  });
   // Written directly: express's send would hash the whole page for an ETag no client of a
-  // changing device list can use (bench/devices-list.bench.ts).
+  // changing device list can use.
   res.status(200);
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
   res.setHeader('Content-Length', Buffer.byteLength(body));
