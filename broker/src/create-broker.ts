@@ -17,6 +17,7 @@ import {
   type DisconnectRequests,
 } from '../../api/src/domain/devices/disconnect-requests';
 import { LISTEN_BACKLOG } from '../../api/src/listen-backlog';
+import { SingleFlightLoop } from '../../api/src/domain/shared/single-flight-loop';
 import { topics } from './protocol/topics';
 import { publishKindFor, maySubscribe, mayReceive } from './hooks/authorize';
 import {
@@ -117,8 +118,8 @@ export class DeviceBroker implements DeviceGateway {
   /** Open TCP and TLS sockets, with or without an MQTT session yet (close() ends the stragglers). */
   private readonly sockets = new Set<net.Socket>();
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MQTT_PACKET_BYTES });
-  private sweepTimer: NodeJS.Timeout | undefined;
-  private sweeping: Promise<unknown> = Promise.resolve();
+  /** Marks devices offline whose heartbeats stopped. */
+  private readonly presenceSweeps: SingleFlightLoop;
   private closed = false;
   /** Device publishes already handled in `authorizePublish`: not routed (consumeDeviceReports). */
   private readonly consumed = new WeakSet<PublishPacket>();
@@ -133,6 +134,11 @@ export class DeviceBroker implements DeviceGateway {
     const listener = () => this.domain?.otaListener;
     this.ready = new ReadyNotifier(listener, options.logger, (l, device) => l.onDeviceReady(device));
     this.heard = new ReadyNotifier(listener, options.logger, (l, device) => l.onDeviceHeard(device), 'device heard');
+    this.presenceSweeps = new SingleFlightLoop({
+      round: () => this.sweepPresence(),
+      onError: (err) => options.logger.error({ err }, 'presence sweep failed'),
+      poll: { everyMs: options.sweepIntervalMs ?? 5000 },
+    });
   }
 
   /** What the broker serves devices with; only reached from connections, which exist once started. */
@@ -196,26 +202,26 @@ export class DeviceBroker implements DeviceGateway {
     // From here on connections are taken (TCP, TLS and /mqtt).
     this.domain = domain;
     this.stopDisconnects = this.disconnects.subscribe((request) => this.closeSessions(request));
-    this.sweepTimer = setInterval(() => void this.sweepNow(), this.options.sweepIntervalMs ?? 5000);
-    this.sweepTimer.unref();
+    this.presenceSweeps.start();
   }
 
-  /** Marks devices offline whose 3 heartbeat intervals passed (the timer calls it; tests may too). */
+  /**
+   * Marks devices offline whose 3 heartbeat intervals passed (a timer does it too). Resolves once a
+   * sweep that started after the call is over, so a test that moved the clock sees its effect.
+   */
   sweepNow(): Promise<void> {
+    return this.presenceSweeps.settle();
+  }
+
+  private async sweepPresence(): Promise<void> {
     const { ingest, presence } = this.served;
-    this.sweeping = this.sweeping
-      .then(async () => {
-        // Pending news first, so a device heard a moment ago is not swept on a stale deadline.
-        await ingest.flush();
-        for (;;) {
-          const { offline, examined } = await presence.sweepTimedOut(5000);
-          if (offline)
-            this.options.logger.info({ devices: offline }, 'devices marked offline after 3 missed heartbeats');
-          if (examined < 5000) break;
-        }
-      })
-      .catch((err: unknown) => this.options.logger.error({ err }, 'presence sweep failed'));
-    return this.sweeping as Promise<void>;
+    // Pending news first, so a device heard a moment ago is not swept on a stale deadline.
+    await ingest.flush();
+    for (;;) {
+      const { offline, examined } = await presence.sweepTimedOut(5000);
+      if (offline) this.options.logger.info({ devices: offline }, 'devices marked offline after 3 missed heartbeats');
+      if (examined < 5000) break;
+    }
   }
 
   /** Plain MQTT on `port` (MQTT_PORT). Resolves with the bound port. */
@@ -309,8 +315,7 @@ export class DeviceBroker implements DeviceGateway {
     this.stopDisconnects?.();
     this.ready.close();
     this.heard.close();
-    if (this.sweepTimer) clearInterval(this.sweepTimer);
-    await this.sweeping;
+    await this.presenceSweeps.stop();
     const listenersClosed = Promise.all(
       this.listeners.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))),
     );

@@ -7,6 +7,7 @@ import type { DownloadLinkSigner } from '../firmware/download-links';
 import { evaluateDeployment } from './deployment-progress';
 import { finishUpdates, markSent } from './update-transitions';
 import { BatchQueue } from './batch-queue';
+import { SingleFlightLoop } from '../shared/single-flight-loop';
 import { applyHealthGate, applyProgressBatch, type ProgressItem } from './ota-reports';
 import type { DeploymentChangeListener } from './deployment-inputs';
 import { OtaCommandPublisher } from './ota-command-publisher';
@@ -71,14 +72,13 @@ const EVALUATION_MAX_DELAY_MS = 2000;
  */
 export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
   private readonly commands: OtaCommandPublisher;
-  private timer: NodeJS.Timeout | undefined;
+  private readonly sweeps: SingleFlightLoop;
   private readonly dirty = new Set<string>();
   private flushTimer: NodeJS.Timeout | undefined;
   /** The costliest evaluation of the last round (ms): spaces the next round. */
   private evaluationCostMs = 0;
   private readonly pending = new Set<Promise<unknown>>();
   private stopped = false;
-  private sweeping: Promise<void> | null = null;
   /** A connect storm or a burst of reports becomes a few batched transactions, not one each. */
   private readonly readyQueue = new BatchQueue<{ accountId: string; deviceId: string }>(
     (items) => this.devicesReady(items),
@@ -120,6 +120,12 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
       onPublished: () => this.area.metrics?.published(1),
       ...(area.warmFirmware ? { warm: area.warmFirmware } : {}),
     });
+    const every = this.options.sweepIntervalMs;
+    this.sweeps = new SingleFlightLoop({
+      round: () => this.sweepOnce(),
+      onError: (err) => deps.logger.error({ err }, 'OTA sweep failed'),
+      ...(every > 0 ? { poll: { everyMs: every } } : {}),
+    });
   }
 
   get options(): OtaEngineOptions {
@@ -133,21 +139,14 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
 
   start(): void {
     this.stopped = false;
-    const every = this.options.sweepIntervalMs;
-    if (every > 0) {
-      this.timer = setInterval(
-        () => void this.sweep().catch((err: unknown) => this.deps.logger.error({ err }, 'OTA sweep failed')),
-        every,
-      );
-      this.timer.unref();
-    }
-    this.track(this.sweep());
+    this.sweeps.start();
+    void this.track(this.sweeps.run());
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
     if (this.flushTimer) clearTimeout(this.flushTimer);
+    await this.sweeps.stop();
     await this.idle();
   }
 
@@ -219,13 +218,12 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
 
   // ---- sweep
 
-  /** Deadlines, scheduled starts, re-sends, windows, then every running deployment evaluated. */
-  async sweep(): Promise<void> {
-    if (this.sweeping) return this.sweeping;
-    this.sweeping = this.sweepOnce().finally(() => {
-      this.sweeping = null;
-    });
-    return this.sweeping;
+  /**
+   * Deadlines, scheduled starts, re-sends, windows, then every running deployment evaluated. Joins
+   * the sweep under way rather than starting a second; a failure is logged, not thrown.
+   */
+  sweep(): Promise<void> {
+    return this.sweeps.run();
   }
 
   private async sweepOnce(): Promise<void> {
