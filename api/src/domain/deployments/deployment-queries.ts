@@ -6,7 +6,7 @@ import { isValidSerial } from '../devices/device-types';
 import { toDeployment, type Deployment, type DeviceUpdateView } from './deployment-types';
 import { ListDeploymentDevicesInput, ListDeploymentsInput, cursorCodec } from './deployment-inputs';
 import { countsFor, findDeployment, listDeployments, type NamedDeployment } from './store/deployments.store';
-import { listDeploymentUpdates } from './store/device-updates.store';
+import { listDeploymentUpdates } from './store/update-views.store';
 
 // Reading deployments: one, a page of them, and a page of one deployment's per-device states.
 
