@@ -81,7 +81,7 @@ export async function finishUpdateRows(
 ): Promise<UpdateRef[]> {
   if (input.ids.length === 0) return [];
   const { now } = input;
-  const result = await trx.raw(
+  const result = await trx.raw<{ rows: UpdateRefRow[] }>(
     `UPDATE device_updates u SET state = ?, error = ?, finished_at = ?, state_changed_at = ?, deadline_at = NULL,
             progress = CASE WHEN ? = 'succeeded' THEN 100 ELSE u.progress END
        FROM devices d
@@ -89,7 +89,7 @@ export async function finishUpdateRows(
       RETURNING u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version`,
     [input.state, input.error, now, now, input.state, input.ids],
   );
-  const rows = result.rows as UpdateRefRow[];
+  const rows = result.rows;
   if (rows.length === 0) return [];
   const ids = rows.map((r) => r.id);
   await lockDevices(
@@ -193,30 +193,32 @@ export async function lockOverdueUpdates(
   input: { now: Date; limit: number },
 ): Promise<string[]> {
   const rows = (
-    await trx.raw(
+    await trx.raw<{ rows: Array<{ id: string; reported_success_at: Date | null }> }>(
       `SELECT id, reported_success_at FROM device_updates WHERE state IN (${sqlList(IN_FLIGHT_STATES)}) AND deadline_at < ? ORDER BY deadline_at LIMIT ${Math.floor(input.limit)} FOR UPDATE SKIP LOCKED`,
       [input.now],
     )
-  ).rows as Array<{ id: string; reported_success_at: Date | null }>;
+  ).rows;
   return rows.map((r) => r.id);
+}
+
+interface ActiveUpdateRow {
+  id: string;
+  device_id: string;
+  account_id: string;
+  deployment_id: string;
+  state: UpdateState;
+  target_version: string;
 }
 
 /** The unfinished updates of these devices, locked in id order. */
 export async function lockActiveUpdatesOfDevices(trx: Knex.Transaction, deviceIds: string[]): Promise<ActiveUpdate[]> {
   const rows = (
-    await trx.raw(
+    await trx.raw<{ rows: ActiveUpdateRow[] }>(
       `SELECT u.id, u.device_id, u.account_id, u.deployment_id, u.state, u.target_version FROM device_updates u
       WHERE u.device_id = ANY(?::uuid[]) AND u.state IN (${sqlList(ACTIVE_STATES)}) ORDER BY u.id FOR UPDATE OF u`,
       [deviceIds],
     )
-  ).rows as Array<{
-    id: string;
-    device_id: string;
-    account_id: string;
-    deployment_id: string;
-    state: UpdateState;
-    target_version: string;
-  }>;
+  ).rows;
   return rows.map((r) => ({
     id: r.id,
     deviceId: r.device_id,
@@ -230,14 +232,14 @@ export async function lockActiveUpdatesOfDevices(trx: Knex.Transaction, deviceId
 /** The updates these reports name (unknown ids are left out), locked in id order. */
 export async function lockReportedUpdates(trx: Knex.Transaction, jobIds: string[]): Promise<ReportedUpdate[]> {
   const rows = (
-    await trx.raw(
+    await trx.raw<{ rows: Array<UpdateRefRow & { state: UpdateState; firmware_key: string | null }> }>(
       `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.state,
               CASE WHEN d.firmware IS NULL THEN NULL ELSE d.firmware_key END AS firmware_key
          FROM device_updates u JOIN devices d ON d.id = u.device_id
         WHERE u.id = ANY(?::uuid[]) ORDER BY u.id FOR UPDATE OF u`,
       [jobIds],
     )
-  ).rows as Array<UpdateRefRow & { state: UpdateState; firmware_key: string | null }>;
+  ).rows;
   return rows.map((r) => ({ ...toUpdateRef(r), state: r.state, firmwareKey: r.firmware_key }));
 }
 
@@ -247,11 +249,11 @@ export async function queuedUpdatesOfDevices(
   deviceIds: string[],
 ): Promise<Array<{ deviceId: string; accountId: string; deploymentId: string }>> {
   const rows = (
-    await db.raw(
+    await db.raw<{ rows: Array<{ device_id: string; account_id: string; deployment_id: string }> }>(
       `SELECT u.device_id, u.account_id, u.deployment_id FROM device_updates u WHERE u.device_id = ANY(?::uuid[]) AND u.state = 'queued'`,
       [deviceIds],
     )
-  ).rows as Array<{ device_id: string; account_id: string; deployment_id: string }>;
+  ).rows;
   return rows.map((r) => ({ deviceId: r.device_id, accountId: r.account_id, deploymentId: r.deployment_id }));
 }
 
@@ -261,12 +263,12 @@ export async function cancelQueuedOfDeployment(
   input: { deploymentId: string; now: Date },
 ): Promise<number> {
   const { now } = input;
-  const cancelled = await trx.raw(
+  const cancelled = await trx.raw<{ rows: Array<{ id: string }> }>(
     `UPDATE device_updates SET state = 'cancelled', error = 'deployment cancelled', finished_at = ?, state_changed_at = ?, deadline_at = NULL
           WHERE deployment_id = ? AND state = 'queued' RETURNING id`,
     [now, now, input.deploymentId],
   );
-  const ids = (cancelled.rows as Array<{ id: string }>).map((r) => r.id);
+  const ids = cancelled.rows.map((r) => r.id);
   if (ids.length > 0) {
     await trx.raw(
       `INSERT INTO device_events (account_id, device_id, type, data, occurred_at)

@@ -12,6 +12,16 @@ export interface HealthCount {
   windowMinutes: number;
 }
 
+interface HealthCountRow {
+  id: string;
+  device_id: string;
+  account_id: string;
+  deployment_id: string;
+  reconnects_after: number;
+  health_failed_at: Date | null;
+  window_minutes: number;
+}
+
 /**
  * Rollout health gate: each reconnect within the window after a device's last successful
  * update is counted; more than the deployment's limit marks that update unhealthy (a failure).
@@ -24,7 +34,7 @@ export async function countReconnects(
   input: { deviceIds: string[]; now: Date; defaultWindowMinutes: number; defaultMaxReconnects: number },
 ): Promise<HealthCount[]> {
   const rows = (
-    await trx.raw(
+    await trx.raw<{ rows: HealthCountRow[] }>(
       `WITH last AS (
          SELECT DISTINCT ON (u.device_id) u.id, u.device_id, u.account_id, u.deployment_id, u.finished_at,
                 COALESCE((p.rollout ->> 'health_window_minutes')::float8, ?) AS window_minutes,
@@ -41,15 +51,7 @@ export async function countReconnects(
         RETURNING u.id, u.device_id, u.account_id, u.deployment_id, u.reconnects_after, u.health_failed_at, last.window_minutes`,
       [input.defaultWindowMinutes, input.defaultMaxReconnects, input.deviceIds, input.now, input.now],
     )
-  ).rows as Array<{
-    id: string;
-    device_id: string;
-    account_id: string;
-    deployment_id: string;
-    reconnects_after: number;
-    health_failed_at: Date | null;
-    window_minutes: number;
-  }>;
+  ).rows;
   return rows.map((r) => ({
     id: r.id,
     deviceId: r.device_id,

@@ -52,13 +52,13 @@ export async function listDeploymentUpdates(
   const q = db('device_updates as u')
     .join('devices as d', 'd.id', 'u.device_id')
     .where('u.deployment_id', input.deploymentId)
-    .select('u.*', 'd.serial')
+    .select<UpdateViewRow[]>('u.*', 'd.serial')
     .orderBy('d.serial')
     .limit(input.limit);
   if (input.state === 'superseded') q.whereNotNull('u.superseded_by');
   else if (input.state === 'cancelled') q.where('u.state', 'cancelled').whereNull('u.superseded_by');
   else if (input.state) q.where('u.state', input.state);
   if (input.afterSerial !== undefined) q.andWhere('d.serial', '>', input.afterSerial);
-  const rows: UpdateViewRow[] = await q;
+  const rows = await q;
   return rows.map(toUpdateView);
 }
