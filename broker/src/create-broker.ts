@@ -122,7 +122,8 @@ export class DeviceBroker implements DeviceGateway {
   }
 
   static async create(options: DeviceBrokerOptions): Promise<DeviceBroker> {
-    let self: DeviceBroker | undefined;
+    // The hooks reach the broker through `self`, made once Aedes exists: they only run for
+    // connections, which come after start().
     const aedesOptions: AedesOptions = {
       // [MQTT-3.1.3-5] client ids are serials: at most 64 characters.
       maxClientsIdLength: 64,
@@ -130,16 +131,16 @@ export class DeviceBroker implements DeviceGateway {
       preConnect: makePreConnect(),
       authenticate: makeAuthenticate({
         auth: {
-          authenticate: (input) => self!.served.auth.authenticate(input),
-          authenticateCertificate: (input) => self!.served.auth.authenticateCertificate(input),
+          authenticate: (input) => self.served.auth.authenticate(input),
+          authenticateCertificate: (input) => self.served.auth.authenticateCertificate(input),
         },
-        onAuthenticated: (client, session) => self!.onAuthenticated(client, session),
-        onRefused: (client, reason, serial) => self!.onRefused(client, reason, serial),
+        onAuthenticated: (client, session) => self.onAuthenticated(client, session),
+        onRefused: (client, reason, serial) => self.onRefused(client, reason, serial),
         logger: options.logger,
       }),
-      authorizePublish: (client, packet, callback) => self!.authorize.publish(client, packet, callback),
-      authorizeSubscribe: (client, sub, callback) => self!.authorize.subscribe(client, sub, callback),
-      authorizeForward: (client, packet) => self!.authorize.forward(client, packet),
+      authorizePublish: (client, packet, callback) => self.authorize.publish(client, packet, callback),
+      authorizeSubscribe: (client, sub, callback) => self.authorize.subscribe(client, sub, callback),
+      authorizeForward: (client, packet) => self.authorize.forward(client, packet),
       ...(options.backends
         ? { mq: options.backends.mq, persistence: options.backends.persistence }
         : { persistence: createIndexedMemoryPersistence() }),
@@ -147,7 +148,7 @@ export class DeviceBroker implements DeviceGateway {
     const aedes = await Aedes.createBroker(aedesOptions);
     assertAedesInternals(aedes, options.backends);
     guardStoredSubscriptions(sessionStoreOf(aedes));
-    self = new DeviceBroker(aedes, options);
+    const self = new DeviceBroker(aedes, options);
     self.wire();
     return self;
   }
@@ -243,12 +244,12 @@ export class DeviceBroker implements DeviceGateway {
   }
 
   /** Readiness: listening and not closed; the detail says how much is connected and pending. */
-  async health(): Promise<{ ok: boolean; detail?: string }> {
+  health(): Promise<{ ok: boolean; detail?: string }> {
     const listening = this.listeners.listening && !this.closed && !this.aedes.closed;
-    return {
+    return Promise.resolve({
       ok: listening,
       detail: `${this.connections.size} devices connected, ${this.domain?.ingest.backlog ?? 0} with unwritten news`,
-    };
+    });
   }
 
   get connectedCount(): number {
@@ -360,7 +361,7 @@ export class DeviceBroker implements DeviceGateway {
         this.readiness.subscribed(conn);
     });
     this.aedes.on('clientError', (client, err) =>
-      logger.debug({ serial: client?.id, err: err.message }, 'MQTT client error'),
+      logger.debug({ serial: client.id, err: err.message }, 'MQTT client error'),
     );
     this.aedes.on('connectionError', (_client, err) => logger.debug({ err: err.message }, 'MQTT connection error'));
     metrics.mqttConnectedDevices.set(0);

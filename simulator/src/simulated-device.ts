@@ -111,7 +111,7 @@ export class SimulatedDevice {
       {
         firmware: () => this.firmware,
         canPublish: () => this.client?.connected === true,
-        isStopped: () => this.stopped,
+        isStopped: () => this.isStopped(),
         random: this.random,
         publishReport: (payload) => this.publish(topics.otaProgress(this.serial), payload),
         reboot: (version) => this.reboot(version),
@@ -249,7 +249,7 @@ export class SimulatedDevice {
       if (this.stopped) return;
       this.connect().catch(() => this.scheduleReconnect(2000 + this.random() * 8000));
     }, delayMs);
-    this.reconnectTimer.unref?.();
+    this.reconnectTimer.unref();
   }
 
   /** Changes the heartbeat period (seconds) at once, as a configuration push would (benchmarks: ramp slow, then load). */
@@ -376,10 +376,16 @@ export class SimulatedDevice {
         await this.connect();
         return;
       } catch {
-        if (this.stopped) return;
+        // Read through a call: stop() may have run while connecting, and TypeScript would keep
+        // `this.stopped` narrowed to false from the check above.
+        if (this.isStopped()) return;
         await sleep(Math.min(1000 * 2 ** attempt, 10_000));
       }
     }
+  }
+
+  private isStopped(): boolean {
+    return this.stopped;
   }
 
   private setConnected(value: boolean): void {

@@ -7,6 +7,7 @@ import type { Clock } from '../domain/shared/clock';
 import { SingleFlightLoop } from '../domain/shared/single-flight-loop';
 
 interface EventRow {
+  /** bigint, read as a number (database.ts sets the INT8 parser). */
   seq: number;
   id: string;
   account_id: string;
@@ -44,7 +45,7 @@ export async function appendEvents(trx: Knex | Knex.Transaction, clock: Clock, e
 export function toDomainEvent(row: EventRow): DomainEvent {
   return {
     id: row.id,
-    seq: Number(row.seq),
+    seq: row.seq,
     accountId: row.account_id,
     type: row.type as EventType,
     subject: row.subject,

@@ -32,10 +32,16 @@ export class AuthorizeHooks {
 
   publish(client: Client | null, packet: PublishPacket, callback: (error?: Error | null) => void): void {
     // Publishes of the service itself do not come through here; a null client is the broker.
-    if (!client) return callback(null);
+    if (!client) {
+      callback(null);
+      return;
+    }
     const { connections, metrics, logger } = this.input;
     const conn = connections.of(client);
-    if (!conn) return callback(new Error('not authorized'));
+    if (!conn) {
+      callback(new Error('not authorized'));
+      return;
+    }
     const { serial } = conn.session;
     const kind = publishKindFor(serial, packet.topic);
     // A Last Will is published by the broker on behalf of a connection that is already gone.
@@ -48,7 +54,8 @@ export class AuthorizeHooks {
         { topic: packet.topic.slice(0, 200) },
         'publish refused by the topic ACL; disconnecting',
       );
-      return callback(new Error('publish not authorized'));
+      callback(new Error('publish not authorized'));
+      return;
     }
     // Devices never get to leave retained messages in the broker.
     packet.retain = false;
@@ -63,7 +70,8 @@ export class AuthorizeHooks {
           verdict === 'disconnect' ? 'device keeps flooding; disconnecting' : 'messages above the rate limit dropped',
         );
         this.input.consumed.add(packet);
-        return callback(verdict === 'disconnect' ? new Error('flooding') : null);
+        callback(verdict === 'disconnect' ? new Error('flooding') : null);
+        return;
       }
     }
     const { ingest, otaListener } = this.input.served();
@@ -96,7 +104,10 @@ export class AuthorizeHooks {
     // A device's messages right after its CONNACK may be handled before Aedes marks it connected
     // (isWill is then true): the first heartbeat counts all the same.
     if (result.ok && result.firmware !== undefined) this.input.readiness.firstHeartbeat(conn, result.firmware);
-    if (!result.ok || !result.applied) return callback(null);
+    if (!result.ok || !result.applied) {
+      callback(null);
+      return;
+    }
     conn.reportsStored = Promise.allSettled([conn.reportsStored, result.applied]).then(() => undefined);
     // No PUBACK for a message the service could not store: the connection closes and the device
     // sends it again on its next one.
@@ -128,7 +139,8 @@ export class AuthorizeHooks {
         'subscription refused by the topic ACL',
       );
       // Deny with a null subscription (SUBACK 0x80). Passing the subscription on with `qos: 128` would GRANT it (test/broker/auth-acl.test.ts).
-      return callback(null, null);
+      callback(null, null);
+      return;
     }
     if (kind === 'ota') conn.subscribedOta = true;
     callback(null, { ...sub, qos: Math.min(sub.qos, MAX_GRANTED_QOS) as Subscription['qos'] });

@@ -124,7 +124,7 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
 
   deploymentChanged(deploymentId: string): void {
     this.markDirty(deploymentId);
-    this.track(this.dispatch({ deploymentId }));
+    void this.track(this.dispatch({ deploymentId }));
   }
 
   // ---- OtaDeviceListener (called by the broker)
