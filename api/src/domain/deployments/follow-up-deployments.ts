@@ -162,6 +162,6 @@ async function insertFollowUp(
     },
   ]);
   await evaluateDeployment(trx, deps.clock, input.id);
-  // Older deployments are re-evaluated after the commit (see deploy).
+  // Older deployments are re-evaluated after the commit (see recordDeployment).
   return older;
 }

@@ -22,11 +22,11 @@ import { lockActiveUpdatesOfDevices, lockOverdueUpdates, queuedUpdatesOfDevices 
 export { DEFAULT_OTA_OPTIONS, type OtaEngineOptions, type OtaMetrics } from './ota-engine-options';
 
 /**
- * The OTA delivery engine (issue 4 item 2). Event-driven: it dispatches when a device becomes
- * ready (broker), when a deployment is created, resumed or opens a batch, and a slow sweep
- * catches deadlines, windows and scheduled starts. All truth is in PostgreSQL: rows are claimed
- * with FOR UPDATE SKIP LOCKED, so several processes can run the engine side by side; its
- * in-memory queues and dirty set (deployment-evaluations.ts) only coalesce work, they never
+ * The OTA delivery engine (docs/ota.md "Delivery engine"). Event-driven: it dispatches when a
+ * device becomes ready (broker), when a deployment is created, resumed or opens a batch, and a
+ * slow sweep catches deadlines, windows and scheduled starts. All truth is in PostgreSQL: rows
+ * are claimed with FOR UPDATE SKIP LOCKED, so several processes can run the engine side by side;
+ * its in-memory queues and dirty set (deployment-evaluations.ts) only coalesce work, they never
  * decide anything. Dispatching a deployment is deployment-dispatch.ts.
  */
 export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
