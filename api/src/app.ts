@@ -130,7 +130,9 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     bus,
     logger,
     clock,
-    onBatch: async (trx, events) => void (await fanOutWebhookDeliveries(trx, clock, events)),
+    onBatch: async (trx, events) => {
+      await fanOutWebhookDeliveries(trx, clock, events);
+    },
   });
   // A committed transaction wakes the dispatcher (it also polls).
   const transaction = createTransactionRunner(database.knex, () => outbox.kick());
@@ -230,11 +232,14 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     databaseHealth,
     rateLimit,
     graphql: graphql.router,
-    upgrades: { '/graphql': graphql.handleUpgrade, '/mqtt': broker.handleUpgrade },
+    upgrades: {
+      '/graphql': (req, socket, head) => graphql.handleUpgrade(req, socket, head),
+      '/mqtt': broker.handleUpgrade,
+    },
     readiness: {
       // Not ready before every component started: a load balancer (or a script waiting for the
       // service) would otherwise reach a process still reconciling devices or seeding its demo.
-      startup: async () => (started ? { ok: true } : { ok: false, detail: 'starting' }),
+      startup: () => Promise.resolve(started ? { ok: true } : { ok: false, detail: 'starting' }),
       ...(cluster
         ? {
             redis: async () =>
@@ -246,8 +251,9 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     tls: tlsCredentials,
   });
 
-  let mqttPort: number | null = null;
-  let mqttsPort: number | null = null;
+  // Set by the broker's start below: an object, since TypeScript does not follow assignments made
+  // in callbacks and would take a `let` for still null at the end.
+  const ports: { mqtt: number | null; mqtts: number | null } = { mqtt: null, mqtts: null };
   let demo: DemoAccount | null = null;
   // Started top to bottom, stopped bottom to top. A stop first takes no more HTTP connections,
   // closes GraphQL's sockets, stops the OTA engine, disconnects the devices (they go offline
@@ -262,7 +268,12 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
       { name: 'event bus', stop: () => bus.close() },
       // A bad DEVICE_CA_* file stops the start, and a CA created on first start exists before
       // any request (nothing creates it inside a request's transaction).
-      { name: 'device CA', start: async () => void (await services.deviceCa.load()) },
+      {
+        name: 'device CA',
+        start: async () => {
+          await services.deviceCa.load();
+        },
+      },
       { name: 'retention worker', start: () => retentionWorker.start(), stop: () => retentionWorker.stop() },
       { name: 'webhook worker', start: () => webhookWorker.start(), stop: () => webhookWorker.stop() },
       {
@@ -278,7 +289,13 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
         },
       },
       // Bound before the broker starts (which refuses /mqtt until then), drained after it closed.
-      { name: 'HTTP server', start: async () => void (await http.listen()), stop: () => http.drain(HTTP_DRAIN_MS) },
+      {
+        name: 'HTTP server',
+        start: async () => {
+          await http.listen();
+        },
+        stop: () => http.drain(HTTP_DRAIN_MS),
+      },
       {
         name: 'device broker',
         // Devices left "online" by a previous run are reconciled before any can connect.
@@ -289,8 +306,8 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
             ingest,
             otaListener: services.ota,
           });
-          if (config.mqttPort !== 'off') mqttPort = await broker.listenTcp(config.mqttPort, config.host);
-          if (tlsCredentials) mqttsPort = await broker.listenTls(config.mqttsPort, config.host, tlsCredentials);
+          if (config.mqttPort !== 'off') ports.mqtt = await broker.listenTcp(config.mqttPort, config.host);
+          if (tlsCredentials) ports.mqtts = await broker.listenTls(config.mqttsPort, config.host, tlsCredentials);
         },
         stop: () => broker.close(),
       },
@@ -321,7 +338,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     logger.warn('MQTT_PORT=off without TLS: devices can only connect over WebSocket on /mqtt');
   const { port: httpPort, url: httpUrl, publicHost } = http.address;
   logger.info(
-    { httpPort, mqttPort, mqttsPort, tls: Boolean(tlsCredentials), database: database.kind },
+    { httpPort, mqttPort: ports.mqtt, mqttsPort: ports.mqtts, tls: Boolean(tlsCredentials), database: database.kind },
     'fleet service started',
   );
 
@@ -336,10 +353,10 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   return {
     httpUrl,
     httpPort,
-    mqttUrl: mqttPort === null ? null : `mqtt://${publicHost}:${mqttPort}`,
-    mqttPort,
-    mqttsUrl: mqttsPort === null ? null : `mqtts://${publicHost}:${mqttsPort}`,
-    mqttsPort,
+    mqttUrl: ports.mqtt === null ? null : `mqtt://${publicHost}:${ports.mqtt}`,
+    mqttPort: ports.mqtt,
+    mqttsUrl: ports.mqtts === null ? null : `mqtts://${publicHost}:${ports.mqtts}`,
+    mqttsPort: ports.mqtts,
     tlsCertificate: tlsCredentials?.certificatePem ?? null,
     broker,
     ingest,

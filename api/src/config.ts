@@ -33,7 +33,7 @@ export const Config = z
     /** Folder of the embedded database and the firmware files. Default ./data. */
     dataDir: z.string().min(1).default('./data'),
     /** How devices and browsers reach the HTTP port (download links). Default http://localhost:<port>. */
-    publicUrl: z.string().url().optional(),
+    publicUrl: z.url().optional(),
     /** Redis connection string: enables cluster mode (shared broker state, rate limits, events). */
     redisUrl: z.string().min(1).optional(),
     /** Prefix of every Redis key and channel, so several deployments (or test runs) can share one Redis. Default fleet. */

@@ -30,7 +30,7 @@ export async function seedDemoAccount(services: Services): Promise<DemoAccount |
     adminEmail: DEMO_EMAIL,
     adminPassword: DEMO_PASSWORD,
   });
-  // The simulator's README walk-through claims devices of this model (`--model Luma-100`).
+  // The README's simulator walk-through claims devices of this model (`--model Luma-100`).
   await services.models.register(systemActor(created.accountId), {
     name: 'Luma-100',
     description: 'Demo LED luminaire module (simulated)',

@@ -79,7 +79,10 @@ export class HttpServer {
         checks.database = { ok: false, detail: (error as Error).message };
       }
       for (const [name, check] of Object.entries(deps.readiness))
-        checks[name] = await check().catch((error: Error) => ({ ok: false, detail: error.message }));
+        checks[name] = await check().catch((error: unknown) => ({
+          ok: false,
+          detail: error instanceof Error ? error.message : String(error),
+        }));
       const ok = Object.values(checks).every((c) => c.ok);
       if (!ok) res.setHeader('Retry-After', '5');
       res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'unavailable', checks });
@@ -92,7 +95,10 @@ export class HttpServer {
     routes.push(openApiRoute(routes));
     // While the database is down, API requests get 503 + Retry-After at once instead of hanging.
     app.use(['/api/v1', '/graphql'], (_req, res, next) => {
-      if (deps.databaseHealth.isUp()) return next();
+      if (deps.databaseHealth.isUp()) {
+        next();
+        return;
+      }
       sendProblem(res, problem('service_unavailable', 'The database is unavailable; try again shortly.'), 5);
     });
     app.use(

@@ -80,9 +80,9 @@ export function routeOnlyUnconsumed(aedes: Aedes, consumed: (packet: PublishPack
     client?: Client | null | ((error?: Error) => void),
     done?: (error?: Error) => void,
   ): void => {
-    if (typeof client === 'function') return route(packet, null, client);
-    if (consumed(packet)) return done?.();
-    return route(packet, client ?? null, done);
+    if (typeof client === 'function') route(packet, null, client);
+    else if (consumed(packet)) done?.();
+    else route(packet, client ?? null, done);
   };
   (aedes as unknown as { publish: typeof patched }).publish = patched;
 }

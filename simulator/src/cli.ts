@@ -246,7 +246,7 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: Error) => {
-  console.error(`simulator: ${err.message}`);
+main().catch((err: unknown) => {
+  console.error(`simulator: ${err instanceof Error ? err.message : String(err)}`);
   process.exit(1);
 });

@@ -15,10 +15,7 @@ export interface DeviceKeyAndCsr {
  * the serial anyway).
  */
 export async function makeKeyAndCsr(serial: string): Promise<DeviceKeyAndCsr> {
-  const keys = (await webCrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, [
-    'sign',
-    'verify',
-  ])) as CryptoKeyPair;
+  const keys = await webCrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify']);
   const csr = await x509.Pkcs10CertificateRequestGenerator.create(
     { name: [{ CN: [serial] }], keys, signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' } },
     webCrypto,

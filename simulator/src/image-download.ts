@@ -94,7 +94,7 @@ export async function downloadImage(command: OtaCommand, options: ImageDownloadO
     } catch (err) {
       const message = (err as Error).message.replace(/^download failed: /, '');
       if (!retryable || options.isStopped() || attempt >= DOWNLOAD_ATTEMPTS)
-        throw new Error(`download failed: ${message}`);
+        throw new Error(`download failed: ${message}`, { cause: err });
       options.trace(`${message}; resuming at byte ${received} (attempt ${attempt + 1} of ${DOWNLOAD_ATTEMPTS})`);
       await sleep(Math.min(500 * 2 ** (attempt - 1), 8000) * (0.5 + random()));
     }

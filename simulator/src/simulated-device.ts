@@ -2,10 +2,10 @@ import mqtt, { type MqttClient } from 'mqtt';
 import type { KeyObject } from 'node:crypto';
 import { topics } from '../../broker/src/protocol/topics';
 import { ConfigMessage, OtaCommand, parsePayload } from '../../broker/src/protocol/payloads';
-import type { OtaProgress } from '../../broker/src/protocol/payloads';
-import { decodeSignature, signingKeyId, verifyDigestSignature } from '../../api/src/domain/firmware/firmware-signature';
-import { downloadImage } from './image-download';
-import { pick, sleep } from './sim-helpers';
+import { OtaJobRunner, type OtaOutcome } from './ota-job-runner';
+import { sleep } from './sim-helpers';
+
+export type { OtaOutcome } from './ota-job-runner';
 
 /** How long a closing connection waits for the PUBACKs of its last publishes (ms). */
 const END_GRACE_MS = 2000;
@@ -68,19 +68,6 @@ export interface SimulatedDeviceOptions {
   downloadGate?: () => Promise<void>;
 }
 
-export type OtaOutcome = 'succeeded' | 'failed' | 'rolled_back';
-
-/** Realistic failures of a lighting module's update (what a field engineer would read). */
-const INSTALL_ERRORS = [
-  'flash write failed: bank B sector 12 verify error',
-  'install refused: supply voltage 9.8 V below 10.5 V minimum for flashing',
-];
-/** A broken download is resumed this many times in all before the update is reported failed. */
-const BOOT_ERRORS = [
-  'new image failed to boot: watchdog reset 3 times; reverted to previous image',
-  'new image failed self-test: DALI driver init error; reverted',
-];
-
 /**
  * One virtual lighting module speaking protocol v1: connects (client id = username = serial,
  * clean false, keepalive 30 s, Last Will offline), heartbeats, applies and reports configuration,
@@ -97,12 +84,9 @@ export class SimulatedDevice {
   heartbeatsAcked = 0;
   /** When the last heartbeat was published (ms, performance.now()) and its uptime value: lag probes read them. */
   lastHeartbeat: { at: number; uptimeS: number } | null = null;
-  /** An OTA job is running. */
-  updating = false;
   /** OTA commands received (repeats included) and when the last one arrived (epoch ms): benchmarks read delivery rates. */
   commandsReceived = 0;
   lastCommandAtMs = 0;
-  readonly outcomes: Record<OtaOutcome, number> = { succeeded: 0, failed: 0, rolled_back: 0 };
   appliedConfigVersion = 0;
   config: Record<string, unknown> = {};
   private client: MqttClient | undefined;
@@ -111,29 +95,45 @@ export class SimulatedDevice {
   private reconnectTimer: NodeJS.Timeout | undefined;
   private stopped = false;
   private rebooting = false;
-  /** job_id -> last state reported: a redelivered command is not applied twice. */
-  private readonly jobs = new Map<string, OtaProgress['state']>();
-  /**
-   * The latest progress report the service has not acknowledged: made while the connection was
-   * down (a broker process died under it, Wi-Fi dropped), or sent on a connection that closed
-   * before its PUBACK (the service acknowledges a report only once it stored it). Sent again
-   * after the next CONNACK, as module firmware keeps its last OTA state in flash. Without it a
-   * `failed` said during an outage is lost and the update waits for its deadline.
-   */
-  private unacknowledgedReport: string | null = null;
+  private readonly ota: OtaJobRunner;
   /** Publishes of each connection still waiting for their PUBACK: answered `false` when it closes. */
   private readonly awaitingAck = new WeakMap<MqttClient, Set<(acked: boolean) => void>>();
   private readonly random: () => number;
   private readonly ip: string;
-  private readonly trusted: { key: KeyObject; keyId: string } | null;
   private readonly startedAt = Date.now();
 
   constructor(private readonly options: SimulatedDeviceOptions) {
     this.serial = options.credentials.serial;
     this.firmware = options.firmware;
     this.random = options.random ?? Math.random;
-    this.trusted = options.signingKey ? { key: options.signingKey, keyId: signingKeyId(options.signingKey) } : null;
     this.ip = `10.${Math.floor(this.random() * 256)}.${Math.floor(this.random() * 256)}.${1 + Math.floor(this.random() * 254)}`;
+    this.ota = new OtaJobRunner(
+      {
+        firmware: () => this.firmware,
+        canPublish: () => this.client?.connected === true,
+        isStopped: () => this.isStopped(),
+        random: this.random,
+        publishReport: (payload) => this.publish(topics.otaProgress(this.serial), payload),
+        reboot: (version) => this.reboot(version),
+        trace: (direction, topic, payload) => this.trace(direction, topic, payload),
+        changed: () => this.options.onChange?.(this),
+      },
+      options,
+    );
+  }
+
+  /** An OTA job is running. */
+  get updating(): boolean {
+    return this.ota.updating;
+  }
+
+  get outcomes(): Readonly<Record<OtaOutcome, number>> {
+    return this.ota.outcomes;
+  }
+
+  /** Performs one OTA job for real; a redelivered job id is not applied twice. */
+  runOta(command: OtaCommand): Promise<OtaOutcome | 'duplicate'> {
+    return this.ota.run(command);
   }
 
   /** Connects; resolves on the first CONNACK (rejects when refused). */
@@ -210,7 +210,7 @@ export class SimulatedDevice {
           client.subscribe([topics.ota(this.serial), topics.config(this.serial)], { qos: 1 }, () => undefined);
           this.trace('->', 'SUBSCRIBE', `${topics.ota(this.serial)}, ${topics.config(this.serial)}`);
         }
-        if (this.unacknowledgedReport !== null) void this.sendReport(this.unacknowledgedReport);
+        this.ota.resendUnacknowledged();
         this.sendHeartbeat();
         this.scheduleHeartbeats();
         this.scheduleFlap();
@@ -249,7 +249,7 @@ export class SimulatedDevice {
       if (this.stopped) return;
       this.connect().catch(() => this.scheduleReconnect(2000 + this.random() * 8000));
     }, delayMs);
-    this.reconnectTimer.unref?.();
+    this.reconnectTimer.unref();
   }
 
   /** Changes the heartbeat period (seconds) at once, as a configuration push would (benchmarks: ramp slow, then load). */
@@ -359,107 +359,6 @@ export class SimulatedDevice {
     }
   }
 
-  private report(
-    job: string,
-    state: OtaProgress['state'],
-    extra: { progress?: number; error?: string } = {},
-  ): Promise<void> {
-    this.jobs.set(job, state);
-    return this.sendReport(JSON.stringify({ job_id: job, state, ...extra }));
-  }
-
-  /** Kept as the unacknowledged report until the broker acknowledges it (or a newer report replaces it). */
-  private async sendReport(payload: string): Promise<void> {
-    this.unacknowledgedReport = payload;
-    if (!this.client?.connected) return;
-    const acked = await this.publish(topics.otaProgress(this.serial), payload);
-    if (acked && this.unacknowledgedReport === payload) this.unacknowledgedReport = null;
-  }
-
-  /** Performs one OTA job for real; a redelivered job id is not applied twice. */
-  async runOta(command: OtaCommand): Promise<OtaOutcome | 'duplicate'> {
-    const previous = this.jobs.get(command.job_id);
-    if (previous) {
-      // Already handled (QoS 1 redelivery): repeat the final word, never the work.
-      if (previous === 'succeeded' || previous === 'failed' || previous === 'rolled_back')
-        void this.report(command.job_id, previous);
-      return 'duplicate';
-    }
-    if (this.updating) return 'duplicate';
-    this.updating = true;
-    this.options.onChange?.(this);
-    try {
-      return await this.performOta(command);
-    } finally {
-      this.updating = false;
-      this.options.onChange?.(this);
-    }
-  }
-
-  private async performOta(command: OtaCommand): Promise<OtaOutcome> {
-    const job = command.job_id;
-    const failing = this.random() < (this.options.failRate ?? 0);
-    const failAt = failing ? (['download', 'install', 'boot'] as const)[Math.floor(this.random() * 3)]! : null;
-    const fail = (error: string): OtaOutcome => {
-      void this.report(job, 'failed', { error });
-      this.outcomes.failed += 1;
-      return 'failed';
-    };
-    if (this.options.downloadGate) await this.options.downloadGate();
-    void this.report(job, 'downloading', { progress: 0 });
-    let digest: string;
-    try {
-      digest = await downloadImage(command, {
-        downloadKbps: this.options.downloadKbps ?? 0,
-        failMidway: failAt === 'download',
-        random: this.random,
-        isStopped: () => this.stopped,
-        trace: (message) => this.trace('!!', 'download', message),
-        onProgress: (progress) => void this.report(job, 'downloading', { progress }),
-      });
-    } catch (err) {
-      return fail((err as Error).message);
-    }
-    if (digest !== command.sha256)
-      return fail(
-        `sha256 mismatch: expected ${command.sha256.slice(0, 12)}…, got ${digest.slice(0, 12)}…; image discarded`,
-      );
-    const untrusted = this.signatureProblem(command, digest);
-    if (untrusted) return fail(`signature_invalid: ${untrusted}; image discarded`);
-    void this.report(job, 'installing', { progress: 0 });
-    await sleep(100 + this.random() * 200);
-    if (failAt === 'install') return fail(pick(INSTALL_ERRORS, this.random));
-    void this.report(job, 'installing', { progress: 100 });
-    // Acknowledged before the connection goes down for the reboot.
-    await this.report(job, 'rebooting');
-    const from = this.firmware;
-    await this.reboot(failAt === 'boot' ? from : command.version);
-    if (failAt === 'boot') {
-      void this.report(job, 'rolled_back', { error: pick(BOOT_ERRORS, this.random) });
-      this.outcomes.rolled_back += 1;
-      return 'rolled_back';
-    }
-    void this.report(job, 'succeeded');
-    this.outcomes.succeeded += 1;
-    return 'succeeded';
-  }
-
-  /**
-   * Why the image must not be installed, or null: what docs/device-protocol.md "Signed firmware"
-   * asks of a module, so firmware engineers can watch the failure path against a real service.
-   */
-  private signatureProblem(command: OtaCommand, digest: string): string | null {
-    if (!this.trusted) return null;
-    if (command.signature === undefined || command.key_id === undefined)
-      return 'the command carries no signature and this device installs signed images only';
-    if (command.key_id !== this.trusted.keyId)
-      return `signed with key ${command.key_id}, this device trusts key ${this.trusted.keyId}`;
-    const signature = decodeSignature(command.signature);
-    if (!signature || !verifyDigestSignature({ sha256: digest, signature, key: this.trusted.key }))
-      return `the signature does not verify with key ${this.trusted.keyId}`;
-    return null;
-  }
-
   /** Disconnects cleanly, "boots" for a moment, and reconnects running `version`. */
   private async reboot(version: string): Promise<void> {
     this.rebooting = true;
@@ -477,10 +376,16 @@ export class SimulatedDevice {
         await this.connect();
         return;
       } catch {
-        if (this.stopped) return;
+        // Read through a call: stop() may have run while connecting, and TypeScript would keep
+        // `this.stopped` narrowed to false from the check above.
+        if (this.isStopped()) return;
         await sleep(Math.min(1000 * 2 ** attempt, 10_000));
       }
     }
+  }
+
+  private isStopped(): boolean {
+    return this.stopped;
   }
 
   private setConnected(value: boolean): void {

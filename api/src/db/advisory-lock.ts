@@ -19,6 +19,12 @@ interface PooledConnection {
   query(sql: string, values: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }>;
 }
 
+/** The pool side of Knex's client, which Knex types as `any`. */
+interface ConnectionPool {
+  acquireConnection(): Promise<PooledConnection>;
+  releaseConnection(connection: PooledConnection): Promise<unknown>;
+}
+
 /**
  * Runs `work` only if no other process of the cluster holds the lock, and answers whether it
  * ran. A session lock on a connection set aside from the pool for the duration: a transaction
@@ -36,8 +42,9 @@ export async function withAdvisoryLock(
     await work();
     return true;
   }
-  // Knex types pooled connections as `any`; ours are node-postgres clients.
-  const connection = (await knex.client.acquireConnection()) as PooledConnection;
+  // Knex types its client as `any`; ours pools node-postgres clients.
+  const pool = knex.client as ConnectionPool;
+  const connection = await pool.acquireConnection();
   try {
     const got = await connection.query('SELECT pg_try_advisory_lock($1) AS locked', [key]);
     if (got.rows[0]?.locked !== true) return false;
@@ -48,6 +55,6 @@ export async function withAdvisoryLock(
     }
     return true;
   } finally {
-    await knex.client.releaseConnection(connection);
+    await pool.releaseConnection(connection);
   }
 }

@@ -34,6 +34,7 @@ export function acquireDataDirLock(dataDir: string): DataDirLock {
         throw new Error(
           `The data folder ${dataDir} is in use by another running process (pid ${owner}). ` +
             'Stop that server first, or point DATA_DIR at another folder.',
+          { cause: error },
         );
       }
       fs.rmSync(file, { force: true });

@@ -67,9 +67,10 @@ function openPostgres(url: string, poolSize: number, logger: Logger | undefined)
       min: 0,
       max: poolSize,
       // Filtered lists must get custom plans: a generic plan for prepared device-list queries
-      // scanned the primary key instead of the filter index (dependencies guide, measured).
+      // scanned the primary key instead of the filter index (measured on the device lists).
       afterCreate: (conn: pg.Client, done: (err: Error | null, conn: pg.Client) => void) => {
-        conn.query('SET plan_cache_mode = force_custom_plan', (err) => done(err ?? null, conn));
+        // node-postgres calls back with null on success, though its types say Error.
+        conn.query('SET plan_cache_mode = force_custom_plan', (err: Error | null) => done(err, conn));
       },
     },
     acquireConnectionTimeout: 10_000,

@@ -29,8 +29,7 @@ export class Coalescer {
 
   private async run(): Promise<void> {
     this.timer = undefined;
-    if (this.closed || !this.pending) return;
-    this.pending = false;
+    if (this.closed || !this.takePending()) return;
     this.running = true;
     this.lastRun = Date.now();
     try {
@@ -39,11 +38,16 @@ export class Coalescer {
       this.onError(error);
     } finally {
       this.running = false;
-      if (this.pending) {
-        this.pending = false;
-        this.trigger();
-      }
+      // Triggered while the work ran: one trailing run.
+      if (this.pending) this.trigger();
     }
+  }
+
+  /** Whether a run was asked for; the request is taken. */
+  private takePending(): boolean {
+    const pending = this.pending;
+    this.pending = false;
+    return pending;
   }
 
   close(): void {

@@ -18,22 +18,24 @@ export class InProcessEventBus implements EventBus {
   private readonly handlers = new Set<EventHandler>();
   constructor(private readonly logger: Logger) {}
 
-  async publish(events: DomainEvent[]): Promise<void> {
+  publish(events: DomainEvent[]): Promise<void> {
     for (const event of events) {
       for (const handler of this.handlers) {
         // A failing subscriber is logged and never breaks the publisher or the other subscribers.
         try {
-          const result = handler(event);
-          if (result && typeof (result as Promise<void>).catch === 'function') {
-            (result as Promise<void>).catch((error: unknown) =>
+          // `unknown`: a handler typed to return void may return anything (`(e) => set.add(e)`
+          // returns the set); only a promise is watched for a later failure.
+          const result: unknown = handler(event);
+          if (result instanceof Promise)
+            result.catch((error: unknown) =>
               this.logger.error({ err: error, eventType: event.type }, 'event subscriber failed'),
             );
-          }
         } catch (error) {
           this.logger.error({ err: error, eventType: event.type }, 'event subscriber failed');
         }
       }
     }
+    return Promise.resolve();
   }
 
   subscribe(handler: EventHandler): () => void {
@@ -41,7 +43,8 @@ export class InProcessEventBus implements EventBus {
     return () => this.handlers.delete(handler);
   }
 
-  async close(): Promise<void> {
+  close(): Promise<void> {
     this.handlers.clear();
+    return Promise.resolve();
   }
 }

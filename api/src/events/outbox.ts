@@ -4,8 +4,10 @@ import type { DomainEvent, NewEvent, EventType } from './event-types';
 import type { EventBus } from './event-bus';
 import type { Logger } from '../logger';
 import type { Clock } from '../domain/shared/clock';
+import { SingleFlightLoop } from '../domain/shared/single-flight-loop';
 
 interface EventRow {
+  /** bigint, read as a number (database.ts sets the INT8 parser). */
   seq: number;
   id: string;
   account_id: string;
@@ -43,7 +45,7 @@ export async function appendEvents(trx: Knex | Knex.Transaction, clock: Clock, e
 export function toDomainEvent(row: EventRow): DomainEvent {
   return {
     id: row.id,
-    seq: Number(row.seq),
+    seq: row.seq,
     accountId: row.account_id,
     type: row.type as EventType,
     subject: row.subject,
@@ -71,60 +73,40 @@ export interface OutboxDispatcherOptions {
  * `FOR UPDATE SKIP LOCKED`, so several processes can dispatch at once without sending twice.
  */
 export class OutboxDispatcher {
-  private timer: NodeJS.Timeout | undefined;
-  private running = false;
-  private again = false;
-  private stopped = false;
   private readonly batchSize: number;
-  private idle: Promise<void> = Promise.resolve();
+  private readonly loop: SingleFlightLoop;
 
   constructor(private readonly options: OutboxDispatcherOptions) {
     this.batchSize = options.batchSize ?? 1000;
+    this.loop = new SingleFlightLoop({
+      round: () => this.drain(),
+      onError: (error) => options.logger.error({ err: error }, 'outbox dispatch failed'),
+      poll: { everyMs: options.pollIntervalMs ?? 1000 },
+    });
   }
 
   start(): void {
-    this.stopped = false;
-    const interval = this.options.pollIntervalMs ?? 1000;
-    this.timer = setInterval(() => this.kick(), interval);
-    this.timer.unref();
-    this.kick();
+    this.loop.start();
+    this.loop.kick();
   }
 
   /** Ask for a dispatch round soon; rounds never overlap. */
   kick(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = true;
-    this.idle = this.drain()
-      .catch((error: unknown) => this.options.logger.error({ err: error }, 'outbox dispatch failed'))
-      .finally(() => {
-        this.running = false;
-        if (this.again && !this.stopped) {
-          this.again = false;
-          this.kick();
-        }
-      });
+    this.loop.kick();
   }
 
   /** Resolves once the round under way (if any) finished: tests and shutdown use it. */
-  async flush(): Promise<void> {
-    this.kick();
-    await this.idle;
-    while (this.running) await this.idle;
+  flush(): Promise<void> {
+    return this.loop.settle();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
-    await this.idle;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   private async drain(): Promise<void> {
     for (;;) {
-      if (this.stopped) return;
+      if (this.loop.stopping) return;
       const dispatched = await this.options.knex.transaction(async (trx) => {
         const rows = (await trx('events')
           .whereNull('dispatched_at')

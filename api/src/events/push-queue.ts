@@ -6,9 +6,9 @@
 export class PushQueue<T> implements AsyncIterableIterator<T> {
   private readonly items: T[] = [];
   private waiting: ((result: IteratorResult<T>) => void) | undefined;
-  private failure: ((error: unknown) => void) | undefined;
+  private failure: ((error: Error) => void) | undefined;
   private ended = false;
-  private error: unknown;
+  private error: Error | undefined;
   dropped = 0;
 
   constructor(private readonly options: { max?: number; onEnd?: () => void; onDrop?: () => void } = {}) {}
@@ -31,7 +31,7 @@ export class PushQueue<T> implements AsyncIterableIterator<T> {
   }
 
   /** Ends the stream with an error (the subscriber sees it, then completion). */
-  fail(error: unknown): void {
+  fail(error: Error): void {
     if (this.ended) return;
     if (this.failure) {
       const reject = this.failure;
@@ -77,9 +77,10 @@ export class PushQueue<T> implements AsyncIterableIterator<T> {
     return Promise.resolve({ value: undefined, done: true });
   }
 
-  throw(error?: unknown): Promise<IteratorResult<T>> {
+  /** The consumer gave up with `error` (AsyncIterator protocol): the stream ends and the call rejects with it. */
+  throw(error?: Error): Promise<IteratorResult<T>> {
     this.end();
-    return Promise.reject(error);
+    return Promise.reject(error ?? new Error('the subscription was ended'));
   }
 
   [Symbol.asyncIterator](): AsyncIterableIterator<T> {

@@ -47,7 +47,8 @@ export function firmwareDownloadRouter(deps: {
         const parsed = parseRange(rangeHeader, size);
         if (parsed === 'unsatisfiable') {
           res.setHeader('Content-Range', `bytes */${size}`);
-          return sendProblem(res, problem('range_not_satisfiable', `The range is outside the file of ${size} bytes.`));
+          sendProblem(res, problem('range_not_satisfiable', `The range is outside the file of ${size} bytes.`));
+          return;
         }
         range = parsed;
       }
@@ -66,9 +67,10 @@ export function firmwareDownloadRouter(deps: {
       }
       const stream = deps.storage.open(storageKey, range ?? undefined);
       stream.on('data', (chunk: string | Buffer) => deps.onBytes?.(chunk.length));
-      await pipeline(stream, res).catch((err: NodeJS.ErrnoException) => {
+      await pipeline(stream, res).catch((err: unknown) => {
         // A device that hangs up mid-download is normal (it resumes with Range).
-        if (err.code !== 'ERR_STREAM_PREMATURE_CLOSE') deps.logger.warn({ err, jobId }, 'firmware download failed');
+        if ((err as NodeJS.ErrnoException).code !== 'ERR_STREAM_PREMATURE_CLOSE')
+          deps.logger.warn({ err, jobId }, 'firmware download failed');
         res.destroy();
       });
     } catch (err) {

@@ -12,9 +12,15 @@ const digest = (value: string): Buffer => createHash('sha256').update(value).dig
 export function metricsAuth(token: string | undefined) {
   const expected = token === undefined ? null : digest(token);
   return (req: Request, res: Response, next: NextFunction): void => {
-    if (!expected) return next();
+    if (!expected) {
+      next();
+      return;
+    }
     const match = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '');
-    if (match && timingSafeEqual(digest(match[1]!), expected)) return next();
+    if (match && timingSafeEqual(digest(match[1]!), expected)) {
+      next();
+      return;
+    }
     res.setHeader('WWW-Authenticate', 'Bearer realm="metrics"');
     sendProblem(res, problem('unauthenticated', 'Send the metrics token as "Authorization: Bearer <METRICS_TOKEN>".'));
   };

@@ -30,10 +30,16 @@ export function portalStatic(distDir: string = PORTAL_DIST): Router {
   router.use(express.static(distDir, { index: false, maxAge: 0 }));
 
   router.use((req, res, next) => {
-    if ((req.method !== 'GET' && req.method !== 'HEAD') || NOT_PORTAL.test(req.path)) return next();
-    // A request for a file that does not exist (favicon.png, /x.js) is a plain 404, not the app.
-    if (path.extname(req.path) !== '') return next();
-    if (!req.accepts('html')) return next();
+    const isPage =
+      (req.method === 'GET' || req.method === 'HEAD') &&
+      !NOT_PORTAL.test(req.path) &&
+      // A request for a file that does not exist (favicon.png, /x.js) is a plain 404, not the app.
+      path.extname(req.path) === '' &&
+      req.accepts('html') !== false;
+    if (!isPage) {
+      next();
+      return;
+    }
     if (!fs.existsSync(indexFile)) {
       res
         .status(503)

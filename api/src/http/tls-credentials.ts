@@ -98,7 +98,7 @@ function readPair(files: { certFile: string; keyFile: string }): TlsPair {
   try {
     pair = { cert: fs.readFileSync(files.certFile), key: fs.readFileSync(files.keyFile) };
   } catch (error) {
-    throw new Error(`TLS_CERT_FILE/TLS_KEY_FILE cannot be read: ${(error as Error).message}`);
+    throw new Error(`TLS_CERT_FILE/TLS_KEY_FILE cannot be read: ${(error as Error).message}`, { cause: error });
   }
   try {
     // Throws when the key does not belong to the certificate, or either is not PEM.
@@ -106,6 +106,7 @@ function readPair(files: { certFile: string; keyFile: string }): TlsPair {
   } catch (error) {
     throw new Error(
       `TLS_CERT_FILE and TLS_KEY_FILE do not make a usable certificate and key: ${(error as Error).message}`,
+      { cause: error },
     );
   }
   return pair;

@@ -69,9 +69,7 @@ export function createClusterBrokerBackends(input: {
   const conn = new Redis({ ...redisOptions, keyPrefix: `${input.prefix}:aedes:` });
   conn.on('error', (error: Error) => onError(error, 'aedes-persistence-redis'));
   markFireAndForgetHandled(conn);
-  const persistence = aedesPersistenceRedis({ ...redisOptions, conn, maxSessionDelivery: 1000 } as Parameters<
-    typeof aedesPersistenceRedis
-  >[0]);
+  const persistence = aedesPersistenceRedis({ ...redisOptions, conn, maxSessionDelivery: 1000 });
   shareConcurrentAddSubscriptions(redisSubscriptionStore(persistence));
   // aedes-persistence-redis keeps the ids of sessions with subscriptions in the set `clients`.
   return { mq, persistence, storedSessions: () => conn.smembers('clients') };
@@ -99,7 +97,7 @@ function shareConcurrentAddSubscriptions(store: ReturnType<typeof redisSubscript
     if (!cb) return work;
     work.then(
       () => cb(null, client),
-      (err: Error) => cb(err),
+      (err: unknown) => cb(err instanceof Error ? err : new Error(String(err))),
     );
     return undefined;
   };

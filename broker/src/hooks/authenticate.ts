@@ -1,5 +1,5 @@
 import tls from 'node:tls';
-import type { AuthenticateError, Client, ConnectPacket } from 'aedes';
+import type { AuthErrorCode, AuthenticateError, Client, ConnectPacket } from 'aedes';
 import type { Logger } from '../../../api/src/logger';
 import type { DeviceAuthService, DeviceSession } from '../../../api/src/domain/devices/device-auth.service';
 
@@ -9,15 +9,20 @@ const SERVER_UNAVAILABLE = 3;
 const BAD_USERNAME_OR_PASSWORD = 4;
 
 function refusal(message: string, returnCode: number): AuthenticateError {
-  return Object.assign(new Error(message), { returnCode }) as AuthenticateError;
+  // Aedes declares these codes as an ambient const enum (AuthErrorCode), whose members cannot be
+  // referenced under isolatedModules: the numbers above are its members.
+  // eslint-disable-next-line @typescript-eslint/no-unsafe-enum-assignment -- see the comment above
+  const code: AuthErrorCode = returnCode;
+  return Object.assign(new Error(message), { returnCode: code });
 }
 
 /** The certificate a device presented on a TLS connection, or null (plain TCP, WebSocket, none sent). */
 function clientCertificate(client: Client): { raw: Buffer } | null {
   const conn: unknown = client.conn;
   if (!(conn instanceof tls.TLSSocket)) return null;
-  // Not `detailed`: only the DER is read, and the detailed form walks the issuer chain.
-  const peer = conn.getPeerCertificate(false);
+  // Not `detailed`: only the DER is read, and the detailed form walks the issuer chain. Null once
+  // the socket is destroyed (Node's types leave that out), empty when the device sent none.
+  const peer = conn.getPeerCertificate(false) as tls.PeerCertificate | null;
   return peer && Buffer.isBuffer(peer.raw) && peer.raw.length > 0 ? { raw: peer.raw } : null;
 }
 
@@ -53,7 +58,8 @@ export function makeAuthenticate(input: {
   ): void => {
     if (emptyIds.has(client)) {
       input.onRefused(client, 'empty_client_id', undefined);
-      return done(refusal('identifier rejected', IDENTIFIER_REJECTED), false);
+      done(refusal('identifier rejected', IDENTIFIER_REJECTED), false);
+      return;
     }
     // MQTTS: a device that presents a client certificate and no password is authenticated by
     // the certificate; with a password, the password decides (both work side by side).
@@ -65,13 +71,14 @@ export function makeAuthenticate(input: {
       .then((result) => {
         if (result.ok) {
           input.onAuthenticated(client, result.session);
-          return done(null, true);
+          done(null, true);
+          return;
         }
         const serial = result.reason === 'invalid_client' ? undefined : client.id;
         input.onRefused(client, result.reason, serial);
-        if (result.reason === 'invalid_client') return done(refusal('identifier rejected', IDENTIFIER_REJECTED), false);
+        if (result.reason === 'invalid_client') done(refusal('identifier rejected', IDENTIFIER_REJECTED), false);
         // Unknown serial and wrong password look the same to the caller (no serial probing).
-        return done(refusal('bad user name or password', BAD_USERNAME_OR_PASSWORD), false);
+        else done(refusal('bad user name or password', BAD_USERNAME_OR_PASSWORD), false);
       })
       .catch((err: unknown) => {
         input.logger.error({ err, serial: client.id }, 'device authentication failed (database?)');

@@ -18,7 +18,7 @@ export const CreateAccountInput = z.object({
   budget: z.number().min(0).max(1e12),
   currency: z.string().regex(/^[A-Z]{3}$/, 'a three-letter ISO 4217 code such as EUR'),
   unitPrice: z.number().min(0).max(1e9),
-  adminEmail: z.string().trim().toLowerCase().email().max(254),
+  adminEmail: z.string().trim().toLowerCase().pipe(z.email().max(254)),
   adminPassword: z.string().min(8).max(200),
   thresholds: z.array(z.number().int().min(1).max(100)).max(10).optional(),
 });

@@ -12,7 +12,7 @@ import { deleteSession, findLiveSession, insertSession } from './store/sessions.
 export type { User } from './account-types';
 
 export const CreateUserInput = z.object({
-  email: z.string().trim().toLowerCase().email().max(254),
+  email: z.string().trim().toLowerCase().pipe(z.email().max(254)),
   password: z.string().min(8).max(200),
   role: z.enum(['admin', 'viewer']).default('viewer'),
 });

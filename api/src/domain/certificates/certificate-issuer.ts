@@ -46,7 +46,7 @@ export async function verifyCsr(pem: string): Promise<VerifiedCsr> {
   }
   const algorithm = keyAlgorithmOfSpki(csr.publicKey.rawData);
   if (!algorithm) throw new CsrProblem(`has a key type the service does not sign (${ACCEPTED_KEY_TYPES})`);
-  let valid = false;
+  let valid: boolean;
   try {
     valid = await csr.verify(webCrypto);
   } catch {

@@ -93,11 +93,15 @@ export class DeviceCa {
   }
 
   private async fromFiles(files: DeviceCaFiles): Promise<Loaded> {
-    const certPem = await readFile(files.certFile, 'utf8').catch((error: NodeJS.ErrnoException) => {
-      throw new Error(`DEVICE_CA_CERT_FILE ${files.certFile} cannot be read (${error.code ?? error.message}).`);
+    const certPem = await readFile(files.certFile, 'utf8').catch((error: unknown) => {
+      throw new Error(`DEVICE_CA_CERT_FILE ${files.certFile} cannot be read (${whyUnreadable(error)}).`, {
+        cause: error,
+      });
     });
-    const keyPem = await readFile(files.keyFile, 'utf8').catch((error: NodeJS.ErrnoException) => {
-      throw new Error(`DEVICE_CA_KEY_FILE ${files.keyFile} cannot be read (${error.code ?? error.message}).`);
+    const keyPem = await readFile(files.keyFile, 'utf8').catch((error: unknown) => {
+      throw new Error(`DEVICE_CA_KEY_FILE ${files.keyFile} cannot be read (${whyUnreadable(error)}).`, {
+        cause: error,
+      });
     });
     const certificate = parseCaCertificate(certPem, 'files', 'DEVICE_CA_CERT_FILE');
     let key: KeyObject;
@@ -176,10 +180,7 @@ export class DeviceCa {
   /** A self-signed P-256 CA that may sign end-entity certificates only (path length 0). */
   private async create(): Promise<{ certificatePem: string; sealedKey: string }> {
     const secret = this.requireSecret();
-    const keys = (await webCrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, [
-      'sign',
-      'verify',
-    ])) as CryptoKeyPair;
+    const keys = await webCrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify']);
     const now = this.deps.clock.now();
     const notAfter = new Date(now);
     notAfter.setUTCFullYear(notAfter.getUTCFullYear() + CREATED_CA_YEARS);
@@ -192,7 +193,7 @@ export class DeviceCa {
         notBefore: new Date(now.getTime() - 3_600_000),
         notAfter,
         keys,
-        signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' } as EcdsaParams,
+        signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' },
         extensions: [
           new x509.BasicConstraintsExtension(true, 0, true),
           new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
@@ -207,6 +208,13 @@ export class DeviceCa {
       .toString();
     return { certificatePem: certificate.toString('pem'), sealedKey: secret.encrypt(DEVICE_CA_KEY_PURPOSE, keyPem) };
   }
+}
+
+/** Why a file could not be read, as short as the operator needs it: the errno code (ENOENT, EACCES) or the message. */
+function whyUnreadable(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const code = (error as NodeJS.ErrnoException).code;
+  return code ?? error.message;
 }
 
 /** Parses the first certificate of a PEM file and checks it may act as a CA. */

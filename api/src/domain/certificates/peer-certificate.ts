@@ -40,7 +40,7 @@ export function checkPeerCertificate(input: {
     return { ok: false, reason: 'certificate_invalid' };
   }
   // checkIssued compares names and key identifiers; verify checks the signature itself.
-  let signed = false;
+  let signed: boolean;
   try {
     signed = node.checkIssued(input.ca.node) && node.verify(input.ca.node.publicKey);
   } catch {

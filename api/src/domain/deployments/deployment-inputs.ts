@@ -2,6 +2,8 @@ import { z } from 'zod';
 import { DomainError } from '../shared/errors';
 import { DEVICE_STATUSES } from '../devices/device-types';
 import { DEPLOYMENT_STATUSES, RolloutInput, UPDATE_STATES } from './deployment-types';
+import type { ServiceDeps } from '../service-deps';
+import type { ModelService } from '../models/model.service';
 
 export const MAX_DEPLOY_SERIALS = 10_000;
 const Serials = z.array(z.string().min(1).max(64)).min(1).max(MAX_DEPLOY_SERIALS);
@@ -52,6 +54,13 @@ export type ListDeploymentDevicesInput = z.input<typeof ListDeploymentDevicesInp
 /** Told after a commit that changed what the engine should deliver (it then dispatches). */
 export interface DeploymentChangeListener {
   deploymentChanged(deploymentId: string): void;
+}
+
+/** What the deployment operations work with (DeploymentService hands it to each). */
+export interface DeploymentArea {
+  deps: ServiceDeps;
+  models: Pick<ModelService, 'requireByName'>;
+  engine: DeploymentChangeListener;
 }
 
 export interface FirmwareRef {

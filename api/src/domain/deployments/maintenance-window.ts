@@ -30,7 +30,7 @@ export function insideMaintenanceWindow(
   if (!window) return true;
   let minutes: number;
   try {
-    minutes = localMinutes(at, config?.timezone || 'UTC');
+    minutes = localMinutes(at, config.timezone || 'UTC');
   } catch {
     minutes = localMinutes(at, 'UTC');
   }

@@ -4,81 +4,37 @@ import type { DeviceGateway, OtaDeviceListener, OtaProgressReport } from '../dev
 import { isUuid } from '../shared/ids';
 import { isValidVersion } from '../shared/version';
 import type { DownloadLinkSigner } from '../firmware/download-links';
-import { evaluateDeployment } from './deployment-progress';
-import { finishUpdates, markSent } from './update-transitions';
+import { finishUpdates } from './update-transitions';
 import { BatchQueue } from './batch-queue';
+import { SingleFlightLoop } from '../shared/single-flight-loop';
 import { applyHealthGate, applyProgressBatch, type ProgressItem } from './ota-reports';
 import type { DeploymentChangeListener } from './deployment-inputs';
 import { OtaCommandPublisher } from './ota-command-publisher';
 import { retryingTransaction } from './retrying-transaction';
-import { mayGetCommandNow, selectForDispatch, type Candidate } from './dispatch-rules';
+import { DEFAULT_OTA_OPTIONS, type OtaEngineOptions, type OtaMetrics } from './ota-engine-options';
+import { dispatchDeployment } from './deployment-dispatch';
+import { DeploymentEvaluations } from './deployment-evaluations';
 import { matchHeartbeats } from './report-rules';
 import { keepStillSent, staleSentCommands, unansweredCommands } from './resend';
-import { dueDeploymentIds, readDeployment, takeDispatchTurn } from './store/deployments.store';
-import { inFlightPerTag, lockDispatchPage } from './store/dispatch.store';
+import { dueDeploymentIds } from './store/deployments.store';
 import { lockActiveUpdatesOfDevices, lockOverdueUpdates, queuedUpdatesOfDevices } from './store/device-updates.store';
 
-/** Engine timing; every value configurable (config.ts OTA_* variables, tests pass small ones). */
-export interface OtaEngineOptions {
-  /** A non-final step without news for this long ends `timed_out`. Default 15 min. */
-  stepTimeoutMs: number;
-  /** After the device said `succeeded`, how long it has to come back on the target version. Default 10 min. */
-  bootTimeoutMs: number;
-  /** A `sent` command without any answer is published again (same job id) after this long. Default 60 s. */
-  resendAfterMs: number;
-  /** Lifetime of a download link. Default 6 h. */
-  linkTtlMs: number;
-  /** Safety sweep (deadlines, windows, scheduled starts, re-sends). Default 5 s; 0 disables the timer. */
-  sweepIntervalMs: number;
-  /**
-   * Commands in a deployment's first dispatch transaction; each next one doubles up to
-   * `dispatchMaxPage`. Small first, so the first commands leave about 0.5 s after the deploy
-   * request; growing, so a large campaign is still a few transactions. One page of 10,000 held
-   * 10,000 device rows locked for over a second (heartbeat flushes waited behind it) and sent
-   * the first command 1.7-2.1 s after the request, every command no sooner (bench/ota.bench.ts).
-   * Default 1000.
-   */
-  dispatchFirstPage: number;
-  /** Most commands in one dispatch transaction. Default 10,000. */
-  dispatchMaxPage: number;
-}
-
-export const DEFAULT_OTA_OPTIONS: OtaEngineOptions = {
-  stepTimeoutMs: 15 * 60_000,
-  bootTimeoutMs: 10 * 60_000,
-  resendAfterMs: 60_000,
-  linkTtlMs: 6 * 3600_000,
-  sweepIntervalMs: 5000,
-  dispatchFirstPage: 1000,
-  dispatchMaxPage: 10_000,
-};
-
-export interface OtaMetrics {
-  published(n: number): void;
-  ignored(reason: string): void;
-  finished(state: string, n: number): void;
-}
-
-/** Longest wait before a dirty deployment is evaluated, however costly the last evaluation was. */
-const EVALUATION_MAX_DELAY_MS = 2000;
+export { DEFAULT_OTA_OPTIONS, type OtaEngineOptions, type OtaMetrics } from './ota-engine-options';
 
 /**
- * The OTA delivery engine (issue 4 item 2). Event-driven: it dispatches when a device becomes
- * ready (broker), when a deployment is created, resumed or opens a batch, and a slow sweep
- * catches deadlines, windows and scheduled starts. All truth is in PostgreSQL: rows are claimed
- * with FOR UPDATE SKIP LOCKED, so several processes can run the engine side by side; the
- * in-memory sets below only coalesce work, they never decide anything.
+ * The OTA delivery engine (docs/ota.md "Delivery engine"). Event-driven: it dispatches when a
+ * device becomes ready (broker), when a deployment is created, resumed or opens a batch, and a
+ * slow sweep catches deadlines, windows and scheduled starts. All truth is in PostgreSQL: rows
+ * are claimed with FOR UPDATE SKIP LOCKED, so several processes can run the engine side by side;
+ * its in-memory queues and dirty set (deployment-evaluations.ts) only coalesce work, they never
+ * decide anything. Dispatching a deployment is deployment-dispatch.ts.
  */
 export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
   private readonly commands: OtaCommandPublisher;
-  private timer: NodeJS.Timeout | undefined;
-  private readonly dirty = new Set<string>();
-  private flushTimer: NodeJS.Timeout | undefined;
-  /** The costliest evaluation of the last round (ms): spaces the next round. */
-  private evaluationCostMs = 0;
+  private readonly sweeps: SingleFlightLoop;
+  private readonly evaluations: DeploymentEvaluations;
   private readonly pending = new Set<Promise<unknown>>();
   private stopped = false;
-  private sweeping: Promise<void> | null = null;
   /** A connect storm or a burst of reports becomes a few batched transactions, not one each. */
   private readonly readyQueue = new BatchQueue<{ accountId: string; deviceId: string }>(
     (items) => this.devicesReady(items),
@@ -120,6 +76,18 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
       onPublished: () => this.area.metrics?.published(1),
       ...(area.warmFirmware ? { warm: area.warmFirmware } : {}),
     });
+    const every = this.options.sweepIntervalMs;
+    this.evaluations = new DeploymentEvaluations({
+      deps: this.deps,
+      dispatch: (deploymentId) => this.dispatch({ deploymentId }),
+      track: (work) => void this.track(work),
+      isStopped: () => this.stopped,
+    });
+    this.sweeps = new SingleFlightLoop({
+      round: () => this.sweepOnce(),
+      onError: (err) => deps.logger.error({ err }, 'OTA sweep failed'),
+      ...(every > 0 ? { poll: { everyMs: every } } : {}),
+    });
   }
 
   get options(): OtaEngineOptions {
@@ -133,32 +101,21 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
 
   start(): void {
     this.stopped = false;
-    const every = this.options.sweepIntervalMs;
-    if (every > 0) {
-      this.timer = setInterval(
-        () => void this.sweep().catch((err: unknown) => this.deps.logger.error({ err }, 'OTA sweep failed')),
-        every,
-      );
-      this.timer.unref();
-    }
-    this.track(this.sweep());
+    this.sweeps.start();
+    void this.track(this.sweeps.run());
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
-    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.evaluations.cancelTimer();
+    await this.sweeps.stop();
     await this.idle();
   }
 
   /** Resolves when the work started so far (dispatches, evaluations) finished: tests and shutdown. */
   async idle(): Promise<void> {
-    while (this.pending.size > 0 || this.dirty.size > 0) {
-      if (this.dirty.size > 0) {
-        if (this.flushTimer) clearTimeout(this.flushTimer);
-        this.flushTimer = undefined;
-        this.flushDirty();
-      }
+    while (this.pending.size > 0 || this.evaluations.pending) {
+      if (this.evaluations.pending) this.evaluations.flushAtOnce();
       await Promise.allSettled([...this.pending]);
     }
   }
@@ -167,7 +124,7 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
 
   deploymentChanged(deploymentId: string): void {
     this.markDirty(deploymentId);
-    this.track(this.dispatch({ deploymentId }));
+    void this.track(this.dispatch({ deploymentId }));
   }
 
   // ---- OtaDeviceListener (called by the broker)
@@ -219,13 +176,12 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
 
   // ---- sweep
 
-  /** Deadlines, scheduled starts, re-sends, windows, then every running deployment evaluated. */
-  async sweep(): Promise<void> {
-    if (this.sweeping) return this.sweeping;
-    this.sweeping = this.sweepOnce().finally(() => {
-      this.sweeping = null;
-    });
-    return this.sweeping;
+  /**
+   * Deadlines, scheduled starts, re-sends, windows, then every running deployment evaluated. Joins
+   * the sweep under way rather than starting a second; a failure is logged, not thrown.
+   */
+  sweep(): Promise<void> {
+    return this.sweeps.run();
   }
 
   private async sweepOnce(): Promise<void> {
@@ -249,7 +205,7 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     // Scheduled deployments whose time came, and every running one: evaluate, then dispatch.
     const due = await dueDeploymentIds(knex, now);
     for (const id of due) this.markDirty(id);
-    await this.flushDirtyNow();
+    await this.evaluations.flushNow();
     for (const id of due) await this.dispatch({ deploymentId: id });
     await this.resendStale();
   }
@@ -270,75 +226,18 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
 
   // ---- dispatch
 
-  /**
-   * Sends the deployment's queued updates that may go now: device online (or the one device that
-   * just became ready), batch opened, inside its window when asked, under the tag limit. Pages by
-   * job id so skipped rows are not read twice.
-   */
-  private async dispatch(input: { deploymentId: string; readyDeviceIds?: string[] }): Promise<number> {
-    const { clock } = this.deps;
-    let after = '00000000-0000-0000-0000-000000000000';
-    let sentTotal = 0;
-    const { dispatchFirstPage, dispatchMaxPage } = this.options;
-    // The largest page bounds every page, the first included.
-    let pageSize = Math.min(dispatchFirstPage, dispatchMaxPage);
-    const publishing: Array<Promise<void>> = [];
-    try {
-      for (;;) {
-        const result = await this.deps.transaction(async (trx) => {
-          const dep = await readDeployment(trx, input.deploymentId);
-          if (!dep || dep.status !== 'running') return null;
-          const tagLimit = dep.rollout?.max_concurrent_per_tag;
-          // A tag limit is a decision over several rows: take turns per deployment across processes.
-          if (tagLimit) await takeDispatchTurn(trx, dep.id);
-          const page = await lockDispatchPage(trx, {
-            deploymentId: dep.id,
-            batch: dep.currentBatch,
-            after,
-            limit: pageSize,
-            withConfig: dep.respectMaintenanceWindow,
-            withTags: Boolean(tagLimit),
-            ...(input.readyDeviceIds ? { readyDeviceIds: input.readyDeviceIds } : {}),
-          });
-          if (!page) return { sent: [] as Candidate[], more: false, last: after };
-          const candidates = page.candidates.filter((c) => mayGetCommandNow(c, input.readyDeviceIds !== undefined));
-          const next = { more: page.more, last: page.last };
-          if (candidates.length === 0) return { sent: [] as Candidate[], ...next };
-          const now = clock.now();
-          const { already, noFile, send } = selectForDispatch(candidates, {
-            now,
-            respectMaintenanceWindow: dep.respectMaintenanceWindow,
-            ...(tagLimit
-              ? { tagLimit, inFlightPerTag: await inFlightPerTag(trx, { deploymentId: dep.id, tag: tagLimit.tag }) }
-              : {}),
-          });
-          const done = await finishUpdates(trx, clock, {
-            ids: already.map((c) => c.id),
-            state: 'succeeded',
-            detail: { already_installed: true },
-          });
-          // A row without a binary waits rather than failing, and logs why.
-          if (noFile.length)
-            this.deps.logger.warn(
-              { deploymentId: dep.id, jobs: noFile.length },
-              'queued updates wait: their firmware has no binary',
-            );
-          await markSent(trx, clock, send, new Date(now.getTime() + this.options.stepTimeoutMs));
-          this.area.metrics?.finished('succeeded', done.length);
-          if (done.length) this.markDirty(dep.id);
-          return { sent: send, ...next };
-        });
-        if (!result) return sentTotal;
-        // Published after the commit: a crash in between leaves `sent` rows that the re-send covers.
-        publishing.push(this.commands.publish(result.sent));
-        sentTotal += result.sent.length;
-        if (!result.more) return sentTotal;
-        after = result.last;
-        pageSize = Math.min(dispatchMaxPage, pageSize * 2);
-      }
-    } finally {
-      await Promise.all(publishing);
-    }
+  /** See dispatchDeployment: the deployment's queued updates that may go now. */
+  private dispatch(input: { deploymentId: string; readyDeviceIds?: string[] }): Promise<number> {
+    return dispatchDeployment(
+      {
+        deps: this.deps,
+        options: this.options,
+        commands: this.commands,
+        metrics: this.area.metrics,
+        markDirty: (id) => this.markDirty(id),
+      },
+      input,
+    );
   }
 
   // ---- device events
@@ -416,46 +315,8 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     for (const r of finished) this.markDirty(r.deploymentId);
   }
 
-  // ---- deployment evaluation (coalesced)
-
   private markDirty(deploymentId: string): void {
-    this.dirty.add(deploymentId);
-    if (!this.flushTimer && !this.stopped) {
-      // Coalesces a burst of finished updates into one evaluation per deployment. An evaluation
-      // counts every row of the deployment (tens of ms at 100,000 targets): evaluations are spaced
-      // by four times the last one's cost, so they take at most a fifth of the time while a large
-      // rollout finishes thousands of updates a second; small deployments keep the 50 ms.
-      const delay = Math.min(EVALUATION_MAX_DELAY_MS, Math.max(50, 4 * this.evaluationCostMs));
-      this.flushTimer = setTimeout(() => {
-        this.flushTimer = undefined;
-        this.flushDirty();
-      }, delay);
-      this.flushTimer.unref();
-    }
-  }
-
-  private flushDirty(): void {
-    this.track(this.flushDirtyNow());
-  }
-
-  private async flushDirtyNow(): Promise<void> {
-    const ids = [...this.dirty];
-    this.dirty.clear();
-    let cost = 0;
-    for (const id of ids) {
-      try {
-        const started = performance.now();
-        const outcome = await this.deps.transaction((trx) => evaluateDeployment(trx, this.deps.clock, id));
-        cost = Math.max(cost, performance.now() - started);
-        if (outcome === 'batch_opened' || outcome === 'started') {
-          await this.dispatch({ deploymentId: id });
-          this.markDirty(id);
-        }
-      } catch (err) {
-        this.deps.logger.error({ err, deploymentId: id }, 'deployment evaluation failed');
-      }
-    }
-    this.evaluationCostMs = cost;
+    this.evaluations.markDirty(deploymentId);
   }
 
   private track<T>(work: Promise<T>): Promise<T> {

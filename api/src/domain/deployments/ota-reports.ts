@@ -2,7 +2,8 @@ import type { ServiceDeps } from '../service-deps';
 import { DEFAULT_ROLLOUT } from './deployment-types';
 import { foldReports, type ProgressItem, type ReportTiming } from './report-rules';
 import { applySteps, finishUpdates, type UpdateRef } from './update-transitions';
-import { countReconnects, lockReportedUpdates, recordHealthFailures } from './store/device-updates.store';
+import { lockReportedUpdates } from './store/device-updates.store';
+import { countReconnects, recordHealthFailures } from './store/update-health.store';
 
 export type { ProgressItem, ReportTiming } from './report-rules';
 

@@ -48,7 +48,7 @@ export class VersionOnlyClaimFirmwareScheduler implements ClaimFirmwareScheduler
     return id === null ? null : { id };
   }
 
-  async scheduleForClaim(): Promise<{ deploymentId: string } | null> {
-    return null;
+  scheduleForClaim(): Promise<{ deploymentId: string } | null> {
+    return Promise.resolve(null);
   }
 }

@@ -97,7 +97,10 @@ export function mergeConfig(
 ): { config: DeviceConfig; changed: string[] } {
   const next: Record<string, unknown> = { ...current };
   const changed: string[] = [];
-  for (const [key, value] of Object.entries(patch)) {
+  // Values as `unknown`: the type leaves absent keys out, but a parsed patch may carry a key whose
+  // value is undefined, which changes nothing.
+  const entries: Array<[string, unknown]> = Object.entries(patch);
+  for (const [key, value] of entries) {
     if (value === undefined) continue;
     if (value === null) {
       if (key in next && next[key] !== null) changed.push(key);
@@ -107,7 +110,7 @@ export function mergeConfig(
     if (JSON.stringify(next[key]) !== JSON.stringify(value)) changed.push(key);
     next[key] = value;
   }
-  return { config: next as DeviceConfig, changed };
+  return { config: next, changed };
 }
 
 /**

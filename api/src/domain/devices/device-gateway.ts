@@ -88,12 +88,10 @@ export interface OtaDeviceListener {
  * for the device's next connection, nobody is connected here, and OTA commands cannot go out.
  */
 export const NO_BROKER: DeviceGateway = {
-  publishConfig: async () => undefined,
-  publishOta: async () => {
-    throw new Error('no MQTT broker is running in this process');
-  },
+  publishConfig: () => Promise.resolve(),
+  publishOta: () => Promise.reject(new Error('no MQTT broker is running in this process')),
   disconnect: () => undefined,
-  forget: async () => undefined,
+  forget: () => Promise.resolve(),
   isConnected: () => false,
   heardSinceConnect: () => false,
   publishWindow: DEFAULT_PUBLISH_WINDOW,

@@ -63,7 +63,8 @@ export function deviceListCursor(sort: DeviceSort = DEFAULT_DEVICE_SORT): Cursor
         return null;
       }
       if (!Array.isArray(parsed) || parsed.length !== 4) return null;
-      const [field, direction, sortKey, serial]: unknown[] = parsed;
+      const items: unknown[] = parsed;
+      const [field, direction, sortKey, serial] = items;
       if (
         field !== sort.field ||
         direction !== sort.direction ||

@@ -34,8 +34,9 @@ export class InProcessDisconnectRequests implements DisconnectRequests {
 
   constructor(private readonly logger?: Logger) {}
 
-  async publish(request: DisconnectRequest): Promise<void> {
+  publish(request: DisconnectRequest): Promise<void> {
     this.deliver(request);
+    return Promise.resolve();
   }
 
   subscribe(handler: DisconnectHandler): () => void {

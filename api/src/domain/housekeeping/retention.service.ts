@@ -19,15 +19,18 @@ export interface RetentionPolicy {
 
 export const DEFAULT_RETENTION: RetentionPolicy = { historyDays: 365, eventDays: 30 };
 
-/** Rows deleted by one pass, per table. */
-export interface PruneResult {
+/**
+ * Rows deleted by one pass, per table. A type rather than an interface: callers sum and list it
+ * with Object.values and Object.entries, which keep the number type only for a type literal.
+ */
+export type PruneResult = {
   deviceEvents: number;
   events: number;
   webhookDeliveries: number;
   sessions: number;
   idempotencyKeys: number;
   loginThrottle: number;
-}
+};
 
 const DAY_MS = 86_400_000;
 

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Clock } from '../shared/clock';
 import type { Logger } from '../../logger';
+import { SingleFlightLoop } from '../shared/single-flight-loop';
 import type { ServerSecret } from '../shared/server-secret';
 import { WEBHOOK_SECRET_PURPOSE } from './webhook.service';
 import { signatureHeader, SIGNATURE_HEADER } from './webhook-signing';
@@ -49,60 +50,41 @@ export class WebhookDeliveryWorker {
   private readonly sender: WebhookSender;
   private readonly timeoutMs: number;
   private readonly concurrency: number;
-  private timer: NodeJS.Timeout | undefined;
-  private running = false;
-  private again = false;
-  private stopped = true;
-  private idle: Promise<void> = Promise.resolve();
+  private readonly loop: SingleFlightLoop;
 
   constructor(private readonly options: DeliveryWorkerOptions) {
     this.timeoutMs = options.timeoutMs ?? 10_000;
     this.concurrency = options.concurrency ?? 8;
     this.sender = options.sender ?? createHttpSender({ timeoutMs: this.timeoutMs, allowPrivate: options.allowPrivate });
+    this.loop = new SingleFlightLoop({
+      round: () => this.drain(),
+      onError: (error) => options.logger.error({ err: error }, 'webhook delivery round failed'),
+      poll: { everyMs: options.pollIntervalMs ?? 1000 },
+    });
   }
 
   start(): void {
-    this.stopped = false;
-    this.timer = setInterval(() => this.kick(), this.options.pollIntervalMs ?? 1000);
-    this.timer.unref();
-    this.kick();
+    this.loop.start();
+    this.loop.kick();
   }
 
   /** Look for due deliveries now (new events, manual redelivery). Rounds never overlap. */
   kick(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = true;
-    this.idle = this.drain()
-      .catch((error: unknown) => this.options.logger.error({ err: error }, 'webhook delivery round failed'))
-      .finally(() => {
-        this.running = false;
-        if (this.again && !this.stopped) {
-          this.again = false;
-          this.kick();
-        }
-      });
+    this.loop.kick();
   }
 
   /** Resolves when no round is running (tests: kick, then await this). */
-  async settle(): Promise<void> {
-    this.kick();
-    do await this.idle;
-    while (this.running);
+  settle(): Promise<void> {
+    return this.loop.settle();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
-    await this.idle;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   private async drain(): Promise<void> {
     for (;;) {
-      if (this.stopped) return;
+      if (this.loop.stopping) return;
       const claimed = await this.claim();
       if (claimed.length === 0) return;
       // Deliveries of one claim round have distinct ordering keys per endpoint (see claim()).

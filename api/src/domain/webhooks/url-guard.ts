@@ -179,18 +179,27 @@ export function guardedLookup(allowPrivate: boolean) {
     callback: (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
   ): void => {
     dnsLookup(hostname, { all: true, family: Number(options.family) || 0 }, (error, addresses) => {
-      if (error) return callback(error, '', 0);
-      const list = addresses as LookupAddress[];
+      if (error) {
+        callback(error, '', 0);
+        return;
+      }
       if (!allowPrivate) {
-        if (list.some((a) => isPrivateAddress(a.address))) {
+        if (addresses.some((a) => isPrivateAddress(a.address))) {
           const refused: NodeJS.ErrnoException = new Error(DESTINATION_NOT_ALLOWED);
           refused.code = 'ERR_WEBHOOK_PRIVATE_ADDRESS';
-          return callback(refused, '', 0);
+          callback(refused, '', 0);
+          return;
         }
       }
-      if (options.all) return callback(null, list);
-      const first = list[0];
-      if (!first) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }), '', 0);
+      if (options.all) {
+        callback(null, addresses);
+        return;
+      }
+      const first = addresses[0];
+      if (!first) {
+        callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }), '', 0);
+        return;
+      }
       callback(null, first.address, first.family);
     });
   };

@@ -40,18 +40,20 @@ export function createHttpSender(options: { timeoutMs: number; allowPrivate: boo
       try {
         url = new URL(request.url);
       } catch {
-        return resolve({ statusCode: null, durationMs: 0, error: 'invalid URL' });
+        resolve({ statusCode: null, durationMs: 0, error: 'invalid URL' });
+        return;
       }
       // The creation check again (literal addresses, local names): rows stored before a
       // stricter guard, or written around the service, are refused here too.
       if (checkWebhookUrl(request.url, options.allowPrivate) !== null) {
-        return resolve({ statusCode: null, durationMs: 0, error: DESTINATION_NOT_ALLOWED });
+        resolve({ statusCode: null, durationMs: 0, error: DESTINATION_NOT_ALLOWED });
+        return;
       }
       const transport = url.protocol === 'https:' ? https : http;
       const req = transport.request(url, {
         method: 'POST',
         headers: { ...request.headers, 'content-length': String(Buffer.byteLength(request.body)) },
-        lookup: lookup as unknown as typeof import('node:dns').lookup,
+        lookup,
         agent: false,
       });
       const timer = setTimeout(() => {

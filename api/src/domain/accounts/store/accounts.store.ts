@@ -86,10 +86,9 @@ export async function countAccounts(db: Db): Promise<number> {
  * one account run one after the other from here, so quota and budget checks cannot race.
  */
 export async function lockAccountForClaim(trx: Knex.Transaction, id: string): Promise<LockedAccount | null> {
-  const row = (await trx('accounts')
+  const row = await trx('accounts')
     .where({ id })
     .forUpdate()
-    .first('id', 'quota', 'budget_minor', 'currency', 'unit_price_minor', 'thresholds')) as
-    LockedAccountRow | undefined;
+    .first<LockedAccountRow | undefined>('id', 'quota', 'budget_minor', 'currency', 'unit_price_minor', 'thresholds');
   return row ? toLockedAccount(row) : null;
 }

@@ -53,7 +53,7 @@ export async function recordThresholdsReached(
   trx: Knex.Transaction,
   input: { accountId: string; thresholds: Threshold[]; reachedAt: Date },
 ): Promise<Threshold[]> {
-  const inserted = (await trx('allocation_thresholds_reached')
+  const inserted = await trx('allocation_thresholds_reached')
     .insert(
       input.thresholds.map((c) => ({
         account_id: input.accountId,
@@ -64,6 +64,6 @@ export async function recordThresholdsReached(
     )
     .onConflict(['account_id', 'kind', 'percent'])
     .ignore()
-    .returning(['kind', 'percent'])) as Array<{ kind: ThresholdKind; percent: number }>;
+    .returning<Array<{ kind: ThresholdKind; percent: number }>>(['kind', 'percent']);
   return inserted.map((r) => ({ kind: r.kind, percent: r.percent }));
 }

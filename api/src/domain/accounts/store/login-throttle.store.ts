@@ -20,7 +20,7 @@ export async function countAddressAttempt(
 ): Promise<{ lastSuccessAt: Date | null } | null> {
   const { email, address, now } = input;
   const { opensAfter: windowOpen, lockoutEnds } = addressWindow(now);
-  const counted = (await db.raw(
+  const counted = await db.raw<{ rows: Array<{ last_success_at: Date | null }> }>(
     `INSERT INTO login_address_throttle AS t (email, address, failures, window_started_at) VALUES (?, ?, 1, ?)
        ON CONFLICT (email, address) DO UPDATE SET
          failures = CASE WHEN t.locked_until IS NULL AND t.window_started_at > ? THEN t.failures + 1 ELSE 1 END,
@@ -29,7 +29,7 @@ export async function countAddressAttempt(
        WHERE t.locked_until IS NULL OR t.locked_until <= EXCLUDED.window_started_at
        RETURNING t.last_success_at`,
     [email, address, now, windowOpen, windowOpen, windowOpen, LOGIN_LIMITS.addressFailures, lockoutEnds],
-  )) as { rows: Array<{ last_success_at: Date | null }> };
+  );
   const row = counted.rows[0];
   return row ? { lastSuccessAt: row.last_success_at ? new Date(row.last_success_at) : null } : null;
 }
@@ -42,7 +42,7 @@ export async function countEmailAttempt(db: Db, input: { email: string; now: Dat
   const { email, now } = input;
   const emailWindowOpen = emailWindow(now).opensAfter;
   const free = LOGIN_LIMITS.emailFreeFailures;
-  const emailCounted = (await db.raw(
+  const emailCounted = await db.raw<{ rows: Array<{ failures: number }> }>(
     `INSERT INTO login_throttle AS t (email, failures, window_started_at) VALUES (?, 1, ?)
        ON CONFLICT (email) DO UPDATE SET
          failures = CASE WHEN t.window_started_at > ? THEN t.failures + 1 ELSE 1 END,
@@ -52,7 +52,7 @@ export async function countEmailAttempt(db: Db, input: { email: string; now: Dat
        WHERE t.locked_until IS NULL OR t.locked_until <= EXCLUDED.window_started_at
        RETURNING t.failures`,
     [email, now, emailWindowOpen, emailWindowOpen, emailWindowOpen, free, free, LOGIN_LIMITS.emailBackoffMaxS],
-  )) as { rows: Array<{ failures: number }> };
+  );
   return emailCounted.rows.length > 0;
 }
 
@@ -67,16 +67,17 @@ export async function withdrawAddressAttempt(db: Db, key: ThrottleKey): Promise<
 
 /** The end of the lockout of an address (for Retry-After); null when none is recorded. */
 export async function addressLockedUntil(db: Db, key: ThrottleKey): Promise<Date | null> {
-  const row = (await db('login_address_throttle')
+  const row = await db('login_address_throttle')
     .where({ email: key.email, address: key.address })
-    .first('locked_until')) as { locked_until: Date | null } | undefined;
+    .first<{ locked_until: Date | null } | undefined>('locked_until');
   return row?.locked_until ? new Date(row.locked_until) : null;
 }
 
 /** The end of the per-e-mail backoff (for Retry-After); null when none is recorded. */
 export async function emailLockedUntil(db: Db, email: string): Promise<Date | null> {
-  const row = (await db('login_throttle').where({ email }).first('locked_until')) as
-    { locked_until: Date | null } | undefined;
+  const row = await db('login_throttle')
+    .where({ email })
+    .first<{ locked_until: Date | null } | undefined>('locked_until');
   return row?.locked_until ? new Date(row.locked_until) : null;
 }
 

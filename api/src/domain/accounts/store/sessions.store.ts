@@ -47,10 +47,10 @@ export async function deleteSession(db: Db, tokenHash: string): Promise<void> {
 }
 
 export async function findLiveSession(db: Db, input: { tokenHash: string; now: Date }): Promise<LiveSession | null> {
-  const row = (await db('sessions as s')
+  const row = await db('sessions as s')
     .join('users as u', 'u.id', 's.user_id')
     .where('s.token_hash', input.tokenHash)
     .where('s.expires_at', '>', input.now)
-    .first('s.csrf_token', 's.expires_at', 'u.*')) as SessionUserRow | undefined;
+    .first<SessionUserRow | undefined>('s.csrf_token', 's.expires_at', 'u.*');
   return row ? toLiveSession(row) : null;
 }

@@ -67,7 +67,8 @@ export async function findPasswordByEmail(
   db: Db,
   email: string,
 ): Promise<{ accountId: string; passwordHash: string } | null> {
-  const row = (await db('users').where({ email }).first('account_id', 'password_hash')) as
-    Pick<UserRow, 'account_id' | 'password_hash'> | undefined;
+  const row = await db('users')
+    .where({ email })
+    .first<Pick<UserRow, 'account_id' | 'password_hash'> | undefined>('account_id', 'password_hash');
   return row ? { accountId: row.account_id, passwordHash: row.password_hash } : null;
 }

@@ -176,7 +176,7 @@ export async function listDeployments(
   const q = db('deployments as p')
     .join('models as m', 'm.id', 'p.model_id')
     .where('p.account_id', input.accountId)
-    .select('p.*', 'm.name as model')
+    .select<Array<DeploymentRow & { model: string }>>('p.*', 'm.name as model')
     .orderBy([
       { column: 'p.created_at', order: 'desc' },
       { column: 'p.id', order: 'desc' },
@@ -194,7 +194,7 @@ export async function lockAccountDeployment(
   trx: Knex.Transaction,
   input: { accountId: string; id: string },
 ): Promise<DeploymentRecord | null> {
-  const row: DeploymentRow | undefined = await trx('deployments')
+  const row = await trx<DeploymentRow>('deployments')
     .where({ account_id: input.accountId, id: input.id })
     .forUpdate()
     .first();
@@ -203,13 +203,13 @@ export async function lockAccountDeployment(
 
 /** The deployment, locked until the transaction ends (its evaluation), or null. */
 export async function lockDeployment(trx: Knex.Transaction, id: string): Promise<DeploymentRecord | null> {
-  const row: DeploymentRow | undefined = await trx('deployments').where({ id }).forUpdate().first();
+  const row = await trx<DeploymentRow>('deployments').where({ id }).forUpdate().first();
   return row ? toDeploymentRecord(row) : null;
 }
 
 /** The deployment as it is now, without a lock (each dispatch page reads it again), or null. */
 export async function readDeployment(db: Db, id: string): Promise<DeploymentRecord | null> {
-  const row: DeploymentRow | undefined = await db('deployments').where({ id }).first();
+  const row = await db<DeploymentRow>('deployments').where({ id }).first();
   return row ? toDeploymentRecord(row) : null;
 }
 
@@ -220,10 +220,11 @@ export async function takeDispatchTurn(trx: Knex.Transaction, id: string): Promi
 
 /** Running deployments and scheduled ones whose time came: what the sweep evaluates and dispatches. */
 export async function dueDeploymentIds(db: Db, now: Date): Promise<string[]> {
+  // `void`: a builder is thenable, and knex does not await what a grouping callback returns.
+  const scheduledAndDue = (s: Knex.QueryBuilder) =>
+    void s.where('status', 'scheduled').andWhere('scheduled_at', '<=', now);
   return db('deployments')
-    .where((q) =>
-      q.where('status', 'running').orWhere((s) => s.where('status', 'scheduled').andWhere('scheduled_at', '<=', now)),
-    )
+    .where((q) => void q.where('status', 'running').orWhere(scheduledAndDue))
     .pluck('id');
 }
 
@@ -239,12 +240,12 @@ interface CountRow {
 export async function countsFor(db: Db, deploymentIds: string[]): Promise<Map<string, DeploymentCounts>> {
   const map = new Map<string, DeploymentCounts>(deploymentIds.map((id) => [id, emptyCounts()]));
   if (deploymentIds.length === 0) return map;
-  const result = await db.raw(
+  const result = await db.raw<{ rows: CountRow[] }>(
     `SELECT deployment_id, state, (superseded_by IS NOT NULL) AS superseded, (health_failed_at IS NOT NULL) AS health_failed, count(*)::int AS n
        FROM device_updates WHERE deployment_id = ANY(?::uuid[]) GROUP BY 1, 2, 3, 4`,
     [deploymentIds],
   );
-  for (const r of result.rows as CountRow[]) {
+  for (const r of result.rows) {
     const c = map.get(r.deployment_id)!;
     if (r.superseded) c.superseded += r.n;
     else c[r.state] += r.n;
@@ -255,7 +256,7 @@ export async function countsFor(db: Db, deploymentIds: string[]): Promise<Map<st
 
 /** Per batch: its targets' outcome counts (see BatchTally), one query over the deployment's rows. */
 export async function tallyByBatch(db: Db, deploymentId: string): Promise<Map<number, BatchTally>> {
-  const result = await db.raw(
+  const result = await db.raw<{ rows: Array<BatchTally & { batch: number }> }>(
     `SELECT batch,
             count(*) FILTER (WHERE superseded_by IS NULL AND state <> 'cancelled')::int AS total,
             count(*) FILTER (WHERE state IN (${sqlList(ACTIVE_STATES)}))::int AS active,
@@ -265,16 +266,16 @@ export async function tallyByBatch(db: Db, deploymentId: string): Promise<Map<nu
     [deploymentId],
   );
   const map = new Map<number, BatchTally>();
-  for (const r of result.rows as Array<BatchTally & { batch: number }>)
+  for (const r of result.rows)
     map.set(r.batch, { total: r.total, active: r.active, succeeded: r.succeeded, failures: r.failures });
   return map;
 }
 
 /** The deployment's failures so far (failure states and health-gate failures): what resuming acknowledges. */
 export async function countFailures(db: Db, deploymentId: string): Promise<number> {
-  const result = await db.raw(
+  const result = await db.raw<{ rows: Array<{ n: number }> }>(
     `SELECT count(*)::int AS n FROM device_updates WHERE deployment_id = ? AND (state IN (${sqlList(FAILURE_STATES)}) OR health_failed_at IS NOT NULL)`,
     [deploymentId],
   );
-  return Number((result.rows as Array<{ n: number }>)[0]!.n);
+  return result.rows[0]!.n;
 }

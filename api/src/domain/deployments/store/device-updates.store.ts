@@ -1,12 +1,6 @@
 import type { Knex } from 'knex';
 import { sqlList } from '../../shared/sql-list';
-import {
-  ACTIVE_STATES,
-  IN_FLIGHT_STATES,
-  type DeviceUpdateView,
-  type UpdateRef,
-  type UpdateState,
-} from '../deployment-types';
+import { ACTIVE_STATES, IN_FLIGHT_STATES, type UpdateRef, type UpdateState } from '../deployment-types';
 import type { ActiveUpdate, ReportedUpdate } from '../report-rules';
 
 type Db = Knex | Knex.Transaction;
@@ -36,8 +30,6 @@ const toUpdateRef = (r: UpdateRefRow): UpdateRef => ({
   targetVersion: r.target_version,
   fromVersion: r.from_version,
 });
-
-const iso = (v: Date | string | null): string | null => (v === null ? null : new Date(v).toISOString());
 
 /**
  * queued -> sent (first publish). Devices show `updating` while connected. The history rows are
@@ -89,7 +81,7 @@ export async function finishUpdateRows(
 ): Promise<UpdateRef[]> {
   if (input.ids.length === 0) return [];
   const { now } = input;
-  const result = await trx.raw(
+  const result = await trx.raw<{ rows: UpdateRefRow[] }>(
     `UPDATE device_updates u SET state = ?, error = ?, finished_at = ?, state_changed_at = ?, deadline_at = NULL,
             progress = CASE WHEN ? = 'succeeded' THEN 100 ELSE u.progress END
        FROM devices d
@@ -97,7 +89,7 @@ export async function finishUpdateRows(
       RETURNING u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version`,
     [input.state, input.error, now, now, input.state, input.ids],
   );
-  const rows = result.rows as UpdateRefRow[];
+  const rows = result.rows;
   if (rows.length === 0) return [];
   const ids = rows.map((r) => r.id);
   await lockDevices(
@@ -201,30 +193,32 @@ export async function lockOverdueUpdates(
   input: { now: Date; limit: number },
 ): Promise<string[]> {
   const rows = (
-    await trx.raw(
+    await trx.raw<{ rows: Array<{ id: string; reported_success_at: Date | null }> }>(
       `SELECT id, reported_success_at FROM device_updates WHERE state IN (${sqlList(IN_FLIGHT_STATES)}) AND deadline_at < ? ORDER BY deadline_at LIMIT ${Math.floor(input.limit)} FOR UPDATE SKIP LOCKED`,
       [input.now],
     )
-  ).rows as Array<{ id: string; reported_success_at: Date | null }>;
+  ).rows;
   return rows.map((r) => r.id);
+}
+
+interface ActiveUpdateRow {
+  id: string;
+  device_id: string;
+  account_id: string;
+  deployment_id: string;
+  state: UpdateState;
+  target_version: string;
 }
 
 /** The unfinished updates of these devices, locked in id order. */
 export async function lockActiveUpdatesOfDevices(trx: Knex.Transaction, deviceIds: string[]): Promise<ActiveUpdate[]> {
   const rows = (
-    await trx.raw(
+    await trx.raw<{ rows: ActiveUpdateRow[] }>(
       `SELECT u.id, u.device_id, u.account_id, u.deployment_id, u.state, u.target_version FROM device_updates u
       WHERE u.device_id = ANY(?::uuid[]) AND u.state IN (${sqlList(ACTIVE_STATES)}) ORDER BY u.id FOR UPDATE OF u`,
       [deviceIds],
     )
-  ).rows as Array<{
-    id: string;
-    device_id: string;
-    account_id: string;
-    deployment_id: string;
-    state: UpdateState;
-    target_version: string;
-  }>;
+  ).rows;
   return rows.map((r) => ({
     id: r.id,
     deviceId: r.device_id,
@@ -238,14 +232,14 @@ export async function lockActiveUpdatesOfDevices(trx: Knex.Transaction, deviceId
 /** The updates these reports name (unknown ids are left out), locked in id order. */
 export async function lockReportedUpdates(trx: Knex.Transaction, jobIds: string[]): Promise<ReportedUpdate[]> {
   const rows = (
-    await trx.raw(
+    await trx.raw<{ rows: Array<UpdateRefRow & { state: UpdateState; firmware_key: string | null }> }>(
       `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.state,
               CASE WHEN d.firmware IS NULL THEN NULL ELSE d.firmware_key END AS firmware_key
          FROM device_updates u JOIN devices d ON d.id = u.device_id
         WHERE u.id = ANY(?::uuid[]) ORDER BY u.id FOR UPDATE OF u`,
       [jobIds],
     )
-  ).rows as Array<UpdateRefRow & { state: UpdateState; firmware_key: string | null }>;
+  ).rows;
   return rows.map((r) => ({ ...toUpdateRef(r), state: r.state, firmwareKey: r.firmware_key }));
 }
 
@@ -255,97 +249,12 @@ export async function queuedUpdatesOfDevices(
   deviceIds: string[],
 ): Promise<Array<{ deviceId: string; accountId: string; deploymentId: string }>> {
   const rows = (
-    await db.raw(
+    await db.raw<{ rows: Array<{ device_id: string; account_id: string; deployment_id: string }> }>(
       `SELECT u.device_id, u.account_id, u.deployment_id FROM device_updates u WHERE u.device_id = ANY(?::uuid[]) AND u.state = 'queued'`,
       [deviceIds],
     )
-  ).rows as Array<{ device_id: string; account_id: string; deployment_id: string }>;
+  ).rows;
   return rows.map((r) => ({ deviceId: r.device_id, accountId: r.account_id, deploymentId: r.deployment_id }));
-}
-
-/** A reconnect counted against the last update that succeeded on a device. */
-export interface HealthCount {
-  id: string;
-  deviceId: string;
-  accountId: string;
-  deploymentId: string;
-  reconnectsAfter: number;
-  /** Set when this reconnect went over the deployment's limit. */
-  healthFailedAt: Date | null;
-  windowMinutes: number;
-}
-
-/**
- * Rollout health gate: each reconnect within the window after a device's last successful
- * update is counted; more than the deployment's limit marks that update unhealthy (a failure).
- * Only the last update that ran on the device is judged: once a newer one was sent, the reboots
- * it causes are its own business, not a relapse of the one before. One statement for the batch;
- * the defaults apply to deployments without a rollout.
- */
-export async function countReconnects(
-  trx: Knex.Transaction,
-  input: { deviceIds: string[]; now: Date; defaultWindowMinutes: number; defaultMaxReconnects: number },
-): Promise<HealthCount[]> {
-  const rows = (
-    await trx.raw(
-      `WITH last AS (
-         SELECT DISTINCT ON (u.device_id) u.id, u.device_id, u.account_id, u.deployment_id, u.finished_at,
-                COALESCE((p.rollout ->> 'health_window_minutes')::float8, ?) AS window_minutes,
-                COALESCE((p.rollout ->> 'health_max_reconnects')::int, ?) AS max_reconnects
-           FROM device_updates u JOIN deployments p ON p.id = u.deployment_id
-          WHERE u.device_id = ANY(?::uuid[]) AND u.state = 'succeeded' AND u.finished_at IS NOT NULL AND u.health_failed_at IS NULL
-            AND NOT EXISTS (SELECT 1 FROM device_updates y WHERE y.device_id = u.device_id AND y.id <> u.id AND y.sent_at >= u.finished_at)
-          ORDER BY u.device_id, u.finished_at DESC)
-       UPDATE device_updates u
-          SET reconnects_after = u.reconnects_after + 1,
-              health_failed_at = CASE WHEN u.reconnects_after + 1 > last.max_reconnects THEN ?::timestamptz ELSE NULL END
-         FROM last
-        WHERE u.id = last.id AND last.finished_at > ?::timestamptz - make_interval(secs => last.window_minutes * 60)
-        RETURNING u.id, u.device_id, u.account_id, u.deployment_id, u.reconnects_after, u.health_failed_at, last.window_minutes`,
-      [input.defaultWindowMinutes, input.defaultMaxReconnects, input.deviceIds, input.now, input.now],
-    )
-  ).rows as Array<{
-    id: string;
-    device_id: string;
-    account_id: string;
-    deployment_id: string;
-    reconnects_after: number;
-    health_failed_at: Date | null;
-    window_minutes: number;
-  }>;
-  return rows.map((r) => ({
-    id: r.id,
-    deviceId: r.device_id,
-    accountId: r.account_id,
-    deploymentId: r.deployment_id,
-    reconnectsAfter: r.reconnects_after,
-    healthFailedAt: r.health_failed_at === null ? null : new Date(r.health_failed_at),
-    windowMinutes: r.window_minutes,
-  }));
-}
-
-/** History rows for updates the health gate failed. */
-export async function recordHealthFailures(
-  trx: Knex.Transaction,
-  input: { now: Date; failures: HealthCount[] },
-): Promise<void> {
-  if (input.failures.length === 0) return;
-  await trx('device_events').insert(
-    input.failures.map((r) => ({
-      account_id: r.accountId,
-      device_id: r.deviceId,
-      type: 'update_step',
-      data: JSON.stringify({
-        job_id: r.id,
-        deployment_id: r.deploymentId,
-        state: 'succeeded',
-        health: 'failed',
-        reconnects: r.reconnectsAfter,
-        window_minutes: r.windowMinutes,
-      }),
-      occurred_at: input.now,
-    })),
-  );
 }
 
 /** Cancels the deployment's queued updates (devices stay where they are), with their history; returns how many. */
@@ -354,12 +263,12 @@ export async function cancelQueuedOfDeployment(
   input: { deploymentId: string; now: Date },
 ): Promise<number> {
   const { now } = input;
-  const cancelled = await trx.raw(
+  const cancelled = await trx.raw<{ rows: Array<{ id: string }> }>(
     `UPDATE device_updates SET state = 'cancelled', error = 'deployment cancelled', finished_at = ?, state_changed_at = ?, deadline_at = NULL
           WHERE deployment_id = ? AND state = 'queued' RETURNING id`,
     [now, now, input.deploymentId],
   );
-  const ids = (cancelled.rows as Array<{ id: string }>).map((r) => r.id);
+  const ids = cancelled.rows.map((r) => r.id);
   if (ids.length > 0) {
     await trx.raw(
       `INSERT INTO device_events (account_id, device_id, type, data, occurred_at)
@@ -369,60 +278,4 @@ export async function cancelQueuedOfDeployment(
     );
   }
   return ids.length;
-}
-
-interface UpdateViewRow {
-  id: string;
-  serial: string;
-  state: UpdateState;
-  progress: number;
-  from_version: string | null;
-  target_version: string;
-  error: string | null;
-  batch: number;
-  attempts: number;
-  superseded_by: string | null;
-  health_failed_at: Date | null;
-  sent_at: Date | null;
-  state_changed_at: Date;
-  finished_at: Date | null;
-}
-
-const toUpdateView = (r: UpdateViewRow): DeviceUpdateView => ({
-  jobId: r.id,
-  serial: r.serial,
-  state: r.state,
-  progress: r.progress,
-  fromVersion: r.from_version,
-  targetVersion: r.target_version,
-  error: r.error,
-  batch: r.batch,
-  attempts: r.attempts,
-  supersededBy: r.superseded_by,
-  healthFailed: r.health_failed_at !== null,
-  sentAt: iso(r.sent_at),
-  stateChangedAt: iso(r.state_changed_at)!,
-  finishedAt: iso(r.finished_at),
-});
-
-/**
- * The deployment's updates by serial, at most `limit` after `afterSerial`. `state` filters:
- * `superseded` means taken over by a newer deployment, `cancelled` the others cancelled.
- */
-export async function listDeploymentUpdates(
-  db: Db,
-  input: { deploymentId: string; state?: string | undefined; afterSerial?: string | undefined; limit: number },
-): Promise<DeviceUpdateView[]> {
-  const q = db('device_updates as u')
-    .join('devices as d', 'd.id', 'u.device_id')
-    .where('u.deployment_id', input.deploymentId)
-    .select('u.*', 'd.serial')
-    .orderBy('d.serial')
-    .limit(input.limit);
-  if (input.state === 'superseded') q.whereNotNull('u.superseded_by');
-  else if (input.state === 'cancelled') q.where('u.state', 'cancelled').whereNull('u.superseded_by');
-  else if (input.state) q.where('u.state', input.state);
-  if (input.afterSerial !== undefined) q.andWhere('d.serial', '>', input.afterSerial);
-  const rows: UpdateViewRow[] = await q;
-  return rows.map(toUpdateView);
 }

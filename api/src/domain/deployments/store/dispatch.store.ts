@@ -92,17 +92,17 @@ export async function lockDispatchPage(
   const ready = input.readyDeviceIds;
   const limit = Math.max(1, Math.floor(input.limit));
   const locked = (
-    await trx.raw(
+    await trx.raw<{ rows: Array<{ id: string }> }>(
       `SELECT id FROM device_updates
       WHERE deployment_id = ? AND state = 'queued' AND batch <= ? AND id > ?${ready ? ' AND device_id = ANY(?::uuid[])' : ''}
       ORDER BY id LIMIT ${limit}
       FOR UPDATE SKIP LOCKED`,
       [input.deploymentId, input.batch, input.after, ...(ready ? [ready] : [])],
     )
-  ).rows as Array<{ id: string }>;
+  ).rows;
   if (locked.length === 0) return null;
   const rows = (
-    await trx.raw(
+    await trx.raw<{ rows: CandidateRow[] }>(
       `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.firmware_version_id,
             CASE WHEN d.firmware IS NULL THEN NULL ELSE d.firmware_key END AS firmware_key, d.connectivity, ${input.withConfig ? 'd.desired_config' : 'NULL AS desired_config'}, ${input.withTags ? 'd.tags' : 'NULL AS tags'},
             f.sha256, f.size, f.storage_key, f.signature, f.signing_key_id
@@ -113,7 +113,7 @@ export async function lockDispatchPage(
       ORDER BY u.id`,
       [locked.map((r) => r.id)],
     )
-  ).rows as CandidateRow[];
+  ).rows;
   return { candidates: rows.map(toCandidate), more: locked.length === limit, last: locked[locked.length - 1]!.id };
 }
 
@@ -123,12 +123,12 @@ export async function inFlightPerTag(
   input: { deploymentId: string; tag: string },
 ): Promise<Map<string, number>> {
   const counts = (
-    await trx.raw(
+    await trx.raw<{ rows: Array<{ v: string; n: number }> }>(
       `SELECT d.tags ->> ? AS v, count(*)::int AS n FROM device_updates u JOIN devices d ON d.id = u.device_id
                 WHERE u.deployment_id = ? AND u.state IN (${sqlList(IN_FLIGHT_STATES)}) AND d.tags ->> ? IS NOT NULL GROUP BY 1`,
       [input.tag, input.deploymentId, input.tag],
     )
-  ).rows as Array<{ v: string; n: number }>;
+  ).rows;
   return new Map(counts.map((c) => [c.v, c.n]));
 }
 
@@ -142,13 +142,15 @@ export async function staleSentCommands(
 ): Promise<SentCommand[]> {
   const { nodeId } = input;
   const rows = (
-    await db.raw(
+    await db.raw<{
+      rows: Array<CommandJobRow & { account_id: string; deployment_id: string; from_version: string | null }>;
+    }>(
       `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.firmware_version_id, f.sha256, f.size, f.storage_key, f.signature, f.signing_key_id
        FROM device_updates u JOIN devices d ON d.id = u.device_id JOIN firmware_versions f ON f.id = u.firmware_version_id
       WHERE u.state = 'sent' AND u.sent_at < ? AND d.connectivity = 'online'${nodeId === undefined ? '' : ' AND d.broker_node = ?'} LIMIT 5000`,
       [input.before, ...(nodeId === undefined ? [] : [nodeId])],
     )
-  ).rows as Array<CommandJobRow & { account_id: string; deployment_id: string; from_version: string | null }>;
+  ).rows;
   return rows.map((r) => ({
     ...toCommandJob(r),
     accountId: r.account_id,
@@ -163,21 +165,21 @@ export async function sentCommandsOfDevices(
   deviceIds: string[],
 ): Promise<Array<CommandJob & { accountId: string }>> {
   const rows = (
-    await db.raw(
+    await db.raw<{ rows: Array<CommandJobRow & { account_id: string }> }>(
       `SELECT u.id, u.account_id, u.device_id, d.serial, u.target_version, u.firmware_version_id, f.sha256, f.size, f.storage_key, f.signature, f.signing_key_id
        FROM device_updates u JOIN devices d ON d.id = u.device_id JOIN firmware_versions f ON f.id = u.firmware_version_id
       WHERE u.device_id = ANY(?::uuid[]) AND u.state = 'sent'`,
       [deviceIds],
     )
-  ).rows as Array<CommandJobRow & { account_id: string }>;
+  ).rows;
   return rows.map((r) => ({ ...toCommandJob(r), accountId: r.account_id }));
 }
 
 /** Counts a re-send on those of these updates still `sent` at this moment; returns their ids. */
 export async function markResent(db: Db, input: { ids: string[]; now: Date }): Promise<Set<string>> {
-  const result = await db.raw(
+  const result = await db.raw<{ rows: Array<{ id: string }> }>(
     `UPDATE device_updates SET sent_at = ?, attempts = attempts + 1 WHERE id = ANY(?::uuid[]) AND state = 'sent' RETURNING id`,
     [input.now, input.ids],
   );
-  return new Set((result.rows as Array<{ id: string }>).map((r) => r.id));
+  return new Set(result.rows.map((r) => r.id));
 }

@@ -41,7 +41,7 @@ function targetWhere(q: TargetQuery): { sql: string; bindings: Knex.Value[] } {
   }
   if (q.serials !== undefined) {
     parts.push('d.serial = ANY(?::text[])');
-    bindings.push(q.serials as unknown as Knex.Value);
+    bindings.push(q.serials);
   }
   parts.push(
     `NOT EXISTS (SELECT 1 FROM device_updates x WHERE x.device_id = d.id AND x.state IN (${sqlList(IN_FLIGHT_STATES)}))`,
@@ -57,12 +57,18 @@ export async function previewTargets(
   const where = targetWhere(input.query);
   const sample = input.sample;
   const [countRow, sampleRows] = await Promise.all([
-    db.raw(`SELECT count(*)::int AS n FROM devices d WHERE ${where.sql}`, where.bindings),
-    db.raw(`SELECT d.serial FROM devices d WHERE ${where.sql} ORDER BY d.serial LIMIT ?`, [...where.bindings, sample]),
+    db.raw<{ rows: Array<{ n: number }> }>(
+      `SELECT count(*)::int AS n FROM devices d WHERE ${where.sql}`,
+      where.bindings,
+    ),
+    db.raw<{ rows: Array<{ serial: string }> }>(
+      `SELECT d.serial FROM devices d WHERE ${where.sql} ORDER BY d.serial LIMIT ?`,
+      [...where.bindings, sample],
+    ),
   ]);
   return {
-    count: Number(countRow.rows[0].n),
-    sample: (sampleRows.rows as Array<{ serial: string }>).map((r) => r.serial),
+    count: countRow.rows[0]!.n,
+    sample: sampleRows.rows.map((r) => r.serial),
   };
 }
 
@@ -94,7 +100,7 @@ export async function supersedeQueued(
   input: { query: TargetQuery; deploymentId: string; now: Date },
 ): Promise<string[]> {
   const where = targetWhere(input.query);
-  const result = await trx.raw(
+  const result = await trx.raw<{ rows: SupersededRow[] }>(
     `UPDATE device_updates u
         SET state = 'cancelled', superseded_by = ?, error = 'superseded', finished_at = ?, state_changed_at = ?, deadline_at = NULL
        FROM devices d
@@ -102,7 +108,7 @@ export async function supersedeQueued(
       RETURNING u.id, u.deployment_id`,
     [input.deploymentId, input.now, input.now, ...where.bindings],
   );
-  return recordSuperseded(trx, result.rows as SupersededRow[], input.now);
+  return recordSuperseded(trx, result.rows, input.now);
 }
 
 /**
@@ -120,7 +126,7 @@ export async function insertTargets(
   await trx.raw(`SET LOCAL work_mem = '32MB'`);
   // One statement writes the targets and their `queued` history (from the rows it inserted, not
   // a second read of them).
-  const result = await trx.raw(
+  const result = await trx.raw<{ rowCount: number }>(
     `WITH targets AS (
        INSERT INTO device_updates (id, account_id, deployment_id, device_id, firmware_version_id, from_version, target_version, state, batch, state_changed_at, created_at)
        SELECT gen_random_uuid(), ?, ?, t.id, ?, t.firmware, ?, 'queued',
@@ -143,7 +149,7 @@ export async function insertTargets(
       input.now,
     ],
   );
-  return result.rowCount as number;
+  return result.rowCount;
 }
 
 /** History of queued updates: `INSERT ... SELECT` over the inserted update rows `u`; one binding (the time). */
@@ -161,7 +167,7 @@ export async function insertExplicitTargets(
   // meantime keeps it (two deployments never fight over one device).
   // As for filter targets, the history comes from the rows inserted (RETURNING gives only those
   // the conflict did not skip).
-  const result = await trx.raw(
+  const result = await trx.raw<{ rowCount: number }>(
     `WITH targets AS (
        INSERT INTO device_updates (id, account_id, deployment_id, device_id, firmware_version_id, from_version, target_version, state, batch, state_changed_at, created_at)
        SELECT gen_random_uuid(), ?, ?, t.device_id, t.fw_id, t.from_version, t.target_version, 'queued', 0, ?, ?
@@ -182,7 +188,7 @@ export async function insertExplicitTargets(
       input.now,
     ],
   );
-  return result.rowCount as number;
+  return result.rowCount;
 }
 
 /** Supersedes the queued updates of these devices (rollbacks and retries take them over). */
@@ -191,14 +197,14 @@ export async function supersedeQueuedOfDevices(
   input: { accountId: string; deviceIds: string[]; deploymentId: string; now: Date },
 ): Promise<string[]> {
   if (input.deviceIds.length === 0) return [];
-  const result = await trx.raw(
+  const result = await trx.raw<{ rows: SupersededRow[] }>(
     `UPDATE device_updates u
         SET state = 'cancelled', superseded_by = ?, error = 'superseded', finished_at = ?, state_changed_at = ?, deadline_at = NULL
       WHERE u.account_id = ? AND u.device_id = ANY(?::uuid[]) AND u.state = 'queued'
       RETURNING u.id, u.deployment_id`,
     [input.deploymentId, input.now, input.now, input.accountId, input.deviceIds],
   );
-  return recordSuperseded(trx, result.rows as SupersededRow[], input.now);
+  return recordSuperseded(trx, result.rows, input.now);
 }
 
 /** The devices whose update of this deployment failed or timed out, again to the same version. */

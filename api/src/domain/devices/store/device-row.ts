@@ -74,9 +74,9 @@ export function toDevice(row: DeviceRow): Device {
     ip: row.ip,
     uptimeS: row.uptime_s,
     rssi: row.rssi,
-    tags: row.tags ?? {},
+    tags: row.tags,
     config: {
-      desired: row.desired_config ?? {},
+      desired: row.desired_config,
       desiredVersion: row.desired_config_version,
       reported: row.reported_config,
       reportedVersion: row.reported_config_version,

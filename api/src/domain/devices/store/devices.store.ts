@@ -102,8 +102,7 @@ export async function updateDevice(
 
 /** Serials among these that are claimed already, by any account. */
 export async function selectTakenSerials(db: Db, input: { serials: string[] }): Promise<string[]> {
-  const serials: string[] = await db('devices').whereRaw('serial = ANY(?)', [input.serials]).pluck('serial');
-  return serials;
+  return db<{ serial: string }>('devices').whereRaw('serial = ANY(?)', [input.serials]).pluck('serial');
 }
 
 /** Claimed devices start offline, untagged, with configuration version 1. */

@@ -39,12 +39,12 @@ const toDownloadJob = (row: JobRow): DownloadJob => ({
 export async function downloadJobs(db: Knex | Knex.Transaction, ids: readonly string[]): Promise<DownloadJob[]> {
   // One array parameter rather than a list of up to 500 (parsed and planned each time).
   const rows = (
-    await db.raw(
+    await db.raw<{ rows: JobRow[] }>(
       `SELECT u.id, u.device_id, u.firmware_version_id, u.state, f.sha256, f.size, f.storage_key, f.version
        FROM device_updates u JOIN firmware_versions f ON f.id = u.firmware_version_id
       WHERE u.id = ANY(?::uuid[])`,
       [[...ids]],
     )
-  ).rows as JobRow[];
+  ).rows;
   return rows.map(toDownloadJob);
 }

@@ -125,13 +125,13 @@ export async function listFirmwareVersions(
   const q = db('firmware_versions as f')
     .join('models as m', 'm.id', 'f.model_id')
     .where('f.account_id', input.accountId)
-    .select('f.*', 'm.name as model')
+    .select<FirmwareRow[]>('f.*', 'm.name as model')
     .orderBy([
       { column: 'f.version_key', order: 'desc' },
       { column: 'm.name', order: 'asc' },
     ]);
   if (input.model !== undefined) q.andWhere('m.name', input.model);
-  const rows: FirmwareRow[] = await q;
+  const rows = await q;
   return rows.map(toFirmwareVersionRecord);
 }
 
@@ -183,12 +183,12 @@ export async function firmwareRefsWithKey(
   const q = db('firmware_versions as f')
     .join('models as m', 'm.id', 'f.model_id')
     .where({ 'f.account_id': input.accountId, 'f.version_key': input.versionKey })
-    .select('f.id', 'f.model_id', 'm.name as model', 'f.version', 'f.storage_key');
+    .select<FirmwareRefRow[]>('f.id', 'f.model_id', 'm.name as model', 'f.version', 'f.storage_key');
   if (input.modelId !== undefined) {
-    const row: FirmwareRefRow | undefined = await q.andWhere('f.model_id', input.modelId).first();
+    const row = await q.andWhere('f.model_id', input.modelId).first();
     return row ? [toFirmwareRef(row)] : [];
   }
-  const rows: FirmwareRefRow[] = await q;
+  const rows = await q;
   return rows.map(toFirmwareRef);
 }
 

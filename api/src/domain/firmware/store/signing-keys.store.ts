@@ -27,7 +27,7 @@ const toSigningKeyRecord = (row: SigningKeyRow): SigningKeyRecord => ({
 
 /** Every key of the account: the current one first, then the retired ones, newest first. */
 export async function listSigningKeys(db: Db, accountId: string): Promise<SigningKeyRecord[]> {
-  const rows: SigningKeyRow[] = await db('firmware_signing_keys')
+  const rows = await db<SigningKeyRow>('firmware_signing_keys')
     .where({ account_id: accountId })
     .orderByRaw('retired_at DESC NULLS FIRST')
     .orderBy('created_at', 'desc');

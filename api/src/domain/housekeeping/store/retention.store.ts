@@ -7,12 +7,17 @@ type Db = Knex | Knex.Transaction;
 /** Rows looked at per statement: each statement is short, so pruning never holds locks for long. */
 const WINDOW = 5000;
 
+/** What a DELETE answers: the rows it removed (null when the driver does not say). */
+interface RowCount {
+  rowCount: number | null;
+}
+
 export async function deleteExpiredSessions(db: Db, now: Date): Promise<number> {
-  return (await db.raw('DELETE FROM sessions WHERE expires_at < ?', [now])).rowCount ?? 0;
+  return (await db.raw<RowCount>('DELETE FROM sessions WHERE expires_at < ?', [now])).rowCount ?? 0;
 }
 
 export async function deleteIdempotencyKeysBefore(db: Db, createdBefore: Date): Promise<number> {
-  return (await db.raw('DELETE FROM idempotency_keys WHERE created_at < ?', [createdBefore])).rowCount ?? 0;
+  return (await db.raw<RowCount>('DELETE FROM idempotency_keys WHERE created_at < ?', [createdBefore])).rowCount ?? 0;
 }
 
 /**
@@ -27,13 +32,13 @@ export async function deleteSpentLoginThrottles(
   const { windowStartedBefore: dayAgo, now } = input;
   return (
     ((
-      await db.raw(
+      await db.raw<RowCount>(
         'DELETE FROM login_throttle WHERE window_started_at < ? AND (locked_until IS NULL OR locked_until < ?)',
         [dayAgo, now],
       )
     ).rowCount ?? 0) +
     ((
-      await db.raw(
+      await db.raw<RowCount>(
         'DELETE FROM login_address_throttle WHERE window_started_at < ? AND (locked_until IS NULL OR locked_until < ?) AND (last_success_at IS NULL OR last_success_at < ?)',
         [dayAgo, now, input.knownSince],
       )
@@ -49,20 +54,13 @@ interface WindowRow {
 }
 
 /**
- * Runs a window statement (bindings: cutoff, then the key to start after) from the start of the
- * table until a window is empty or holds nothing old enough, or `shouldStop` says so.
+ * Walks a table window by window from its start: `window(after)` runs one window statement after
+ * that key, until a window is empty or holds nothing old enough, or `shouldStop` says so.
  */
-async function walk<T extends WindowRow>(
-  knex: Db,
-  sql: string,
-  cutoff: Date,
-  shouldStop: () => boolean,
-  add: (row: T) => void,
-): Promise<void> {
+async function walk(shouldStop: () => boolean, window: (after: string) => Promise<WindowRow>): Promise<void> {
   let after = '0';
   for (;;) {
-    const row = (await knex.raw(sql, [cutoff, after])).rows[0] as T;
-    add(row);
+    const row = await window(after);
     if (row.last === null || !row.any_old || shouldStop()) return;
     after = row.last;
   }
@@ -70,16 +68,19 @@ async function walk<T extends WindowRow>(
 
 export async function pruneHistory(knex: Db, cutoff: Date, shouldStop: () => boolean): Promise<number> {
   let deleted = 0;
-  await walk<WindowRow & { deleted: number }>(
-    knex,
-    `WITH win AS (SELECT id, occurred_at < ? AS old FROM device_events WHERE id > ? ORDER BY id LIMIT ${WINDOW}),
+  await walk(shouldStop, async (after) => {
+    // Bindings: the cutoff, then the key to start after.
+    const { rows } = await knex.raw<{ rows: Array<WindowRow & { deleted: number }> }>(
+      `WITH win AS (SELECT id, occurred_at < ? AS old FROM device_events WHERE id > ? ORDER BY id LIMIT ${WINDOW}),
           doomed AS (SELECT e.id FROM device_events e JOIN win ON win.id = e.id WHERE win.old FOR UPDATE OF e SKIP LOCKED),
           gone AS (DELETE FROM device_events e USING doomed WHERE e.id = doomed.id RETURNING 1)
      SELECT (SELECT max(id) FROM win)::text AS last, (SELECT count(*) FROM gone)::int AS deleted, (SELECT bool_or(old) FROM win) AS any_old`,
-    cutoff,
-    shouldStop,
-    (row) => (deleted += row.deleted),
-  );
+      [cutoff, after],
+    );
+    const row = rows[0]!;
+    deleted += row.deleted;
+    return row;
+  });
   return deleted;
 }
 
@@ -98,9 +99,10 @@ export async function pruneEvents(
   shouldStop: () => boolean,
 ): Promise<{ events: number; deliveries: number }> {
   const total = { events: 0, deliveries: 0 };
-  await walk<WindowRow & { events: number; deliveries: number }>(
-    knex,
-    `WITH win AS (SELECT seq, occurred_at < ? AS old, dispatched_at IS NOT NULL AS dispatched FROM events WHERE seq > ? ORDER BY seq LIMIT ${WINDOW}),
+  await walk(shouldStop, async (after) => {
+    // Bindings: the cutoff, then the key to start after.
+    const { rows } = await knex.raw<{ rows: Array<WindowRow & { events: number; deliveries: number }> }>(
+      `WITH win AS (SELECT seq, occurred_at < ? AS old, dispatched_at IS NOT NULL AS dispatched FROM events WHERE seq > ? ORDER BY seq LIMIT ${WINDOW}),
           doomed AS (SELECT e.seq FROM events e JOIN win ON win.seq = e.seq
                       WHERE win.old AND win.dispatched
                         AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
@@ -110,12 +112,12 @@ export async function pruneEvents(
           gone_events AS (DELETE FROM events e USING doomed WHERE e.seq = doomed.seq RETURNING 1)
      SELECT (SELECT max(seq) FROM win)::text AS last, (SELECT count(*) FROM gone_events)::int AS events,
             (SELECT count(*) FROM gone_deliveries)::int AS deliveries, (SELECT bool_or(old) FROM win) AS any_old`,
-    cutoff,
-    shouldStop,
-    (row) => {
-      total.events += row.events;
-      total.deliveries += row.deliveries;
-    },
-  );
+      [cutoff, after],
+    );
+    const row = rows[0]!;
+    total.events += row.events;
+    total.deliveries += row.deliveries;
+    return row;
+  });
   return total;
 }

@@ -38,7 +38,7 @@ export async function insertModel(
 
 /** The account's models by name. */
 export async function selectModels(db: Db, input: { accountId: string }): Promise<FixtureModel[]> {
-  const rows: ModelRow[] = await db('models').where({ account_id: input.accountId }).orderBy('name');
+  const rows = await db<ModelRow>('models').where({ account_id: input.accountId }).orderBy('name');
   return rows.map(toModel);
 }
 
@@ -46,12 +46,12 @@ export async function selectModelByName(
   db: Db,
   input: { accountId: string; name: string },
 ): Promise<FixtureModel | null> {
-  const row: ModelRow | undefined = await db('models').where({ account_id: input.accountId, name: input.name }).first();
+  const row = await db<ModelRow>('models').where({ account_id: input.accountId, name: input.name }).first();
   return row ? toModel(row) : null;
 }
 
 /** The account's models among these ids (others' and unknown ids are absent). */
 export async function selectModelsByIds(db: Db, input: { accountId: string; ids: string[] }): Promise<FixtureModel[]> {
-  const rows: ModelRow[] = await db('models').where({ account_id: input.accountId }).whereIn('id', input.ids);
+  const rows = await db<ModelRow>('models').where({ account_id: input.accountId }).whereIn('id', input.ids);
   return rows.map(toModel);
 }

@@ -56,12 +56,12 @@ export async function findKey(db: Db, scope: KeyScope): Promise<StoredKey | null
  * with the transaction, also when its process dies). False when another transaction holds it.
  */
 export async function tryHoldKey(trx: Knex.Transaction, scope: KeyScope): Promise<boolean> {
-  const held = (await trx.raw('SELECT pg_try_advisory_xact_lock(?, hashtext(?)) AS locked', [
+  const held = await trx.raw<{
+    rows: Array<{ locked: boolean }>;
+  }>('SELECT pg_try_advisory_xact_lock(?, hashtext(?)) AS locked', [
     IDEMPOTENCY_LOCK_SPACE,
     `${scope.accountId}\n${scope.key}`,
-  ])) as {
-    rows: Array<{ locked: boolean }>;
-  };
+  ]);
   return held.rows[0]?.locked === true;
 }
 
@@ -72,10 +72,12 @@ export async function deleteStaleKey(
 ): Promise<void> {
   await db('idempotency_keys')
     .where(scopeOf(input))
-    .where((q) =>
-      q
-        .where('created_at', '<', input.expiredBefore)
-        .orWhere((legacy) => legacy.where('state', 'in_progress').where('created_at', '<', input.markerBefore)),
+    // `void`: a builder is thenable, and knex does not await what a grouping callback returns.
+    .where(
+      (q) =>
+        void q
+          .where('created_at', '<', input.expiredBefore)
+          .orWhere((legacy) => void legacy.where('state', 'in_progress').where('created_at', '<', input.markerBefore)),
     )
     .delete();
 }

@@ -101,12 +101,13 @@ export async function lockDueDeliveries(
   input: { now: Date; limit: number },
 ): Promise<DeliveryRecord[]> {
   const { now } = input;
-  const rows = (await trx('webhook_deliveries as d')
+  const rows = await trx('webhook_deliveries as d')
     .join('webhooks as w', 'w.id', 'd.webhook_id')
     .where('d.status', 'pending')
     .where('w.enabled', true)
     .where('d.next_attempt_at', '<=', now)
-    .where((q) => q.whereNull('d.locked_until').orWhere('d.locked_until', '<=', now))
+    // `void`: a builder is thenable, and knex does not await what a grouping callback returns.
+    .where((q) => void q.whereNull('d.locked_until').orWhere('d.locked_until', '<=', now))
     .whereNotExists(function earlier() {
       this.select(trx.raw('1'))
         .from('webhook_deliveries as e')
@@ -119,7 +120,7 @@ export async function lockDueDeliveries(
     .limit(input.limit)
     .forUpdate('d')
     .skipLocked()
-    .select('d.*')) as DeliveryRow[];
+    .select<DeliveryRow[]>('d.*');
   return rows.map(toDeliveryRecord);
 }
 
@@ -133,13 +134,14 @@ export async function leaseDeliveries(
 
 /** The body to send; null when the event is gone. */
 export async function eventBodyOf(db: Db, eventId: string): Promise<WebhookEventBody | null> {
-  const row = (await db('events').where({ id: eventId }).first('id', 'type', 'occurred_at', 'data')) as
-    EventRow | undefined;
+  const row = await db('events')
+    .where({ id: eventId })
+    .first<EventRow | undefined>('id', 'type', 'occurred_at', 'data');
   return row ? toEventBody(row) : null;
 }
 
 export async function eventBodiesOf(db: Db, eventIds: string[]): Promise<WebhookEventBody[]> {
-  const rows = (await db('events').whereIn('id', eventIds).select('id', 'type', 'occurred_at', 'data')) as EventRow[];
+  const rows = await db('events').whereIn('id', eventIds).select<EventRow[]>('id', 'type', 'occurred_at', 'data');
   return rows.map(toEventBody);
 }
 
@@ -231,9 +233,9 @@ export async function findDelivery(db: Db, input: { id: string; accountId: strin
 }
 
 export async function deliveryEventSeq(db: Db, input: { id: string; accountId: string }): Promise<number | null> {
-  const row = (await db('webhook_deliveries')
+  const row = await db('webhook_deliveries')
     .where({ id: input.id, account_id: input.accountId })
-    .first('event_seq')) as Pick<DeliveryRow, 'event_seq'> | undefined;
+    .first<Pick<DeliveryRow, 'event_seq'> | undefined>('event_seq');
   return row ? Number(row.event_seq) : null;
 }
 

@@ -123,23 +123,24 @@ export interface Subscription {
 }
 
 export async function enabledSubscriptions(db: Db, accountIds: string[]): Promise<Subscription[]> {
-  const rows = (await db('webhooks')
+  const rows = await db('webhooks')
     .whereIn('account_id', accountIds)
     .where({ enabled: true })
-    .select('id', 'account_id', 'event_types')) as Array<Pick<WebhookRow, 'id' | 'account_id' | 'event_types'>>;
+    .select<Array<Pick<WebhookRow, 'id' | 'account_id' | 'event_types'>>>('id', 'account_id', 'event_types');
   return rows.map((r) => ({ webhookId: r.id, accountId: r.account_id, eventTypes: r.event_types }));
 }
 
 /** Where and with what a delivery is sent; null when the endpoint was deleted meanwhile. */
 export async function webhookTarget(db: Db, id: string): Promise<{ url: string; secretCiphertext: string } | null> {
-  const row = (await db('webhooks').where({ id }).first('url', 'secret_ciphertext')) as
-    Pick<WebhookRow, 'url' | 'secret_ciphertext'> | undefined;
+  const row = await db('webhooks')
+    .where({ id })
+    .first<Pick<WebhookRow, 'url' | 'secret_ciphertext'> | undefined>('url', 'secret_ciphertext');
   return row ? { url: row.url, secretCiphertext: row.secret_ciphertext } : null;
 }
 
 /** Null when there is no such webhook. */
 export async function isWebhookEnabled(db: Db, id: string): Promise<boolean | null> {
-  const row = (await db('webhooks').where({ id }).first('enabled')) as Pick<WebhookRow, 'enabled'> | undefined;
+  const row = await db('webhooks').where({ id }).first<Pick<WebhookRow, 'enabled'> | undefined>('enabled');
   return row ? row.enabled : null;
 }
 
@@ -156,8 +157,10 @@ export async function lockFailureRun(
   trx: Knex.Transaction,
   id: string,
 ): Promise<{ failingSince: Date | null } | undefined> {
-  const row = (await trx('webhooks').where({ id }).forUpdate().first('failing_since')) as
-    Pick<WebhookRow, 'failing_since'> | undefined;
+  const row = await trx('webhooks')
+    .where({ id })
+    .forUpdate()
+    .first<Pick<WebhookRow, 'failing_since'> | undefined>('failing_since');
   return row ? { failingSince: row.failing_since ? new Date(row.failing_since) : null } : undefined;
 }
 

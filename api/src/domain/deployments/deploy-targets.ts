@@ -1,0 +1,83 @@
+import type { z } from 'zod';
+import type { Knex } from 'knex';
+import type { Actor } from '../shared/actor';
+import { DomainError } from '../shared/errors';
+import { requireVersion, versionKey } from '../shared/version';
+import { isValidSerial } from '../devices/device-types';
+import type { DeploymentFilter } from './deployment-types';
+import { DeployInput, fileMissing, versionNotFound, type DeploymentArea } from './deployment-inputs';
+import { previewTargets, type TargetQuery } from './store/targets.store';
+import { firmwareRefsWithKey, type FirmwareRef } from '../firmware/store/firmware-versions.store';
+
+/** Dry run: what `deploy` would target now; writes nothing. */
+export async function previewDeploy(
+  area: Pick<DeploymentArea, 'deps' | 'models'>,
+  actor: Actor,
+  raw: DeployInput,
+): Promise<{ targetCount: number; sampleSerials: string[]; model: string; targetVersion: string }> {
+  const { deps, models } = area;
+  const input = DeployInput.parse(raw);
+  const { query, firmware } = await resolveDeployTargets(deps.knex, { actor, input, models });
+  const { count, sample } = await previewTargets(deps.knex, { query, sample: 10 });
+  return { targetCount: count, sampleSerials: sample, model: firmware.model, targetVersion: firmware.version };
+}
+
+/**
+ * What a deploy request targets: its versions and serials checked, the firmware it names (with
+ * its binary), the query selecting its devices, and the filter recorded on the deployment.
+ */
+export async function resolveDeployTargets(
+  db: Knex | Knex.Transaction,
+  { actor, input, models }: { actor: Actor; input: z.output<typeof DeployInput>; models: DeploymentArea['models'] },
+): Promise<{ query: TargetQuery; firmware: FirmwareRef; filter: DeploymentFilter }> {
+  requireVersion(input.firmware_version, 'firmware_version');
+  if (input.filter.firmware_lt !== undefined) requireVersion(input.filter.firmware_lt, 'filter.firmware_lt');
+  const serials = input.serials ?? input.filter.serials;
+  if (serials) {
+    const bad = serials.map((s, i) => [s, i] as const).filter(([s]) => !isValidSerial(s));
+    if (bad.length > 0) {
+      throw new DomainError('invalid_serial', 'Some serials are not valid serial numbers.', {
+        errors: bad.map(([, i]) => ({
+          field: `${input.serials ? 'serials' : 'filter.serials'}.${i}`,
+          message: 'is not a valid serial',
+        })),
+      });
+    }
+  }
+  let firmware: FirmwareRef;
+  const key = versionKey(input.firmware_version);
+  if (input.filter.model !== undefined) {
+    const model = await models.requireByName(actor, input.filter.model, db as Knex.Transaction, 'filter.model');
+    const [found] = await firmwareRefsWithKey(db, { accountId: actor.accountId, versionKey: key, modelId: model.id });
+    if (!found) throw versionNotFound(input.firmware_version, `model "${model.name}"`);
+    firmware = found;
+  } else {
+    const rows = await firmwareRefsWithKey(db, { accountId: actor.accountId, versionKey: key });
+    if (rows.length === 0) throw versionNotFound(input.firmware_version, 'any model of this account');
+    if (rows.length > 1) {
+      throw new DomainError(
+        'validation_failed',
+        `Version ${input.firmware_version} exists for several models; name one.`,
+        { errors: [{ field: 'filter.model', message: 'is required: the version exists for several models' }] },
+      );
+    }
+    firmware = rows[0]!;
+  }
+  if (!firmware.storageKey) throw fileMissing([firmware.version]);
+  const filter: DeploymentFilter = { model: firmware.model };
+  if (input.filter.firmware_lt !== undefined) filter.firmware_lt = input.filter.firmware_lt;
+  if (input.filter.status !== undefined) filter.status = input.filter.status;
+  if (serials) filter.serials = serials;
+  return {
+    query: {
+      accountId: actor.accountId,
+      modelId: firmware.modelId,
+      targetVersion: firmware.version,
+      firmwareLt: input.filter.firmware_lt,
+      status: input.filter.status,
+      serials,
+    },
+    firmware,
+    filter,
+  };
+}

@@ -1,0 +1,88 @@
+import type { Knex } from 'knex';
+
+/** A reconnect counted against the last update that succeeded on a device. */
+export interface HealthCount {
+  id: string;
+  deviceId: string;
+  accountId: string;
+  deploymentId: string;
+  reconnectsAfter: number;
+  /** Set when this reconnect went over the deployment's limit. */
+  healthFailedAt: Date | null;
+  windowMinutes: number;
+}
+
+interface HealthCountRow {
+  id: string;
+  device_id: string;
+  account_id: string;
+  deployment_id: string;
+  reconnects_after: number;
+  health_failed_at: Date | null;
+  window_minutes: number;
+}
+
+/**
+ * Rollout health gate: each reconnect within the window after a device's last successful
+ * update is counted; more than the deployment's limit marks that update unhealthy (a failure).
+ * Only the last update that ran on the device is judged: once a newer one was sent, the reboots
+ * it causes are its own business, not a relapse of the one before. One statement for the batch;
+ * the defaults apply to deployments without a rollout.
+ */
+export async function countReconnects(
+  trx: Knex.Transaction,
+  input: { deviceIds: string[]; now: Date; defaultWindowMinutes: number; defaultMaxReconnects: number },
+): Promise<HealthCount[]> {
+  const rows = (
+    await trx.raw<{ rows: HealthCountRow[] }>(
+      `WITH last AS (
+         SELECT DISTINCT ON (u.device_id) u.id, u.device_id, u.account_id, u.deployment_id, u.finished_at,
+                COALESCE((p.rollout ->> 'health_window_minutes')::float8, ?) AS window_minutes,
+                COALESCE((p.rollout ->> 'health_max_reconnects')::int, ?) AS max_reconnects
+           FROM device_updates u JOIN deployments p ON p.id = u.deployment_id
+          WHERE u.device_id = ANY(?::uuid[]) AND u.state = 'succeeded' AND u.finished_at IS NOT NULL AND u.health_failed_at IS NULL
+            AND NOT EXISTS (SELECT 1 FROM device_updates y WHERE y.device_id = u.device_id AND y.id <> u.id AND y.sent_at >= u.finished_at)
+          ORDER BY u.device_id, u.finished_at DESC)
+       UPDATE device_updates u
+          SET reconnects_after = u.reconnects_after + 1,
+              health_failed_at = CASE WHEN u.reconnects_after + 1 > last.max_reconnects THEN ?::timestamptz ELSE NULL END
+         FROM last
+        WHERE u.id = last.id AND last.finished_at > ?::timestamptz - make_interval(secs => last.window_minutes * 60)
+        RETURNING u.id, u.device_id, u.account_id, u.deployment_id, u.reconnects_after, u.health_failed_at, last.window_minutes`,
+      [input.defaultWindowMinutes, input.defaultMaxReconnects, input.deviceIds, input.now, input.now],
+    )
+  ).rows;
+  return rows.map((r) => ({
+    id: r.id,
+    deviceId: r.device_id,
+    accountId: r.account_id,
+    deploymentId: r.deployment_id,
+    reconnectsAfter: r.reconnects_after,
+    healthFailedAt: r.health_failed_at === null ? null : new Date(r.health_failed_at),
+    windowMinutes: r.window_minutes,
+  }));
+}
+
+/** History rows for updates the health gate failed. */
+export async function recordHealthFailures(
+  trx: Knex.Transaction,
+  input: { now: Date; failures: HealthCount[] },
+): Promise<void> {
+  if (input.failures.length === 0) return;
+  await trx('device_events').insert(
+    input.failures.map((r) => ({
+      account_id: r.accountId,
+      device_id: r.deviceId,
+      type: 'update_step',
+      data: JSON.stringify({
+        job_id: r.id,
+        deployment_id: r.deploymentId,
+        state: 'succeeded',
+        health: 'failed',
+        reconnects: r.reconnectsAfter,
+        window_minutes: r.windowMinutes,
+      }),
+      occurred_at: input.now,
+    })),
+  );
+}

@@ -1,0 +1,64 @@
+import type { Knex } from 'knex';
+import type { DeviceUpdateView, UpdateState } from '../deployment-types';
+
+type Db = Knex | Knex.Transaction;
+
+// What a deployment's per-device list shows of each update row (GraphQL and REST alike).
+
+const iso = (v: Date | string | null): string | null => (v === null ? null : new Date(v).toISOString());
+
+interface UpdateViewRow {
+  id: string;
+  serial: string;
+  state: UpdateState;
+  progress: number;
+  from_version: string | null;
+  target_version: string;
+  error: string | null;
+  batch: number;
+  attempts: number;
+  superseded_by: string | null;
+  health_failed_at: Date | null;
+  sent_at: Date | null;
+  state_changed_at: Date;
+  finished_at: Date | null;
+}
+
+const toUpdateView = (r: UpdateViewRow): DeviceUpdateView => ({
+  jobId: r.id,
+  serial: r.serial,
+  state: r.state,
+  progress: r.progress,
+  fromVersion: r.from_version,
+  targetVersion: r.target_version,
+  error: r.error,
+  batch: r.batch,
+  attempts: r.attempts,
+  supersededBy: r.superseded_by,
+  healthFailed: r.health_failed_at !== null,
+  sentAt: iso(r.sent_at),
+  stateChangedAt: iso(r.state_changed_at)!,
+  finishedAt: iso(r.finished_at),
+});
+
+/**
+ * The deployment's updates by serial, at most `limit` after `afterSerial`. `state` filters:
+ * `superseded` means taken over by a newer deployment, `cancelled` the others cancelled.
+ */
+export async function listDeploymentUpdates(
+  db: Db,
+  input: { deploymentId: string; state?: string | undefined; afterSerial?: string | undefined; limit: number },
+): Promise<DeviceUpdateView[]> {
+  const q = db('device_updates as u')
+    .join('devices as d', 'd.id', 'u.device_id')
+    .where('u.deployment_id', input.deploymentId)
+    .select<UpdateViewRow[]>('u.*', 'd.serial')
+    .orderBy('d.serial')
+    .limit(input.limit);
+  if (input.state === 'superseded') q.whereNotNull('u.superseded_by');
+  else if (input.state === 'cancelled') q.where('u.state', 'cancelled').whereNull('u.superseded_by');
+  else if (input.state) q.where('u.state', input.state);
+  if (input.afterSerial !== undefined) q.andWhere('d.serial', '>', input.afterSerial);
+  const rows = await q;
+  return rows.map(toUpdateView);
+}

@@ -1,0 +1,109 @@
+import type { Client } from 'aedes';
+import type { DeviceSession } from '../../api/src/domain/devices/device-auth.service';
+import { FloodGuard } from './flood-guard';
+
+/** Per connection, beside Aedes's own client object. */
+export interface Connection {
+  session: DeviceSession;
+  flood: FloodGuard;
+  subscribedOta: boolean;
+  ready: boolean;
+  keepaliveTimedOut: boolean;
+  /** The OTA engine was told the device is ready (its `ota` subscription is in place). */
+  otaReady: boolean;
+  /** What the first heartbeat on this connection said the device runs. */
+  firstFirmware: string | null;
+  /** Settles once every progress report received so far on this connection is stored (or refused). */
+  reportsStored: Promise<unknown> | null;
+  /** onDeviceHeard is on its way (`heardSent` once it went out). */
+  heardQueued: boolean;
+  heardSent: boolean;
+}
+
+/**
+ * Which connection is whose on this process: the state kept beside each Aedes client, the
+ * current connection of each serial, and the takeovers under way. A device that connects again
+ * while its old connection is still open takes over [MQTT-3.1.4-2]: Aedes closes the old one,
+ * and that close must not mark the device offline while its successor is coming up.
+ */
+export class Connections {
+  private readonly byClient = new WeakMap<Client, Connection>();
+  /** The current connection of each serial on this process. */
+  private readonly current = new Map<string, Client>();
+  /** A newer, authenticated connection that is replacing the current one (MQTT-3.1.4-2 takeover). */
+  private readonly takingOver = new Map<string, Client>();
+
+  /** Connections that finished their CONNECT (one per serial). */
+  get size(): number {
+    return this.current.size;
+  }
+
+  of(client: Client): Connection | undefined {
+    return this.byClient.get(client);
+  }
+
+  /** The serial's current connection on this process. */
+  currentOf(serial: string): Client | undefined {
+    return this.current.get(serial);
+  }
+
+  /**
+   * The device's credentials were accepted. `existing` is the client Aedes holds under the same id:
+   * when it is another connection, this one is taking it over.
+   */
+  authenticated(input: { client: Client; session: DeviceSession; existing: Client | undefined }): void {
+    const { client, session, existing } = input;
+    this.byClient.set(client, {
+      session,
+      flood: new FloodGuard(),
+      subscribedOta: false,
+      ready: false,
+      keepaliveTimedOut: false,
+      otaReady: false,
+      firstFirmware: null,
+      reportsStored: null,
+      heardQueued: false,
+      heardSent: false,
+    });
+    if (existing && existing !== client) this.takingOver.set(session.serial, client);
+  }
+
+  /** The connection is set up (CONNACK sent): it becomes the serial's current one. */
+  ready(client: Client): Connection | undefined {
+    const conn = this.byClient.get(client);
+    if (!conn) return undefined;
+    const { serial } = conn.session;
+    conn.ready = true;
+    if (this.takingOver.get(serial) === client) this.takingOver.delete(serial);
+    this.current.set(serial, client);
+    return conn;
+  }
+
+  /**
+   * The connection closed. Answers what became of the device: `null` when the connection was
+   * not the serial's current one (nothing changes), else whether a successor is taking over.
+   */
+  closed(client: Client): { conn: Connection; takenOver: boolean } | null {
+    const conn = this.byClient.get(client);
+    if (!conn) return null;
+    const { serial } = conn.session;
+    if (this.current.get(serial) !== client) return null;
+    this.current.delete(serial);
+    return { conn, takenOver: this.isBeingTakenOver(serial, client) };
+  }
+
+  /** A message from `client` comes from the serial's current connection, not one being replaced. */
+  isCurrent(serial: string, client: Client): boolean {
+    return this.current.get(serial) === client && !this.isBeingTakenOver(serial, client);
+  }
+
+  private isBeingTakenOver(serial: string, client: Client): boolean {
+    const successor = this.takingOver.get(serial);
+    if (!successor || successor === client) return false;
+    if (successor.closed) {
+      this.takingOver.delete(serial);
+      return false;
+    }
+    return true;
+  }
+}

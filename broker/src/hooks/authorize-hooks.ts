@@ -1,0 +1,180 @@
+import type { Client, PublishPacket, Subscription } from 'aedes';
+import type { Logger } from '../../../api/src/logger';
+import type { Metrics } from '../../../api/src/metrics';
+import { topics } from '../protocol/topics';
+import { HANDLERS } from '../handlers/index';
+import type { HandlerContext } from '../handlers/context';
+import { LogThrottle } from '../log-throttle';
+import { MAX_GRANTED_QOS } from '../subscription-guard';
+import type { Connections } from '../connections';
+import type { OtaReadiness } from '../ota-readiness';
+import { publishKindFor, maySubscribe, mayReceive } from './authorize';
+
+export interface AuthorizeHooksInput {
+  connections: Connections;
+  /** The services device messages go to; reached only from connections, which exist once started. */
+  served: () => Pick<HandlerContext, 'ingest' | 'otaListener'>;
+  /** Device publishes handled here: Aedes does not route them (see routeOnlyUnconsumed). */
+  consumed: WeakSet<PublishPacket>;
+  readiness: Pick<OtaReadiness, 'firstHeartbeat'>;
+  metrics: Metrics;
+  logger: Logger;
+}
+
+/**
+ * Aedes's authorization hooks: what a device may publish (and its message handled right there),
+ * subscribe to, and receive. The topic rules themselves are in ./authorize.ts.
+ */
+export class AuthorizeHooks {
+  private readonly dropLog = new LogThrottle();
+
+  constructor(private readonly input: AuthorizeHooksInput) {}
+
+  publish(client: Client | null, packet: PublishPacket, callback: (error?: Error | null) => void): void {
+    // Publishes of the service itself do not come through here; a null client is the broker.
+    if (!client) {
+      callback(null);
+      return;
+    }
+    const { connections, metrics, logger } = this.input;
+    const conn = connections.of(client);
+    if (!conn) {
+      callback(new Error('not authorized'));
+      return;
+    }
+    const { serial } = conn.session;
+    const kind = publishKindFor(serial, packet.topic);
+    // A Last Will is published by the broker on behalf of a connection that is already gone.
+    const isWill = client.closed || !client.connected;
+    if (!kind) {
+      metrics.mqttAuthorizationDenied.inc({ action: 'publish' });
+      this.logDrop(
+        serial,
+        'acl',
+        { topic: packet.topic.slice(0, 200) },
+        'publish refused by the topic ACL; disconnecting',
+      );
+      callback(new Error('publish not authorized'));
+      return;
+    }
+    // Devices never get to leave retained messages in the broker.
+    packet.retain = false;
+    if (!isWill) {
+      const verdict = conn.flood.take();
+      if (verdict !== 'ok') {
+        metrics.mqttMessagesDropped.inc({ kind, reason: 'rate_limited' });
+        this.logDrop(
+          serial,
+          'flood',
+          { limit: 'docs/device-protocol.md' },
+          verdict === 'disconnect' ? 'device keeps flooding; disconnecting' : 'messages above the rate limit dropped',
+        );
+        this.input.consumed.add(packet);
+        callback(verdict === 'disconnect' ? new Error('flooding') : null);
+        return;
+      }
+    }
+    const { ingest, otaListener } = this.input.served();
+    const ctx: HandlerContext = {
+      ingest,
+      otaListener,
+      logger,
+      isWill,
+      isCurrent: () => connections.isCurrent(serial, client),
+    };
+    let result;
+    try {
+      result = HANDLERS[kind](ctx, conn.session, packet.payload as Buffer);
+    } catch (err) {
+      // Nothing a device sends may crash the process; a handler bug drops the message.
+      logger.error({ err, serial, kind }, 'device message handler failed');
+      result = { ok: false as const, reason: 'invalid' as const };
+    }
+    this.input.consumed.add(packet);
+    if (result.ok) metrics.mqttMessagesAccepted.inc({ kind });
+    else {
+      metrics.mqttMessagesDropped.inc({ kind, reason: result.reason });
+      this.logDrop(
+        serial,
+        'malformed',
+        { kind, reason: result.reason, bytes: (packet.payload as Buffer).length },
+        'malformed device message dropped',
+      );
+    }
+    // A device's messages right after its CONNACK may be handled before Aedes marks it connected
+    // (isWill is then true): the first heartbeat counts all the same.
+    if (result.ok && result.firmware !== undefined) this.input.readiness.firstHeartbeat(conn, result.firmware);
+    if (!result.ok || !result.applied) {
+      callback(null);
+      return;
+    }
+    conn.reportsStored = Promise.allSettled([conn.reportsStored, result.applied]).then(() => undefined);
+    // No PUBACK for a message the service could not store: the connection closes and the device
+    // sends it again on its next one.
+    result.applied.then(
+      () => callback(null),
+      (err: unknown) => {
+        logger.warn(
+          { err, serial, kind },
+          'device message not stored; closing the connection so the device sends it again',
+        );
+        callback(new Error('message not stored'));
+      },
+    );
+  }
+
+  subscribe(
+    client: Client,
+    sub: Subscription,
+    callback: (error: Error | null, subscription?: Subscription | null) => void,
+  ): void {
+    const conn = this.input.connections.of(client);
+    const kind = conn ? maySubscribe(conn.session.serial, sub.topic) : null;
+    if (!conn || !kind) {
+      this.input.metrics.mqttAuthorizationDenied.inc({ action: 'subscribe' });
+      this.logDrop(
+        conn?.session.serial ?? client.id,
+        'acl-sub',
+        { topic: sub.topic.slice(0, 200) },
+        'subscription refused by the topic ACL',
+      );
+      // Deny with a null subscription (SUBACK 0x80). Passing the subscription on with `qos: 128` would GRANT it (test/broker/auth-acl.test.ts).
+      callback(null, null);
+      return;
+    }
+    if (kind === 'ota') conn.subscribedOta = true;
+    callback(null, { ...sub, qos: Math.min(sub.qos, MAX_GRANTED_QOS) as Subscription['qos'] });
+  }
+
+  /**
+   * Delivery guard: a device only ever receives its own `ota` and `config` (live, retained or
+   * queued), and no OTA command before its connection is ready.
+   */
+  forward<P extends PublishPacket>(client: Client, packet: P): P | null {
+    const conn = this.input.connections.of(client);
+    const serial = conn?.session.serial;
+    if (serial !== undefined && conn && !conn.ready && packet.topic === topics.ota(serial)) {
+      // Aedes replays a persistent session's queued QoS 1 messages while the connection is being
+      // set up (before clientReady): a command stored there and never delivered (its publisher
+      // was killed between storing and sending it, or the device was away) would reach the
+      // device after it carried the job out meanwhile, typically right after the reboot that
+      // finished it. Refused here, Aedes removes it from the session; what the device still has
+      // to do the OTA engine sends again from PostgreSQL once it has heard from the device.
+      this.input.logger.debug({ serial }, 'OTA command replayed from the stored session dropped');
+      return null;
+    }
+    if (serial !== undefined && mayReceive(serial, packet.topic)) return packet;
+    this.input.metrics.mqttAuthorizationDenied.inc({ action: 'forward' });
+    this.logDrop(
+      serial ?? client.id,
+      'acl-forward',
+      { topic: packet.topic.slice(0, 200) },
+      "delivery outside the device's own topics refused",
+    );
+    return null;
+  }
+
+  private logDrop(serial: string, what: string, data: Record<string, unknown>, message: string): void {
+    if (this.dropLog.shouldLog(`${serial}:${what}`)) this.input.logger.warn({ serial, ...data }, message);
+  }
+}

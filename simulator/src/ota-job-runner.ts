@@ -1,0 +1,184 @@
+import type { KeyObject } from 'node:crypto';
+import type { OtaCommand, OtaProgress } from '../../broker/src/protocol/payloads';
+import { decodeSignature, signingKeyId, verifyDigestSignature } from '../../api/src/domain/firmware/firmware-signature';
+import { downloadImage } from './image-download';
+import { pick, sleep } from './sim-helpers';
+
+export type OtaOutcome = 'succeeded' | 'failed' | 'rolled_back';
+
+/** Realistic failures of a lighting module's update (what a field engineer would read). */
+const INSTALL_ERRORS = [
+  'flash write failed: bank B sector 12 verify error',
+  'install refused: supply voltage 9.8 V below 10.5 V minimum for flashing',
+];
+/** The new image would not boot: the module went back to the previous one. */
+const BOOT_ERRORS = [
+  'new image failed to boot: watchdog reset 3 times; reverted to previous image',
+  'new image failed self-test: DALI driver init error; reverted',
+];
+
+/** What an OTA job needs of the device it runs on. */
+export interface OtaJobHost {
+  /** The version the device runs now. */
+  firmware: () => string;
+  /** The MQTT connection is up. */
+  canPublish: () => boolean;
+  /** The device was stopped: a download gives up. */
+  isStopped: () => boolean;
+  random: () => number;
+  /** Publishes a progress report; `true` once the broker acknowledged it. */
+  publishReport: (payload: string) => Promise<boolean>;
+  /** Disconnects, boots for a moment and reconnects running `version`. */
+  reboot: (version: string) => Promise<void>;
+  trace: (direction: string, topic: string, payload: string) => void;
+  /** `updating` changed (the fleet's counters). */
+  changed: () => void;
+}
+
+export interface OtaJobOptions {
+  /** Probability (0..1) that an update fails. Default 0. */
+  failRate?: number | undefined;
+  /** Download speed in kilobits per second; 0 = as fast as possible. Default 0. */
+  downloadKbps?: number | undefined;
+  /** Awaited after a command is accepted and before the download starts (Fleet.holdDownloads). */
+  downloadGate?: (() => Promise<void>) | undefined;
+  /** The firmware signing public key the module trusts; unset, no signature is checked. */
+  signingKey?: KeyObject | undefined;
+}
+
+/**
+ * A module's OTA updates, carried out for real: download at the given speed, sha256 and signature
+ * checks, install, reboot on the new version, and every step reported. It remembers each job's
+ * last state (a redelivered command is answered, never carried out twice) and the last report the
+ * service did not acknowledge, as module firmware keeps its OTA state in flash.
+ */
+export class OtaJobRunner {
+  /** An OTA job is running. */
+  updating = false;
+  readonly outcomes: Record<OtaOutcome, number> = { succeeded: 0, failed: 0, rolled_back: 0 };
+  /** job_id -> last state reported: a redelivered command is not applied twice. */
+  private readonly jobs = new Map<string, OtaProgress['state']>();
+  /**
+   * The latest progress report the service has not acknowledged: made while the connection was
+   * down (a broker process died under it, Wi-Fi dropped), or sent on a connection that closed
+   * before its PUBACK (the service acknowledges a report only once it stored it). Sent again
+   * after the next CONNACK, as module firmware keeps its last OTA state in flash. Without it a
+   * `failed` said during an outage is lost and the update waits for its deadline.
+   */
+  private unacknowledgedReport: string | null = null;
+  private readonly trusted: { key: KeyObject; keyId: string } | null;
+
+  constructor(
+    private readonly host: OtaJobHost,
+    private readonly options: OtaJobOptions,
+  ) {
+    this.trusted = options.signingKey ? { key: options.signingKey, keyId: signingKeyId(options.signingKey) } : null;
+  }
+
+  /** After a CONNACK: the report the service has not acknowledged yet goes again. */
+  resendUnacknowledged(): void {
+    if (this.unacknowledgedReport !== null) void this.sendReport(this.unacknowledgedReport);
+  }
+
+  /** Performs one OTA job for real; a redelivered job id is not applied twice. */
+  async run(command: OtaCommand): Promise<OtaOutcome | 'duplicate'> {
+    const previous = this.jobs.get(command.job_id);
+    if (previous) {
+      // Already handled (QoS 1 redelivery): repeat the final word, never the work.
+      if (previous === 'succeeded' || previous === 'failed' || previous === 'rolled_back')
+        void this.report(command.job_id, previous);
+      return 'duplicate';
+    }
+    if (this.updating) return 'duplicate';
+    this.updating = true;
+    this.host.changed();
+    try {
+      return await this.perform(command);
+    } finally {
+      this.updating = false;
+      this.host.changed();
+    }
+  }
+
+  private report(
+    job: string,
+    state: OtaProgress['state'],
+    extra: { progress?: number; error?: string } = {},
+  ): Promise<void> {
+    this.jobs.set(job, state);
+    return this.sendReport(JSON.stringify({ job_id: job, state, ...extra }));
+  }
+
+  /** Kept as the unacknowledged report until the broker acknowledges it (or a newer report replaces it). */
+  private async sendReport(payload: string): Promise<void> {
+    this.unacknowledgedReport = payload;
+    if (!this.host.canPublish()) return;
+    const acked = await this.host.publishReport(payload);
+    if (acked && this.unacknowledgedReport === payload) this.unacknowledgedReport = null;
+  }
+
+  private async perform(command: OtaCommand): Promise<OtaOutcome> {
+    const { host } = this;
+    const job = command.job_id;
+    const failing = host.random() < (this.options.failRate ?? 0);
+    const failAt = failing ? (['download', 'install', 'boot'] as const)[Math.floor(host.random() * 3)]! : null;
+    const fail = (error: string): OtaOutcome => {
+      void this.report(job, 'failed', { error });
+      this.outcomes.failed += 1;
+      return 'failed';
+    };
+    if (this.options.downloadGate) await this.options.downloadGate();
+    void this.report(job, 'downloading', { progress: 0 });
+    let digest: string;
+    try {
+      digest = await downloadImage(command, {
+        downloadKbps: this.options.downloadKbps ?? 0,
+        failMidway: failAt === 'download',
+        random: host.random,
+        isStopped: host.isStopped,
+        trace: (message) => host.trace('!!', 'download', message),
+        onProgress: (progress) => void this.report(job, 'downloading', { progress }),
+      });
+    } catch (err) {
+      return fail((err as Error).message);
+    }
+    if (digest !== command.sha256)
+      return fail(
+        `sha256 mismatch: expected ${command.sha256.slice(0, 12)}…, got ${digest.slice(0, 12)}…; image discarded`,
+      );
+    const untrusted = this.signatureProblem(command, digest);
+    if (untrusted) return fail(`signature_invalid: ${untrusted}; image discarded`);
+    void this.report(job, 'installing', { progress: 0 });
+    await sleep(100 + host.random() * 200);
+    if (failAt === 'install') return fail(pick(INSTALL_ERRORS, host.random));
+    void this.report(job, 'installing', { progress: 100 });
+    // Acknowledged before the connection goes down for the reboot.
+    await this.report(job, 'rebooting');
+    const from = host.firmware();
+    await host.reboot(failAt === 'boot' ? from : command.version);
+    if (failAt === 'boot') {
+      void this.report(job, 'rolled_back', { error: pick(BOOT_ERRORS, host.random) });
+      this.outcomes.rolled_back += 1;
+      return 'rolled_back';
+    }
+    void this.report(job, 'succeeded');
+    this.outcomes.succeeded += 1;
+    return 'succeeded';
+  }
+
+  /**
+   * Why the image must not be installed, or null: what docs/device-protocol.md "Signed firmware"
+   * asks of a module, so firmware engineers can watch the failure path against a real service.
+   */
+  private signatureProblem(command: OtaCommand, digest: string): string | null {
+    if (!this.trusted) return null;
+    if (command.signature === undefined || command.key_id === undefined)
+      return 'the command carries no signature and this device installs signed images only';
+    if (command.key_id !== this.trusted.keyId)
+      return `signed with key ${command.key_id}, this device trusts key ${this.trusted.keyId}`;
+    const signature = decodeSignature(command.signature);
+    if (!signature || !verifyDigestSignature({ sha256: digest, signature, key: this.trusted.key }))
+      return `the signature does not verify with key ${this.trusted.keyId}`;
+    return null;
+  }
+}
