@@ -74,12 +74,10 @@ export const OtaProgress = z
   });
 export type OtaProgress = z.infer<typeof OtaProgress>;
 
-export const ConfigReported = z
-  .object({ version: z.number().int().min(1).max(2_147_483_647) })
-  .meta({
-    id: 'ConfigReported',
-    description: 'devices/{serial}/config/reported: the configuration version the device applied.',
-  });
+export const ConfigReported = z.object({ version: z.number().int().min(1).max(2_147_483_647) }).meta({
+  id: 'ConfigReported',
+  description: 'devices/{serial}/config/reported: the configuration version the device applied.',
+});
 export type ConfigReported = z.infer<typeof ConfigReported>;
 
 /**
