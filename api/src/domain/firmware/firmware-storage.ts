@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, readFile, rename, rm, stat } from 'node:fs/promises';
@@ -63,9 +64,14 @@ export class FirmwareStorage {
         new DomainError('payload_too_large', `The firmware file is larger than the limit of ${maxBytes} bytes.`),
       ),
     );
+    const file = createWriteStream(tempPath, { mode: 0o600 });
     try {
-      await pipeline(source, meter, createWriteStream(tempPath, { mode: 0o600 }));
+      await pipeline(source, meter, file);
     } catch (error) {
+      // The file is opened asynchronously: a refusal in the first chunk can come before the open,
+      // and a removal then would run before the file exists and leave it behind. Wait until the
+      // stream has closed its descriptor, then remove.
+      if (!file.closed) await once(file, 'close').catch(() => undefined);
       await rm(tempPath, { force: true });
       source.resume();
       throw error;
