@@ -1,12 +1,10 @@
-import { fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { execSync } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { startBenchServer, type BenchServer } from './lib/bench-server';
 import { isSmoke, recordResults } from './lib/results';
 import { claimDevices, makeSerials, type DeviceCredentials } from '../simulator/src/fleet';
 import { startFleetProcess } from './lib/fleet-process';
+import { startBareAedes } from './lib/bare-aedes';
 
 /**
  * Device gateway benchmarks, with the simulator engine as the load, in this process;
@@ -34,7 +32,6 @@ const OFFERED_RATE = smoke ? 100 : arg('rate', 20_000);
 const RAMP_RATE = smoke ? 500 : 20_000;
 const FLEET_PROCESSES = smoke ? 1 : arg('fleet-processes', 2);
 const PROBES = 50;
-const here = path.dirname(fileURLToPath(import.meta.url));
 const kb = (bytes: number) => (bytes / 1024).toFixed(1);
 
 interface TargetResult {
@@ -282,40 +279,14 @@ async function ourService(): Promise<{ target: Target; devices: DeviceCredential
 }
 
 async function bareAedes(): Promise<Target> {
-  const child = fork(path.join(here, 'devices-bare-aedes.server.ts'), [], {
-    execArgv: ['--import', 'tsx', '--expose-gc'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  let nextId = 1;
-  const waiting = new Map<number, (v: { memory: NodeJS.MemoryUsage; cpu: NodeJS.CpuUsage }) => void>();
-  const port = await new Promise<number>((resolve) =>
-    child.on('message', (raw) => {
-      const msg = raw as {
-        ready?: boolean;
-        port: number;
-        id?: number;
-        memory: NodeJS.MemoryUsage;
-        cpu: NodeJS.CpuUsage;
-      };
-      if (msg.ready) resolve(msg.port);
-      else if (msg.id !== undefined) waiting.get(msg.id)?.(msg);
-    }),
-  );
-  const ask = (cmd: string) =>
-    new Promise<{ memory: NodeJS.MemoryUsage; cpu: NodeJS.CpuUsage }>((resolve) => {
-      const id = nextId++;
-      waiting.set(id, resolve);
-      child.send({ id, cmd });
-    });
+  const bare = await startBareAedes();
   return {
     name: 'bare Aedes',
-    url: `mqtt://127.0.0.1:${port}`,
+    url: bare.url,
     clean: false,
-    memory: async () => (await ask('gc')).memory.rss,
-    cpu: async () => cpuMicros((await ask('stats')).cpu),
-    stop: async () => {
-      await ask('stop');
-    },
+    memory: async () => (await bare.gc()).memory.rss,
+    cpu: () => bare.cpu(),
+    stop: () => bare.stop(),
   };
 }
 

@@ -50,6 +50,12 @@ export interface BenchServer {
   /** A CPU profile of the server (100 µs sampling) between start and stop, written to `file` (.cpuprofile). */
   startProfile(): Promise<void>;
   stopProfile(file: string): Promise<void>;
+  /**
+   * Stops the server process gracefully (its devices are disconnected) and starts a new one on
+   * the same ports and database, at least `downMs` after the stop began; resolves when the new
+   * one listens, with that moment (epoch ms).
+   */
+  restart(options?: { downMs?: number }): Promise<{ readyAtMs: number }>;
   /** Samples the server's RSS every 5 ms between start and stop; stop returns the peak. */
   startRssSampling(): Promise<{ rss: number }>;
   stopRssSampling(): Promise<{ peakRss: number }>;
@@ -81,64 +87,15 @@ export async function startBenchServer(options: { env?: Record<string, string> }
     ...options.env,
   };
   if (!databaseUrl) delete env.DATABASE_URL;
-  const child: ChildProcess = fork(path.join(here, 'server-child.ts'), [], {
-    execArgv: [
-      '--import',
-      'tsx',
-      '--expose-gc',
-      ...(process.env.BENCH_SERVER_NODE_OPTIONS?.split(' ').filter(Boolean) ?? []),
-    ],
-    env,
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
 
-  let nextId = 1;
-  const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
-  const ready = new Promise<{
-    httpUrl: string;
-    mqttUrl: string;
-    mqttsUrl: string | null;
-    database: 'postgres' | 'embedded';
-  }>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`bench server exited with ${code} before it was ready`)));
-    child.on('message', (raw) => {
-      const msg = raw as {
-        ready?: boolean;
-        httpUrl: string;
-        mqttUrl: string;
-        mqttsUrl: string | null;
-        database: 'postgres' | 'embedded';
-        id?: number;
-        ok?: boolean;
-        result?: unknown;
-        error?: string;
-      };
-      if (msg.ready) {
-        resolve(msg);
-        return;
-      }
-      const waiter = msg.id === undefined ? undefined : pending.get(msg.id);
-      if (!waiter) return;
-      pending.delete(msg.id!);
-      if (msg.ok) waiter.resolve(msg.result);
-      else waiter.reject(new Error(msg.error));
-    });
-  });
-  const { httpUrl, mqttUrl, mqttsUrl, database } = await ready;
-  const request = <T>(message: Record<string, unknown>): Promise<T> =>
-    new Promise<T>((resolve, reject) => {
-      const id = nextId++;
-      pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      child.send({ id, ...message });
-    });
-
+  let server = await spawnServer(env);
   let stopped = false;
-  return {
-    httpUrl,
-    mqttUrl,
-    mqttsUrl,
-    database,
-    pid: child.pid!,
+  const request = <T>(message: Record<string, unknown>): Promise<T> => server.request<T>(message);
+  const bench: BenchServer = {
+    ...server.urls,
+    get pid() {
+      return server.child.pid!;
+    },
     postgresCpu: async () => (adminUrl && dbName ? PostgresBackendCpu.open({ adminUrl, database: dbName }) : null),
     async createAccount(input = {}) {
       const created = await request<{ accountId: string; apiKey: string; apiKeyId: string }>({
@@ -162,17 +119,25 @@ export async function startBenchServer(options: { env?: Record<string, string> }
     stopProfile: (file) => request({ cmd: 'profile', action: 'stop', file }),
     startRssSampling: () => request({ cmd: 'sampleRss', action: 'start' }),
     stopRssSampling: () => request({ cmd: 'sampleRss', action: 'stop' }),
+    async restart(restartOptions = {}) {
+      const stoppedAt = performance.now();
+      await server.stop();
+      // Down for at least downMs from the stop on (a benchmark gives two brokers the same outage).
+      const left = (restartOptions.downMs ?? 0) - (performance.now() - stoppedAt);
+      if (left > 0) await new Promise((r) => setTimeout(r, left));
+      const port = (url: string | null) => (url ? new URL(url).port : undefined);
+      const ports = {
+        BENCH_PORT: port(server.urls.httpUrl)!,
+        BENCH_MQTT_PORT: port(server.urls.mqttUrl) ?? 'off',
+        ...(server.urls.mqttsUrl ? { BENCH_MQTTS_PORT: port(server.urls.mqttsUrl)! } : {}),
+      };
+      server = await spawnServer({ ...env, ...ports });
+      return { readyAtMs: performance.timeOrigin + performance.now() };
+    },
     async stop() {
       if (stopped) return;
       stopped = true;
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      // A graceful stop (drains, closes 10,000 device sessions) gets 30 s, then the process is killed.
-      await Promise.race([
-        request({ cmd: 'stop' }).catch(() => undefined),
-        new Promise((r) => setTimeout(r, 30_000).unref()),
-      ]);
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000).unref())]);
-      if (child.exitCode === null) child.kill('SIGKILL');
+      await server.stop();
       fs.rmSync(dataDir, { recursive: true, force: true });
       if (adminUrl && dbName) {
         const admin = new pg.Client({ connectionString: adminUrl });
@@ -180,6 +145,66 @@ export async function startBenchServer(options: { env?: Record<string, string> }
         await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
         await admin.end();
       }
+    },
+  };
+  return bench;
+}
+
+interface ServerUrls {
+  httpUrl: string;
+  mqttUrl: string;
+  mqttsUrl: string | null;
+  database: 'postgres' | 'embedded';
+}
+
+/** One server process (bench/lib/server-child.ts), ready once its ports are bound. */
+async function spawnServer(env: Record<string, string>) {
+  const child: ChildProcess = fork(path.join(here, 'server-child.ts'), [], {
+    execArgv: [
+      '--import',
+      'tsx',
+      '--expose-gc',
+      ...(process.env.BENCH_SERVER_NODE_OPTIONS?.split(' ').filter(Boolean) ?? []),
+    ],
+    env,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  let nextId = 1;
+  const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  const urls = await new Promise<ServerUrls>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`bench server exited with ${code} before it was ready`)));
+    child.on('message', (raw) => {
+      const msg = raw as ServerUrls & { ready?: boolean; id?: number; ok?: boolean; result?: unknown; error?: string };
+      if (msg.ready) {
+        resolve({ httpUrl: msg.httpUrl, mqttUrl: msg.mqttUrl, mqttsUrl: msg.mqttsUrl, database: msg.database });
+        return;
+      }
+      const waiter = msg.id === undefined ? undefined : pending.get(msg.id);
+      if (!waiter) return;
+      pending.delete(msg.id!);
+      if (msg.ok) waiter.resolve(msg.result);
+      else waiter.reject(new Error(msg.error));
+    });
+  });
+  const request = <T>(message: Record<string, unknown>): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      const id = nextId++;
+      pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      child.send({ id, ...message });
+    });
+  return {
+    child,
+    urls,
+    request,
+    /** A graceful stop (drains, closes 10,000 device sessions) gets 30 s, then the process is killed. */
+    async stop() {
+      const exited = new Promise((resolve) => (child.exitCode !== null ? resolve(null) : child.once('exit', resolve)));
+      await Promise.race([
+        request({ cmd: 'stop' }).catch(() => undefined),
+        new Promise((r) => setTimeout(r, 30_000).unref()),
+      ]);
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000).unref())]);
+      if (child.exitCode === null) child.kill('SIGKILL');
     },
   };
 }

@@ -104,7 +104,15 @@ process.on('message', (raw) => {
   );
 });
 
-const config = loadConfig({ ...process.env, PORT: '0', MQTT_PORT: '0', HOST: '127.0.0.1', DEMO_ACCOUNT: 'false' });
+// Ports 0 on a first start; a restart (BenchServer.restart) comes back on the ports it had.
+const config = loadConfig({
+  ...process.env,
+  PORT: process.env.BENCH_PORT ?? '0',
+  MQTT_PORT: process.env.BENCH_MQTT_PORT ?? '0',
+  ...(process.env.BENCH_MQTTS_PORT ? { MQTTS_PORT: process.env.BENCH_MQTTS_PORT } : {}),
+  HOST: '127.0.0.1',
+  DEMO_ACCOUNT: 'false',
+});
 // Requests come once the parent heard `ready`, below: `service` is set by then.
 const service = await startFleetService({ config, logger: createLogger(config.logLevel) });
 process.send?.({

@@ -32,7 +32,7 @@ export function checkPeerCertificate(input: {
   if (!Buffer.isBuffer(raw) || raw.length === 0 || raw.length > MAX_CERTIFICATE_BYTES)
     return { ok: false, reason: 'certificate_invalid' };
   // node:crypto alone (native): a second parse with @peculiar/x509 was 130 of the 310 µs this
-  // check took per connection (bench/connections-tls.bench.ts).
+  // check took per connection (bench/connections.bench.ts).
   let node: NodeX509Certificate;
   try {
     node = new NodeX509Certificate(raw);
