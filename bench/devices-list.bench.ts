@@ -15,17 +15,26 @@ import { versionKey } from '../api/src/domain/shared/version';
  *
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/devices-list.bench.ts
  *   options: --dry (print, record nothing) --pages N (pages per filter, default 1600) --smoke
+ *   --sizes 20000,100000 and --filters model,status,... (a part of the run; records nothing)
  *   --profile DIR (a CPU profile of the service per measured walk, DIR/<size>-<filter>.cpuprofile;
  *   profiling costs CPU, so nothing is recorded)
  */
 const smoke = isSmoke();
 const profileDir = process.argv.includes('--profile') ? process.argv[process.argv.indexOf('--profile') + 1] : undefined;
-const dry = process.argv.includes('--dry') || profileDir !== undefined;
 const argValue = (name: string): number | undefined => {
   const i = process.argv.indexOf(name);
   return i > 0 ? Number(process.argv[i + 1]) : undefined;
 };
-const SIZES = smoke ? [1000, 3000] : [20_000, 100_000];
+const argList = (name: string): string[] | undefined => {
+  const i = process.argv.indexOf(name);
+  return i > 0 ? process.argv[i + 1]?.split(',') : undefined;
+};
+const dry =
+  process.argv.includes('--dry') ||
+  profileDir !== undefined ||
+  argList('--sizes') !== undefined ||
+  argList('--filters') !== undefined;
+const SIZES = smoke ? [1000, 3000] : (argList('--sizes')?.map(Number) ?? [20_000, 100_000]);
 const PAGES = smoke ? 40 : (argValue('--pages') ?? 1600);
 const CLIENTS = 16;
 const TARGET_MS = 1.0;
@@ -137,16 +146,34 @@ async function healthz(input: { url: string; requests: number }) {
   await Promise.all(Array.from({ length: CLIENTS }, client));
 }
 
-/** Service and PostgreSQL CPU (µs) that `work` cost. */
-async function measure<T>(server: BenchServer, work: () => Promise<T>) {
+/**
+ * Service and PostgreSQL CPU (µs) that `work` cost, less what the idle service spends in the same
+ * time on its own (background timers: presence sweep, OTA sweep, outbox poll, health probe),
+ * measured by `idleRate` before the runs.
+ */
+async function measure<T>(server: BenchServer, work: () => Promise<T>, idle = { service: 0, postgres: 0 }) {
   const meter = await server.postgresCpu();
   const before = await server.cpu();
   await meter?.start();
+  const started = performance.now();
   const result = await work();
+  const seconds = (performance.now() - started) / 1000;
   const postgres = (await meter?.stop()) ?? 0;
   const after = await server.cpu();
   await meter?.close();
-  return { service: after.user + after.system - before.user - before.system, postgres, result };
+  return {
+    transactions: meter?.transactions ?? 0,
+    service: after.user + after.system - before.user - before.system - idle.service * seconds,
+    postgres: postgres - idle.postgres * seconds,
+    result,
+  };
+}
+
+/** CPU µs per second the service and its PostgreSQL backends spend with no request at all. */
+async function idleRate(server: BenchServer): Promise<{ service: number; postgres: number }> {
+  const seconds = smoke ? 1 : 10;
+  const idle = await measure(server, () => new Promise((resolve) => setTimeout(resolve, seconds * 1000)));
+  return { service: idle.service / seconds, postgres: idle.postgres / seconds };
 }
 
 const server = await startBenchServer();
@@ -163,19 +190,23 @@ try {
   ];
   const current: CurrentFigure[] = [];
 
-  const floor = await measure(server, () => healthz({ url: server.httpUrl, requests: PAGES }));
+  const idle = await idleRate(server);
+  figures.push(
+    `idle service: ${(idle.service / 1000).toFixed(1)} ms CPU per second (+ PostgreSQL ${(idle.postgres / 1000).toFixed(1)} ms), subtracted from every figure below for the time it ran`,
+  );
+  const floor = await measure(server, () => healthz({ url: server.httpUrl, requests: PAGES }), idle);
   const floorMs = (floor.service + floor.postgres) / 1000 / PAGES;
   figures.push(`baseline GET /healthz, same clients: **${fmt(floorMs)} ms** CPU per request (service)`);
 
   for (const { size, account } of accounts) {
     const rows: string[] = [];
     let worst = 0;
-    for (const scenario of SCENARIOS) {
+    for (const scenario of SCENARIOS.filter((sc) => argList('--filters')?.includes(sc.name) ?? true)) {
       const url = `${server.httpUrl}/api/v1/devices?${scenario.query}`;
       const first = (await (await fetch(`${url}&limit=100`, { headers: account.headers })).json()) as { total: number };
       await walk({ url, headers: account.headers, pages: Math.min(200, PAGES) });
       if (profileDir) await server.startProfile();
-      const cost = await measure(server, () => walk({ url, headers: account.headers, pages: PAGES }));
+      const cost = await measure(server, () => walk({ url, headers: account.headers, pages: PAGES }), idle);
       if (profileDir) await server.stopProfile(`${profileDir}/${size}-${scenario.name}.cpuprofile`);
       const { seconds } = cost.result;
       const perPage = (cost.service + cost.postgres) / 1000 / PAGES;
@@ -193,7 +224,9 @@ try {
       rows.push(
         `| ${scenario.query} | ${first.total.toLocaleString('en')} | **${fmt(perPage)}** | ${fmt(cost.service / 1000 / PAGES)} | ${fmt(cost.postgres / 1000 / PAGES)} | ${(perPage / floorMs).toFixed(1)} | ${Math.round(PAGES / seconds)} | ${fmt(timing?.['Planning Time'] ?? NaN)} / ${fmt(timing?.['Execution Time'] ?? NaN)} |`,
       );
-      console.log(`${size} devices, ${scenario.query}: ${fmt(perPage)} ms per page`);
+      console.log(
+        `${size} devices, ${scenario.query}: ${fmt(perPage)} ms per page, ${(cost.transactions / PAGES).toFixed(2)} statements per page`,
+      );
     }
     figures.push(
       '',

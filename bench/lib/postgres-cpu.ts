@@ -57,6 +57,9 @@ export class PostgresBackendCpu {
   private readonly last = new Map<number, number>();
   private timer: NodeJS.Timeout | undefined;
   private sampling: Promise<void> = Promise.resolve();
+  private transactionsAtStart = 0;
+  /** Transactions the database committed during the last measurement (a statement outside a transaction is one). */
+  transactions = 0;
 
   private constructor(
     private readonly client: pg.Client,
@@ -82,9 +85,20 @@ export class PostgresBackendCpu {
   }
 
   /** Starts a measurement (the backends' CPU so far is the zero). */
+  private async committed(): Promise<number> {
+    const { rows } = await this.client.query<{ n: string }>(
+      'SELECT xact_commit AS n FROM pg_stat_database WHERE datname = $1',
+      [this.database],
+    );
+    return Number(rows[0]?.n ?? 0);
+  }
+
   async start(): Promise<void> {
     this.first.clear();
     this.last.clear();
+    // The statistics collector publishes counts with a delay: start from a fresh snapshot.
+    await this.client.query('SELECT pg_stat_clear_snapshot()');
+    this.transactionsAtStart = await this.committed();
     await this.sample(true);
     this.timer = setInterval(() => {
       this.sampling = this.sampling.then(() => this.sample(false)).catch(() => undefined);
@@ -96,6 +110,8 @@ export class PostgresBackendCpu {
     clearInterval(this.timer);
     await this.sampling;
     await this.sample(false);
+    await this.client.query('SELECT pg_stat_clear_snapshot()');
+    this.transactions = (await this.committed()) - this.transactionsAtStart;
     let micros = 0;
     for (const [pid, last] of this.last) micros += last - (this.first.get(pid) ?? 0);
     return micros;
