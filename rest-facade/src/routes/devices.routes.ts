@@ -50,7 +50,7 @@ export function deviceRoutes(services: Services): RouteDef[] {
                 };
           sendDevicePage(
             res,
-            await services.devices.list(actor, {
+            await services.devices.listJson(actor, {
               filter: filterOf(q),
               limit: q.limit,
               ...(q.cursor !== undefined ? { cursor: q.cursor } : {}),

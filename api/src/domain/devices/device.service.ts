@@ -77,6 +77,14 @@ export const ListDevicesInput = z.strictObject({
 export type ListDevicesInput = z.input<typeof ListDevicesInput>;
 
 /** A page whose devices are JSON documents in the API's snake_case wire format (REST lists). */
+export interface DeviceJsonPage {
+  /** One JSON object per device, in serial order. */
+  devices: string[];
+  total: number;
+  quota: number;
+  nextCursor: string | null;
+}
+
 export interface DevicePage {
   devices: Device[];
   /** The cursor of each device (GraphQL edges), aligned with `devices`. */
@@ -133,6 +141,12 @@ export class DeviceService {
       quota: page.quota,
       nextCursor: page.nextCursor,
     };
+  }
+
+  /** `list` with each device as its wire-format JSON document, rendered by the database. */
+  async listJson(actor: Actor, raw: ListDevicesInput): Promise<DeviceJsonPage> {
+    const page = await this.page(actor, raw, (query) => selectDeviceJsonPage(this.deps.knex, query));
+    return { devices: page.rows, total: page.total, quota: page.quota, nextCursor: page.nextCursor };
   }
 
   private async page<T>(
