@@ -230,8 +230,8 @@ for (const mode of ['plain', 'tls-password', 'tls-certificate'] as const) {
   current.push({
     id: `Connection, ${LABEL[mode]} (CPU vs bare Aedes)`,
     figure: `${ours.toFixed(0)} µs service (+ ${pg.toFixed(0)} µs PostgreSQL), ratio ${ratio.toFixed(2)}`,
-    target: mode === 'plain' ? `<= ${TARGET_RAMP}x bare Aedes` : 'the TLS handshake dominates: recorded',
-    met: mode === 'plain' ? ratio <= TARGET_RAMP : true,
+    target: mode === 'plain' ? `<= ${TARGET_RAMP}x bare Aedes` : 'none (the TLS handshake dominates)',
+    met: mode === 'plain' ? ratio <= TARGET_RAMP : null,
   });
 }
 if (storm) {

@@ -68,7 +68,8 @@ export interface CurrentFigure {
   id: string;
   figure: string;
   target: string;
-  met: boolean;
+  /** null: a figure recorded without a target. */
+  met: boolean | null;
 }
 
 const TABLE_START = '<!-- current-figures:start -->';
@@ -95,7 +96,7 @@ export function withCurrentFigures(
     .filter((l) => l.startsWith('| ') && !TABLE_HEAD.includes(l));
   const cell = (value: string) => value.replaceAll('|', '\\|');
   for (const row of rows) {
-    const line = `| ${cell(row.id)} | ${cell(row.figure)} | ${cell(row.target)} | ${row.met ? 'met' : '**not met**'} | ${row.date} | ${row.yardstickMs} ms | \`${cell(row.command)}\` |`;
+    const line = `| ${cell(row.id)} | ${cell(row.figure)} | ${cell(row.target)} | ${row.met === null ? 'n/a' : row.met ? 'met' : '**not met**'} | ${row.date} | ${row.yardstickMs} ms | \`${cell(row.command)}\` |`;
     const at = lines.findIndex((l) => l.startsWith(`| ${cell(row.id)} |`));
     if (at >= 0) lines[at] = line;
     else lines.push(line);
