@@ -48,6 +48,8 @@ interface Ramp {
   brokerUs: number;
   /** PostgreSQL backends' CPU per connection (µs), ours only. */
   postgresUs: number;
+  /** Transactions committed per connection (a statement outside a transaction is one), ours only. */
+  transactions: number;
 }
 
 /** Connects `devices` to `url` at RATE/s and disconnects them; CPU per connection of the broker (and PostgreSQL). */
@@ -80,7 +82,12 @@ async function ramp(input: {
     if (input.profile) await input.server?.stopProfile(input.profile);
     const postgres = (await meter?.stop()) ?? 0;
     const n = Math.max(1, result.connected);
-    return { connected: result.connected, brokerUs: (cpu1 - cpu0) / n, postgresUs: postgres / n };
+    return {
+      connected: result.connected,
+      brokerUs: (cpu1 - cpu0) / n,
+      postgresUs: postgres / n,
+      transactions: (meter?.transactions ?? 0) / n,
+    };
   } finally {
     await meter?.close();
     await fleet.stop();
@@ -151,7 +158,7 @@ try {
       await new Promise((r) => setTimeout(r, 2000));
       if (round > 0) rows.push({ mode, ours: oursRamp, bare: bareRamp });
       console.log(
-        `round ${round}, ${mode}: ours ${oursRamp.connected}/${DEVICES}, ${oursRamp.brokerUs.toFixed(0)} µs + PostgreSQL ${oursRamp.postgresUs.toFixed(0)} µs per connection; ` +
+        `round ${round}, ${mode}: ours ${oursRamp.connected}/${DEVICES}, ${oursRamp.brokerUs.toFixed(0)} µs + PostgreSQL ${oursRamp.postgresUs.toFixed(0)} µs per connection (${oursRamp.transactions.toFixed(2)} transactions); ` +
           `bare Aedes ${bareRamp.connected}/${DEVICES}, ${bareRamp.brokerUs.toFixed(0)} µs; ratio ${(oursRamp.brokerUs / bareRamp.brokerUs).toFixed(2)}`,
       );
     }
