@@ -1,7 +1,5 @@
 import type { Knex } from 'knex';
 import type { Actor } from '../shared/actor';
-import { versionKey } from '../shared/version';
-import { selectFirmwareVersionId } from './store/claim-firmware.store';
 
 /**
  * The seam between claiming and the OTA engine (docs/rest-devices.md: "claiming schedules that update
@@ -29,26 +27,4 @@ export interface ClaimFirmwareScheduler {
       devices: Array<{ id: string; serial: string }>;
     },
   ): Promise<{ deploymentId: string } | null>;
-}
-
-/**
- * Used until the OTA engine provides its own: checks that the version exists for the model,
- * schedules nothing (the claim response then has `deployment_id: null`).
- */
-export class VersionOnlyClaimFirmwareScheduler implements ClaimFirmwareScheduler {
-  async resolveVersion(
-    trx: Knex.Transaction,
-    input: { accountId: string; modelId: string; version: string },
-  ): Promise<{ id: string } | null> {
-    const id = await selectFirmwareVersionId(trx, {
-      accountId: input.accountId,
-      modelId: input.modelId,
-      versionKey: versionKey(input.version),
-    });
-    return id === null ? null : { id };
-  }
-
-  scheduleForClaim(): Promise<{ deploymentId: string } | null> {
-    return Promise.resolve(null);
-  }
 }
