@@ -33,6 +33,17 @@ describe('the service serves the portal', () => {
     }
   });
 
+  it('serves a production build, also when the test run itself built it', () => {
+    // ensurePortalBuilt runs under vitest (NODE_ENV=test): a build that kept that NODE_ENV
+    // shipped Vue's development code and warnings (35 KB more gzipped on the first page).
+    const assets = path.join(PORTAL_DIST, 'assets');
+    const development = fs
+      .readdirSync(assets)
+      .filter((f) => f.endsWith('.js'))
+      .filter((f) => fs.readFileSync(path.join(assets, f), 'utf8').includes('[Vue warn]'));
+    expect(development).toEqual([]);
+  });
+
   it('serves hashed assets as immutable', async () => {
     const asset = fs.readdirSync(path.join(PORTAL_DIST, 'assets')).find((f) => f.endsWith('.js'))!;
     const res = await fetch(`${base}/assets/${asset}`);
