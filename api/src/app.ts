@@ -15,7 +15,7 @@ import { systemClock, type Clock } from './domain/shared/clock';
 import { createServices, type Services } from './services';
 import { createMetrics, type Metrics } from './metrics';
 import { InProcessEventBus, type EventBus } from './events/event-bus';
-import { OutboxDispatcher } from './events/outbox';
+import { OutboxDispatcher, appendedEvents } from './events/outbox';
 import { FlexibleRateLimiter, type RateLimiter } from './rate-limit/rate-limiter';
 import { createRedisRateLimiter } from './rate-limit/redis-rate-limiter';
 import { RedisEventBus } from './events/redis-event-bus';
@@ -134,8 +134,10 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
       await fanOutWebhookDeliveries(trx, clock, events);
     },
   });
-  // A committed transaction wakes the dispatcher (it also polls).
-  const transaction = createTransactionRunner(database.knex, () => outbox.kick());
+  // A committed transaction that appended events wakes the dispatcher (it also polls).
+  const transaction = createTransactionRunner(database.knex, (trx) => {
+    if (appendedEvents(trx)) outbox.kick();
+  });
   const serverSecret = loadServerSecret({ dataDir: config.dataDir });
   const services = createServices(
     { knex: database.knex, transaction, clock, logger },

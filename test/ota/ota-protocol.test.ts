@@ -294,6 +294,15 @@ describe('OTA protocol and timing (manual clock)', { timeout: 90_000 }, () => {
     await reconnectThreeTimes(c, dev, '2.0.0');
     await expect.poll(async () => (await updateOf(id, 'HG-1')).health_failed, poll).toBe(true);
     expect((await deployment(a, id)).counts.health_failed).toBe(1);
+    // The device's history says why, in the same statement that counted the third reconnect.
+    const history = (await a.api.get('/api/v1/devices/HG-1/history?limit=100')).body as {
+      events: Array<{ type: string; data: Record<string, unknown> }>;
+    };
+    expect(history.events.filter((e) => e.type === 'update_step' && e.data.health === 'failed')).toEqual([
+      expect.objectContaining({
+        data: expect.objectContaining({ job_id: expect.any(String), reconnects: 3, window_minutes: 10 }),
+      }),
+    ]);
   });
 
   it('health gate: the reboots of a newer update do not count against the update before it', async () => {

@@ -17,9 +17,30 @@ interface EventRow {
   occurred_at: Date;
 }
 
+/**
+ * Transactions that appended events, by their outermost transaction (a savepoint's events become
+ * visible with its parent's commit). Only their commits wake the dispatcher: a commit that wrote
+ * no event used to start a dispatch round all the same, three round trips (BEGIN, SELECT ...
+ * FOR UPDATE, COMMIT) that found nothing, once per presence flush, health check and dispatch page
+ * (bench/connections.bench.ts).
+ */
+const withEvents = new WeakSet<Knex.Transaction>();
+
+function outermost(trx: Knex.Transaction): Knex.Transaction {
+  let unit = trx;
+  while (unit.parentTransaction) unit = unit.parentTransaction;
+  return unit;
+}
+
+/** Whether this transaction (or a savepoint inside it) appended events: its commit should wake the outbox. */
+export function appendedEvents(trx: Knex.Transaction): boolean {
+  return withEvents.has(trx);
+}
+
 /** Writes events in the caller's transaction: they exist exactly when the change committed. */
 export async function appendEvents(trx: Knex | Knex.Transaction, clock: Clock, events: NewEvent[]): Promise<void> {
   if (events.length === 0) return;
+  if (isTransaction(trx)) withEvents.add(outermost(trx));
   const now = clock.now();
   // One JSON document for the whole batch, unpacked by PostgreSQL. Before, each event was six
   // bind parameters compiled and escaped one by one by the query builder (60,000 for a dispatch
@@ -40,6 +61,10 @@ export async function appendEvents(trx: Knex | Knex.Transaction, clock: Clock, e
       ORDER BY ord`,
     [JSON.stringify(rows)],
   );
+}
+
+function isTransaction(db: Knex | Knex.Transaction): db is Knex.Transaction {
+  return db.isTransaction === true;
 }
 
 export function toDomainEvent(row: EventRow): DomainEvent {

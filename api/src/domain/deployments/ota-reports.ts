@@ -3,7 +3,7 @@ import { DEFAULT_ROLLOUT } from './deployment-types';
 import { foldReports, type ProgressItem, type ReportTiming } from './report-rules';
 import { applySteps, finishUpdates, type UpdateRef } from './update-transitions';
 import { lockReportedUpdates } from './store/device-updates.store';
-import { countReconnects, recordHealthFailures } from './store/update-health.store';
+import { countReconnects } from './store/update-health.store';
 
 export type { ProgressItem, ReportTiming } from './report-rules';
 
@@ -13,19 +13,13 @@ export type { ProgressItem, ReportTiming } from './report-rules';
  * unhealthy (a failure). Returns the deployments whose updates it failed.
  */
 export async function applyHealthGate(deps: ServiceDeps, deviceIds: string[]): Promise<string[]> {
-  const now = deps.clock.now();
-  const flagged = await deps.transaction(async (trx) => {
-    const counted = await countReconnects(trx, {
-      deviceIds,
-      now,
-      defaultWindowMinutes: DEFAULT_ROLLOUT.health_window_minutes,
-      defaultMaxReconnects: DEFAULT_ROLLOUT.health_max_reconnects,
-    });
-    const failed = counted.filter((r) => r.healthFailedAt !== null);
-    await recordHealthFailures(trx, { now, failures: failed });
-    return failed.map((r) => r.deploymentId);
+  const counted = await countReconnects(deps.knex, {
+    deviceIds,
+    now: deps.clock.now(),
+    defaultWindowMinutes: DEFAULT_ROLLOUT.health_window_minutes,
+    defaultMaxReconnects: DEFAULT_ROLLOUT.health_max_reconnects,
   });
-  return [...new Set(flagged)];
+  return [...new Set(counted.filter((r) => r.healthFailedAt !== null).map((r) => r.deploymentId))];
 }
 
 /** Progress reports, in arrival order, applied to the state machine (report-rules.ts) in one transaction. */

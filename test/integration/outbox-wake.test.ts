@@ -1,0 +1,77 @@
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import type { Knex } from 'knex';
+import { createTestDatabase, type TestDatabase } from '../helpers/test-database';
+import { openDatabase, type Database } from '../../api/src/db/database';
+import { createTransactionRunner, type TransactionRunner } from '../../api/src/db/transaction';
+import { appendEvents, appendedEvents } from '../../api/src/events/outbox';
+import { systemClock } from '../../api/src/domain/shared/clock';
+import { newId } from '../../api/src/domain/shared/ids';
+import { ifStarted } from '../helpers/teardown';
+
+/**
+ * Only a commit that appended events wakes the outbox dispatcher. Every commit used to, and
+ * each wake cost a dispatch round (BEGIN, SELECT ... FOR UPDATE, COMMIT) that found nothing:
+ * one per presence flush, health check and dispatch page. An event appended in a savepoint
+ * (the batch claim inside an idempotent request) still wakes it, after the outer commit.
+ */
+describe('transaction runner: the outbox wakes only for commits with events', () => {
+  let testDb: TestDatabase;
+  let database: Database;
+  let knex: Knex;
+  let run: TransactionRunner;
+  let wakes: Array<{ events: boolean }>;
+  let accountId: string;
+
+  beforeAll(async () => {
+    testDb = await createTestDatabase();
+    database = await openDatabase({ databaseUrl: testDb.databaseUrl, dataDir: testDb.dataDir, poolSize: 2 });
+    await database.migrate();
+    knex = database.knex;
+    wakes = [];
+    run = createTransactionRunner(knex, (trx) => wakes.push({ events: appendedEvents(trx) }));
+    accountId = newId();
+    await knex('accounts').insert({
+      id: accountId,
+      name: 'Outbox',
+      quota: 10,
+      budget_minor: 100,
+      currency: 'EUR',
+      unit_price_minor: 1,
+    });
+  });
+  afterAll(async () => {
+    await ifStarted(database)?.close();
+    await ifStarted(testDb)?.drop();
+  });
+
+  const event = () => ({ accountId, type: 'device.online' as const, subject: 'S-1', data: { serial: 'S-1' } });
+
+  it('a commit without events does not ask for a dispatch', async () => {
+    wakes = [];
+    await run(async (trx) => trx.raw('SELECT 1'));
+    expect(wakes).toEqual([{ events: false }]);
+  });
+
+  it('a commit with events does', async () => {
+    wakes = [];
+    await run((trx) => appendEvents(trx, systemClock, [event()]));
+    expect(wakes).toEqual([{ events: true }]);
+  });
+
+  it('events appended in a savepoint count for the outer transaction', async () => {
+    wakes = [];
+    await run((outer) => outer.transaction((inner) => appendEvents(inner, systemClock, [event()])));
+    expect(wakes).toEqual([{ events: true }]);
+  });
+
+  it('a rolled-back transaction wakes nothing', async () => {
+    wakes = [];
+    await expect(
+      run(async (trx) => {
+        await appendEvents(trx, systemClock, [event()]);
+        throw new Error('changed my mind');
+      }),
+    ).rejects.toThrow('changed my mind');
+    expect(wakes).toEqual([]);
+  });
+});
