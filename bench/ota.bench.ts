@@ -18,6 +18,8 @@ import { startFleetProcess } from './lib/fleet-process';
  *
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/ota.bench.ts
  *   options: --smoke (tiny, records nothing) --dry (print only) --schedule N (default 100000) --devices N (default 10000) --download-devices N (default 500) --fleet-processes N (default 1)
+ *   --profile FILE (a CPU profile of the server during the held delivery, FILE.cpuprofile; the run
+ *   stops after that phase and records nothing: profiling costs CPU)
  */
 const smoke = isSmoke();
 const arg = (name: string, fallback: number) => {
@@ -32,6 +34,9 @@ const DOWNLOADERS = Math.min(DEVICES, smoke ? 20 : arg('download-devices', 500))
 // fleet. One by default: two processes on the 2 shared cores doubled the storm and made every
 // figure worse (2,350 of 10,000 updates failed in one such run).
 const FLEET_PROCESSES = smoke ? 1 : arg('fleet-processes', 1);
+const profileFile = process.argv.includes('--profile')
+  ? process.argv[process.argv.indexOf('--profile') + 1]
+  : undefined;
 
 async function upload(
   server: BenchServer,
@@ -247,6 +252,7 @@ try {
     // The cost of sending, apart from creating the deployment: CPU from the 202 answer on.
     const meter = await server.postgresCpu();
     await meter?.start();
+    if (held && profileFile) await server.startProfile();
     const cpu0 = { server: await server.cpu(), fleet: (await fleet.stats()).cpu };
     if (dep.status !== 202 || dep.body.target_count !== DEVICES)
       throw new Error(`deploy ${version} to live fleet: ${dep.status} ${JSON.stringify(dep.body)}`);
@@ -281,6 +287,7 @@ try {
     const delivered = stats1.lastCommandAtMs;
     // CPU each side spent from the 202 answer until every command arrived, per command (µs).
     const cpu1 = { server: await server.cpu(), fleet: stats1.cpu };
+    if (held && profileFile) await server.stopProfile(profileFile);
     const postgresMicros = await meter?.stop();
     await meter?.close();
     const used = (a: NodeJS.CpuUsage, b: NodeJS.CpuUsage) => (b.user + b.system - a.user - a.system) / DEVICES;
@@ -358,6 +365,12 @@ try {
   report(
     `delivery, devices holding their downloads: ${describe(held.delivery)}; every update succeeded ${(held.allMs / 1000).toFixed(1)} s after the request (the held downloads released at 1,000 a second)`,
   );
+  if (profileFile) {
+    console.log(`profile of the held delivery: ${profileFile}`);
+    await fleet.stop();
+    await server.stop();
+    process.exit(0);
+  }
   // 2b. End to end: the devices download as soon as their command arrives.
   await upload(server, account, 'LIVE', '1.2.0', randomBytes(64 * 1024));
   const live = await deliver('1.2.0', false);
@@ -390,7 +403,7 @@ try {
   await server.stop();
 }
 
-if (!smoke && !process.argv.includes('--dry')) {
+if (!smoke && !process.argv.includes('--dry') && !profileFile) {
   const heldCost = heldCosts[0];
   const perCommand = heldCost ? heldCost.server + (heldCost.postgres ?? 0) : NaN;
   recordResults({
