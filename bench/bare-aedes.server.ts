@@ -3,7 +3,9 @@ import net from 'node:net';
 import tls from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import { Aedes } from 'aedes';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { LISTEN_BACKLOG } from '../api/src/listen-backlog';
+import { topics } from '../broker/src/protocol/topics';
 
 /**
  * The baseline the gateway and connection benchmarks compare the service with: Aedes 1.2 with
@@ -11,6 +13,9 @@ import { LISTEN_BACKLOG } from '../api/src/listen-backlog';
  * publishes. With BARE_AEDES_TLS_CERT/KEY it listens behind node:tls with the same protocol floor
  * and client-certificate request as the service's MQTTS listener. BARE_AEDES_PORT fixes the port
  * (a restart comes back on the same one). Driven over IPC by bench/lib/bare-aedes.ts.
+ * `publishOta` publishes one OTA command (QoS 1, the size and shape of the service's) to each
+ * serial, at most PUBLISH_WINDOW unconfirmed at a time, and answers once Aedes confirmed them all:
+ * the floor of what an OTA command costs a broker (bench/ota.bench.ts).
  */
 const aedes = await Aedes.createBroker();
 let heartbeats = 0;
@@ -37,8 +42,45 @@ server.on('tlsClientError', () => undefined);
 await new Promise<void>((resolve) =>
   server.listen(Number(process.env.BARE_AEDES_PORT ?? 0), '127.0.0.1', LISTEN_BACKLOG, resolve),
 );
+const PUBLISH_WINDOW = 1000;
+
+/** A command like the service's: a fresh job id, a signed download link, the image's digest and size. */
+function otaCommand(): Buffer {
+  const jobId = randomUUID();
+  const expires = Math.floor(Date.now() / 1000) + 3600;
+  return Buffer.from(
+    JSON.stringify({
+      job_id: jobId,
+      version: '1.1.0',
+      url: `http://127.0.0.1:8080/api/v1/firmware/download/${jobId}?expires=${expires}&sig=${randomBytes(32).toString('hex')}`,
+      sha256: randomBytes(32).toString('hex'),
+      size: 65536,
+    }),
+  );
+}
+
+async function publishOta(serials: string[]): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < serials.length) {
+      const serial = serials[next++]!;
+      await new Promise<void>((resolve) =>
+        aedes.publish(
+          { cmd: 'publish', topic: topics.ota(serial), payload: otaCommand(), qos: 1, retain: false, dup: false },
+          () => resolve(),
+        ),
+      );
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(PUBLISH_WINDOW, serials.length) }, worker));
+}
+
 process.on('message', (raw) => {
-  const msg = raw as { id: number; cmd: 'stats' | 'gc' | 'stop' };
+  const msg = raw as { id: number; cmd: 'stats' | 'gc' | 'stop' | 'publishOta'; serials?: string[] };
+  if (msg.cmd === 'publishOta') {
+    void publishOta(msg.serials ?? []).then(() => process.send?.({ id: msg.id, published: true }));
+    return;
+  }
   if (msg.cmd === 'gc') (globalThis as { gc?: () => void }).gc?.();
   process.send?.({
     id: msg.id,

@@ -3,6 +3,7 @@ import { startBenchServer, type BenchAccount, type BenchServer } from './lib/ben
 import { isSmoke, recordResults } from './lib/results';
 import { claimDevices, makeSerials } from '../simulator/src/fleet';
 import { startFleetProcess } from './lib/fleet-process';
+import { startBareAedes } from './lib/bare-aedes';
 
 /**
  * OTA benchmark, the server and the simulated fleet each in a child process:
@@ -14,7 +15,10 @@ import { startFleetProcess } from './lib/fleet-process';
  *     same rate while the fleet's downloads and reports share the cores, and the time until
  *     every update succeeded, boot-confirmed by the heartbeat on the new version);
  *  3. download throughput: a 4 MB image to 500 of those devices at once: bytes served per second
- *     (fleet_firmware_download_bytes_total over the time until all succeeded).
+ *     (fleet_firmware_download_bytes_total over the time until all succeeded);
+ *  4. the baseline: bare Aedes 1.2 publishing one command of the same shape (QoS 1) to each of the
+ *     same number of simulated devices, holding their downloads as in 2a: its CPU per command is
+ *     the floor of the MQTT delivery alone, and the held delivery's service CPU is compared to it.
  *
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/ota.bench.ts
  *   options: --smoke (tiny, records nothing) --dry (print only) --schedule N (default 100000) --devices N (default 10000) --download-devices N (default 500) --fleet-processes N (default 1)
@@ -124,6 +128,8 @@ async function counts(server: BenchServer, account: BenchAccount, id: string): P
 const figures: string[] = [];
 /** CPU per command of the held delivery (µs): the service's own sending cost, for the table of current figures. */
 const heldCosts: Array<{ server: number; postgres: number | undefined; fleet: number }> = [];
+/** Bare Aedes CPU per QoS 1 command of the same shape (phase 4), µs. */
+const bareCommandUs: number[] = [];
 const report = (line: string) => {
   figures.push(line);
   console.log(line);
@@ -399,12 +405,46 @@ try {
     `downloads: ${DOWNLOADERS} devices fetched a 4 MB image at once: ${(served / 1e6).toFixed(0)} MB served in ${dlSeconds.toFixed(1)} s = ${(served / 1e6 / dlSeconds).toFixed(0)} MB/s (signed links, streamed from disk; includes install and reboot of each device)`,
   );
   await fleet.stop();
+
+  // 4. Baseline: the same delivery from bare Aedes, with no database, links or records.
+  const bare = await startBareAedes();
+  const bareFleet = startFleetProcess({
+    devices: creds,
+    brokerUrl: bare.url,
+    firmware: '1.0.0',
+    heartbeatS: 30,
+    connectRatePerS: 2000,
+  });
+  try {
+    await bareFleet.start();
+    await bareFleet.holdDownloads();
+    await sleep(1000);
+    const received0 = (await bareFleet.stats()).commandsReceived;
+    const cpu0 = await bare.cpu();
+    await bare.publishOta(creds.map((c) => c.serial));
+    await waitUntil(
+      async () => (await bareFleet.stats()).commandsReceived - received0 >= DEVICES,
+      60_000,
+      'every bare Aedes command delivered',
+      50,
+    );
+    const bareUs = ((await bare.cpu()) - cpu0) / DEVICES;
+    bareCommandUs.push(bareUs);
+    const ours = heldCosts[0]!.server;
+    report(
+      `baseline: bare Aedes publishing one QoS 1 command of the same shape to each of ${DEVICES.toLocaleString('en')} simulated devices (downloads held): **${bareUs.toFixed(0)} µs** of broker CPU per command; the held delivery's service CPU (${ours.toFixed(0)} µs) is **${(ours / bareUs).toFixed(2)}x** that, plus ${(heldCosts[0]!.postgres ?? 0).toFixed(0)} µs of PostgreSQL`,
+    );
+  } finally {
+    await bareFleet.stop();
+    await bare.stop();
+  }
 } finally {
   await server.stop();
 }
 
 if (!smoke && !process.argv.includes('--dry') && !profileFile) {
   const heldCost = heldCosts[0];
+  const bareUs = bareCommandUs[0];
   const perCommand = heldCost ? heldCost.server + (heldCost.postgres ?? 0) : NaN;
   recordResults({
     current: !heldCost
@@ -412,7 +452,7 @@ if (!smoke && !process.argv.includes('--dry') && !profileFile) {
       : [
           {
             id: 'OTA command to a connected device (CPU, service + PostgreSQL)',
-            figure: `${perCommand.toFixed(0)} µs (service ${heldCost.server.toFixed(0)} + PostgreSQL ${(heldCost.postgres ?? 0).toFixed(0)}), devices holding their downloads`,
+            figure: `${perCommand.toFixed(0)} µs (service ${heldCost.server.toFixed(0)} + PostgreSQL ${(heldCost.postgres ?? 0).toFixed(0)}), devices holding their downloads${bareUs === undefined ? '' : `; bare Aedes ${bareUs.toFixed(0)} µs per QoS 1 command (service ${(heldCost.server / bareUs).toFixed(2)}x)`}`,
             target: '<= 120 µs',
             met: perCommand <= 120,
           },

@@ -19,6 +19,8 @@ export interface BareAedes {
   gc: () => Promise<BareAedesStats>;
   /** CPU µs of the broker process so far. */
   cpu: () => Promise<number>;
+  /** Publishes an OTA command (QoS 1) to each serial; resolves when Aedes confirmed them all. */
+  publishOta: (serials: string[]) => Promise<void>;
   /** Closes the broker (its clients are disconnected) and ends the process. */
   stop: () => Promise<void>;
 }
@@ -44,11 +46,11 @@ export async function startBareAedes(options: { tls?: { certFile: string; keyFil
       else if (msg.id !== undefined) waiting.get(msg.id)?.(msg);
     });
   });
-  const ask = (cmd: 'stats' | 'gc' | 'stop') =>
+  const ask = (cmd: 'stats' | 'gc' | 'stop' | 'publishOta', extra: Record<string, unknown> = {}) =>
     new Promise<BareAedesStats>((resolve) => {
       const id = nextId++;
       waiting.set(id, resolve);
-      child.send({ id, cmd });
+      child.send({ id, cmd, ...extra });
     });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   const bare: BareAedes = {
@@ -59,6 +61,9 @@ export async function startBareAedes(options: { tls?: { certFile: string; keyFil
     cpu: async () => {
       const { cpu } = await ask('stats');
       return cpu.user + cpu.system;
+    },
+    publishOta: async (serials) => {
+      await ask('publishOta', { serials });
     },
     stop: async () => {
       await ask('stop');
