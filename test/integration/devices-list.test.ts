@@ -115,6 +115,28 @@ describe('GET /api/v1/devices', () => {
     expect((await page(a, 'limit=10&q=A_0')).body.total).toBe(0);
   });
 
+  it('ends a walk exactly: a last page that is full has no next cursor, in both directions', async () => {
+    // model=LX-300 matches V-0001..V-0006 exactly.
+    const whole = await page(a, 'limit=6&model=LX-300');
+    expect(serialsOf(whole.body)).toEqual(serials('V', 6));
+    expect(whole.body.next_cursor).toBeNull();
+    const first = await page(a, 'limit=3&model=LX-300&sort=-name');
+    expect(serialsOf(first.body)).toEqual(['V-0006', 'V-0005', 'V-0004']);
+    const second = await page(a, `limit=3&model=LX-300&sort=-name&cursor=${first.body.next_cursor}`);
+    expect(serialsOf(second.body)).toEqual(['V-0003', 'V-0002', 'V-0001']);
+    expect(second.body.next_cursor).toBeNull();
+    const one = await page(a, 'limit=5&model=LX-300');
+    const rest = await page(a, `limit=5&model=LX-300&cursor=${one.body.next_cursor}`);
+    expect(serialsOf(rest.body)).toEqual(['V-0006']);
+    expect(rest.body).toMatchObject({ total: 6, next_cursor: null });
+    expect((await page(a, 'limit=5&model=NOPE')).body).toEqual({
+      devices: [],
+      total: 0,
+      quota: 5000,
+      next_cursor: null,
+    });
+  });
+
   it('compares firmware as versions in firmware_lt (1.9.0 < 1.10.0, 2.0.0-rc.1 < 2.0.0, four parts)', async () => {
     const lt = async (v: string) =>
       serialsOf((await page(a, `limit=1000&model=LX-300&firmware_lt=${encodeURIComponent(v)}`)).body);
