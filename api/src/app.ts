@@ -290,6 +290,8 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
           await outbox.stop();
         },
       },
+      // Stopped once HTTP has drained: a GraphQL request under way at the stop still executes.
+      { name: 'GraphQL', stop: () => graphql.stop() },
       // Bound before the broker starts (which refuses /mqtt until then), drained after it closed.
       {
         name: 'HTTP server',
@@ -329,7 +331,8 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
         },
         stop: () => services.ota.stop(),
       },
-      { name: 'GraphQL', stop: () => graphql.stop() },
+      // Before the drain: open subscriptions would hold it for its whole time.
+      { name: 'GraphQL subscriptions', stop: () => graphql.closeSubscriptions() },
       { name: 'HTTP intake', stop: () => http.stopAccepting() },
     ],
     logger,

@@ -43,7 +43,10 @@ export async function startBareAedes(options: { tls?: { certFile: string; keyFil
     child.on('message', (raw) => {
       const msg = raw as BareAedesStats & { ready?: boolean; port?: number; id?: number };
       if (msg.ready) resolve(msg.port!);
-      else if (msg.id !== undefined) waiting.get(msg.id)?.(msg);
+      else if (msg.id !== undefined) {
+        waiting.get(msg.id)?.(msg);
+        waiting.delete(msg.id);
+      }
     });
   });
   const ask = (cmd: 'stats' | 'gc' | 'stop' | 'publishOta', extra: Record<string, unknown> = {}) =>

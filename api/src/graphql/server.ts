@@ -46,6 +46,9 @@ export interface GraphQLMount {
   live: LiveViews;
   /** For the one `upgrade` dispatcher of the HTTP server (path /graphql). */
   handleUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void;
+  /** Closes the subscriptions and their WebSockets (before the HTTP drain, which they would hold open). */
+  closeSubscriptions(): Promise<void>;
+  /** Stops Apollo (after the HTTP drain: requests under way still execute); closes subscriptions first. */
   stop(): Promise<void>;
 }
 
@@ -59,7 +62,7 @@ export function buildSchema(): GraphQLSchema {
 /**
  * GraphQL on the same HTTP server: Apollo Server over Express at /graphql, graphql-ws on the
  * same path for subscriptions. Both authenticate like REST and hand resolvers the same
- * services. Call `stop()` before the HTTP server closes (it closes the WebSockets).
+ * services. Call `closeSubscriptions()` before the HTTP server drains and `stop()` after it.
  */
 export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLMount> {
   const hub = new LiveEventHub(deps.bus, deps.logger);
@@ -177,7 +180,14 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLMount> {
     next(error);
   });
 
+  let subscriptionsClosed: Promise<void> | undefined;
   let stopped: Promise<void> | undefined;
+  const closeSubscriptions = () =>
+    (subscriptionsClosed ??= (async () => {
+      live.close();
+      hub.close();
+      await ws.dispose();
+    })());
   return {
     router,
     schema,
@@ -185,11 +195,10 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLMount> {
     handleUpgrade: (req, socket, head) => {
       ws.handleUpgrade(req, socket, head);
     },
+    closeSubscriptions,
     stop: () =>
       (stopped ??= (async () => {
-        live.close();
-        hub.close();
-        await ws.dispose();
+        await closeSubscriptions();
         await apollo.stop();
       })()),
   };
