@@ -20,7 +20,7 @@ import { startBareAedes } from './lib/bare-aedes';
  *
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/devices-gateway.bench.ts
  *   options: --dry (print, record nothing) --ours-only (no baselines, record nothing) --fleet-processes N (default 2) --devices N (default 10000) --seconds S (sustained phase, default 20) --rate R (offered heartbeats/s, default 20000)
- *   --profile FILE (a CPU profile of our service during its ramp, FILE.cpuprofile; records nothing)
+ *   --profile FILE (a CPU profile of our service during its ramp, written to FILE, a .cpuprofile; records nothing)
  */
 const smoke = isSmoke();
 const arg = (name: string, fallback: number) => {

@@ -1,4 +1,4 @@
-import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { describe, it, expect, beforeAll, afterAll, vi } from 'vitest';
 import type { Knex } from 'knex';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-database';
 import { openDatabase, type Database } from '../../api/src/db/database';
@@ -7,6 +7,9 @@ import { appendEvents, appendedEvents } from '../../api/src/events/outbox';
 import { systemClock } from '../../api/src/domain/shared/clock';
 import { newId } from '../../api/src/domain/shared/ids';
 import { ifStarted } from '../helpers/teardown';
+import { startTestServer, type TestAccount, type TestServer } from '../helpers/test-server';
+import { claimForMqtt, connectDevice, heartbeat } from '../helpers/mqtt';
+import { topics } from '../../broker/src/protocol/topics';
 
 /**
  * Only a commit that appended events wakes the outbox dispatcher. Every commit used to, and
@@ -73,5 +76,41 @@ describe('transaction runner: the outbox wakes only for commits with events', ()
       }),
     ).rejects.toThrow('changed my mind');
     expect(wakes).toEqual([]);
+  });
+});
+
+/**
+ * The same, wired in the running service: a claim (its events written in a savepoint of the
+ * idempotent request) wakes the dispatcher; a heartbeat flush that changed nothing does not.
+ */
+describe('the running service wakes the outbox only for commits with events', () => {
+  let server: TestServer;
+  let account: TestAccount;
+
+  beforeAll(async () => {
+    server = await startTestServer();
+    account = await server.createAccount();
+  }, 60_000);
+  afterAll(async () => ifStarted(server)?.close());
+
+  it('a claim wakes it, an unchanged heartbeat does not', { timeout: 30_000 }, async () => {
+    const kick = vi.spyOn(server.service.outbox, 'kick');
+    const [creds] = await claimForMqtt(server, account, ['WAKE-1'], { firmware: null });
+    expect(kick).toHaveBeenCalled();
+
+    const device = await connectDevice(server.service.mqttUrl!, creds!);
+    try {
+      await device.publishAsync(topics.heartbeat('WAKE-1'), heartbeat({ firmware: '1.0.0' }), { qos: 1 });
+      await server.service.ingest.flush();
+      await server.service.outbox.flush();
+      kick.mockClear();
+      // The same news again: the flush writes last_seen and nothing that makes an event.
+      await device.publishAsync(topics.heartbeat('WAKE-1'), heartbeat({ firmware: '1.0.0' }), { qos: 1 });
+      await server.service.ingest.flush();
+      expect(kick).not.toHaveBeenCalled();
+    } finally {
+      await device.endAsync();
+      kick.mockRestore();
+    }
   });
 });

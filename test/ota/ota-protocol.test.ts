@@ -298,9 +298,17 @@ describe('OTA protocol and timing (manual clock)', { timeout: 90_000 }, () => {
     const history = (await a.api.get('/api/v1/devices/HG-1/history?limit=100')).body as {
       events: Array<{ type: string; data: Record<string, unknown> }>;
     };
+    const job = await updateOf(id, 'HG-1');
     expect(history.events.filter((e) => e.type === 'update_step' && e.data.health === 'failed')).toEqual([
       expect.objectContaining({
-        data: expect.objectContaining({ job_id: expect.any(String), reconnects: 3, window_minutes: 10 }),
+        data: {
+          job_id: job.job_id,
+          deployment_id: id,
+          state: 'succeeded',
+          health: 'failed',
+          reconnects: 3,
+          window_minutes: 10,
+        },
       }),
     ]);
   });

@@ -4,21 +4,26 @@ import { foldReports, type ProgressItem, type ReportTiming } from './report-rule
 import { applySteps, finishUpdates, type UpdateRef } from './update-transitions';
 import { lockReportedUpdates } from './store/device-updates.store';
 import { countReconnects } from './store/update-health.store';
+import { retryOnLockConflict } from './retrying-transaction';
 
 export type { ProgressItem, ReportTiming } from './report-rules';
 
 /**
  * Rollout health gate: a reconnect soon after a device's last successful update counts against
- * it (device-updates.store.ts countReconnects); over the deployment's limit the update is
+ * it (store/update-health.store.ts countReconnects); over the deployment's limit the update is
  * unhealthy (a failure). Returns the deployments whose updates it failed.
  */
 export async function applyHealthGate(deps: ServiceDeps, deviceIds: string[]): Promise<string[]> {
-  const counted = await countReconnects(deps.knex, {
-    deviceIds,
-    now: deps.clock.now(),
-    defaultWindowMinutes: DEFAULT_ROLLOUT.health_window_minutes,
-    defaultMaxReconnects: DEFAULT_ROLLOUT.health_max_reconnects,
-  });
+  // One statement, but it locks the updates it counts in the planner's order, and a device that
+  // reconnects re-sends its last report, whose batch locks the same rows (a deadlock is retried).
+  const counted = await retryOnLockConflict(deps, () =>
+    countReconnects(deps.knex, {
+      deviceIds,
+      now: deps.clock.now(),
+      defaultWindowMinutes: DEFAULT_ROLLOUT.health_window_minutes,
+      defaultMaxReconnects: DEFAULT_ROLLOUT.health_max_reconnects,
+    }),
+  );
   return [...new Set(counted.filter((r) => r.healthFailedAt !== null).map((r) => r.deploymentId))];
 }
 
