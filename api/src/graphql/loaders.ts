@@ -2,7 +2,7 @@ import DataLoader from 'dataloader';
 import type { Actor } from '../domain/shared/actor';
 import type { Services } from '../services';
 import type { Account } from '../domain/accounts/account.service';
-import type { DeviceHistoryEntry } from '../domain/devices/device-types';
+import type { HistoryPage } from '../domain/devices/device-history';
 
 /**
  * Per-request batching (one query per list, never one per row). Built for each operation with
@@ -11,7 +11,7 @@ import type { DeviceHistoryEntry } from '../domain/devices/device-types';
 export interface Loaders {
   account: DataLoader<string, Account>;
   /** `${deviceId}|${limit}` -> that device's first history page (batched per limit). */
-  historyHead: DataLoader<string, { events: DeviceHistoryEntry[]; nextCursor: string | null }>;
+  historyHead: DataLoader<string, HistoryPage>;
 }
 
 export function createLoaders(actor: Actor, services: Services): Loaders {
@@ -24,12 +24,12 @@ export function createLoaders(actor: Actor, services: Services): Loaders {
         const [id, limit] = key.split('|') as [string, string];
         byLimit.set(Number(limit), [...(byLimit.get(Number(limit)) ?? []), id]);
       }
-      const results = new Map<string, { events: DeviceHistoryEntry[]; nextCursor: string | null }>();
+      const results = new Map<string, HistoryPage>();
       for (const [limit, deviceIds] of byLimit) {
         const heads = await services.fleet.historyHeads(actor, { deviceIds, limit });
         for (const [id, head] of heads) results.set(`${id}|${limit}`, head);
       }
-      return keys.map((k) => results.get(k) ?? { events: [], nextCursor: null });
+      return keys.map((k) => results.get(k) ?? { events: [], cursors: [], nextCursor: null });
     }),
   };
 }

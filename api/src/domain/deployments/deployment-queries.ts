@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Actor } from '../shared/actor';
-import { DomainError, notFound } from '../shared/errors';
+import { notFound } from '../shared/errors';
+import { invalidCursor, keysetPage } from '../shared/cursor';
 import { isUuid } from '../shared/ids';
 import { isValidSerial } from '../devices/device-types';
 import { toDeployment, type Deployment, type DeviceUpdateView } from './deployment-types';
@@ -22,15 +23,12 @@ export async function listDeploymentsPage(
   knex: Knex,
   actor: Actor,
   raw: ListDeploymentsInput,
-): Promise<{ deployments: Deployment[]; nextCursor: string | null }> {
+): Promise<{ deployments: Deployment[]; cursors: string[]; nextCursor: string | null }> {
   const input = ListDeploymentsInput.parse(raw);
   let before: { createdAt: string; id: string } | undefined;
   if (input.cursor) {
     const [createdAt, id] = cursorCodec.decode(input.cursor, 2) as [string, string];
-    if (!isUuid(id) || Number.isNaN(Date.parse(createdAt)))
-      throw new DomainError('validation_failed', 'The cursor is not one this list returned.', {
-        errors: [{ field: 'cursor', message: 'is invalid' }],
-      });
+    if (!isUuid(id) || Number.isNaN(Date.parse(createdAt))) throw invalidCursor();
     before = { createdAt, id };
   }
   const rows = await listDeployments(knex, {
@@ -39,16 +37,17 @@ export async function listDeploymentsPage(
     before,
     limit: input.limit + 1,
   });
-  const more = rows.length > input.limit;
-  const page = more ? rows.slice(0, input.limit) : rows;
+  const page = keysetPage(rows, input.limit, (r) =>
+    cursorCodec.encode([r.deployment.createdAt.toISOString(), r.deployment.id]),
+  );
   const counts = await countsFor(
     knex,
-    page.map((r) => r.deployment.id),
+    page.items.map((r) => r.deployment.id),
   );
-  const last = page[page.length - 1]?.deployment;
   return {
-    deployments: page.map((r) => toDeployment(r.deployment, counts.get(r.deployment.id)!, r.model)),
-    nextCursor: more && last ? cursorCodec.encode([last.createdAt.toISOString(), last.id]) : null,
+    deployments: page.items.map((r) => toDeployment(r.deployment, counts.get(r.deployment.id)!, r.model)),
+    cursors: page.cursors,
+    nextCursor: page.nextCursor,
   };
 }
 
@@ -57,17 +56,14 @@ export async function deploymentDevicesPage(
   knex: Knex,
   actor: Actor,
   input: { id: string } & ListDeploymentDevicesInput,
-): Promise<{ devices: DeviceUpdateView[]; nextCursor: string | null }> {
+): Promise<{ devices: DeviceUpdateView[]; cursors: string[]; nextCursor: string | null }> {
   const { id, ...rest } = input;
   const page = ListDeploymentDevicesInput.parse(rest);
   const { deployment } = await findNamedDeployment(knex, actor, id);
   let afterSerial: string | undefined;
   if (page.cursor) {
     const [serial] = cursorCodec.decode(page.cursor, 1) as [string];
-    if (!isValidSerial(serial))
-      throw new DomainError('validation_failed', 'The cursor is not one this list returned.', {
-        errors: [{ field: 'cursor', message: 'is invalid' }],
-      });
+    if (!isValidSerial(serial)) throw invalidCursor();
     afterSerial = serial;
   }
   const rows = await listDeploymentUpdates(knex, {
@@ -76,9 +72,8 @@ export async function deploymentDevicesPage(
     afterSerial,
     limit: page.limit + 1,
   });
-  const more = rows.length > page.limit;
-  const items = more ? rows.slice(0, page.limit) : rows;
-  return { devices: items, nextCursor: more ? cursorCodec.encode([items[items.length - 1]!.serial]) : null };
+  const { items, cursors, nextCursor } = keysetPage(rows, page.limit, (r) => cursorCodec.encode([r.serial]));
+  return { devices: items, cursors, nextCursor };
 }
 
 /** The caller's deployment with its model's name; not_found for another account's or a malformed id. */

@@ -57,7 +57,10 @@ export class DeploymentService implements ClaimFirmwareScheduler {
   }
 
   /** Newest first, keyset paged. */
-  list(actor: Actor, raw: ListDeploymentsInput): Promise<{ deployments: Deployment[]; nextCursor: string | null }> {
+  list(
+    actor: Actor,
+    raw: ListDeploymentsInput,
+  ): Promise<{ deployments: Deployment[]; cursors: string[]; nextCursor: string | null }> {
     return listDeploymentsPage(this.area.deps.knex, actor, raw);
   }
 
@@ -65,7 +68,7 @@ export class DeploymentService implements ClaimFirmwareScheduler {
   devices(
     actor: Actor,
     input: { id: string } & ListDeploymentDevicesInput,
-  ): Promise<{ devices: DeviceUpdateView[]; nextCursor: string | null }> {
+  ): Promise<{ devices: DeviceUpdateView[]; cursors: string[]; nextCursor: string | null }> {
     return deploymentDevicesPage(this.area.deps.knex, actor, input);
   }
 

@@ -1,4 +1,5 @@
-import { defineCursor } from '../shared/cursor';
+import { defineCursor, keysetPage } from '../shared/cursor';
+import type { DeviceHistoryEntry } from './device-types';
 
 /**
  * Device history: every change of status, firmware, configuration, claim and update step is a
@@ -40,3 +41,16 @@ export const historyCursor = defineCursor<number>({
     return id === undefined ? null : Number(id);
   },
 });
+
+/** A page of history from entries fetched with `limit + 1` (a device's page and the batched first pages alike). */
+export interface HistoryPage {
+  events: DeviceHistoryEntry[];
+  /** The cursor of each entry, aligned with `events`. */
+  cursors: string[];
+  nextCursor: string | null;
+}
+
+export function historyPage(entries: DeviceHistoryEntry[], limit: number): HistoryPage {
+  const { items, cursors, nextCursor } = keysetPage(entries, limit, (e) => historyCursor.encode(e.id));
+  return { events: items, cursors, nextCursor };
+}

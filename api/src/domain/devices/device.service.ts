@@ -5,14 +5,9 @@ import { notFound } from '../shared/errors';
 import { generateSecret, sha256Hex } from '../shared/secrets';
 import { requireVersion } from '../shared/version';
 import { appendEvents } from '../../events/outbox';
-import { historyCursor } from './device-history';
-import {
-  DEVICE_STATUSES,
-  isValidSerial,
-  type Device,
-  type DeviceCredentials,
-  type DeviceHistoryEntry,
-} from './device-types';
+import { historyCursor, historyPage, type HistoryPage } from './device-history';
+import { keysetPage } from '../shared/cursor';
+import { DEVICE_STATUSES, isValidSerial, type Device, type DeviceCredentials } from './device-types';
 import {
   DEFAULT_DEVICE_SORT,
   DEVICE_SORT_FIELDS,
@@ -174,15 +169,13 @@ export class DeviceService {
       cached ?? countDevicesAndQuota(this.deps.knex, { accountId: actor.accountId, filter }),
     ]);
     if (!cached) this.counts.set(actor.accountId, filterKey, counts);
-    const more = rows.length > input.limit;
-    const page = more ? rows.slice(0, input.limit) : rows;
-    const cursors = page.map((r) => cursor.encode({ serial: r.serial, sortKey: r.sortKey }));
+    const page = keysetPage(rows, input.limit, (r) => cursor.encode({ serial: r.serial, sortKey: r.sortKey }));
     return {
-      rows: page.map((r) => r.item),
-      cursors,
+      rows: page.items.map((r) => r.item),
+      cursors: page.cursors,
       total: counts.total,
       quota: counts.quota,
-      nextCursor: more ? cursors[cursors.length - 1]! : null,
+      nextCursor: page.nextCursor,
     };
   }
 
@@ -349,10 +342,7 @@ export class DeviceService {
   }
 
   /** Status, firmware, configuration, claim and update events, newest first. */
-  async history(
-    actor: Actor,
-    input: { serial: string; limit?: number; cursor?: string },
-  ): Promise<{ events: DeviceHistoryEntry[]; nextCursor: string | null }> {
+  async history(actor: Actor, input: { serial: string; limit?: number; cursor?: string }): Promise<HistoryPage> {
     const page = HistoryInput.parse({ limit: input.limit, cursor: input.cursor });
     if (!isValidSerial(input.serial)) throw notFound('Device');
     const deviceId = await findDeviceId(this.deps.knex, { accountId: actor.accountId, serial: input.serial });
@@ -364,8 +354,6 @@ export class DeviceService {
       beforeId,
       limit: page.limit + 1,
     });
-    const more = rows.length > page.limit;
-    const events = more ? rows.slice(0, page.limit) : rows;
-    return { events, nextCursor: more ? historyCursor.encode(events[events.length - 1]!.id) : null };
+    return historyPage(rows, page.limit);
   }
 }

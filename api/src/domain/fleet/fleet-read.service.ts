@@ -2,8 +2,8 @@ import type { ServiceDeps } from '../service-deps';
 import type { Actor } from '../shared/actor';
 import { isUuid } from '../shared/ids';
 import type { AllocationService } from '../accounts/allocation.service';
-import type { Device, DeviceHistoryEntry } from '../devices/device-types';
-import { historyCursor } from '../devices/device-history';
+import type { Device } from '../devices/device-types';
+import { historyPage, type HistoryPage } from '../devices/device-history';
 import { selectDevicesByIds } from '../devices/store/devices.store';
 import { selectHistoryHeads } from '../devices/store/history.store';
 import { summarizeFleet } from './fleet-summary';
@@ -57,12 +57,9 @@ export class FleetReadService {
    * asking for every device's recent history must not run a query per device). Same entries,
    * order and cursor format as DeviceService.history's first page.
    */
-  async historyHeads(
-    actor: Actor,
-    input: { deviceIds: string[]; limit: number },
-  ): Promise<Map<string, { events: DeviceHistoryEntry[]; nextCursor: string | null }>> {
+  async historyHeads(actor: Actor, input: { deviceIds: string[]; limit: number }): Promise<Map<string, HistoryPage>> {
     const ids = [...new Set(input.deviceIds.filter(isUuid))];
-    const out = new Map<string, { events: DeviceHistoryEntry[]; nextCursor: string | null }>();
+    const out = new Map<string, HistoryPage>();
     if (ids.length === 0) return out;
     // One more than asked: its presence says whether a next page exists.
     const heads = await selectHistoryHeads(this.deps.knex, {
@@ -70,12 +67,7 @@ export class FleetReadService {
       deviceIds: ids,
       limit: input.limit + 1,
     });
-    for (const id of ids) {
-      const entries = heads.get(id) ?? [];
-      const more = entries.length > input.limit;
-      const events = more ? entries.slice(0, input.limit) : entries;
-      out.set(id, { events, nextCursor: more ? historyCursor.encode(events[events.length - 1]!.id) : null });
-    }
+    for (const id of ids) out.set(id, historyPage(heads.get(id) ?? [], input.limit));
     return out;
   }
 

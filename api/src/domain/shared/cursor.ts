@@ -84,3 +84,19 @@ function stringKeys(count: number): CursorCodec<string[]> {
         : null,
   });
 }
+
+/**
+ * A keyset page from `rows` fetched with `limit + 1`: the page's rows, the cursor of each (a
+ * GraphQL edge's cursor continues after that row, exactly like the page's next cursor) and the
+ * next page's cursor, null on the last page.
+ */
+export function keysetPage<T>(
+  rows: T[],
+  limit: number,
+  cursorOf: (row: T) => string,
+): { items: T[]; cursors: string[]; nextCursor: string | null } {
+  const more = rows.length > limit;
+  const items = more ? rows.slice(0, limit) : rows;
+  const cursors = items.map(cursorOf);
+  return { items, cursors, nextCursor: more ? cursors[cursors.length - 1]! : null };
+}

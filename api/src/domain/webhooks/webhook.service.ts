@@ -4,7 +4,7 @@ import { newId, isUuid } from '../shared/ids';
 import { DomainError, notFound } from '../shared/errors';
 import { generateSecret } from '../shared/secrets';
 import { requireAdmin, type Actor } from '../shared/actor';
-import { jsonCursor } from '../shared/cursor';
+import { jsonCursor, keysetPage } from '../shared/cursor';
 import type { ServerSecret } from '../shared/server-secret';
 import { PUBLIC_EVENT_TYPES } from '../../events/event-types';
 import { checkWebhookDestination, type HostResolver } from './url-guard';
@@ -177,7 +177,7 @@ export class WebhookService {
     actor: Actor,
     webhookId: string,
     raw: ListDeliveriesInput = {},
-  ): Promise<{ deliveries: WebhookDelivery[]; nextCursor: string | null }> {
+  ): Promise<{ deliveries: WebhookDelivery[]; cursors: string[]; nextCursor: string | null }> {
     const input = ListDeliveriesInput.parse(raw);
     await this.get(actor, webhookId);
     const found = await deliveries.listDeliveries(this.deps.knex, {
@@ -187,11 +187,8 @@ export class WebhookService {
       status: input.status ?? null,
       after: input.after ? decodeCursor(input.after) : null,
     });
-    const page = found.slice(0, input.first);
-    return {
-      deliveries: await this.present(page),
-      nextCursor: found.length > input.first ? encodeCursor(page[page.length - 1]!) : null,
-    };
+    const { items, cursors, nextCursor } = keysetPage(found, input.first, encodeCursor);
+    return { deliveries: await this.present(items), cursors, nextCursor };
   }
 
   async delivery(actor: Actor, id: string): Promise<WebhookDelivery> {

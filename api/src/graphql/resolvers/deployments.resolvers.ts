@@ -3,7 +3,6 @@ import { allowedActions, isActive } from '../../domain/deployments/deployment-ty
 import { DEVICE_STATUSES } from '../../domain/devices/device-types';
 import { progressPercent } from '../../domain/deployments/progress-rules';
 import type { DeployInput } from '../../domain/deployments/deployment.service';
-import { cursorCodec } from '../../domain/deployments/deployment-inputs';
 import type { DeployFirmwareInput, Resolvers } from '../generated/resolvers-types';
 import { MAX_PAGE } from '../limits';
 import { connection, liveField, oneOf, orDefault, orNull } from './presenters';
@@ -47,7 +46,7 @@ export const deploymentResolvers: Resolvers = {
         ...(args.after ? { cursor: args.after } : {}),
         ...(args.status ? { status: args.status } : {}),
       });
-      return connection(page.deployments, (d) => d.id, page.nextCursor, { totalCount: null });
+      return connection(page.deployments, (_d, i) => page.cursors[i]!, page.nextCursor, { totalCount: null });
     },
     deployment: (_, args, ctx) => orNull(ctx.services.deployments.get(ctx.actor, { id: args.id })),
     deployPreview: (_, args, ctx) => ctx.services.deployments.preview(ctx.actor, toDeployInput(args.input)),
@@ -93,7 +92,7 @@ export const deploymentResolvers: Resolvers = {
       const totalCount = args.state ? d.counts[args.state] : d.targetCount;
       return connection(
         page.devices.map((u) => ({ ...u, deploymentId: d.id })),
-        (u) => cursorCodec.encode([u.serial]),
+        (_u, i) => page.cursors[i]!,
         page.nextCursor,
         { totalCount },
       );

@@ -2,7 +2,6 @@ import { z } from 'zod';
 import { DomainError } from '../../domain/shared/errors';
 import { UPDATE_STATES, isFinal, type UpdateState } from '../../domain/deployments/deployment-types';
 import type { DeviceConfigPatch } from '../../domain/devices/device-config';
-import { historyCursor } from '../../domain/devices/device-history';
 import { ClaimDevicesInput, type ClaimResult } from '../../domain/devices/claim.service';
 import { UpdateDeviceInput, type DeviceSortField } from '../../domain/devices/device.service';
 import type {
@@ -158,7 +157,7 @@ export const deviceResolvers: Resolvers = {
               limit,
               ...(args.after ? { cursor: args.after } : {}),
             });
-      return connection(page.events, (e) => historyCursor.encode(e.id), page.nextCursor, {});
+      return connection(page.events, (_e, i) => page.cursors[i]!, page.nextCursor, {});
     },
   },
   DeviceUpdate: {

@@ -9,8 +9,7 @@ export const webhookResolvers: Resolvers = {
     webhookEventTypes: () => [...PUBLIC_EVENT_TYPES],
     webhookDeliveries: async (_, { webhookId, ...pageArgs }, ctx) => {
       const page = await ctx.services.webhooks.deliveries(ctx.actor, webhookId, withoutNulls(pageArgs));
-      // The cursor of each row is opaque; only the page's end cursor is meaningful for paging.
-      return connection(page.deliveries, (d) => d.id, page.nextCursor, {});
+      return connection(page.deliveries, (_d, i) => page.cursors[i]!, page.nextCursor, {});
     },
   },
   Mutation: {
