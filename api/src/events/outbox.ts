@@ -37,7 +37,11 @@ export function appendedEvents(trx: Knex.Transaction): boolean {
   return withEvents.has(trx);
 }
 
-/** Writes events in the caller's transaction: they exist exactly when the change committed. */
+/**
+ * Writes events in the caller's transaction: they exist exactly when the change committed. Given
+ * the bare connection instead, they commit at once and nothing wakes the dispatcher: its poll
+ * (at most a second later) sends them.
+ */
 export async function appendEvents(trx: Knex | Knex.Transaction, clock: Clock, events: NewEvent[]): Promise<void> {
   if (events.length === 0) return;
   if (isTransaction(trx)) withEvents.add(outermost(trx));

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Actor } from '../shared/actor';
+import type { ClaimSchedule } from '../devices/claim-firmware';
 import { newId } from '../shared/ids';
 import { versionKey } from '../shared/version';
 import { appendEvents } from '../../events/outbox';
@@ -27,13 +27,7 @@ export async function claimFirmwareVersion(
 export async function scheduleClaimDeployment(
   { deps }: Pick<DeploymentArea, 'deps'>,
   trx: Knex.Transaction,
-  input: {
-    actor: Actor;
-    modelId: string;
-    firmwareVersionId: string;
-    version: string;
-    devices: Array<{ id: string; serial: string }>;
-  },
+  input: ClaimSchedule,
 ): Promise<{ deploymentId: string } | null> {
   if (input.devices.length === 0) return null;
   const version = await firmwareVersionText(trx, { accountId: input.actor.accountId, id: input.firmwareVersionId });

@@ -3,6 +3,7 @@ import { requireAdmin, type Actor } from '../shared/actor';
 import { DomainError, notFound } from '../shared/errors';
 import { isUuid, newId } from '../shared/ids';
 import { appendEvents } from '../../events/outbox';
+import type { NewEvent } from '../../events/event-types';
 import { DEPLOYMENT_ACTIONS, RolloutInput, type DeploymentRecord } from './deployment-types';
 import { DeployInput, type DeploymentArea } from './deployment-inputs';
 import { evaluateDeployment } from './deployment-progress';
@@ -96,12 +97,7 @@ export async function cancelDeployment(
     await cancelQueuedOfDeployment(trx, { deploymentId: row.id, now });
     await updateDeployment(trx, { id: row.id, change: { status: 'cancelled', pausedReason: null, updatedAt: now } });
     await appendEvents(trx, deps.clock, [
-      {
-        accountId: actor.accountId,
-        type: 'deployment.updated',
-        subject: row.id,
-        data: { deployment_id: row.id, status: 'cancelled', change: 'cancelled', by: actor.principal },
-      },
+      commandEvent(actor, row.id, 'deployment.updated', { status: 'cancelled', change: 'cancelled' }),
     ]);
     await evaluateDeployment(trx, deps.clock, row.id);
   });
@@ -120,12 +116,7 @@ export async function pauseDeployment(
       change: { status: 'paused', pausedReason: 'paused_by_user', updatedAt: deps.clock.now() },
     });
     await appendEvents(trx, deps.clock, [
-      {
-        accountId: actor.accountId,
-        type: 'deployment.paused',
-        subject: row.id,
-        data: { deployment_id: row.id, reason: 'paused_by_user', by: actor.principal },
-      },
+      commandEvent(actor, row.id, 'deployment.paused', { reason: 'paused_by_user' }),
     ]);
   });
 }
@@ -158,16 +149,26 @@ export async function resumeDeployment(
       },
     });
     await appendEvents(trx, deps.clock, [
-      {
-        accountId: actor.accountId,
-        type: 'deployment.updated',
-        subject: row.id,
-        data: { deployment_id: row.id, status, change: 'resumed', by: actor.principal },
-      },
+      commandEvent(actor, row.id, 'deployment.updated', { status, change: 'resumed' }),
     ]);
     await evaluateDeployment(trx, deps.clock, row.id);
   });
   engine.deploymentChanged(input.id);
+}
+
+/** The event of an operator's command on a deployment: which deployment, what changed, and by whom. */
+function commandEvent(
+  actor: Actor,
+  deploymentId: string,
+  type: 'deployment.updated' | 'deployment.paused',
+  change: Record<string, unknown>,
+): NewEvent {
+  return {
+    accountId: actor.accountId,
+    type,
+    subject: deploymentId,
+    data: { deployment_id: deploymentId, ...change, by: actor.principal },
+  };
 }
 
 /** Locks the caller's deployment for `action`; invalid_state when its status does not allow it. */

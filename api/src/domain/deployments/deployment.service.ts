@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { ServiceDeps } from '../service-deps';
 import type { Actor } from '../shared/actor';
-import type { ClaimFirmwareScheduler } from '../devices/claim-firmware';
+import type { ClaimFirmwareScheduler, ClaimSchedule } from '../devices/claim-firmware';
 import type { ModelService } from '../models/model.service';
 import type { Deployment, DeviceUpdateView } from './deployment-types';
 import type {
@@ -117,16 +117,7 @@ export class DeploymentService implements ClaimFirmwareScheduler {
     return claimFirmwareVersion(trx, input);
   }
 
-  scheduleForClaim(
-    trx: Knex.Transaction,
-    input: {
-      actor: Actor;
-      modelId: string;
-      firmwareVersionId: string;
-      version: string;
-      devices: Array<{ id: string; serial: string }>;
-    },
-  ): Promise<{ deploymentId: string } | null> {
+  scheduleForClaim(trx: Knex.Transaction, input: ClaimSchedule): Promise<{ deploymentId: string } | null> {
     return scheduleClaimDeployment(this.area, trx, input);
   }
 }

@@ -17,14 +17,14 @@ export interface ClaimFirmwareScheduler {
    * Schedules `version` for the freshly claimed devices (queued until each connects); returns
    * the deployment id, or null when nothing was scheduled.
    */
-  scheduleForClaim(
-    trx: Knex.Transaction,
-    input: {
-      actor: Actor;
-      modelId: string;
-      firmwareVersionId: string;
-      version: string;
-      devices: Array<{ id: string; serial: string }>;
-    },
-  ): Promise<{ deploymentId: string } | null>;
+  scheduleForClaim(trx: Knex.Transaction, input: ClaimSchedule): Promise<{ deploymentId: string } | null>;
+}
+
+/** The firmware a claim installs, and on which freshly claimed devices. */
+export interface ClaimSchedule {
+  actor: Actor;
+  modelId: string;
+  firmwareVersionId: string;
+  version: string;
+  devices: Array<{ id: string; serial: string }>;
 }
