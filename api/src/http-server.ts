@@ -136,14 +136,26 @@ export class HttpServer {
       this.server = server;
     } else this.server = http.createServer(app);
     const upgrades = new Map(Object.entries(deps.upgrades));
+    // An 'upgrade' listener runs outside Express: whatever it throws would end the process, so
+    // the request target is parsed without throwing and a handler's throw closes only its socket.
     this.server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
       socket.on('error', (error) => logger.debug({ err: error }, 'upgrade socket error'));
-      const handler = upgrades.get(new URL(req.url ?? '/', 'http://localhost').pathname);
+      const path = upgradePath(req.url);
+      if (path === null) {
+        socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+        return;
+      }
+      const handler = upgrades.get(path);
       if (!handler) {
         socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
         return;
       }
-      handler(req, socket, head);
+      try {
+        handler(req, socket, head);
+      } catch (error) {
+        logger.warn({ err: error, path }, 'WebSocket upgrade failed');
+        socket.destroy();
+      }
     });
   }
 
@@ -180,6 +192,16 @@ export class HttpServer {
     this.server.closeAllConnections();
     await this.closed;
   }
+}
+
+/**
+ * The path of an upgrade request's target, or null when it is no URL path at all (`//[`, say,
+ * which `new URL` refuses by throwing).
+ */
+export function upgradePath(target: string | undefined): string | null {
+  const base = 'http://localhost';
+  const raw = target ?? '/';
+  return URL.canParse(raw, base) ? new URL(raw, base).pathname : null;
 }
 
 /**

@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { buildModel, claimDevices } from '../helpers/factories';
@@ -119,4 +120,33 @@ describe('malformed requests answer 4xx problem+json, never a 500 or a stack', (
       await client.dispose();
     }
   });
+
+  it('answers an upgrade request whose target is no URL with 400 and keeps serving', async () => {
+    const { port } = new URL(url);
+    const upgrade = (target: string) =>
+      rawRequest(
+        Number(port),
+        `GET ${target} HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n` +
+          'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+      );
+    // `new URL('//[', base)` throws; before the fix that throw ended the process.
+    for (const target of ['//[', '//[::1', '//a:b@[x]/graphql']) {
+      expect(await upgrade(target), target).toMatch(/^HTTP\/1\.1 400 /);
+    }
+    expect(await upgrade('/no-such-socket')).toMatch(/^HTTP\/1\.1 404 /);
+    expect((await account.api.get('/healthz')).status).toBe(200);
+  });
 });
+
+/** Sends one raw request and resolves with everything the server wrote until it closed. */
+function rawRequest(port: number, request: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let received = '';
+    socket.setTimeout(5000, () => socket.destroy(new Error(`no answer to ${JSON.stringify(request.slice(0, 40))}`)));
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(received));
+    socket.write(request);
+  });
+}
