@@ -366,6 +366,37 @@ describe('GraphQL over HTTP', () => {
     expect(malformed.status).toBe(400);
   });
 
+  it('costs list sizes passed as variables or left to their defaults like literals', async () => {
+    const lists = (first: string, history: string) =>
+      Array.from(
+        { length: 15 },
+        (_, i) =>
+          `a${i}: devices${first} { edges { node { serial history${history} { edges { node { type data } } } } } }`,
+      ).join(' ');
+    // The probe's query: 15,000 device nodes with 500 history entries each, for one rate-limit unit.
+    const variables = await gql(url, `query($n: Int, $m: Int) { ${lists('(first: $n)', '(first: $m)')} }`, {
+      apiKey: account.apiKey,
+      variables: { n: 1000, m: 500 },
+    });
+    expect(variables.status).toBe(400);
+    expect(variables.body.errors[0].extensions.code).toBe('query_too_complex');
+    expect(variables.body.data ?? null).toBeNull();
+    // Variable defaults and argument defaults (devices 50, history 20) count too.
+    const defaults = await gql(url, `query($n: Int = 1000) { ${lists('(first: $n)', '')} }`, {
+      apiKey: account.apiKey,
+    });
+    expect(defaults.body.errors[0].extensions.code).toBe('query_too_complex');
+    const argumentDefaults = await gql(url, `{ ${lists('', '')} }`, { apiKey: account.apiKey });
+    expect(argumentDefaults.body.errors[0].extensions.code).toBe('query_too_complex');
+    // The same document with small pages runs.
+    const small = await gql(url, `query($n: Int, $m: Int) { ${lists('(first: $n)', '(first: $m)')} }`, {
+      apiKey: account.apiKey,
+      variables: { n: 2, m: 2 },
+    });
+    expect(small.body.errors).toBeUndefined();
+    expect(Array.isArray(small.body.data.a14.edges)).toBe(true);
+  });
+
   it('rate limits API-key traffic together with REST (100 per minute), with RateLimit headers', async () => {
     const created = await account.api.post('/api/v1/api-keys', { name: 'burst', role: 'viewer' });
     const key = created.body.secret;

@@ -231,4 +231,19 @@ describe('GraphQL subscriptions over graphql-ws', () => {
     await expect(sub.until(() => false, 2000)).rejects.toThrow(/ended/);
     expect(JSON.stringify(sub.errors)).toContain('query_too_complex');
   });
+
+  it('costs subscription list sizes passed as variables like literals', async () => {
+    // One top-level field (subscriptions allow no more), ten aliased histories of $n entries each.
+    const histories = Array.from(
+      { length: 10 },
+      (_, i) => `h${i}: history(first: $n) { edges { node { type data occurredAt } } }`,
+    ).join(' ');
+    const refused = collect(
+      open({ apiKey: account.apiKey }),
+      `subscription($n: Int) { deviceChanged { device { ${histories} } } }`,
+      { n: 500 },
+    );
+    await expect(refused.until(() => false, 2000)).rejects.toThrow(/ended/);
+    expect(JSON.stringify(refused.errors)).toContain('query_too_complex');
+  });
 });

@@ -23,7 +23,7 @@ import { loadTypeDefs } from './schema-files';
 import type { GraphQLContext } from './context';
 import { createLoaders } from './loaders';
 import { formatGraphQLError, graphQLErrorFor } from './errors';
-import { QUERY_LIMITS, limitValidationRules, rateLimitUnits } from './limits';
+import { QUERY_LIMITS, costLimitMessage, limitValidationRules, operationCost, rateLimitUnits } from './limits';
 import { nulInOperation } from './input-guards';
 import { LiveViews } from './live/live-views';
 import { createResolvers, liveReaders } from './resolvers/index';
@@ -83,6 +83,13 @@ export async function createGraphQL(deps: GraphQLDeps): Promise<GraphQLMount> {
           }
           const nul = nulInOperation(document, request.variables);
           if (nul) throw nul;
+          const cost = operationCost({
+            schema,
+            document,
+            operationName: operation?.name?.value,
+            variables: request.variables,
+          });
+          if (cost > QUERY_LIMITS.maxCost) throw graphQLErrorFor('query_too_complex', costLimitMessage(cost));
           // The context charged one unit; every further mutation field is charged here, before
           // any of them runs, so aliases cannot multiply what one unit buys.
           const extra = operation ? rateLimitUnits(document, operation) - 1 : 0;

@@ -23,7 +23,7 @@ import type { Logger } from '../logger';
 import { DomainError } from '../domain/shared/errors';
 import type { GraphQLContext } from './context';
 import { createLoaders } from './loaders';
-import { QUERY_LIMITS, limitValidationRules, rateLimitUnits } from './limits';
+import { QUERY_LIMITS, costLimitMessage, limitValidationRules, operationCost, rateLimitUnits } from './limits';
 import { nulInOperation } from './input-guards';
 import type { LiveViews } from './live/live-views';
 import { sharedSubscribe } from './live/shared-execution';
@@ -151,6 +151,15 @@ export function attachGraphQLWebSocket(deps: {
         if (nul) {
           const f = deps.formatError(nul.toJSON(), nul);
           return [new GraphQLError(f.message, { extensions: f.extensions ?? {} })];
+        }
+        const cost = operationCost({
+          schema: deps.schema,
+          document,
+          operationName: payload.operationName,
+          variables: payload.variables,
+        });
+        if (cost > QUERY_LIMITS.maxCost) {
+          return [new GraphQLError(costLimitMessage(cost), { extensions: { code: 'query_too_complex', status: 400 } })];
         }
         const contextValue: GraphQLContext = {
           actor: caller.actor,
