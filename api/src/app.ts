@@ -276,6 +276,17 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
           await services.deviceCa.load();
         },
       },
+      // Temp files of uploads a process died during (one removes its own as the request ends);
+      // only those older than the longest an upload may take, so a process sharing the folder
+      // keeps the ones it is writing (FirmwareStorage.removeStaleTemps).
+      {
+        name: 'firmware temp files',
+        start: async () => {
+          const removed = await services.firmwareStorage.removeStaleTemps();
+          if (removed.length > 0)
+            logger.info({ removed: removed.length }, 'removed temp files of interrupted firmware uploads');
+        },
+      },
       { name: 'retention worker', start: () => retentionWorker.start(), stop: () => retentionWorker.stop() },
       { name: 'webhook worker', start: () => webhookWorker.start(), stop: () => webhookWorker.stop() },
       {

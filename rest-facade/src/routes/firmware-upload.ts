@@ -63,9 +63,13 @@ export async function readFirmwareUpload(
         reject(failure);
       } else resolve({ fields, file: temp });
     };
+    // Ends the form at once: destroying the parser destroys the file part under way, so the
+    // store stops writing, closes and removes its temp file, and `file` settles (a client gone in
+    // the middle of the file sends no more bytes, and the write would otherwise wait for good).
     const abort = (error: Error) => {
       fail(error);
       req.unpipe(parser);
+      parser.destroy();
       req.resume();
       void finish();
     };
@@ -94,6 +98,10 @@ export async function readFirmwareUpload(
       }
     });
     parser.on('file', (name, stream) => {
+      // From the moment the part exists: busboy destroys it with an error when the form ends
+      // before the part does, and an 'error' event nobody listens to ends the process. The
+      // parser reports that error too (below), which decides the answer.
+      stream.on('error', () => undefined);
       if (name !== 'file' || file) {
         stream.resume();
         fail(
@@ -115,7 +123,10 @@ export async function readFirmwareUpload(
     parser.on('partsLimit', () => fail(new DomainError('payload_too_large', 'Too many form parts.')));
     parser.on('error', () => abort(new DomainError('bad_request', 'The multipart body is malformed.')));
     parser.on('close', () => void finish());
+    // The client went away, or the server closed the connection (its request timeout): nobody
+    // reads an answer, but the temp file must go.
     req.on('aborted', () => abort(new DomainError('bad_request', 'The upload was interrupted.')));
+    req.on('error', () => abort(new DomainError('bad_request', 'The upload was interrupted.')));
     req.pipe(parser);
   });
 }

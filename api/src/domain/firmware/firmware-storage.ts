@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -23,6 +23,21 @@ export interface StoredTemp {
 
 const STORAGE_KEY = /^[0-9a-f-]{36}\.bin$/;
 
+/**
+ * The longest an upload can take: Node's HTTP server answers 408 and closes the connection of a
+ * request whose body has not fully arrived within `requestTimeout`, 300 s by default (HttpServer
+ * keeps the default; the check runs every 30 s), and the request removes or renames its temp file
+ * as it ends.
+ */
+const UPLOAD_REQUEST_TIMEOUT_MS = 300_000;
+/**
+ * A `.tmp-*` file whose last write is older than this belongs to no upload under way (an upload
+ * writes to it at least until its last byte, and removes or renames it soon after): 12 request
+ * timeouts, one hour, leaves room for the database steps after the last byte and for clocks
+ * that differ between the hosts of a shared volume. Removed at start (`removeStaleTemps`).
+ */
+export const STALE_TEMP_AGE_MS = 12 * UPLOAD_REQUEST_TIMEOUT_MS;
+
 /** Downloads are written in pieces of this size (from disk or from memory). */
 const CHUNK = 256 * 1024;
 /** Binaries up to this size are served from memory (typical module images are 0.5 to 8 MB). */
@@ -39,31 +54,52 @@ export class FirmwareStorage {
     this.dir = path.join(dataDir, 'firmware');
   }
 
-  /** Streams `source` to a temp file while hashing; refuses (413) past `maxBytes` and removes the partial file. */
+  /**
+   * Streams `source` to a temp file while hashing; refuses (413) past `maxBytes` and removes the
+   * partial file. A `source` that errors or is destroyed (a form cut off, a client gone) rejects,
+   * and the partial file is removed and its descriptor closed.
+   */
   async writeTemp(source: Readable, maxBytes: number): Promise<StoredTemp> {
-    await mkdir(this.dir, { recursive: true });
-    const tempPath = path.join(this.dir, `.tmp-${randomUUID()}`);
+    const tooLarge = () =>
+      new DomainError('payload_too_large', `The firmware file is larger than the limit of ${maxBytes} bytes.`);
     const hash = createHash('sha256');
     let size = 0;
     const meter = new Transform({
       transform(chunk: Buffer, _enc, done) {
         size += chunk.length;
         if (size > maxBytes) {
-          done(
-            new DomainError('payload_too_large', `The firmware file is larger than the limit of ${maxBytes} bytes.`),
-          );
+          done(tooLarge());
           return;
         }
         hash.update(chunk);
         done(null, chunk);
       },
     });
+    // Every stream gets its listeners before the first await: busboy destroys a file stream whose
+    // form ends early ("Unexpected end of form") at any moment, also while the folder is still being
+    // created, and an 'error' event nobody listens to ends the process. The pipeline below takes
+    // over; until it runs, the first error is kept and refuses the upload.
+    const early: { error: Error | null } = { error: null };
+    const keep = (error: Error) => {
+      early.error ??= error;
+    };
+    source.on('error', keep);
+    meter.on('error', keep);
     // busboy (limit set one byte above ours) signals with a `limit` event on the file stream.
-    source.once('limit', () =>
-      meter.destroy(
-        new DomainError('payload_too_large', `The firmware file is larger than the limit of ${maxBytes} bytes.`),
-      ),
-    );
+    source.once('limit', () => meter.destroy(tooLarge()));
+    try {
+      await mkdir(this.dir, { recursive: true });
+    } catch (error) {
+      source.resume();
+      throw error;
+    }
+    // Nothing reads `source` before the pipeline: destroyed by now means cut off, not finished.
+    const refused = early.error ?? (source.destroyed ? new Error('The upload ended before its file did.') : null);
+    if (refused) {
+      source.resume();
+      throw refused;
+    }
+    const tempPath = path.join(this.dir, `.tmp-${randomUUID()}`);
     const file = createWriteStream(tempPath, { mode: 0o600 });
     try {
       await pipeline(source, meter, file);
@@ -77,6 +113,36 @@ export class FirmwareStorage {
       throw error;
     }
     return { tempPath, size, sha256: hash.digest('hex') };
+  }
+
+  /**
+   * Removes the temp files of uploads that can no longer be under way: `.tmp-*` files not written
+   * to for STALE_TEMP_AGE_MS. A process removes its own temp file when the request ends in any
+   * way; these are left by a process that died during an upload. Younger files may belong to an
+   * upload another process sharing the folder (cluster mode) is receiving, and stay. Never throws
+   * (a file that cannot be read or removed is left for the next start); answers the names removed.
+   */
+  async removeStaleTemps(now = Date.now()): Promise<string[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.dir);
+    } catch {
+      return [];
+    }
+    const removed: string[] = [];
+    for (const name of names) {
+      if (!name.startsWith('.tmp-')) continue;
+      const tempPath = path.join(this.dir, name);
+      try {
+        const info = await lstat(tempPath);
+        if (!info.isFile() || now - info.mtimeMs <= STALE_TEMP_AGE_MS) continue;
+        await rm(tempPath, { force: true });
+        removed.push(name);
+      } catch {
+        // Removed by another process meanwhile, or not ours to remove: left alone.
+      }
+    }
+    return removed;
   }
 
   /** Gives a temp file its permanent key (a rename within one folder: atomic). */
