@@ -1,5 +1,6 @@
 import type { DeviceConfig } from '../devices/device-config';
 import { versionKey } from '../shared/version';
+import { ownValue } from '../shared/user-keyed';
 import type { Rollout, UpdateRef } from './deployment-types';
 import { insideMaintenanceWindow } from './maintenance-window';
 import type { CommandJob } from './ota-command-publisher';
@@ -71,7 +72,8 @@ export function selectForDispatch<
     }
     if (rules.respectMaintenanceWindow && !insideMaintenanceWindow(rules.now, c.desiredConfig)) continue;
     if (tagLimit) {
-      const value = c.tags?.[tagLimit.tag];
+      // The tag name is the client's: `constructor` is a tag a device may lack.
+      const value = ownValue(c.tags, tagLimit.tag);
       if (value !== undefined) {
         const n = inFlight.get(value) ?? 0;
         if (n >= tagLimit.max) continue;

@@ -6,6 +6,7 @@ import { DomainError, type FieldError } from '../shared/errors';
 import { newId } from '../shared/ids';
 import { generateSecret, sha256Hex } from '../shared/secrets';
 import { requireVersion, versionKey } from '../shared/version';
+import { ownValue, userKeyedRecord } from '../shared/user-keyed';
 import { appendEvents } from '../../events/outbox';
 import type { ModelService } from '../models/model.service';
 import type { AllocationService, Allocation } from '../accounts/allocation.service';
@@ -38,8 +39,9 @@ export const ClaimDevicesInput = z
       .min(1)
       .max(MAX_SERIALS_PER_CLAIM, `at most ${MAX_SERIALS_PER_CLAIM} serials per claim`)
       .optional(),
-    names: z.record(z.string(), Name).optional(),
-    csrs: z.record(z.string(), Csr).optional(),
+    // Keyed by serial: `constructor` and `__proto__` are serials too (shared/user-keyed.ts).
+    names: userKeyedRecord(Name).optional(),
+    csrs: userKeyedRecord(Csr).optional(),
     serial: z.string().optional(),
     name: Name.optional(),
     model: z.string().min(1).max(64),
@@ -120,7 +122,7 @@ export class ClaimService {
     requireAdmin(actor);
     const input = ClaimDevicesInput.parse(raw);
     const items = input.serials
-      ? input.serials.map((serial) => ({ serial, name: input.names?.[serial] ?? serial }))
+      ? input.serials.map((serial) => ({ serial, name: ownValue(input.names, serial) ?? serial }))
       : [{ serial: input.serial!, name: input.name ?? input.serial! }];
     if (input.firmware !== undefined) requireVersion(input.firmware, 'firmware');
 
