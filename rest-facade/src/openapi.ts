@@ -44,7 +44,7 @@ export function buildOpenApiDocument(routes: RouteDef[], info: { version: string
         required: false,
         schema: { type: 'string', maxLength: 255 },
         description:
-          'Retrying with the same key and body replays the first response (24 h), only to the API key or user that sent it.',
+          'Retrying with the same key, path and body replays the first response (24 h), only to the API key or user that sent it; the key on another path or with another body is 422 idempotency_key_reused.',
       });
     }
     const responses: Record<string, unknown> = {};

@@ -66,7 +66,9 @@ interface RouteInfo {
 
 /** A request whose parts passed the route's schemas, bound to its handler. */
 export interface ParsedRequest {
-  /** The parsed body: what an Idempotency-Key's stored answer is tied to. */
+  /** The parsed path parameters, query and body: what an Idempotency-Key's stored answer is tied to. */
+  params: unknown;
+  query: unknown;
   body: unknown;
   run(env: RouteEnv): Promise<RouteResult | undefined>;
 }
@@ -110,7 +112,7 @@ export function defineRoute<
       const params = parsePart(route.params, raw.params, 'path');
       const query = parsePart(route.query, raw.query, 'query');
       const body = parsePart(route.body, raw.body, '');
-      return { body, run: (env) => handler({ ...env, params, query, body }) };
+      return { params, query, body, run: (env) => handler({ ...env, params, query, body }) };
     },
   };
 }

@@ -89,6 +89,8 @@ export function createRestRouter(routes: RouteDef[], deps: RestRouterDeps): Rout
             actor,
             key: idempotencyKey,
             operation: route.operationId,
+            // The path too: the same key and body for another device is another request.
+            target: { params: request.params, query: request.query },
             body: request.body,
             requiredRole: route.idempotent.requiredRole,
           },

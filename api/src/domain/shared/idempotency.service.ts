@@ -36,6 +36,12 @@ export interface IdempotentRequest {
   key: string;
   /** Names the operation, so one key cannot replay another operation's answer. */
   operation: string;
+  /**
+   * What the request addresses besides its body: REST's resolved path parameters (and query),
+   * e.g. `{ params: { serial } }`; `{}` where the body is the whole request (GraphQL's input).
+   * Part of the request a key is tied to, so one device's answer is never replayed for another.
+   */
+  target: RequestTarget;
   /** The validated request; another body with the same key is refused. */
   body: unknown;
   /**
@@ -43,6 +49,12 @@ export interface IdempotentRequest {
    * secrets, and a caller who may not run the operation must not get its answer either.
    */
   requiredRole: Role;
+}
+
+/** REST's path and query parameters as the route's schemas parsed them (absent: none). */
+export interface RequestTarget {
+  params?: unknown;
+  query?: unknown;
 }
 
 /** What is stored and replayed: the status and the JSON body the first request answered. */
@@ -56,7 +68,8 @@ export type IdempotentOutcome<R extends IdempotentResponse> =
 
 /**
  * Idempotency-Key semantics (IETF draft, as Stripe does it), scoped per account: a retry with
- * the same key and body replays the stored response; the same key with another body is 422;
+ * the same key, operation, target (REST's path) and body replays the stored response; the same
+ * key with another body, or on another path (another device), is 422;
  * a retry while the original is still running is 409. Keys are guessable, so a stored response
  * goes back only to the principal (API key or user) that made the first request; any other
  * principal of the account is refused with 422, as if the body differed.
@@ -91,10 +104,7 @@ export class IdempotencyService {
       });
     }
     const scope = { accountId: request.actor.accountId, key: request.key };
-    const caller = {
-      principal: request.actor.principal,
-      requestHash: sha256Hex(`${request.operation}\n${JSON.stringify(request.body ?? null)}`),
-    };
+    const caller = { principal: request.actor.principal, requestHash: requestHash(request) };
     const now = this.deps.clock.now();
     const expired = new Date(now.getTime() - KEY_TTL_MS);
 
@@ -162,3 +172,24 @@ export class IdempotencyService {
     return JSON.parse(this.serverSecret.decrypt(SEAL_PURPOSE, sealed)) as unknown;
   }
 }
+
+/**
+ * The request a key is tied to: operation, target (path and query parameters) and body. JSON text
+ * has no raw line breaks, so the parts cannot run into each other. A request without a target
+ * hashes as before the target was added (operation and body): rows stored by the previous
+ * version for such operations (claims) keep replaying. Rows stored for an operation with a
+ * target (a device's certificates) hold no target, so they match no request and are refused as
+ * another request (422 `idempotency_key_reused`) until they expire: the previous version could
+ * not tell which device they answered.
+ */
+function requestHash(request: Pick<IdempotentRequest, 'operation' | 'target' | 'body'>): string {
+  const parts = [request.operation, JSON.stringify(request.body ?? null)];
+  const target = Object.fromEntries(
+    Object.entries(request.target).filter(([, value]) => value !== undefined && !isEmptyObject(value)),
+  );
+  if (Object.keys(target).length > 0) parts.push(JSON.stringify(target));
+  return sha256Hex(parts.join('\n'));
+}
+
+const isEmptyObject = (value: unknown): boolean =>
+  value !== null && typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 0;

@@ -117,6 +117,8 @@ export const deviceResolvers: Resolvers = {
           actor: ctx.actor,
           key: idempotencyKey,
           operation: 'graphql.claimDevices',
+          // The mutation addresses nothing beyond its input.
+          target: {},
           body: input,
           requiredRole: 'admin',
         },
