@@ -56,10 +56,11 @@ const config: CodegenConfig = {
         // Parents that are not the schema's shape: their own field resolvers present the rest.
         mapperTypeSuffix: 'Model',
         mappers: {
-          Device: '../../domain/devices/device-types#Device',
-          DeviceConfig: '../../domain/devices/device-config#DeviceConfig',
-          Deployment: '../../domain/deployments/deployment-types#Deployment',
-          Rollout: '../../domain/deployments/deployment-types#Rollout',
+          // Domain types through mappers.ts: codegen reads `#` as the path/type separator.
+          Device: '../mappers#Device',
+          DeviceConfig: '../mappers#DeviceConfig',
+          Deployment: '../mappers#Deployment',
+          Rollout: '../mappers#Rollout',
           DeviceUpdate: '../mappers#DeviceUpdateParent',
           Viewer: '../mappers#ViewerParent',
         },

@@ -4,8 +4,8 @@ import tls from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import { Aedes } from 'aedes';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { LISTEN_BACKLOG } from '../api/src/listen-backlog';
-import { topics } from '../broker/src/protocol/topics';
+import { LISTEN_BACKLOG } from '#core/listen-backlog';
+import { topics } from '#protocol/topics';
 
 /**
  * The baseline the gateway and connection benchmarks compare the service with: Aedes 1.2 with

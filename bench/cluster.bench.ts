@@ -5,9 +5,9 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import pg from 'pg';
 import { isSmoke, recordResults } from './lib/results';
-import { ServiceProcess } from '../test/helpers/service-process';
-import { dropRedisKeys } from '../test/helpers/cluster';
-import { Fleet, claimDevices, makeSerials, type DeviceCredentials } from '../simulator/src/fleet';
+import { ServiceProcess } from '#test/helpers/service-process';
+import { dropRedisKeys } from '#test/helpers/cluster';
+import { Fleet, claimDevices, makeSerials, type DeviceCredentials } from '#simulator/fleet';
 
 /**
  * Cluster benchmark: the same heartbeat load against 1 and 2 service processes in

@@ -4,8 +4,8 @@ import { startBenchServer, type BenchServer } from './lib/bench-server';
 import { startBareAedes } from './lib/bare-aedes';
 import { startFleetProcess } from './lib/fleet-process';
 import { isSmoke, recordResults, type CurrentFigure } from './lib/results';
-import { claimDevices, makeSerials, type DeviceCredentials } from '../simulator/src/fleet';
-import { makeTlsFiles } from '../test/helpers/tls';
+import { claimDevices, makeSerials, type DeviceCredentials } from '#simulator/fleet';
+import { makeTlsFiles } from '#test/helpers/tls';
 
 /**
  * What a device connection costs the service, against bare Aedes 1.2 under the same client in

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { execSync } from 'node:child_process';
 import { startBenchServer, type BenchServer } from './lib/bench-server';
 import { isSmoke, recordResults, type CurrentFigure } from './lib/results';
-import { claimDevices, makeSerials, type DeviceCredentials } from '../simulator/src/fleet';
+import { claimDevices, makeSerials, type DeviceCredentials } from '#simulator/fleet';
 import { startFleetProcess } from './lib/fleet-process';
 import { startBareAedes } from './lib/bare-aedes';
 

@@ -1,9 +1,9 @@
 import { Pool } from 'undici';
 import { startBenchServer, type BenchAccount, type BenchServer } from './lib/bench-server';
 import { isSmoke, recordResults, type CurrentFigure } from './lib/results';
-import { devicePageQuery } from '../api/src/domain/devices/store/device-list.store';
-import type { DeviceFilter } from '../api/src/domain/devices/device-list';
-import { versionKey } from '../api/src/domain/shared/version';
+import { devicePageQuery } from '#core/devices/store/device-list.store';
+import type { DeviceFilter } from '#core/devices/device-list';
+import { versionKey } from '#core/shared/version';
 
 /**
  * What a page of GET /api/v1/devices costs: CPU time of the service process and of the

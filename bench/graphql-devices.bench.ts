@@ -122,7 +122,7 @@ try {
   const cpuOf = (r: { serviceUs: number; postgresUs: number }) => r.serviceUs + r.postgresUs;
   const cpuRatio = cpuOf(graphql) / cpuOf(rest);
   // Non-2xx answers are reported, not hidden: on an overloaded machine the database probe can
-  // briefly answer 503 (api/src/db/database-health.ts), which a figure must not silently include.
+  // briefly answer 503 (core/db/database-health.ts), which a figure must not silently include.
   const failures = (r: LoadResult) => (r.non2xx || r.errors ? ` (**${r.non2xx} non-2xx, ${r.errors} errors**)` : '');
   const ratio = graphql.requestsPerSecond / rest.requestsPerSecond;
   const figures = [

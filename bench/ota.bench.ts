@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { startBenchServer, type BenchAccount, type BenchServer } from './lib/bench-server';
 import { isSmoke, recordResults } from './lib/results';
-import { claimDevices, makeSerials } from '../simulator/src/fleet';
+import { claimDevices, makeSerials } from '#simulator/fleet';
 import { startFleetProcess } from './lib/fleet-process';
 import { startBareAedes } from './lib/bare-aedes';
 

@@ -4,7 +4,7 @@ import { gzipSync } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import { startBenchServer } from './lib/bench-server';
 import { isSmoke, percentile, recordResults } from './lib/results';
-import { ensurePortalBuilt, hasChromium, launchBrowser, logIn, skipReason } from '../test/e2e/browser';
+import { ensurePortalBuilt, hasChromium, launchBrowser, logIn, skipReason } from '#test/e2e/browser';
 
 /**
  * The portal in Debian's Chromium, against a real server with 100,000 devices:

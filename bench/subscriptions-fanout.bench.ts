@@ -5,7 +5,7 @@ import WebSocket from 'ws';
 import { createClient, type Client } from 'graphql-ws';
 import { startBenchServer } from './lib/bench-server';
 import { isSmoke, percentile, recordResults } from './lib/results';
-import { makeSerials } from '../simulator/src/fleet';
+import { makeSerials } from '#simulator/fleet';
 
 /**
  * Subscription fan-out: SUBSCRIBERS graphql-ws clients watch `deviceChanged` while

@@ -1,4 +1,4 @@
-import { SimulatedDevice, type DeviceCredentials } from '../simulator/src/simulated-device';
+import { SimulatedDevice, type DeviceCredentials } from '#simulator/simulated-device';
 
 /**
  * The device side of bench/subscriptions-fanout.bench.ts, in its own process (10,000 MQTT

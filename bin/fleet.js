@@ -2,4 +2,4 @@
 // Package bin for the operator tool: runs the TypeScript source through tsx.
 import { register } from 'tsx/esm/api';
 register();
-await import('../api/src/cli/fleet.ts');
+await import('#api/cli/fleet');

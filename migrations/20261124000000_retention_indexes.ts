@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * Retention (api/src/domain/housekeeping/retention.service.ts) deletes an event together with its
+ * Retention (core/housekeeping/retention.service.ts) deletes an event together with its
  * webhook deliveries, found by the event's sequence number: without this index each window of
  * pruned events would scan every delivery.
  */

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * Login throttling per e-mail and client address (api/src/domain/accounts/login-throttle.ts).
+ * Login throttling per e-mail and client address (core/accounts/login-throttle.ts).
  * The lockout after 10 failures moves here, so guesses from one address lock out that address
  * only, not the user everywhere. `last_success_at` marks the addresses a user has logged in from:
  * the per-e-mail backoff (`login_throttle`) spares them, so nobody elsewhere can keep the owner

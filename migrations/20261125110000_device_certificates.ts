@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * Device certificates for mutual TLS (api/src/domain/certificates).
+ * Device certificates for mutual TLS (core/certificates).
  *
  * `device_ca` holds the one device CA the service creates when no manufacturer CA is configured:
  * its certificate in clear (verifying needs nothing else) and its private key sealed with the

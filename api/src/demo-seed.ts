@@ -1,5 +1,5 @@
-import type { Services } from './services';
-import { systemActor } from './domain/shared/actor';
+import type { Services } from '#core/services';
+import { systemActor } from '#core/shared/actor';
 
 export const DEMO_EMAIL = 'demo@fleet.local';
 export const DEMO_PASSWORD = 'demo-password';

@@ -1,4 +1,4 @@
-import type { Logger } from './logger';
+import type { Logger } from '#core/logger';
 
 /** A part of the running service: started in its place in the list, stopped in reverse. */
 export interface Component {

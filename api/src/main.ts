@@ -1,5 +1,5 @@
-import { loadConfig } from './config';
-import { createLogger } from './logger';
+import { loadConfig } from '#core/config';
+import { createLogger } from '#core/logger';
 import { startFleetService } from './app';
 import { startBanner } from './start-banner';
 

@@ -1,4 +1,4 @@
-import { Fleet } from '../../simulator/src/fleet';
+import { Fleet } from '#simulator/fleet';
 import type { FleetCommand, ProbeHeartbeat } from './fleet-process';
 
 /** The process behind bench/lib/fleet-process.ts: one Fleet, driven over IPC. */

@@ -1,7 +1,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { FleetOptions, FleetStats } from '../../simulator/src/fleet';
+import type { FleetOptions, FleetStats } from '#simulator/fleet';
 
 /**
  * A simulated fleet in a process of its own: thousands of devices reacting to commands (downloads,

@@ -1,8 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
-import { loadConfig } from '../../api/src/config';
-import { startFleetService } from '../../api/src/app';
-import { createLogger } from '../../api/src/logger';
+import { loadConfig } from '#core/config';
+import { startFleetService } from '#api/app';
+import { createLogger } from '#core/logger';
 
 /**
  * The benchmarked server, in its own process so that its memory and CPU are measured apart from

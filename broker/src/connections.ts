@@ -1,5 +1,5 @@
 import type { Client } from 'aedes';
-import type { DeviceSession } from '../../api/src/domain/devices/device-auth.service';
+import type { DeviceSession } from '#core/devices/device-auth.service';
 import { FloodGuard } from './flood-guard';
 
 /** Per connection, beside Aedes's own client object. */

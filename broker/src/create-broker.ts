@@ -2,19 +2,19 @@ import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import type tls from 'node:tls';
 import { Aedes, type AedesOptions, type Client, type PublishPacket } from 'aedes';
-import type { Logger } from '../../api/src/logger';
-import type { Metrics } from '../../api/src/metrics';
-import type { DeviceGateway, OtaCommand, OtaDeviceListener } from '../../api/src/domain/devices/device-gateway';
-import type { DeviceAuthService, DeviceSession } from '../../api/src/domain/devices/device-auth.service';
-import type { PresenceService } from '../../api/src/domain/devices/presence.service';
-import type { HeartbeatIngest } from '../../api/src/domain/devices/heartbeat-ingest';
+import type { Logger } from '#core/logger';
+import type { Metrics } from '#core/metrics';
+import type { DeviceGateway, OtaCommand, OtaDeviceListener } from '#core/devices/device-gateway';
+import type { DeviceAuthService, DeviceSession } from '#core/devices/device-auth.service';
+import type { PresenceService } from '#core/devices/presence.service';
+import type { HeartbeatIngest } from '#core/devices/heartbeat-ingest';
 import {
   InProcessDisconnectRequests,
   type DisconnectRequest,
   type DisconnectRequests,
-} from '../../api/src/domain/devices/disconnect-requests';
-import { SingleFlightLoop } from '../../api/src/domain/shared/single-flight-loop';
-import { topics } from './protocol/topics';
+} from '#core/devices/disconnect-requests';
+import { SingleFlightLoop } from '#core/shared/single-flight-loop';
+import { topics } from '#protocol/topics';
 import { capSubscribeQos, guardStoredSubscriptions, removeForeignSubscriptions } from './subscription-guard';
 import { assertAedesInternals, clientOf, destroyStore, routeOnlyUnconsumed, sessionStoreOf } from './aedes-internals';
 import { makeAuthenticate, makePreConnect } from './hooks/authenticate';

@@ -1,4 +1,4 @@
-import { FLOOD_BURST, FLOOD_DISCONNECT_AFTER_DROPS, FLOOD_RATE_PER_S, FLOOD_WINDOW_S } from './protocol/payloads';
+import { FLOOD_BURST, FLOOD_DISCONNECT_AFTER_DROPS, FLOOD_RATE_PER_S, FLOOD_WINDOW_S } from '#protocol/payloads';
 
 /**
  * Per-connection token bucket (documented in docs/device-protocol.md): FLOOD_RATE_PER_S

@@ -1,5 +1,5 @@
 import type { Aedes, PublishPacket } from 'aedes';
-import { topics } from './protocol/topics';
+import { topics } from '#protocol/topics';
 import { sessionStoreOf } from './aedes-internals';
 
 /**

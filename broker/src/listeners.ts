@@ -4,8 +4,8 @@ import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, createWebSocketStream } from 'ws';
-import type { Logger } from '../../api/src/logger';
-import { LISTEN_BACKLOG } from '../../api/src/listen-backlog';
+import type { Logger } from '#core/logger';
+import { LISTEN_BACKLOG } from '#core/listen-backlog';
 import { MAX_MQTT_PACKET_BYTES } from './packet-size-guard';
 
 export interface DeviceListenersInput {

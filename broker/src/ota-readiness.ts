@@ -1,5 +1,5 @@
-import type { Logger } from '../../api/src/logger';
-import type { OtaDeviceListener } from '../../api/src/domain/devices/device-gateway';
+import type { Logger } from '#core/logger';
+import type { OtaDeviceListener } from '#core/devices/device-gateway';
 import type { Connection, Connections } from './connections';
 import { ReadyNotifier, type ReadyDevice } from './ready-notifier';
 

@@ -1,5 +1,5 @@
 import type { Client } from 'aedes';
-import type { Logger } from '../../api/src/logger';
+import type { Logger } from '#core/logger';
 import { parserOf } from './aedes-internals';
 
 /**

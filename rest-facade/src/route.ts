@@ -1,9 +1,9 @@
 import type { Request, Response } from 'express';
 import type { Knex } from 'knex';
 import type { z } from 'zod';
-import type { Actor, Role } from '../../api/src/domain/shared/actor';
-import { DomainError } from '../../api/src/domain/shared/errors';
-import { zodToFieldErrors } from '../../api/src/edge/problem';
+import type { Actor, Role } from '#core/shared/actor';
+import { DomainError } from '#core/shared/errors';
+import { zodToFieldErrors } from '#edge/problem';
 
 export type HttpMethod = 'get' | 'post' | 'patch' | 'put' | 'delete';
 

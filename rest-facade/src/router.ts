@@ -1,15 +1,15 @@
 import express, { type Request, type Response, type NextFunction, type Router } from 'express';
 import type { RouteDef, RouteResult } from './route';
-import { authenticateCaller, credentialsOf, requireCsrfFor, type Caller } from '../../api/src/edge/caller';
-import type { CallerRateLimit } from '../../api/src/edge/rate-limit';
-import { problem, sendProblem, problemErrorHandler } from '../../api/src/edge/problem';
-import { findNul } from '../../api/src/edge/nul-guard';
-import { DomainError } from '../../api/src/domain/shared/errors';
-import type { ApiKeyService } from '../../api/src/domain/accounts/api-key.service';
-import type { UserService } from '../../api/src/domain/accounts/user.service';
-import type { IdempotencyService } from '../../api/src/domain/shared/idempotency.service';
-import type { Metrics } from '../../api/src/metrics';
-import type { Logger } from '../../api/src/logger';
+import { authenticateCaller, credentialsOf, requireCsrfFor, type Caller } from '#edge/caller';
+import type { CallerRateLimit } from '#edge/rate-limit';
+import { problem, sendProblem, problemErrorHandler } from '#edge/problem';
+import { findNul } from '#edge/nul-guard';
+import { DomainError } from '#core/shared/errors';
+import type { ApiKeyService } from '#core/accounts/api-key.service';
+import type { UserService } from '#core/accounts/user.service';
+import type { IdempotencyService } from '#core/shared/idempotency.service';
+import type { Metrics } from '#core/metrics';
+import type { Logger } from '#core/logger';
 
 export interface RestRouterDeps {
   apiKeys: ApiKeyService;

@@ -4,8 +4,8 @@ import { readFileSync } from 'node:fs';
 import cliProgress from 'cli-progress';
 import { Fleet, claimDevices, loadCredentials, makeSerials, saveCredentials, type FleetStats } from './fleet';
 import { loadDeviceCertificates, saveDeviceCertificates } from './device-certificates';
-import { isValidVersion } from '../../broker/src/protocol/version';
-import { parseSigningKey, type ParsedSigningKey } from '../../api/src/domain/firmware/firmware-signature';
+import { isValidVersion } from '#protocol/version';
+import { parseSigningKey, type ParsedSigningKey } from '#core/firmware/firmware-signature';
 
 const USAGE = `Usage: npm run simulator -- --count N --broker-url URL --api-url URL --api-key KEY --model M --firmware V
          [--claim] [--serial-prefix P] [--heartbeat-s S] [--fail-rate R] [--download-kbps K]

@@ -1,7 +1,7 @@
 import { createPrivateKey } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { webCrypto, x509 } from '../../api/src/domain/certificates/x509';
+import { webCrypto, x509 } from '#core/certificates/x509';
 
 /** A device's own key (PKCS#8 PEM, never leaves the device) and its signing request for the claim. */
 export interface DeviceKeyAndCsr {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
-import type { OtaCommand } from '../../broker/src/protocol/payloads';
+import type { OtaCommand } from '#protocol/payloads';
 import { pick, sleep } from './sim-helpers';
 
 const DOWNLOAD_ERRORS = [

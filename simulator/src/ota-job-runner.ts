@@ -1,6 +1,6 @@
 import type { KeyObject } from 'node:crypto';
-import type { OtaCommand, OtaProgress } from '../../broker/src/protocol/payloads';
-import { decodeSignature, signingKeyId, verifyDigestSignature } from '../../api/src/domain/firmware/firmware-signature';
+import type { OtaCommand, OtaProgress } from '#protocol/payloads';
+import { decodeSignature, signingKeyId, verifyDigestSignature } from '#core/firmware/firmware-signature';
 import { downloadImage } from './image-download';
 import { pick, sleep } from './sim-helpers';
 

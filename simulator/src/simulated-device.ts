@@ -1,7 +1,7 @@
 import mqtt, { type MqttClient } from 'mqtt';
 import type { KeyObject } from 'node:crypto';
-import { topics } from '../../broker/src/protocol/topics';
-import { ConfigMessage, OtaCommand, parsePayload } from '../../broker/src/protocol/payloads';
+import { topics } from '#protocol/topics';
+import { ConfigMessage, OtaCommand, parsePayload } from '#protocol/payloads';
 import { OtaJobRunner, type OtaOutcome } from './ota-job-runner';
 import { sleep } from './sim-helpers';
 

@@ -1,7 +1,7 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
-import { allRoutes } from '../../rest-facade/src/routes/index';
-import type { RouteDef } from '../../rest-facade/src/route';
+import { allRoutes } from '#rest/routes/index';
+import type { RouteDef } from '#rest/route';
 import { buildModel, claimDevices } from '../helpers/factories';
 import { uploadFirmware } from '../ota/ota-helpers';
 import { makeCsr } from '../helpers/certificates';
@@ -174,7 +174,7 @@ describe("another account's ids answer 404 on every route (generated from the ro
  */
 describe("another account's ids are not found through any GraphQL field (generated from the schema)", async () => {
   const { buildASTSchema, parse, isObjectType, getNamedType, isNonNullType } = await import('graphql');
-  const { loadTypeDefs } = await import('../../api/src/graphql/schema-files');
+  const { loadTypeDefs } = await import('#api/graphql/schema-files');
   const { gql } = await import('../graphql/graphql-client');
   const schema = buildASTSchema(parse(loadTypeDefs().join('\n')));
 

@@ -1,7 +1,7 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
-import { allRoutes } from '../../rest-facade/src/routes/index';
-import type { RouteDef } from '../../rest-facade/src/route';
+import { allRoutes } from '#rest/routes/index';
+import type { RouteDef } from '#rest/route';
 import { ifStarted } from '../helpers/teardown';
 
 /**

@@ -3,7 +3,7 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { buildModel, claimDevices } from '../helpers/factories';
 import { collect, gql, wsClient } from '../graphql/graphql-client';
-import { allRoutes } from '../../rest-facade/src/routes/index';
+import { allRoutes } from '#rest/routes/index';
 import { ifStarted } from '../helpers/teardown';
 
 /**

@@ -2,7 +2,7 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import type { MqttClient } from 'mqtt';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { claimForMqtt, connectDevice, collect, heartbeat } from '../helpers/mqtt';
-import { topics } from '../../broker/src/protocol/topics';
+import { topics } from '#protocol/topics';
 import { uploadFirmware } from '../ota/ota-helpers';
 import { ifStarted } from '../helpers/teardown';
 

@@ -7,7 +7,7 @@ import { startTestServer, type TestAccount, type TestServer } from '../helpers/t
 import { buildModel } from '../helpers/factories';
 import { uploadFirmware } from '../ota/ota-helpers';
 import { ifStarted } from '../helpers/teardown';
-import { STALE_TEMP_AGE_MS } from '../../api/src/domain/firmware/firmware-storage';
+import { STALE_TEMP_AGE_MS } from '#core/firmware/firmware-storage';
 
 const BOUNDARY = 'cut-upload-7d1f0c';
 

@@ -11,7 +11,7 @@ import {
   parserOf,
   routeOnlyUnconsumed,
   sessionStoreOf,
-} from '../../broker/src/aedes-internals';
+} from '#broker/aedes-internals';
 
 /** An Aedes on a free port, with a connected client id `probe`. */
 async function brokerWithClient(options: ConstructorParameters<typeof Aedes>[0] = {}) {

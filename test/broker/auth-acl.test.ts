@@ -9,7 +9,7 @@ import {
   heartbeat,
   type DeviceCreds,
 } from '../helpers/mqtt';
-import { topics } from '../../broker/src/protocol/topics';
+import { topics } from '#protocol/topics';
 import { ifStarted } from '../helpers/teardown';
 
 /** Device authentication and the per-topic ACL of protocol v1, with real mqtt.js clients. */

@@ -1,10 +1,10 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { claimForMqtt, connectDevice, type DeviceCreds } from '../helpers/mqtt';
-import { DeviceBroker } from '../../broker/src/create-broker';
-import { DeviceAuthService, type DeviceAuthResult } from '../../api/src/domain/devices/device-auth.service';
-import { createMetrics } from '../../api/src/metrics';
-import { HeartbeatIngest } from '../../api/src/domain/devices/heartbeat-ingest';
+import { DeviceBroker } from '#broker/create-broker';
+import { DeviceAuthService, type DeviceAuthResult } from '#core/devices/device-auth.service';
+import { createMetrics } from '#core/metrics';
+import { HeartbeatIngest } from '#core/devices/heartbeat-ingest';
 import { ifStarted } from '../helpers/teardown';
 
 const CERTIFICATE = 'c'.repeat(64);

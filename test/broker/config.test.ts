@@ -1,7 +1,7 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { claimForMqtt, connectDevice, collect, type DeviceCreds } from '../helpers/mqtt';
-import { topics } from '../../broker/src/protocol/topics';
+import { topics } from '#protocol/topics';
 import { ifStarted } from '../helpers/teardown';
 
 /** Configuration push (retained, QoS 1) and the device's report of what it applied. */

@@ -15,8 +15,8 @@ import {
   type TestCsr,
 } from '../helpers/certificates';
 import { mosquittoClientsAvailable } from '../helpers/tls';
-import { topics } from '../../broker/src/protocol/topics';
-import { ManualClock } from '../../api/src/domain/shared/clock';
+import { topics } from '#protocol/topics';
+import { ManualClock } from '#core/shared/clock';
 import { ifStarted } from '../helpers/teardown';
 
 /**

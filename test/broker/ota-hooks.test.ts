@@ -2,8 +2,8 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import mqtt from 'mqtt';
 import { claimForMqtt, connectDevice, deviceOptions, heartbeat, type DeviceCreds } from '../helpers/mqtt';
-import { topics } from '../../broker/src/protocol/topics';
-import type { OtaDeviceListener } from '../../api/src/domain/devices/device-gateway';
+import { topics } from '#protocol/topics';
+import type { OtaDeviceListener } from '#core/devices/device-gateway';
 import { listenInsteadOfOtaEngine } from '../helpers/stand-ins';
 import { ifStarted } from '../helpers/teardown';
 

@@ -3,8 +3,8 @@ import net from 'node:net';
 import mqttPacket from 'mqtt-packet';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { claimForMqtt, connectDevice, heartbeat, closed, type DeviceCreds } from '../helpers/mqtt';
-import { topics } from '../../broker/src/protocol/topics';
-import { ManualClock } from '../../api/src/domain/shared/clock';
+import { topics } from '#protocol/topics';
+import { ManualClock } from '#core/shared/clock';
 import { ifStarted } from '../helpers/teardown';
 
 /**

@@ -2,8 +2,8 @@ import { describe, it, expect } from 'vitest';
 import fs from 'node:fs';
 import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020.js';
-import { protocolJsonSchemas } from '../../broker/src/protocol/json-schemas';
-import { MAX_DEVICE_PAYLOAD_BYTES, FLOOD_RATE_PER_S, FLOOD_BURST } from '../../broker/src/protocol/payloads';
+import { protocolJsonSchemas } from '#protocol/json-schemas';
+import { MAX_DEVICE_PAYLOAD_BYTES, FLOOD_RATE_PER_S, FLOOD_BURST } from '#protocol/payloads';
 
 /** docs/device-protocol.md is what firmware engineers build against: it must match the code. */
 describe('device protocol document', () => {
@@ -13,7 +13,7 @@ describe('device protocol document', () => {
     for (const [name, schema] of Object.entries(protocolJsonSchemas())) {
       expect(
         doc,
-        `schema ${name} is stale: regenerate with node --import tsx broker/src/protocol/json-schemas.ts`,
+        `schema ${name} is stale: regenerate with node --import tsx protocol/json-schemas.ts`,
       ).toContain(`#### ${name}\n\n\`\`\`json\n${JSON.stringify(schema, null, 2)}\n\`\`\``);
     }
   });

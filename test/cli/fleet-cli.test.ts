@@ -3,11 +3,11 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import path from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-database';
-import { loadConfig } from '../../api/src/config';
-import { startFleetService } from '../../api/src/app';
-import { createLogger } from '../../api/src/logger';
+import { loadConfig } from '#core/config';
+import { startFleetService } from '#api/app';
+import { createLogger } from '#core/logger';
 import { ApiClient } from '../helpers/api-client';
-import { openDatabase } from '../../api/src/db/database';
+import { openDatabase } from '#core/db/database';
 
 const run = promisify(execFile);
 const FLEET = path.resolve('bin/fleet.js');

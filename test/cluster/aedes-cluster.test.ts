@@ -3,7 +3,7 @@ import net from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { Aedes } from 'aedes';
 import mqtt from 'mqtt';
-import { createClusterBrokerBackends } from '../../broker/src/cluster/aedes-cluster';
+import { createClusterBrokerBackends } from '#broker/cluster/aedes-cluster';
 import { REDIS_URL, dropRedisKeys } from '../helpers/cluster';
 import { Redis } from 'ioredis';
 

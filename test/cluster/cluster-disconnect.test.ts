@@ -4,8 +4,8 @@ import { clusterAvailable, startTestCluster, type TestCluster } from '../helpers
 import { ApiClient } from '../helpers/api-client';
 import { connectDevice, refusalCode, type DeviceCreds } from '../helpers/mqtt';
 import { makeCsr, peerCertificate } from '../helpers/certificates';
-import type { FleetService } from '../../api/src/app';
-import type { DisconnectRequest } from '../../api/src/domain/devices/disconnect-requests';
+import type { FleetService } from '#api/app';
+import type { DisconnectRequest } from '#core/devices/disconnect-requests';
 import { ifStarted } from '../helpers/teardown';
 
 const availability = await clusterAvailable();

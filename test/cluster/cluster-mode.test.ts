@@ -53,7 +53,7 @@ describe.skipIf(!availability.ok)('cluster mode (two processes on PostgreSQL and
       { accountId, role: 'admin', principal: 'system' },
       { name: 'Cluster-Model' },
     );
-    const { appendEvents } = await import('../../api/src/events/outbox');
+    const { appendEvents } = await import('#core/events/outbox');
     await cluster.nodes[0]!.database.knex.transaction((trx) =>
       appendEvents(trx, cluster.nodes[0]!.clock, [
         { accountId, type: 'device.online', subject: 'X1', data: { serial: 'X1' } },

@@ -8,8 +8,8 @@ import { ApiClient } from '../helpers/api-client';
 import { ifStarted } from '../helpers/teardown';
 import { heartbeat } from '../helpers/mqtt';
 import { makeCsr, writeServerCertificate } from '../helpers/certificates';
-import { topics } from '../../broker/src/protocol/topics';
-import type { FleetService } from '../../api/src/app';
+import { topics } from '#protocol/topics';
+import type { FleetService } from '#api/app';
 
 const availability = await clusterAvailable();
 if (!availability.ok) console.log(`cluster mutual TLS tests skipped: ${availability.why}`);

@@ -2,7 +2,7 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { clusterAvailable, startTestCluster, type TestCluster } from '../helpers/cluster';
 import { ApiClient } from '../helpers/api-client';
 import { connectDevice, heartbeat, closed, type DeviceCreds } from '../helpers/mqtt';
-import { topics } from '../../broker/src/protocol/topics';
+import { topics } from '#protocol/topics';
 import { ifStarted } from '../helpers/teardown';
 
 const availability = await clusterAvailable();

@@ -2,8 +2,8 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { clusterAvailable, startTestCluster, type TestCluster } from '../helpers/cluster';
 import { ApiClient } from '../helpers/api-client';
 import { connectDevice, type DeviceCreds } from '../helpers/mqtt';
-import { topics } from '../../broker/src/protocol/topics';
-import type { FleetService } from '../../api/src/app';
+import { topics } from '#protocol/topics';
+import type { FleetService } from '#api/app';
 import { ifStarted } from '../helpers/teardown';
 
 const availability = await clusterAvailable();

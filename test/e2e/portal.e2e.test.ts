@@ -9,7 +9,7 @@ import { claimForMqtt, type DeviceCreds } from '../helpers/mqtt';
 import { gql, login } from '../graphql/graphql-client';
 import { newSigningKey, signFirmware, uploadFirmware } from '../ota/ota-helpers';
 import { makeCsr } from '../helpers/certificates';
-import { SimulatedDevice } from '../../simulator/src/simulated-device';
+import { SimulatedDevice } from '#simulator/simulated-device';
 import { ensurePortalBuilt, hasChromium, launchBrowser, logIn, screenshot, skipReason, type Browser } from './browser';
 import { ifStarted } from '../helpers/teardown';
 

@@ -1,7 +1,7 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { loadConfig } from '../../api/src/config';
-import { startFleetService, type FleetService } from '../../api/src/app';
-import { createLogger } from '../../api/src/logger';
+import { loadConfig } from '#core/config';
+import { startFleetService, type FleetService } from '#api/app';
+import { createLogger } from '#core/logger';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-database';
 import { TcpProxy } from '../helpers/tcp-proxy';
 import { ApiClient } from '../helpers/api-client';

@@ -8,8 +8,8 @@ import { ServiceProcess } from '../helpers/service-process';
 import { ApiClient } from '../helpers/api-client';
 import { connectDevice, heartbeat } from '../helpers/mqtt';
 import { uploadFirmware } from '../ota/ota-helpers';
-import { topics } from '../../broker/src/protocol/topics';
-import { HTTP_DRAIN_MS } from '../../api/src/app';
+import { topics } from '#protocol/topics';
+import { HTTP_DRAIN_MS } from '#api/app';
 import { ifStarted } from '../helpers/teardown';
 
 /**

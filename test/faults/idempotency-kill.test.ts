@@ -7,8 +7,8 @@ import { createTestDatabase, type TestDatabase } from '../helpers/test-database'
 import { ServiceProcess } from '../helpers/service-process';
 import { ApiClient, type ApiResponse } from '../helpers/api-client';
 import { serials } from '../helpers/factories';
-import { openDatabase } from '../../api/src/db/database';
-import { sha256Hex } from '../../api/src/domain/shared/secrets';
+import { openDatabase } from '#core/db/database';
+import { sha256Hex } from '#core/shared/secrets';
 import { ifStarted } from '../helpers/teardown';
 
 const CLAIMS = 40;

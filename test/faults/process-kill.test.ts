@@ -9,7 +9,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/test-database'
 import { ServiceProcess } from '../helpers/service-process';
 import { ApiClient } from '../helpers/api-client';
 import { uploadFirmware } from '../ota/ota-helpers';
-import { Fleet, claimDevices, makeSerials } from '../../simulator/src/fleet';
+import { Fleet, claimDevices, makeSerials } from '#simulator/fleet';
 import { ifStarted } from '../helpers/teardown';
 
 // Runs where PostgreSQL (TEST_DATABASE_URL), Redis and haproxy exist: CI's PostgreSQL run,

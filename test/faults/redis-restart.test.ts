@@ -2,7 +2,7 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { clusterAvailable, startTestCluster, type TestCluster } from '../helpers/cluster';
 import { PrivateRedis, redisServerAvailable } from '../helpers/redis-server';
 import { ApiClient } from '../helpers/api-client';
-import { appendEvents } from '../../api/src/events/outbox';
+import { appendEvents } from '#core/events/outbox';
 import { ifStarted } from '../helpers/teardown';
 
 const availability = await clusterAvailable();

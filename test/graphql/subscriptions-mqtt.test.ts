@@ -3,7 +3,7 @@ import type { Client } from 'graphql-ws';
 import type { MqttClient } from 'mqtt';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { claimForMqtt, connectDevice, heartbeat, type DeviceCreds } from '../helpers/mqtt';
-import { topics } from '../../broker/src/protocol/topics';
+import { topics } from '#protocol/topics';
 import { wsClient, collect } from './graphql-client';
 import { ifStarted } from '../helpers/teardown';
 

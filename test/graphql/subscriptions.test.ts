@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from 'graphql-ws';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
-import { appendEvents } from '../../api/src/events/outbox';
+import { appendEvents } from '#core/events/outbox';
 import { gql, login, wsClient, collect } from './graphql-client';
 import { ifStarted } from '../helpers/teardown';
 

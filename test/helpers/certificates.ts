@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { webCrypto, x509 } from '../../api/src/domain/certificates/x509';
+import { webCrypto, x509 } from '#core/certificates/x509';
 
 /**
  * What a device does on the production line: generate a key pair and a PKCS#10 request. Made

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { loadConfig } from '../../api/src/config';
-import { startFleetService, type FleetService } from '../../api/src/app';
-import { createLogger } from '../../api/src/logger';
+import { loadConfig } from '#core/config';
+import { startFleetService, type FleetService } from '#api/app';
+import { createLogger } from '#core/logger';
 import { createTestDatabase, type TestDatabase } from './test-database';
 
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';

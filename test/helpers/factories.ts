@@ -1,7 +1,7 @@
 import { expect } from 'vitest';
 import type { Knex } from 'knex';
-import { newId } from '../../api/src/domain/shared/ids';
-import { versionKey } from '../../api/src/domain/shared/version';
+import { newId } from '#core/shared/ids';
+import { versionKey } from '#core/shared/version';
 import type { TestAccount, TestServer } from './test-server';
 
 /**

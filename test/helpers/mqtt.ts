@@ -2,7 +2,7 @@ import mqtt, { type MqttClient, type IClientOptions } from 'mqtt';
 import { expect } from 'vitest';
 import type { TestAccount, TestServer } from './test-server';
 import { buildFirmwareVersion, buildModel } from './factories';
-import { topics } from '../../broker/src/protocol/topics';
+import { topics } from '#protocol/topics';
 
 /** Device credentials as the claim returns them. */
 export interface DeviceCreds {

@@ -1,4 +1,4 @@
-import type { DeviceGateway, OtaDeviceListener } from '../../api/src/domain/devices/device-gateway';
+import type { DeviceGateway, OtaDeviceListener } from '#core/devices/device-gateway';
 
 /**
  * The services, the broker and the OTA engine are wired by constructor: a test that wants to

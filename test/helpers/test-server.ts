@@ -1,10 +1,10 @@
-import { loadConfig, type Config } from '../../api/src/config';
-import { startFleetService, type FleetService } from '../../api/src/app';
-import { createLogger } from '../../api/src/logger';
-import type { Clock } from '../../api/src/domain/shared/clock';
+import { loadConfig, type Config } from '#core/config';
+import { startFleetService, type FleetService } from '#api/app';
+import { createLogger } from '#core/logger';
+import type { Clock } from '#core/shared/clock';
 import { createTestDatabase, type TestDatabase } from './test-database';
 import { ApiClient } from './api-client';
-import type { HostResolver } from '../../api/src/domain/webhooks/url-guard';
+import type { HostResolver } from '#core/webhooks/url-guard';
 
 export interface TestServer {
   service: FleetService;

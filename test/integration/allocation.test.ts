@@ -1,7 +1,7 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/test-server';
 import { buildModel, claimDevices, serials } from '../helpers/factories';
-import type { DomainEvent } from '../../api/src/events/event-types';
+import type { DomainEvent } from '#core/events/event-types';
 import { ifStarted } from '../helpers/teardown';
 
 describe('allocation: quota, budget, ledger and thresholds', () => {

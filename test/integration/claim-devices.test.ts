@@ -1,7 +1,7 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { buildModel, buildFirmwareVersion, claimDevices, serials } from '../helpers/factories';
-import { sha256Hex } from '../../api/src/domain/shared/secrets';
+import { sha256Hex } from '#core/shared/secrets';
 import { X509Certificate } from 'node:crypto';
 import { makeCsr, peerCertificate, tamperCsr } from '../helpers/certificates';
 import { ifStarted } from '../helpers/teardown';

@@ -7,12 +7,12 @@ import { startTestServer, type TestServer, type TestAccount } from '../helpers/t
 import { buildModel, claimDevices } from '../helpers/factories';
 import { connectDevice } from '../helpers/mqtt';
 import { randomBytes } from 'node:crypto';
-import { ManualClock } from '../../api/src/domain/shared/clock';
-import { DeviceCa } from '../../api/src/domain/certificates/device-ca';
-import { ServerSecret, loadServerSecret } from '../../api/src/domain/shared/server-secret';
-import { DomainError } from '../../api/src/domain/shared/errors';
-import { loadConfig } from '../../api/src/config';
-import { x509 } from '../../api/src/domain/certificates/x509';
+import { ManualClock } from '#core/shared/clock';
+import { DeviceCa } from '#core/certificates/device-ca';
+import { ServerSecret, loadServerSecret } from '#core/shared/server-secret';
+import { DomainError } from '#core/shared/errors';
+import { loadConfig } from '#core/config';
+import { x509 } from '#core/certificates/x509';
 import { recordGateway } from '../helpers/stand-ins';
 import {
   makeCsr,

@@ -1,7 +1,7 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { buildFirmwareVersion, buildModel, claimDevices } from '../helpers/factories';
-import { sha256Hex } from '../../api/src/domain/shared/secrets';
+import { sha256Hex } from '#core/shared/secrets';
 import { recordGateway, type GatewayRecording } from '../helpers/stand-ins';
 import { ifStarted } from '../helpers/teardown';
 

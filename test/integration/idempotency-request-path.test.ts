@@ -3,7 +3,7 @@ import { X509Certificate } from 'node:crypto';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { buildModel, claimDevices } from '../helpers/factories';
 import { makeCsr } from '../helpers/certificates';
-import { sha256Hex } from '../../api/src/domain/shared/secrets';
+import { sha256Hex } from '#core/shared/secrets';
 import { ifStarted } from '../helpers/teardown';
 
 /**

@@ -1,16 +1,16 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import type { Knex } from 'knex';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-database';
-import { openDatabase, type Database } from '../../api/src/db/database';
+import { openDatabase, type Database } from '#core/db/database';
 import {
   countAddressAttempt,
   countEmailAttempt,
   withdrawAddressAttempt,
-} from '../../api/src/domain/accounts/store/login-throttle.store';
+} from '#core/accounts/store/login-throttle.store';
 import {
   withdrawAddressAttempt as withdrawRule,
   type ThrottleCounter,
-} from '../../api/src/domain/accounts/login-throttle-rules';
+} from '#core/accounts/login-throttle-rules';
 import { ADDRESS_CASES, EMAIL_CASES, MIN, at, counter, now } from '../unit/accounts/login-throttle-cases';
 import { ifStarted } from '../helpers/teardown';
 

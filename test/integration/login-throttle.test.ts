@@ -1,7 +1,7 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/test-server';
 import { ApiClient, type ApiResponse } from '../helpers/api-client';
-import { ManualClock } from '../../api/src/domain/shared/clock';
+import { ManualClock } from '#core/shared/clock';
 import { ifStarted } from '../helpers/teardown';
 
 /**

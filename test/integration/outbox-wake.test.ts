@@ -1,15 +1,15 @@
 import { describe, it, expect, beforeAll, afterAll, vi } from 'vitest';
 import type { Knex } from 'knex';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-database';
-import { openDatabase, type Database } from '../../api/src/db/database';
-import { createTransactionRunner, type TransactionRunner } from '../../api/src/db/transaction';
-import { appendEvents, appendedEvents } from '../../api/src/events/outbox';
-import { systemClock } from '../../api/src/domain/shared/clock';
-import { newId } from '../../api/src/domain/shared/ids';
+import { openDatabase, type Database } from '#core/db/database';
+import { createTransactionRunner, type TransactionRunner } from '#core/db/transaction';
+import { appendEvents, appendedEvents } from '#core/events/outbox';
+import { systemClock } from '#core/shared/clock';
+import { newId } from '#core/shared/ids';
 import { ifStarted } from '../helpers/teardown';
 import { startTestServer, type TestAccount, type TestServer } from '../helpers/test-server';
 import { claimForMqtt, connectDevice, heartbeat } from '../helpers/mqtt';
-import { topics } from '../../broker/src/protocol/topics';
+import { topics } from '#protocol/topics';
 
 /**
  * Only a commit that appended events wakes the outbox dispatcher. Every commit used to, and

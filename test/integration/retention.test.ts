@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { buildModel, serials } from '../helpers/factories';
-import { ManualClock } from '../../api/src/domain/shared/clock';
-import { appendEvents } from '../../api/src/events/outbox';
-import type { NewEvent } from '../../api/src/events/event-types';
+import { ManualClock } from '#core/shared/clock';
+import { appendEvents } from '#core/events/outbox';
+import type { NewEvent } from '#core/events/event-types';
 import { startReceiver } from '../webhooks/receiver';
 import { usingPostgres } from '../helpers/test-database';
-import { ADVISORY_LOCKS } from '../../api/src/db/advisory-lock';
+import { ADVISORY_LOCKS } from '#core/db/advisory-lock';
 import { ifStarted } from '../helpers/teardown';
 
 const DAY_MS = 86_400_000;
@@ -208,7 +208,7 @@ describe('retention (HISTORY_RETENTION_DAYS=30, EVENT_RETENTION_DAYS=7)', () => 
 
   it('keeps everything with 0 days (retention off)', async () => {
     const knex = server.service.database.knex;
-    const { RetentionService } = await import('../../api/src/domain/housekeeping/retention.service');
+    const { RetentionService } = await import('#core/housekeeping/retention.service');
     const before = Number((await knex('device_events').count('* as n'))[0]!.n);
     clock.advance(400 * DAY_MS);
     const off = new RetentionService({ knex, clock, logger: server.service.logger }, { historyDays: 0, eventDays: 0 });

@@ -15,7 +15,7 @@ import {
   opensslAvailable,
   type TlsFiles,
 } from '../helpers/tls';
-import { topics } from '../../broker/src/protocol/topics';
+import { topics } from '#protocol/topics';
 import { collect, wsClient } from '../graphql/graphql-client';
 import { ifStarted } from '../helpers/teardown';
 

@@ -3,7 +3,7 @@ import type { MqttClient } from 'mqtt';
 import { startTestServer, type TestAccount, type TestServer } from '../helpers/test-server';
 import { buildModel } from '../helpers/factories';
 import { collect, connectDevice, heartbeat } from '../helpers/mqtt';
-import { topics } from '../../broker/src/protocol/topics';
+import { topics } from '#protocol/topics';
 import { claimWithCredentials, sha256, uploadFirmware, waitFor } from './ota-helpers';
 import { randomBytes } from 'node:crypto';
 import { ifStarted } from '../helpers/teardown';

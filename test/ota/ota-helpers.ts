@@ -52,7 +52,7 @@ export const signFirmware = (privateKey: KeyObject, bytes: Buffer): string =>
   sign(null, createHash('sha256').update(bytes).digest(), privateKey).toString('base64');
 
 import type { TestServer } from '../helpers/test-server';
-import { SimulatedDevice, type SimulatedDeviceOptions } from '../../simulator/src/simulated-device';
+import { SimulatedDevice, type SimulatedDeviceOptions } from '#simulator/simulated-device';
 
 /** Claims devices through the API and returns their MQTT credentials. */
 export async function claimWithCredentials(

@@ -4,8 +4,8 @@ import { randomUUID } from 'node:crypto';
 import { startTestServer, type TestAccount, type TestServer } from '../helpers/test-server';
 import { buildModel } from '../helpers/factories';
 import { collect, connectDevice, heartbeat } from '../helpers/mqtt';
-import { topics } from '../../broker/src/protocol/topics';
-import { ManualClock } from '../../api/src/domain/shared/clock';
+import { topics } from '#protocol/topics';
+import { ManualClock } from '#core/shared/clock';
 import { claimWithCredentials, deployment, uploadFirmware } from './ota-helpers';
 import { ifStarted } from '../helpers/teardown';
 

@@ -6,9 +6,9 @@ import path from 'node:path';
 import { startTestServer, type TestAccount, type TestServer } from '../helpers/test-server';
 import { buildModel } from '../helpers/factories';
 import { collect, connectDevice, heartbeat } from '../helpers/mqtt';
-import { topics } from '../../broker/src/protocol/topics';
+import { topics } from '#protocol/topics';
 import { claimWithCredentials, newSigningKey, startSimulated, uploadFirmware } from './ota-helpers';
-import type { SimulatedDevice } from '../../simulator/src/simulated-device';
+import type { SimulatedDevice } from '#simulator/simulated-device';
 import { ifStarted } from '../helpers/teardown';
 
 type Creds = { serial: string; username: string; password: string };

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestAccount, type TestServer } from '../helpers/test-server';
 import { buildModel, serials } from '../helpers/factories';
 import { claimWithCredentials, deployment, startSimulated, uploadFirmware } from './ota-helpers';
-import type { SimulatedDevice } from '../../simulator/src/simulated-device';
+import type { SimulatedDevice } from '#simulator/simulated-device';
 import { ifStarted } from '../helpers/teardown';
 
 /** How many devices of a deployment's `counts` are in one of `states`. */

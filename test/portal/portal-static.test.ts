@@ -4,8 +4,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/test-server';
 import { ensurePortalBuilt } from '../e2e/browser';
-import { PORTAL_DIST } from '../../api/src/http/portal-static';
-import { relativeTime } from '../../portal/src/shared/format';
+import { PORTAL_DIST } from '#api/http/portal-static';
+import { relativeTime } from '#portal/shared/format';
 import { ifStarted } from '../helpers/teardown';
 
 describe('the service serves the portal', () => {

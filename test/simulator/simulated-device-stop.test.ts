@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { SimulatedDevice } from '../../simulator/src/simulated-device';
+import { SimulatedDevice } from '#simulator/simulated-device';
 
 /**
  * A broker that accepts every CONNECT and acknowledges nothing else, so the device's QoS 1

@@ -7,8 +7,8 @@ import { createHash, generateKeyPairSync, randomBytes, sign } from 'node:crypto'
 import type { AddressInfo } from 'node:net';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { buildFirmwareVersion, buildModel } from '../helpers/factories';
-import { Fleet, claimDevices, loadCredentials, saveCredentials, makeSerials } from '../../simulator/src/fleet';
-import type { OtaDeviceListener, OtaProgressReport } from '../../api/src/domain/devices/device-gateway';
+import { Fleet, claimDevices, loadCredentials, saveCredentials, makeSerials } from '#simulator/fleet';
+import type { OtaDeviceListener, OtaProgressReport } from '#core/devices/device-gateway';
 import { listenInsteadOfOtaEngine } from '../helpers/stand-ins';
 import { ifStarted } from '../helpers/teardown';
 

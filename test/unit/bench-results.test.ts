@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { withCurrentFigures } from '../../bench/lib/results';
+import { withCurrentFigures } from '#bench/lib/results';
 
 const page = `# Benchmark results
 

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { generate } from '@graphql-codegen/cli';
-import config from '../../codegen';
+import config from '#codegen';
 
 const root = path.resolve(__dirname, '../..');
 

@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
-import { configPayload, otaCommandPayload, progressReport } from '../../broker/src/device-messages';
-import { OtaProgress } from '../../broker/src/protocol/payloads';
+import { configPayload, otaCommandPayload, progressReport } from '#broker/device-messages';
+import { OtaProgress } from '#protocol/payloads';
 
 const job = {
   jobId: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11',

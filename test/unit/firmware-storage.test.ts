@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { PassThrough, Readable } from 'node:stream';
-import { FirmwareStorage, STALE_TEMP_AGE_MS } from '../../api/src/domain/firmware/firmware-storage';
+import { FirmwareStorage, STALE_TEMP_AGE_MS } from '#core/firmware/firmware-storage';
 
 async function bytesOf(stream: Readable): Promise<Buffer> {
   const parts: Buffer[] = [];

@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
-import { Lifecycle, type Component } from '../../api/src/lifecycle';
-import { createLogger } from '../../api/src/logger';
+import { Lifecycle, type Component } from '#api/lifecycle';
+import { createLogger } from '#core/logger';
 
 const logger = createLogger('silent');
 

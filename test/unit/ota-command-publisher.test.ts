@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { OtaCommandPublisher, type CommandJob } from '../../api/src/domain/deployments/ota-command-publisher';
-import type { DeviceGateway } from '../../api/src/domain/devices/device-gateway';
-import { DownloadLinkSigner } from '../../api/src/domain/firmware/download-links';
-import { createLogger } from '../../api/src/logger';
+import { OtaCommandPublisher, type CommandJob } from '#core/deployments/ota-command-publisher';
+import type { DeviceGateway } from '#core/devices/device-gateway';
+import { DownloadLinkSigner } from '#core/firmware/download-links';
+import { createLogger } from '#core/logger';
 
 /** A broker that takes a publish after a few milliseconds and records how many it held at once. */
 function slowGateway(window: number) {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../api/src/config';
-import { startBanner } from '../../api/src/start-banner';
+import { loadConfig } from '#core/config';
+import { startBanner } from '#api/start-banner';
 
 describe('configuration of the listeners', () => {
   it('defaults: HTTP 8080, MQTT 1883, MQTTS 8883; MQTT_PORT=off turns plain MQTT off; 0 means any free port', () => {

@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { compareVersions, versionKey, isValidVersion } from '../../api/src/domain/shared/version';
+import { compareVersions, versionKey, isValidVersion } from '#core/shared/version';
 
 describe('firmware version order', () => {
   it.each([

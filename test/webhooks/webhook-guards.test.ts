@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
-import { createHttpSender } from '../../api/src/domain/webhooks/webhook-sender';
-import { isPrivateAddress } from '../../api/src/domain/webhooks/url-guard';
+import { createHttpSender } from '#core/webhooks/webhook-sender';
+import { isPrivateAddress } from '#core/webhooks/url-guard';
 import net from 'node:net';
-import { retryDelayMs, RETRY_WINDOW_MS } from '../../api/src/domain/webhooks/backoff';
+import { retryDelayMs, RETRY_WINDOW_MS } from '#core/webhooks/backoff';
 import { startReceiver } from './receiver';
 import { ifStarted } from '../helpers/teardown';
 

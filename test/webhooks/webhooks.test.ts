@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
-import { ManualClock } from '../../api/src/domain/shared/clock';
-import { appendEvents } from '../../api/src/events/outbox';
-import type { NewEvent } from '../../api/src/events/event-types';
+import { ManualClock } from '#core/shared/clock';
+import { appendEvents } from '#core/events/outbox';
+import type { NewEvent } from '#core/events/event-types';
 import { startReceiver } from './receiver';
 import { gql } from '../graphql/graphql-client';
 import { ifStarted } from '../helpers/teardown';

@@ -1,14 +1,14 @@
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../config';
-import { createLogger } from '../logger';
-import { openDatabase } from '../db/database';
-import { createTransactionRunner } from '../db/transaction';
-import { systemClock } from '../domain/shared/clock';
-import { createServices, type Services } from '../services';
-import { systemActor } from '../domain/shared/actor';
-import { DomainError } from '../domain/shared/errors';
+import { loadConfig } from '#core/config';
+import { createLogger } from '#core/logger';
+import { openDatabase } from '#core/db/database';
+import { createTransactionRunner } from '#core/db/transaction';
+import { systemClock } from '#core/shared/clock';
+import { createServices, type Services } from '#core/services';
+import { systemActor } from '#core/shared/actor';
+import { DomainError } from '#core/shared/errors';
 import { ZodError } from 'zod';
-import { fromMinor } from '../domain/accounts/money';
+import { fromMinor } from '#core/accounts/money';
 
 const USAGE = `fleet: the operator's tool (works on DATABASE_URL, or the embedded database in DATA_DIR)
 

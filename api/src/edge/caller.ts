@@ -1,8 +1,8 @@
 import type { IncomingMessage } from 'node:http';
-import type { Actor } from '../domain/shared/actor';
-import { DomainError } from '../domain/shared/errors';
-import type { ApiKeyService } from '../domain/accounts/api-key.service';
-import type { User, UserService } from '../domain/accounts/user.service';
+import type { Actor } from '#core/shared/actor';
+import { DomainError } from '#core/shared/errors';
+import type { ApiKeyService } from '#core/accounts/api-key.service';
+import type { User, UserService } from '#core/accounts/user.service';
 
 export const SESSION_COOKIE = 'fleet_session';
 export const CSRF_HEADER = 'x-csrf-token';

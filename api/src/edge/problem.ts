@@ -1,7 +1,7 @@
 import type { Request, Response, NextFunction } from 'express';
-import { DomainError, ERROR_CODES, type ErrorCode } from '../domain/shared/errors';
+import { DomainError, ERROR_CODES, type ErrorCode } from '#core/shared/errors';
 import { ZodError } from 'zod';
-import type { Logger } from '../logger';
+import type { Logger } from '#core/logger';
 
 /**
  * RFC 9457 problem details, with our stable `code` and field `errors`: what every HTTP answer

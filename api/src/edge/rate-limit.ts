@@ -1,4 +1,4 @@
-import type { RateDecision, RateLimiter } from '../rate-limit/rate-limiter';
+import type { RateDecision, RateLimiter } from '#core/rate-limit/rate-limiter';
 import type { Caller } from './caller';
 
 /** A charge against an API key's requests per minute: what every surface answers with. */

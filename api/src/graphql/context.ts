@@ -1,6 +1,6 @@
-import type { Actor } from '../domain/shared/actor';
-import type { Services } from '../services';
-import type { User } from '../domain/accounts/user.service';
+import type { Actor } from '#core/shared/actor';
+import type { Services } from '#core/services';
+import type { User } from '#core/accounts/user.service';
 import type { Loaders } from './loaders';
 import type { LiveViews } from './live/live-views';
 

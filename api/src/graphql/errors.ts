@@ -1,8 +1,8 @@
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import { unwrapResolverError } from '@apollo/server/errors';
 import { ZodError } from 'zod';
-import { DomainError, ERROR_CODES, type ErrorCode, type FieldError } from '../domain/shared/errors';
-import type { Logger } from '../logger';
+import { DomainError, ERROR_CODES, type ErrorCode, type FieldError } from '#core/shared/errors';
+import type { Logger } from '#core/logger';
 import { isDatabaseDown } from '../edge/problem';
 
 /**

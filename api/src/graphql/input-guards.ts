@@ -1,5 +1,5 @@
 import { BREAK, Kind, visit, type ASTNode, type DocumentNode, type GraphQLError } from 'graphql';
-import { DomainError } from '../domain/shared/errors';
+import { DomainError } from '#core/shared/errors';
 import { findNul } from '../edge/nul-guard';
 import { graphQLErrorForDomain } from './errors';
 

@@ -1,8 +1,8 @@
 import DataLoader from 'dataloader';
-import type { Actor } from '../domain/shared/actor';
-import type { Services } from '../services';
-import type { Account } from '../domain/accounts/account.service';
-import type { HistoryPage } from '../domain/devices/device-history';
+import type { Actor } from '#core/shared/actor';
+import type { Services } from '#core/services';
+import type { Account } from '#core/accounts/account.service';
+import type { HistoryPage } from '#core/devices/device-history';
 
 /**
  * Per-request batching (one query per list, never one per row). Built for each operation with

@@ -1,6 +1,11 @@
-import type { Actor } from '../domain/shared/actor';
-import type { DeviceUpdateSummary } from '../domain/devices/device-types';
-import type { DeviceUpdateView } from '../domain/deployments/deployment-types';
+import type { Actor } from '#core/shared/actor';
+import type { DeviceUpdateSummary } from '#core/devices/device-types';
+import type { DeviceUpdateView } from '#core/deployments/deployment-types';
+
+/** Domain types resolvers hand on unchanged (codegen.ts maps the GraphQL types to them). */
+export type { Device } from '#core/devices/device-types';
+export type { DeviceConfig } from '#core/devices/device-config';
+export type { Deployment, Rollout } from '#core/deployments/deployment-types';
 
 /**
  * What resolvers hand on as the parent of a GraphQL type whose shape the domain does not have

@@ -15,12 +15,12 @@ import {
 import { WebSocketServer, type WebSocket } from 'ws';
 import { useServer } from 'graphql-ws/use/ws';
 import { CloseCode } from 'graphql-ws';
-import type { Services } from '../services';
+import type { Services } from '#core/services';
 import { authenticateCaller, credentialsToRecheck, headerValue, type Caller } from '../edge/caller';
 import type { CallerRateLimit, RateCharge } from '../edge/rate-limit';
-import type { Metrics } from '../metrics';
-import type { Logger } from '../logger';
-import { DomainError } from '../domain/shared/errors';
+import type { Metrics } from '#core/metrics';
+import type { Logger } from '#core/logger';
+import { DomainError } from '#core/shared/errors';
 import type { GraphQLContext } from './context';
 import { createLoaders } from './loaders';
 import { QUERY_LIMITS, costLimitMessage, limitValidationRules, operationCost, rateLimitUnits } from './limits';

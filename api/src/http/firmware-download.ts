@@ -1,9 +1,9 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { pipeline } from 'node:stream/promises';
-import { DomainError } from '../domain/shared/errors';
-import type { FirmwareDownloads } from '../domain/firmware/firmware-downloads';
-import type { FirmwareStorage } from '../domain/firmware/firmware-storage';
-import type { Logger } from '../logger';
+import { DomainError } from '#core/shared/errors';
+import type { FirmwareDownloads } from '#core/firmware/firmware-downloads';
+import type { FirmwareStorage } from '#core/firmware/firmware-storage';
+import type { Logger } from '#core/logger';
 import { problem, sendProblem, toProblem } from '../edge/problem';
 
 /**

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { X509Certificate } from 'node:crypto';
 import tls from 'node:tls';
-import type { Logger } from '../logger';
+import type { Logger } from '#core/logger';
 
 /** Oldest protocol either listener accepts. */
 export const TLS_MIN_VERSION = 'TLSv1.2';

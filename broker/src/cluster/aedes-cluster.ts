@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { Redis, type RedisOptions } from 'ioredis';
 import aedesPersistenceRedis from 'aedes-persistence-redis';
-import { DEVICE_PUBLISH_KINDS, parseDeviceTopic } from '../protocol/topics';
+import { DEVICE_PUBLISH_KINDS, parseDeviceTopic } from '#protocol/topics';
 import { DELIVERY_CONCURRENCY } from '../broker-limits';
 import { redisEmitterInternals, redisSubscriptionStore, type RedisEmitterInternals } from '../aedes-internals';
 

@@ -1,4 +1,4 @@
-import { ConfigReported, parsePayload } from '../protocol/payloads';
+import { ConfigReported, parsePayload } from '#protocol/payloads';
 import type { TopicHandler } from './context';
 
 /**

@@ -1,7 +1,7 @@
-import type { Logger } from '../../../api/src/logger';
-import type { HeartbeatIngest } from '../../../api/src/domain/devices/heartbeat-ingest';
-import type { OtaDeviceListener } from '../../../api/src/domain/devices/device-gateway';
-import type { DeviceSession } from '../../../api/src/domain/devices/device-auth.service';
+import type { Logger } from '#core/logger';
+import type { HeartbeatIngest } from '#core/devices/heartbeat-ingest';
+import type { OtaDeviceListener } from '#core/devices/device-gateway';
+import type { DeviceSession } from '#core/devices/device-auth.service';
 
 /** What a topic handler may use. Handlers stay thin: validate, call one service, return. */
 export interface HandlerContext {

@@ -1,4 +1,4 @@
-import { Heartbeat, parsePayload } from '../protocol/payloads';
+import { Heartbeat, parsePayload } from '#protocol/payloads';
 import type { TopicHandler } from './context';
 
 /** `devices/{serial}/heartbeat`: coalesced in memory, written in the next batch. */

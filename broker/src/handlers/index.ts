@@ -1,4 +1,4 @@
-import type { DevicePublishKind } from '../protocol/topics';
+import type { DevicePublishKind } from '#protocol/topics';
 import type { TopicHandler } from './context';
 import { handleHeartbeat } from './heartbeat';
 import { handleStatus } from './status';

@@ -1,5 +1,5 @@
-import { OtaProgress, parsePayload } from '../protocol/payloads';
-import { isUuid } from '../../../api/src/domain/shared/ids';
+import { OtaProgress, parsePayload } from '#protocol/payloads';
+import { isUuid } from '#core/shared/ids';
 import { progressReport } from '../device-messages';
 import type { TopicHandler } from './context';
 

@@ -1,4 +1,4 @@
-import { StatusMessage, parsePayload } from '../protocol/payloads';
+import { StatusMessage, parsePayload } from '#protocol/payloads';
 import type { TopicHandler } from './context';
 
 /**

@@ -1,7 +1,7 @@
 import tls from 'node:tls';
 import type { AuthErrorCode, AuthenticateError, Client, ConnectPacket } from 'aedes';
-import type { Logger } from '../../../api/src/logger';
-import type { DeviceAuthService, DeviceSession } from '../../../api/src/domain/devices/device-auth.service';
+import type { Logger } from '#core/logger';
+import type { DeviceAuthService, DeviceSession } from '#core/devices/device-auth.service';
 
 /** CONNACK return codes of MQTT 3.1.1 (section 3.2.2.3). */
 const IDENTIFIER_REJECTED = 2;

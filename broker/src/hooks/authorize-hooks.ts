@@ -1,7 +1,7 @@
 import type { Client, PublishPacket, Subscription } from 'aedes';
-import type { Logger } from '../../../api/src/logger';
-import type { Metrics } from '../../../api/src/metrics';
-import { topics } from '../protocol/topics';
+import type { Logger } from '#core/logger';
+import type { Metrics } from '#core/metrics';
+import { topics } from '#protocol/topics';
 import { HANDLERS } from '../handlers/index';
 import type { HandlerContext } from '../handlers/context';
 import { LogThrottle } from '../log-throttle';

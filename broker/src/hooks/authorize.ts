@@ -3,7 +3,7 @@ import {
   DEVICE_PUBLISH_KINDS,
   DEVICE_SUBSCRIBE_KINDS,
   type DevicePublishKind,
-} from '../protocol/topics';
+} from '#protocol/topics';
 
 /**
  * Per-topic ACL of protocol v1 (docs/device-protocol.md): a device publishes only to its own `heartbeat`,

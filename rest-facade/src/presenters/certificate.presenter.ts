@@ -1,4 +1,4 @@
-import type { DeviceCertificate } from '../../../api/src/domain/certificates/device-certificate.service';
+import type { DeviceCertificate } from '#core/certificates/device-certificate.service';
 
 /** Domain certificate -> wire format (snake_case; `certificate` is the PEM). */
 export function presentCertificate(c: DeviceCertificate) {

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import type { Response } from 'express';
-import type { DeviceJsonPage } from '../../../api/src/domain/devices/device.service';
+import type { DeviceJsonPage } from '#core/devices/device.service';
 
 /**
  * The unpaged device list as one JSON document written batch by batch:

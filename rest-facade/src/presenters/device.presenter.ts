@@ -1,7 +1,7 @@
-import type { Device, DeviceHistoryEntry } from '../../../api/src/domain/devices/device-types';
-import type { ClaimResult } from '../../../api/src/domain/devices/claim.service';
-import type { Allocation } from '../../../api/src/domain/accounts/allocation.service';
-import { fromMinor } from '../../../api/src/domain/accounts/money';
+import type { Device, DeviceHistoryEntry } from '#core/devices/device-types';
+import type { ClaimResult } from '#core/devices/claim.service';
+import type { Allocation } from '#core/accounts/allocation.service';
+import { fromMinor } from '#core/accounts/money';
 import { presentCertificate } from './certificate.presenter';
 
 /**

@@ -1,7 +1,7 @@
-import type { FirmwareVersion } from '../../../api/src/domain/firmware/firmware.service';
-import type { SigningKey, SigningKeys } from '../../../api/src/domain/firmware/signing-key.service';
-import type { Deployment, DeviceUpdateView } from '../../../api/src/domain/deployments/deployment-types';
-import { progressPercent } from '../../../api/src/domain/deployments/progress-rules';
+import type { FirmwareVersion } from '#core/firmware/firmware.service';
+import type { SigningKey, SigningKeys } from '#core/firmware/signing-key.service';
+import type { Deployment, DeviceUpdateView } from '#core/deployments/deployment-types';
+import { progressPercent } from '#core/deployments/progress-rules';
 
 export const presentFirmwareVersion = (v: FirmwareVersion) => ({
   id: v.id,

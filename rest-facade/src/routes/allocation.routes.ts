@@ -1,5 +1,5 @@
 import { defineRoute, type RouteDef } from '../route';
-import type { Services } from '../../../api/src/services';
+import type { Services } from '#core/services';
 import { AllocationSchema } from '../schemas/device.schemas';
 import { presentAllocation } from '../presenters/device.presenter';
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../route';
-import type { Services } from '../../../api/src/services';
-import { CreateApiKeyInput, type ApiKey } from '../../../api/src/domain/accounts/api-key.service';
+import type { Services } from '#core/services';
+import { CreateApiKeyInput, type ApiKey } from '#core/accounts/api-key.service';
 import { IdParams } from '../schemas/common';
 
 export const ApiKeySchema = z

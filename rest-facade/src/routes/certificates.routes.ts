@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../route';
-import type { Services } from '../../../api/src/services';
-import { IssueCertificateInput } from '../../../api/src/domain/certificates/device-certificate.service';
+import type { Services } from '#core/services';
+import { IssueCertificateInput } from '#core/certificates/device-certificate.service';
 import { SerialParams } from '../schemas/device.schemas';
 import { DeviceCertificateListSchema, DeviceCertificateSchema } from '../schemas/certificate.schemas';
 import { presentCertificate } from '../presenters/certificate.presenter';

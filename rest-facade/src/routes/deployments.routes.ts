@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../route';
-import type { Services } from '../../../api/src/services';
-import { DEPLOYMENT_STATUSES, UPDATE_STATES } from '../../../api/src/domain/deployments/deployment-types';
+import type { Services } from '#core/services';
+import { DEPLOYMENT_STATUSES, UPDATE_STATES } from '#core/deployments/deployment-types';
 import { IdParams } from '../schemas/common';
 import { DeploymentSchema, DeviceUpdateSchema } from '../schemas/firmware.schema';
 import { presentDeployment, presentDeviceUpdate } from '../presenters/firmware.presenter';

@@ -1,9 +1,9 @@
 import { defineRoute, type RouteDef } from '../route';
-import type { Services } from '../../../api/src/services';
-import { DomainError } from '../../../api/src/domain/shared/errors';
-import { ClaimDevicesInput } from '../../../api/src/domain/devices/claim.service';
-import { UpdateDeviceInput } from '../../../api/src/domain/devices/device.service';
-import type { DeviceSortField } from '../../../api/src/domain/devices/device.service';
+import type { Services } from '#core/services';
+import { DomainError } from '#core/shared/errors';
+import { ClaimDevicesInput } from '#core/devices/claim.service';
+import { UpdateDeviceInput } from '#core/devices/device.service';
+import type { DeviceSortField } from '#core/devices/device.service';
 import {
   SerialParams,
   ListDevicesQuery,

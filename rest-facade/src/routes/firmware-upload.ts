@@ -1,8 +1,8 @@
 import busboy from 'busboy';
 import type { Request } from 'express';
 import type { Readable } from 'node:stream';
-import { DomainError } from '../../../api/src/domain/shared/errors';
-import type { StoredTemp } from '../../../api/src/domain/firmware/firmware-storage';
+import { DomainError } from '#core/shared/errors';
+import type { StoredTemp } from '#core/firmware/firmware-storage';
 
 const ALLOWED_FIELDS = new Set(['model', 'version', 'release_notes', 'changelog', 'signature']);
 /** Room for the text fields and multipart framing on top of the binary. */

@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../route';
-import type { Services } from '../../../api/src/services';
-import { DeployInput } from '../../../api/src/domain/deployments/deployment.service';
-import { UploadFirmwareFields } from '../../../api/src/domain/firmware/firmware.service';
-import { requireAdmin } from '../../../api/src/domain/shared/actor';
+import type { Services } from '#core/services';
+import { DeployInput } from '#core/deployments/deployment.service';
+import { UploadFirmwareFields } from '#core/firmware/firmware.service';
+import { requireAdmin } from '#core/shared/actor';
 import { IdParams } from '../schemas/common';
-import { RegisterSigningKeyInput } from '../../../api/src/domain/firmware/signing-key.service';
+import { RegisterSigningKeyInput } from '#core/firmware/signing-key.service';
 import {
   DeployAcceptedSchema,
   DeployDryRunSchema,

@@ -1,5 +1,5 @@
 import type { RouteDef } from '../route';
-import type { Services } from '../../../api/src/services';
+import type { Services } from '#core/services';
 import { apiKeyRoutes } from './api-keys.routes';
 import { sessionRoutes } from './session.routes';
 import { webhookRoutes } from './webhooks.routes';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../route';
-import type { Services } from '../../../api/src/services';
-import { RegisterModelInput, type FixtureModel } from '../../../api/src/domain/models/model.service';
+import type { Services } from '#core/services';
+import { RegisterModelInput, type FixtureModel } from '#core/models/model.service';
 import { ModelSchema } from '../schemas/device.schemas';
 
 const presentModel = (m: FixtureModel) => ({

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../route';
-import type { Services } from '../../../api/src/services';
-import { LoginInput, SESSION_TTL_MS } from '../../../api/src/domain/accounts/user.service';
-import { SESSION_COOKIE, readCookie } from '../../../api/src/edge/caller';
-import { DomainError } from '../../../api/src/domain/shared/errors';
+import type { Services } from '#core/services';
+import { LoginInput, SESSION_TTL_MS } from '#core/accounts/user.service';
+import { SESSION_COOKIE, readCookie } from '#edge/caller';
+import { DomainError } from '#core/shared/errors';
 
 const SessionSchema = z
   .object({

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../route';
-import type { Services } from '../../../api/src/services';
-import { PUBLIC_EVENT_TYPES } from '../../../api/src/events/event-types';
-import { DELIVERY_STATUSES, type Webhook, type WebhookDelivery } from '../../../api/src/domain/webhooks/webhook-types';
-import { MAX_DELIVERY_PAGE } from '../../../api/src/domain/webhooks/webhook.service';
+import type { Services } from '#core/services';
+import { PUBLIC_EVENT_TYPES } from '#core/events/event-types';
+import { DELIVERY_STATUSES, type Webhook, type WebhookDelivery } from '#core/webhooks/webhook-types';
+import { MAX_DELIVERY_PAGE } from '#core/webhooks/webhook.service';
 import { IdParams } from '../schemas/common';
 
 const EventType = z.enum(PUBLIC_EVENT_TYPES as [string, ...string[]]);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { REVOCATION_REASONS } from '../../../api/src/domain/certificates/device-certificate-types';
+import { REVOCATION_REASONS } from '#core/certificates/device-certificate-types';
 
 /** Wire schemas (snake_case) of device certificates: the certificate routes and the claim answer. */
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { DEVICE_STATUSES } from '../../../api/src/domain/devices/device-types';
-import { MAX_PAGE_SIZE } from '../../../api/src/domain/devices/device.service';
+import { DEVICE_STATUSES } from '#core/devices/device-types';
+import { MAX_PAGE_SIZE } from '#core/devices/device.service';
 import { DeviceCertificateSchema } from './certificate.schemas';
 
 /**

@@ -3,7 +3,7 @@ import {
   DEPLOYMENT_KINDS,
   DEPLOYMENT_STATUSES,
   UPDATE_STATES,
-} from '../../../api/src/domain/deployments/deployment-types';
+} from '#core/deployments/deployment-types';
 
 /** Wire format (snake_case) of firmware versions and deployments. */
 export const FirmwareVersionSchema = z

@@ -6,8 +6,8 @@ import {
   thresholdsReached,
   usageAfterClaim,
   type Threshold,
-} from '../../../api/src/domain/accounts/allocation-rules';
-import type { LockedAccount } from '../../../api/src/domain/accounts/account-types';
+} from '#core/accounts/allocation-rules';
+import type { LockedAccount } from '#core/accounts/account-types';
 
 const account = (over: Partial<LockedAccount> = {}): LockedAccount => ({
   id: 'acc',

@@ -1,4 +1,4 @@
-import type { AttemptDecision, ThrottleCounter } from '../../../api/src/domain/accounts/login-throttle-rules';
+import type { AttemptDecision, ThrottleCounter } from '#core/accounts/login-throttle-rules';
 
 /**
  * Throttle counters before an attempt at `now` and the decision on it: the unit tests check the

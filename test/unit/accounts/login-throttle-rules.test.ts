@@ -9,7 +9,7 @@ import {
   throttleAddress,
   withdrawAddressAttempt,
   type ThrottleCounter,
-} from '../../../api/src/domain/accounts/login-throttle-rules';
+} from '#core/accounts/login-throttle-rules';
 import { ADDRESS_CASES, DAY, EMAIL_CASES, MIN, at, counter, now } from './login-throttle-cases';
 
 describe('login throttle rules', () => {

@@ -7,7 +7,7 @@ import {
   isActive,
   isFinal,
   type DeploymentStatus,
-} from '../../../api/src/domain/deployments/deployment-types';
+} from '#core/deployments/deployment-types';
 
 /** What the API exposes of the status rules (GraphQL Deployment.active, allowedActions, DeviceUpdate.final). */
 describe('deployment status rules', () => {

@@ -3,8 +3,8 @@ import {
   mayGetCommandNow,
   selectForDispatch,
   type Candidate,
-} from '../../../api/src/domain/deployments/dispatch-rules';
-import { versionKey } from '../../../api/src/domain/shared/version';
+} from '#core/deployments/dispatch-rules';
+import { versionKey } from '#core/shared/version';
 
 let n = 0;
 /** A queued update of a device running 1.0.0 to 2.0.0, online, with a binary; `over` changes it. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { insideMaintenanceWindow, localMinutes } from '../../../api/src/domain/deployments/maintenance-window';
+import { insideMaintenanceWindow, localMinutes } from '#core/deployments/maintenance-window';
 
 const at = (iso: string) => new Date(iso);
 const config = (timezone: string | undefined, start: string, end: string) => ({

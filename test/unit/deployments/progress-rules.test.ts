@@ -6,14 +6,14 @@ import {
   progressPercent,
   type EvaluatedDeployment,
   type ProgressDecision,
-} from '../../../api/src/domain/deployments/progress-rules';
+} from '#core/deployments/progress-rules';
 import {
   DEPLOYMENT_STATUSES,
   RolloutInput,
   emptyCounts,
   type BatchTally,
   type DeploymentCounts,
-} from '../../../api/src/domain/deployments/deployment-types';
+} from '#core/deployments/deployment-types';
 
 const NOW = new Date('2024-01-15T12:00:00Z');
 const rollout = (input: RolloutInput) => RolloutInput.parse(input);

@@ -8,9 +8,9 @@ import {
   type ReportDecision,
   type ReportedState,
   type ReportedUpdate,
-} from '../../../api/src/domain/deployments/report-rules';
-import { UPDATE_STATES, type UpdateState } from '../../../api/src/domain/deployments/deployment-types';
-import { versionKey } from '../../../api/src/domain/shared/version';
+} from '#core/deployments/report-rules';
+import { UPDATE_STATES, type UpdateState } from '#core/deployments/deployment-types';
+import { versionKey } from '#core/shared/version';
 
 const REPORTED: ReportedState[] = ['downloading', 'installing', 'rebooting', 'succeeded', 'failed', 'rolled_back'];
 

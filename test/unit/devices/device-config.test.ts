@@ -6,7 +6,7 @@ import {
   mergeConfig,
   mergeTags,
   type DeviceConfig as Config,
-} from '../../../api/src/domain/devices/device-config';
+} from '#core/devices/device-config';
 
 const window = { start: '22:00', end: '04:00' };
 

@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
-import { deviceListCursor, DEVICE_SORT_FIELDS, type DeviceSort } from '../../../api/src/domain/devices/device-list';
-import { DomainError } from '../../../api/src/domain/shared/errors';
+import { deviceListCursor, DEVICE_SORT_FIELDS, type DeviceSort } from '#core/devices/device-list';
+import { DomainError } from '#core/shared/errors';
 
 const b64 = (text: string) => Buffer.from(text, 'utf8').toString('base64url');
 const TODAY = {

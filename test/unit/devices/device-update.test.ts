@@ -3,8 +3,8 @@ import {
   UpdateDeviceInput,
   planDeviceUpdate,
   type DeviceUpdateBase,
-} from '../../../api/src/domain/devices/device-update';
-import { DomainError } from '../../../api/src/domain/shared/errors';
+} from '#core/devices/device-update';
+import { DomainError } from '#core/shared/errors';
 
 const device: DeviceUpdateBase = {
   id: 'd1',

@@ -3,7 +3,7 @@ import {
   firmwareReports,
   presenceRecords,
   type PresenceChange,
-} from '../../../api/src/domain/devices/presence-changes';
+} from '#core/devices/presence-changes';
 
 const seen = new Date('2026-03-01T12:00:00.000Z');
 const steady: PresenceChange = {

@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { isValidSerial } from '../../../api/src/domain/devices/device-types';
+import { isValidSerial } from '#core/devices/device-types';
 
 describe('device serial', () => {
   it.each(['A', 'SN-0001', 'lx200.batch_7:unit-3', 'abcXYZ019', '-', '.', 'x'.repeat(64)])('accepts %j', (serial) => {

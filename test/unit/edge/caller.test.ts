@@ -5,8 +5,8 @@ import {
   readCookie,
   requireCsrfFor,
   type CallerDeps,
-} from '../../../api/src/edge/caller';
-import { DomainError } from '../../../api/src/domain/shared/errors';
+} from '#edge/caller';
+import { DomainError } from '#core/shared/errors';
 
 const keyActor = { accountId: 'a1', role: 'admin' as const, principal: 'api_key:k1', apiKeyId: 'k1' };
 const userActor = { accountId: 'a1', role: 'viewer' as const, principal: 'user:u1' };

@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
-import { CallerRateLimit, rateCharge } from '../../../api/src/edge/rate-limit';
-import type { RateDecision, RateLimiter } from '../../../api/src/rate-limit/rate-limiter';
+import { CallerRateLimit, rateCharge } from '#edge/rate-limit';
+import type { RateDecision, RateLimiter } from '#core/rate-limit/rate-limiter';
 
 const keyCaller = {
   actor: { accountId: 'a1', role: 'admin' as const, principal: 'api_key:k1', apiKeyId: 'k1' },

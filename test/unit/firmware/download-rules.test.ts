@@ -4,10 +4,10 @@ import {
   isWellFormedLink,
   type LinkedJob,
   type PresentedLink,
-} from '../../../api/src/domain/firmware/download-rules';
-import { DownloadLinkSigner } from '../../../api/src/domain/firmware/download-links';
-import { DomainError } from '../../../api/src/domain/shared/errors';
-import { UPDATE_STATES, IN_FLIGHT_STATES } from '../../../api/src/domain/deployments/deployment-types';
+} from '#core/firmware/download-rules';
+import { DownloadLinkSigner } from '#core/firmware/download-links';
+import { DomainError } from '#core/shared/errors';
+import { UPDATE_STATES, IN_FLIGHT_STATES } from '#core/deployments/deployment-types';
 
 const links = new DownloadLinkSigner(Buffer.alloc(32, 7));
 const JOB_ID = '11111111-1111-4111-8111-111111111111';

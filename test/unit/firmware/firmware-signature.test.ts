@@ -6,8 +6,8 @@ import {
   signingKeyId,
   uploadSignature,
   verifyDigestSignature,
-} from '../../../api/src/domain/firmware/firmware-signature';
-import { DomainError } from '../../../api/src/domain/shared/errors';
+} from '#core/firmware/firmware-signature';
+import { DomainError } from '#core/shared/errors';
 
 const ed = () => generateKeyPairSync('ed25519');
 const current = ed();

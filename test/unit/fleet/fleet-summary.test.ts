@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { summarizeFleet } from '../../../api/src/domain/fleet/fleet-summary';
+import { summarizeFleet } from '#core/fleet/fleet-summary';
 
 describe('fleet summary', () => {
   it('is all zeros for no devices', () => {

@@ -1,7 +1,7 @@
 import { describe, it, expect } from 'vitest';
-import { defineCursor, invalidCursor, jsonCursor, stringKeysCursor } from '../../../api/src/domain/shared/cursor';
-import { DomainError } from '../../../api/src/domain/shared/errors';
-import { historyCursor } from '../../../api/src/domain/devices/device-history';
+import { defineCursor, invalidCursor, jsonCursor, stringKeysCursor } from '#core/shared/cursor';
+import { DomainError } from '#core/shared/errors';
+import { historyCursor } from '#core/devices/device-history';
 
 const b64 = (text: string) => Buffer.from(text, 'utf8').toString('base64url');
 

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { SingleFlightLoop, type SingleFlightLoopOptions } from '../../../api/src/domain/shared/single-flight-loop';
+import { SingleFlightLoop, type SingleFlightLoopOptions } from '#core/shared/single-flight-loop';
 
 /**
  * A loop whose rounds the test finishes by hand: `finish()` ends the oldest round under way, so

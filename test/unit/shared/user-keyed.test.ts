@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ownValue, userKeyedRecord } from '../../../api/src/domain/shared/user-keyed';
-import { ClaimDevicesInput } from '../../../api/src/domain/devices/claim.service';
-import { selectForDispatch, type Candidate } from '../../../api/src/domain/deployments/dispatch-rules';
-import { versionKey } from '../../../api/src/domain/shared/version';
+import { ownValue, userKeyedRecord } from '#core/shared/user-keyed';
+import { ClaimDevicesInput } from '#core/devices/claim.service';
+import { selectForDispatch, type Candidate } from '#core/deployments/dispatch-rules';
+import { versionKey } from '#core/shared/version';
 
 /** What a client sends, parsed as the server parses it: `__proto__` is then an own key. */
 const fromJson = (text: string) => JSON.parse(text) as Record<string, string>;

@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { FIRST_RETRY_MS, MAX_RETRY_DELAY_MS, retryDelayMs } from '../../../api/src/domain/webhooks/backoff';
+import { FIRST_RETRY_MS, MAX_RETRY_DELAY_MS, retryDelayMs } from '#core/webhooks/backoff';
 
 const S = 1000;
 const H = 60 * 60 * S;

@@ -7,11 +7,11 @@ import {
   redelivered,
   type AttemptOutcome,
   type Subscriber,
-} from '../../../api/src/domain/webhooks/delivery-rules';
-import { DISABLE_AFTER_MS, RETRY_WINDOW_MS } from '../../../api/src/domain/webhooks/backoff';
-import type { SendResult } from '../../../api/src/domain/webhooks/webhook-sender';
-import type { DeliveryStatus } from '../../../api/src/domain/webhooks/webhook-types';
-import type { DomainEvent, EventType } from '../../../api/src/events/event-types';
+} from '#core/webhooks/delivery-rules';
+import { DISABLE_AFTER_MS, RETRY_WINDOW_MS } from '#core/webhooks/backoff';
+import type { SendResult } from '#core/webhooks/webhook-sender';
+import type { DeliveryStatus } from '#core/webhooks/webhook-types';
+import type { DomainEvent, EventType } from '#core/events/event-types';
 
 const now = new Date('2026-11-25T08:00:00Z');
 const ago = (ms: number) => new Date(now.getTime() - ms);

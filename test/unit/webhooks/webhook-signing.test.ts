@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { signatureHeader, verifySignature } from '../../../api/src/domain/webhooks/webhook-signing';
+import { signatureHeader, verifySignature } from '#core/webhooks/webhook-signing';
 
 /**
  * A known vector, computed outside this code base:

@@ -1,12 +1,12 @@
-import type { Actor } from '../../domain/shared/actor';
-import { DomainError } from '../../domain/shared/errors';
-import { EVENT_TYPES, type DomainEvent } from '../../events/event-types';
-import type { LiveEventHub } from '../../events/live-hub';
-import { PushQueue } from '../../events/push-queue';
-import { Coalescer } from '../../events/coalesce';
-import type { Logger } from '../../logger';
-import type { Device } from '../../domain/devices/device-types';
-import type { Deployment } from '../../domain/deployments/deployment-types';
+import type { Actor } from '#core/shared/actor';
+import { DomainError } from '#core/shared/errors';
+import { EVENT_TYPES, type DomainEvent } from '#core/events/event-types';
+import type { LiveEventHub } from '#core/events/live-hub';
+import { PushQueue } from '#core/events/push-queue';
+import { Coalescer } from '#core/events/coalesce';
+import type { Logger } from '#core/logger';
+import type { Device } from '#core/devices/device-types';
+import type { Deployment } from '#core/deployments/deployment-types';
 import type { FleetSummary } from '../generated/resolvers-types';
 
 /** What `deviceChanged` pushes: the device as it is now, re-read after the event. */

@@ -1,5 +1,5 @@
-import type { ApiKey } from '../../domain/accounts/api-key.service';
-import { DEFAULT_RATE_LIMIT_PER_MINUTE } from '../../domain/accounts/api-key.service';
+import type { ApiKey } from '#core/accounts/api-key.service';
+import { DEFAULT_RATE_LIMIT_PER_MINUTE } from '#core/accounts/api-key.service';
 import type { ApiKey as ApiKeyType, Resolvers } from '../generated/resolvers-types';
 import { withoutNulls } from './presenters';
 

@@ -1,4 +1,4 @@
-import type { DeviceCertificate } from '../../domain/certificates/device-certificate.service';
+import type { DeviceCertificate } from '#core/certificates/device-certificate.service';
 import type { DeviceCertificate as DeviceCertificateType, Resolvers } from '../generated/resolvers-types';
 
 /** Domain certificate to the GraphQL type (the PEM is `pem` here, `certificate` in REST). */

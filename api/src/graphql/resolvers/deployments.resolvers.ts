@@ -1,8 +1,8 @@
-import { DomainError } from '../../domain/shared/errors';
-import { allowedActions, isActive } from '../../domain/deployments/deployment-types';
-import { DEVICE_STATUSES } from '../../domain/devices/device-types';
-import { progressPercent } from '../../domain/deployments/progress-rules';
-import type { DeployInput } from '../../domain/deployments/deployment.service';
+import { DomainError } from '#core/shared/errors';
+import { allowedActions, isActive } from '#core/deployments/deployment-types';
+import { DEVICE_STATUSES } from '#core/devices/device-types';
+import { progressPercent } from '#core/deployments/progress-rules';
+import type { DeployInput } from '#core/deployments/deployment.service';
 import type { DeployFirmwareInput, Resolvers } from '../generated/resolvers-types';
 import { MAX_PAGE } from '../limits';
 import { connection, liveField, oneOf, orDefault, orNull } from './presenters';

@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { DomainError } from '../../domain/shared/errors';
-import { UPDATE_STATES, isFinal, type UpdateState } from '../../domain/deployments/deployment-types';
-import type { DeviceConfigPatch } from '../../domain/devices/device-config';
-import { ClaimDevicesInput, type ClaimResult } from '../../domain/devices/claim.service';
-import { UpdateDeviceInput, type DeviceSortField } from '../../domain/devices/device.service';
+import { DomainError } from '#core/shared/errors';
+import { UPDATE_STATES, isFinal, type UpdateState } from '#core/deployments/deployment-types';
+import type { DeviceConfigPatch } from '#core/devices/device-config';
+import { ClaimDevicesInput, type ClaimResult } from '#core/devices/claim.service';
+import { UpdateDeviceInput, type DeviceSortField } from '#core/devices/device.service';
 import type {
   DeviceConfigInput,
   DeviceFilter,

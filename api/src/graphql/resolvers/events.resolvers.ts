@@ -1,4 +1,4 @@
-import type { DomainEvent } from '../../events/event-types';
+import type { DomainEvent } from '#core/events/event-types';
 import type { Event, Resolvers } from '../generated/resolvers-types';
 import { liveField } from './presenters';
 

@@ -1,5 +1,5 @@
-import type { Allocation } from '../../domain/accounts/allocation.service';
-import type { FleetSummary } from '../../domain/fleet/fleet-read.service';
+import type { Allocation } from '#core/accounts/allocation.service';
+import type { FleetSummary } from '#core/fleet/fleet-read.service';
 import type {
   Allocation as AllocationType,
   FleetSummary as FleetSummaryType,

@@ -1,4 +1,4 @@
-import type { Services } from '../../services';
+import type { Services } from '#core/services';
 import type { Resolvers } from '../generated/resolvers-types';
 import type { LiveReaders } from '../live/live-views';
 import { DateTimeScalar, JSONScalar } from '../scalars';

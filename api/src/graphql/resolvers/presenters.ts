@@ -1,5 +1,5 @@
-import { fromMinor } from '../../domain/accounts/money';
-import { DomainError } from '../../domain/shared/errors';
+import { fromMinor } from '#core/accounts/money';
+import { DomainError } from '#core/shared/errors';
 import type { GraphQLContext } from '../context';
 import type { Money, PageInfo } from '../generated/resolvers-types';
 

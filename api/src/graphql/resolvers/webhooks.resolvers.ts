@@ -1,4 +1,4 @@
-import { PUBLIC_EVENT_TYPES } from '../../events/event-types';
+import { PUBLIC_EVENT_TYPES } from '#core/events/event-types';
 import type { Resolvers } from '../generated/resolvers-types';
 import { connection, withoutNulls } from './presenters';
 

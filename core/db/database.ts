@@ -1,0 +1,103 @@
+import knexFactory, { type Knex } from 'knex';
+import pg from 'pg';
+import fs from 'node:fs';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { createPgConfig } from '@electric-sql/pglite/node-postgres';
+import { migrationSource } from '#migrations/index';
+import { acquireDataDirLock, type DataDirLock } from './data-dir-lock';
+import type { Logger } from '../logger';
+
+function knexLog(logger: Logger) {
+  return {
+    warn: (message: unknown) => logger.warn({ knex: String(message) }, 'knex warning'),
+    error: (message: unknown) => logger.error({ knex: String(message) }, 'knex error'),
+    deprecate: (message: unknown) => logger.debug({ knex: String(message) }, 'knex deprecation'),
+    debug: (message: unknown) => logger.debug({ knex: String(message) }, 'knex debug'),
+  };
+}
+
+// node-postgres returns int8 and numeric as strings; our bigints (money in minor units, ids of
+// history rows) stay far below 2^53, so parse them as numbers once, here.
+pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+
+export type DatabaseKind = 'postgres' | 'embedded';
+
+export interface Database {
+  readonly knex: Knex;
+  readonly kind: DatabaseKind;
+  /** Runs pending migrations; returns the names applied. */
+  migrate(): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+export interface OpenDatabaseOptions {
+  /** PostgreSQL URL; unset = embedded PGlite in `dataDir`/pglite. */
+  databaseUrl?: string | undefined;
+  dataDir: string;
+  /** Connections to PostgreSQL (ignored for the embedded database, which has one). Default 10. */
+  poolSize?: number;
+  /** Where knex's own warnings go (instead of the console). */
+  logger?: Logger;
+}
+
+export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
+  if (options.databaseUrl) return openPostgres(options.databaseUrl, options.poolSize ?? 10, options.logger);
+  return openEmbedded(options.dataDir);
+}
+
+function withMigrations(knex: Knex, kind: DatabaseKind, close: () => Promise<void>): Database {
+  return {
+    knex,
+    kind,
+    async migrate() {
+      const [, applied] = (await knex.migrate.latest({ migrationSource })) as [number, string[]];
+      return applied;
+    },
+    close,
+  };
+}
+
+function openPostgres(url: string, poolSize: number, logger: Logger | undefined): Database {
+  const knex = knexFactory({
+    ...(logger ? { log: knexLog(logger) } : {}),
+    client: 'pg',
+    connection: url,
+    pool: {
+      min: 0,
+      max: poolSize,
+      // Filtered lists must get custom plans: a generic plan for prepared device-list queries
+      // scanned the primary key instead of the filter index (measured on the device lists).
+      afterCreate: (conn: pg.Client, done: (err: Error | null, conn: pg.Client) => void) => {
+        // node-postgres calls back with null on success, though its types say Error.
+        conn.query('SET plan_cache_mode = force_custom_plan', (err: Error | null) => done(err, conn));
+      },
+    },
+    acquireConnectionTimeout: 10_000,
+  });
+  return withMigrations(knex, 'postgres', () => knex.destroy());
+}
+
+async function openEmbedded(dataDir: string): Promise<Database> {
+  fs.mkdirSync(dataDir, { recursive: true });
+  const lock: DataDirLock = acquireDataDirLock(dataDir);
+  let pglite: PGlite;
+  try {
+    pglite = await PGlite.create(path.join(dataDir, 'pglite'));
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
+  const knex = knexFactory({
+    client: 'pg',
+    connection: () => createPgConfig(pglite) as unknown as Knex.PgConnectionConfig,
+    // PGlite is a single connection: inside a transaction, use the transaction object only.
+    pool: { min: 1, max: 1 },
+    acquireConnectionTimeout: 60_000,
+  });
+  return withMigrations(knex, 'embedded', async () => {
+    await knex.destroy();
+    await pglite.close();
+    lock.release();
+  });
+}

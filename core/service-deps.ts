@@ -1,0 +1,12 @@
+import type { Knex } from 'knex';
+import type { Clock } from './shared/clock';
+import type { Logger } from './logger';
+import type { TransactionRunner } from './db/transaction';
+
+/** What every domain service is built from: no hidden singletons, main.ts wires them. */
+export interface ServiceDeps {
+  knex: Knex;
+  transaction: TransactionRunner;
+  clock: Clock;
+  logger: Logger;
+}
