@@ -4,8 +4,7 @@ import type { ServiceDeps } from '../service-deps';
 import { requireAdmin, type Actor } from '../shared/actor';
 import { notFound, type FieldError } from '../shared/errors';
 import { isValidSerial } from '../devices/device-types';
-import { appendDeviceEvents } from '../devices/store/history.store';
-import { findDeviceId } from '../devices/store/devices.store';
+import { appendDeviceEvents, findDeviceId } from '../devices/device-records';
 import type { DeviceGateway } from '../devices/device-gateway';
 import type { DeviceCa } from './device-ca';
 import {

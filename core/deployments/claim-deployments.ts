@@ -6,7 +6,7 @@ import { appendEvents } from '../events/outbox';
 import type { DeploymentArea } from './deployment-inputs';
 import { insertDeployment, updateDeployment } from './store/deployments.store';
 import { insertExplicitTargets } from './store/targets.store';
-import { firmwareIdWithKey, firmwareVersionText } from '../firmware/store/firmware-versions.store';
+import { firmwareIdWithKey, firmwareVersionText } from '../firmware/firmware-records';
 
 // A claim's firmware goes through the OTA engine as a deployment of kind `claim`.
 

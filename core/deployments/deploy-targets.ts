@@ -7,7 +7,7 @@ import { isValidSerial } from '../devices/device-types';
 import type { DeploymentFilter } from './deployment-types';
 import { DeployInput, fileMissing, versionNotFound, type DeploymentArea } from './deployment-inputs';
 import { previewTargets, type TargetQuery } from './store/targets.store';
-import { firmwareRefsWithKey, type FirmwareRef } from '../firmware/store/firmware-versions.store';
+import { firmwareRefsWithKey, type FirmwareRef } from '../firmware/firmware-records';
 
 /** Dry run: what `deploy` would target now; writes nothing. */
 export async function previewDeploy(

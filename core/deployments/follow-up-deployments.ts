@@ -17,7 +17,7 @@ import {
   supersedeQueuedOfDevices,
   type ExplicitTarget,
 } from './store/targets.store';
-import { firmwareVersionsWithKeys, storageKeyOf } from '../firmware/store/firmware-versions.store';
+import { firmwareVersionsWithKeys, storageKeyOf } from '../firmware/firmware-records';
 
 // Deployments made from another one (kind `retry` or `rollback`): a child whose explicit targets
 // come from the parent's per-device outcomes. Each answers the child's id.

@@ -17,7 +17,7 @@ import { insertClaimedDevices, selectDevicesByIds, selectTakenSerials } from './
 import { insertCredentials } from './store/credentials.store';
 import { appendDeviceEvents } from './store/history.store';
 import { Csr, type DeviceCertificate, type DeviceCertificateService } from '../certificates/device-certificate.service';
-import { insertCertificates } from '../certificates/store/certificates.store';
+import { insertCertificates } from '../certificates/certificate-records';
 import type { IssuedCertificate } from '../certificates/certificate-issuer';
 
 export const MAX_SERIALS_PER_CLAIM = 1000;

@@ -37,7 +37,7 @@ import {
 } from './store/devices.store';
 import { replaceCredential } from './store/credentials.store';
 import { appendDeviceEvents, deleteHistoryOfDevice, selectHistoryPage } from './store/history.store';
-import { revokeCertificatesOfDevice } from '../certificates/store/certificates.store';
+import { revokeCertificatesOfDevice } from '../certificates/certificate-records';
 
 export { UpdateDeviceInput } from './device-update';
 

@@ -2,7 +2,7 @@ import type { ServiceDeps } from '../service-deps';
 import type { Actor } from '../shared/actor';
 import { DomainError } from '../shared/errors';
 import { EVENT_TYPES } from './event-types';
-import { toDomainEvent } from './outbox';
+import { selectRecentEvents } from './store/events.store';
 import type { DomainEvent } from './event-types';
 
 export const MAX_RECENT_EVENTS = 500;
@@ -28,8 +28,6 @@ export class EventLogService {
         });
       }
     }
-    const query = this.deps.knex('events').where({ account_id: actor.accountId }).orderBy('seq', 'desc').limit(first);
-    if (types && types.length) query.whereIn('type', types);
-    return (await query).map(toDomainEvent);
+    return selectRecentEvents(this.deps.knex, { accountId: actor.accountId, first, types });
   }
 }

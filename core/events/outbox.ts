@@ -1,21 +1,11 @@
 import type { Knex } from 'knex';
 import { newId } from '../shared/ids';
-import type { DomainEvent, NewEvent, EventType } from './event-types';
+import type { DomainEvent, NewEvent } from './event-types';
+import { claimUndispatched, insertEvents, markDispatched } from './store/events.store';
 import type { EventBus } from './event-bus';
 import type { Logger } from '../logger';
 import type { Clock } from '../shared/clock';
 import { SingleFlightLoop } from '../shared/single-flight-loop';
-
-interface EventRow {
-  /** bigint, read as a number (database.ts sets the INT8 parser). */
-  seq: number;
-  id: string;
-  account_id: string;
-  type: string;
-  subject: string | null;
-  data: Record<string, unknown>;
-  occurred_at: Date;
-}
 
 /**
  * Transactions that appended events, by their outermost transaction (a savepoint's events become
@@ -46,41 +36,21 @@ export async function appendEvents(trx: Knex | Knex.Transaction, clock: Clock, e
   if (events.length === 0) return;
   if (isTransaction(trx)) withEvents.add(outermost(trx));
   const now = clock.now();
-  // One JSON document for the whole batch, unpacked by PostgreSQL. Before, each event was six
-  // bind parameters compiled and escaped one by one by the query builder (60,000 for a dispatch
-  // of 10,000 OTA commands, in chunks to stay under PostgreSQL's parameter limit). `seq` follows
-  // the order of the list.
-  const rows = events.map((e) => ({
-    id: newId(),
-    account_id: e.accountId,
-    type: e.type,
-    subject: e.subject ?? null,
-    data: e.data,
-    occurred_at: e.occurredAt ?? now,
-  }));
-  await trx.raw(
-    `INSERT INTO events (id, account_id, type, subject, data, occurred_at)
-     SELECT (e ->> 'id')::uuid, (e ->> 'account_id')::uuid, e ->> 'type', e ->> 'subject', e -> 'data', (e ->> 'occurred_at')::timestamptz
-       FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS x(e, ord)
-      ORDER BY ord`,
-    [JSON.stringify(rows)],
+  await insertEvents(
+    trx,
+    events.map((e) => ({
+      id: newId(),
+      accountId: e.accountId,
+      type: e.type,
+      subject: e.subject ?? null,
+      data: e.data,
+      occurredAt: e.occurredAt ?? now,
+    })),
   );
 }
 
 function isTransaction(db: Knex | Knex.Transaction): db is Knex.Transaction {
   return db.isTransaction === true;
-}
-
-export function toDomainEvent(row: EventRow): DomainEvent {
-  return {
-    id: row.id,
-    seq: row.seq,
-    accountId: row.account_id,
-    type: row.type as EventType,
-    subject: row.subject,
-    occurredAt: new Date(row.occurred_at).toISOString(),
-    data: row.data,
-  };
 }
 
 export interface OutboxDispatcherOptions {
@@ -137,21 +107,10 @@ export class OutboxDispatcher {
     for (;;) {
       if (this.loop.stopping) return;
       const dispatched = await this.options.knex.transaction(async (trx) => {
-        const rows = (await trx('events')
-          .whereNull('dispatched_at')
-          .orderBy('seq')
-          .limit(this.batchSize)
-          .forUpdate()
-          .skipLocked()) as EventRow[];
-        if (rows.length === 0) return [];
-        const events = rows.map(toDomainEvent);
+        const events = await claimUndispatched(trx, this.batchSize);
+        if (events.length === 0) return [];
         if (this.options.onBatch) await this.options.onBatch(trx, events);
-        // One array parameter: a list of 1,000 bind parameters cost PostgreSQL 15-25 ms to
-        // parse and plan per round while an OTA dispatch wrote 10,000 events (its slow log).
-        await trx.raw('UPDATE events SET dispatched_at = ? WHERE seq = ANY(?::bigint[])', [
-          this.options.clock.now(),
-          rows.map((r) => r.seq),
-        ]);
+        await markDispatched(trx, { seqs: events.map((e) => e.seq), at: this.options.clock.now() });
         return events;
       });
       if (dispatched.length === 0) return;

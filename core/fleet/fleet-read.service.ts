@@ -4,8 +4,7 @@ import { isUuid } from '../shared/ids';
 import type { AllocationService } from '../accounts/allocation.service';
 import type { Device } from '../devices/device-types';
 import { historyPage, type HistoryPage } from '../devices/device-history';
-import { selectDevicesByIds } from '../devices/store/devices.store';
-import { selectHistoryHeads } from '../devices/store/history.store';
+import { selectDevicesByIds, selectHistoryHeads } from '../devices/device-records';
 import { summarizeFleet } from './fleet-summary';
 import { countDevicesByGroup } from './store/fleet.store';
 

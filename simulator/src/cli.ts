@@ -5,7 +5,7 @@ import cliProgress from 'cli-progress';
 import { Fleet, claimDevices, loadCredentials, makeSerials, saveCredentials, type FleetStats } from './fleet';
 import { loadDeviceCertificates, saveDeviceCertificates } from './device-certificates';
 import { isValidVersion } from '#protocol/version';
-import { parseSigningKey, type ParsedSigningKey } from '#core/firmware/firmware-signature';
+import { trustSigningKey, type TrustedSigningKey } from './firmware-trust';
 
 const USAGE = `Usage: npm run simulator -- --count N --broker-url URL --api-url URL --api-key KEY --model M --firmware V
          [--claim] [--serial-prefix P] [--heartbeat-s S] [--fail-rate R] [--download-kbps K]
@@ -108,7 +108,7 @@ function readText(file: string, option: string): string {
   }
 }
 
-function readSigningKey(file: string): ParsedSigningKey {
+function readSigningKey(file: string): TrustedSigningKey {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -116,7 +116,7 @@ function readSigningKey(file: string): ParsedSigningKey {
     fail(`--signing-key ${file} cannot be read (${(err as Error).message})`);
   }
   try {
-    return parseSigningKey(text);
+    return trustSigningKey(text);
   } catch (err) {
     fail(`--signing-key ${file}: ${(err as Error).message}`);
   }

@@ -1,7 +1,11 @@
 import { createPrivateKey } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { webCrypto, x509 } from '#core/certificates/x509';
+// @peculiar/x509 registers its providers through tsyringe, which needs the Reflect metadata API first.
+import 'reflect-metadata';
+import * as x509 from '@peculiar/x509';
+
+const webCrypto: Crypto = globalThis.crypto;
 
 /** A device's own key (PKCS#8 PEM, never leaves the device) and its signing request for the claim. */
 export interface DeviceKeyAndCsr {

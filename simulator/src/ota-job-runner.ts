@@ -1,6 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import type { OtaCommand, OtaProgress } from '#protocol/payloads';
-import { decodeSignature, signingKeyId, verifyDigestSignature } from '#core/firmware/firmware-signature';
+import { keyIdOf, signatureVerifies } from './firmware-trust';
 import { downloadImage } from './image-download';
 import { pick, sleep } from './sim-helpers';
 
@@ -72,7 +72,7 @@ export class OtaJobRunner {
     private readonly host: OtaJobHost,
     private readonly options: OtaJobOptions,
   ) {
-    this.trusted = options.signingKey ? { key: options.signingKey, keyId: signingKeyId(options.signingKey) } : null;
+    this.trusted = options.signingKey ? { key: options.signingKey, keyId: keyIdOf(options.signingKey) } : null;
   }
 
   /** After a CONNACK: the report the service has not acknowledged yet goes again. */
@@ -176,8 +176,7 @@ export class OtaJobRunner {
       return 'the command carries no signature and this device installs signed images only';
     if (command.key_id !== this.trusted.keyId)
       return `signed with key ${command.key_id}, this device trusts key ${this.trusted.keyId}`;
-    const signature = decodeSignature(command.signature);
-    if (!signature || !verifyDigestSignature({ sha256: digest, signature, key: this.trusted.key }))
+    if (!signatureVerifies({ sha256: digest, signature: command.signature, key: this.trusted.key }))
       return `the signature does not verify with key ${this.trusted.keyId}`;
     return null;
   }

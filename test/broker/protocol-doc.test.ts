@@ -11,10 +11,9 @@ describe('device protocol document', () => {
 
   it('embeds exactly the JSON Schemas generated from the payload schemas', () => {
     for (const [name, schema] of Object.entries(protocolJsonSchemas())) {
-      expect(
-        doc,
-        `schema ${name} is stale: regenerate with node --import tsx protocol/json-schemas.ts`,
-      ).toContain(`#### ${name}\n\n\`\`\`json\n${JSON.stringify(schema, null, 2)}\n\`\`\``);
+      expect(doc, `schema ${name} is stale: regenerate with node --import tsx protocol/json-schemas.ts`).toContain(
+        `#### ${name}\n\n\`\`\`json\n${JSON.stringify(schema, null, 2)}\n\`\`\``,
+      );
     }
   });
 

@@ -7,10 +7,7 @@ import {
   countEmailAttempt,
   withdrawAddressAttempt,
 } from '#core/accounts/store/login-throttle.store';
-import {
-  withdrawAddressAttempt as withdrawRule,
-  type ThrottleCounter,
-} from '#core/accounts/login-throttle-rules';
+import { withdrawAddressAttempt as withdrawRule, type ThrottleCounter } from '#core/accounts/login-throttle-rules';
 import { ADDRESS_CASES, EMAIL_CASES, MIN, at, counter, now } from '../unit/accounts/login-throttle-cases';
 import { ifStarted } from '../helpers/teardown';
 

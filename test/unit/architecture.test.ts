@@ -1,80 +1,142 @@
 import { describe, it, expect } from 'vitest';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { layerViolations, readSourceTree, type SourceFile } from '../architecture/layer-rules';
 
 const root = path.resolve(__dirname, '../..');
 
-function filesUnder(dir: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(path.join(root, dir))) {
-    const rel = path.join(dir, name);
-    if (statSync(path.join(root, rel)).isDirectory()) out.push(...filesUnder(rel));
-    else if (/\.(ts|vue)$/.test(name)) out.push(rel);
-  }
-  return out;
-}
-
-const importsOf = (file: string) =>
-  [
-    ...readFileSync(path.join(root, file), 'utf8').matchAll(/^\s*(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]/gm),
-  ].map((m) => m[1]!);
-const resolvesInto = (file: string, spec: string, folder: string) =>
-  spec.startsWith('.') &&
-  path.resolve(path.dirname(path.join(root, file)), spec).startsWith(path.join(root, folder) + path.sep);
+/** A made-up file: `imports` maps each specifier to the repository path it resolves to (null: a package). */
+const file = (p: string, imports: Record<string, string | null> = {}, text = ''): SourceFile => ({
+  path: p,
+  imports: Object.entries(imports).map(([spec, target]) => ({ spec, target })),
+  text,
+});
 
 /**
- * The layering the code keeps: SQL only in stores beneath the domain
- * services, adapters that never import each other, and a device protocol module that depends
- * on nothing but zod.
+ * The layers docs/architecture.md draws: the protocol depends on zod alone; the core on the
+ * protocol and its migration list; adapters on the core, the protocol and (HTTP ones) the HTTP
+ * edge, never on each other; the simulator on the protocol; SQL only in stores; an area never in
+ * another area's store; no relative import out of its top-level folder. Each rule is shown to
+ * fail on a tree that breaks it, then the real tree is held to all of them.
  */
-describe('architecture', () => {
-  it('issues SQL under api/src/domain only from store/ folders', () => {
-    // Also `.raw<Row>(` (a typed raw call) and `(trx ?? this.deps.knex)(` (a chosen connection).
-    const sql = /\b(?:knex|trx|db)\s*\)?\s*\(|\.raw\s*[<(]/;
-    const offenders = filesUnder('api/src/domain')
-      .filter((f) => !f.split(path.sep).includes('store'))
-      .filter((f) => sql.test(readFileSync(path.join(root, f), 'utf8')));
-    expect(offenders).toEqual([]);
+describe('architecture: the layers', () => {
+  const cases: Array<[string, SourceFile[], RegExp]> = [
+    [
+      'protocol imports a package other than zod',
+      [file('protocol/topics.ts', { 'node:crypto': null })],
+      /protocol imports only zod/,
+    ],
+    [
+      'protocol imports the core',
+      [file('protocol/payloads.ts', { '#core/shared/errors': 'core/shared/errors.ts' })],
+      /protocol imports only zod/,
+    ],
+    [
+      'core imports an adapter',
+      [file('core/devices/device.service.ts', { '#broker/connections': 'broker/src/connections.ts' })],
+      /core imports only/,
+    ],
+    [
+      'core imports the HTTP edge',
+      [file('core/devices/device.service.ts', { '#edge/problem': 'api/src/edge/problem.ts' })],
+      /core imports only/,
+    ],
+    [
+      'an adapter imports another adapter',
+      [file('broker/src/create-broker.ts', { '#rest/router': 'rest-facade/src/router.ts' })],
+      /adapters never import each other/,
+    ],
+    [
+      'GraphQL imports the HTTP downloads',
+      [file('api/src/graphql/server.ts', { '../http/firmware-download': 'api/src/http/firmware-download.ts' })],
+      /adapters never import each other/,
+    ],
+    [
+      'an adapter imports the composition root',
+      [file('rest-facade/src/router.ts', { '#api/app': 'api/src/app.ts' })],
+      /never import the composition root/,
+    ],
+    [
+      'the broker uses the HTTP edge',
+      [file('broker/src/hooks/authenticate.ts', { '#edge/caller': 'api/src/edge/caller.ts' })],
+      /only the HTTP adapters use the HTTP edge/,
+    ],
+    [
+      'the HTTP edge imports an adapter',
+      [file('api/src/edge/caller.ts', { '#rest/route': 'rest-facade/src/route.ts' })],
+      /the HTTP edge imports only/,
+    ],
+    [
+      'the simulator imports the core',
+      [file('simulator/src/cli.ts', { '#core/firmware/firmware-signature': 'core/firmware/firmware-signature.ts' })],
+      /the simulator imports only the protocol/,
+    ],
+    [
+      'SQL outside a store',
+      [file('core/events/outbox.ts', {}, "await trx('events').whereNull('dispatched_at')")],
+      /SQL only in a store/,
+    ],
+    [
+      'a raw statement outside a store',
+      [file('core/devices/device.service.ts', {}, 'await this.deps.knex.raw<Row>(`select 1`)')],
+      /SQL only in a store/,
+    ],
+    [
+      "an area reads another area's store",
+      [
+        file('core/fleet/fleet-read.service.ts', {
+          '../devices/store/devices.store': 'core/devices/store/devices.store.ts',
+        }),
+      ],
+      /another area's services, never its store/,
+    ],
+    [
+      'a relative import leaves its top-level folder',
+      [file('test/helpers/test-server.ts', { '../../core/config': 'core/config.ts' })],
+      /relative import leaves test\//,
+    ],
+    [
+      'a migration imports application code',
+      [file('migrations/20261122000000_create_core_schema.ts', { '#core/shared/ids': 'core/shared/ids.ts' })],
+      /migrations import no application code/,
+    ],
+  ];
+
+  it.each(cases)('refuses a tree where %s', (_label, files, rule) => {
+    const found = layerViolations(files);
+    expect(found).toHaveLength(1);
+    expect(found[0]).toMatch(rule);
   });
 
-  it('keeps adapters apart: REST, GraphQL, the HTTP downloads and the broker never import each other', () => {
-    // What the adapters share (caller authentication, rate-limit decisions, problem details,
-    // the NUL guard) is the HTTP edge, api/src/edge: not an adapter, and it imports none of them.
-    const adapters: Record<string, string[]> = {
-      'rest-facade/src': ['api/src/graphql', 'api/src/http', 'broker/src'],
-      'api/src/graphql': ['rest-facade/src', 'api/src/http', 'broker/src'],
-      'api/src/http': ['rest-facade/src', 'api/src/graphql', 'broker/src'],
-      'broker/src': ['rest-facade/src', 'api/src/graphql', 'api/src/http'],
-      'api/src/edge': ['rest-facade/src', 'api/src/graphql', 'api/src/http', 'broker/src'],
-    };
-    const crossings: string[] = [];
-    for (const [adapter, others] of Object.entries(adapters)) {
-      for (const file of filesUnder(adapter)) {
-        for (const spec of importsOf(file)) {
-          const other = others.find((o) => resolvesInto(file, spec, o));
-          if (other) crossings.push(`${file} -> ${other}`);
-        }
-      }
-    }
-    expect(crossings).toEqual([]);
+  it('allows what the layers allow', () => {
+    const allowed = [
+      file('core/devices/claim.service.ts', {
+        '../certificates/certificate-records': 'core/certificates/certificate-records.ts',
+        '../shared/store/account-lock.store': 'core/shared/store/account-lock.store.ts',
+        './store/devices.store': 'core/devices/store/devices.store.ts',
+        '#protocol/version': 'protocol/version.ts',
+        '#migrations/index': 'migrations/index.ts',
+        knex: null,
+      }),
+      file('core/db/database-health.ts', {}, "await this.knex.raw('select 1')"),
+      file('rest-facade/src/router.ts', {
+        '#edge/caller': 'api/src/edge/caller.ts',
+        '#core/services': 'core/services.ts',
+      }),
+      file('broker/src/connections.ts', { '#core/logger': 'core/logger.ts', '#protocol/topics': 'protocol/topics.ts' }),
+      file('api/src/app.ts', {
+        '#broker/create-broker': 'broker/src/create-broker.ts',
+        '#rest/router': 'rest-facade/src/router.ts',
+      }),
+      file('simulator/src/cli.ts', { '#protocol/version': 'protocol/version.ts', '@peculiar/x509': null }),
+      file('protocol/payloads.ts', { zod: null, './version': 'protocol/version.ts' }),
+    ];
+    expect(layerViolations(allowed)).toEqual([]);
   });
 
-  it('keeps the device protocol module free of everything but zod', () => {
-    // The protocol is what firmware engineers and the simulator build against: it may not pull in
-    // the domain, the broker or Node. Side-effect imports, re-exports and dynamic imports count too.
-    const specifiers = (file: string) => {
-      const text = readFileSync(path.join(root, file), 'utf8');
-      return [...text.matchAll(/\b(?:from|import)\s*\(?\s*['"]([^'"]+)['"]|\brequire\s*\(\s*['"]([^'"]+)['"]/g)].map(
-        (m) => (m[1] ?? m[2])!,
-      );
-    };
-    const files = filesUnder('broker/src/protocol');
-    expect(files.length).toBeGreaterThan(0);
-    const foreign = files.flatMap((file) =>
-      specifiers(file)
-        .filter((spec) => spec !== 'zod' && !resolvesInto(file, spec, 'broker/src/protocol'))
-        .map((spec) => `${file} -> ${spec}`),
-    );
-    expect(foreign).toEqual([]);
+  it('holds the repository to every rule', () => {
+    const tree = readSourceTree(root);
+    expect(tree.filter((f) => f.path.startsWith('core/')).length).toBeGreaterThan(50);
+    expect(tree.filter((f) => f.path.startsWith('protocol/')).length).toBeGreaterThan(0);
+    expect(layerViolations(tree)).toEqual([]);
   });
 });

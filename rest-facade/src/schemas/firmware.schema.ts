@@ -1,9 +1,5 @@
 import { z } from 'zod';
-import {
-  DEPLOYMENT_KINDS,
-  DEPLOYMENT_STATUSES,
-  UPDATE_STATES,
-} from '#core/deployments/deployment-types';
+import { DEPLOYMENT_KINDS, DEPLOYMENT_STATUSES, UPDATE_STATES } from '#core/deployments/deployment-types';
 
 /** Wire format (snake_case) of firmware versions and deployments. */
 export const FirmwareVersionSchema = z

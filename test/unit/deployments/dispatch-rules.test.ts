@@ -1,9 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  mayGetCommandNow,
-  selectForDispatch,
-  type Candidate,
-} from '#core/deployments/dispatch-rules';
+import { mayGetCommandNow, selectForDispatch, type Candidate } from '#core/deployments/dispatch-rules';
 import { versionKey } from '#core/shared/version';
 
 let n = 0;

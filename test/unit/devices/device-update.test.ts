@@ -1,9 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import {
-  UpdateDeviceInput,
-  planDeviceUpdate,
-  type DeviceUpdateBase,
-} from '#core/devices/device-update';
+import { UpdateDeviceInput, planDeviceUpdate, type DeviceUpdateBase } from '#core/devices/device-update';
 import { DomainError } from '#core/shared/errors';
 
 const device: DeviceUpdateBase = {

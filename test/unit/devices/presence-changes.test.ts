@@ -1,9 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import {
-  firmwareReports,
-  presenceRecords,
-  type PresenceChange,
-} from '#core/devices/presence-changes';
+import { firmwareReports, presenceRecords, type PresenceChange } from '#core/devices/presence-changes';
 
 const seen = new Date('2026-03-01T12:00:00.000Z');
 const steady: PresenceChange = {

@@ -1,11 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import {
-  authenticateCaller,
-  credentialsToRecheck,
-  readCookie,
-  requireCsrfFor,
-  type CallerDeps,
-} from '#edge/caller';
+import { authenticateCaller, credentialsToRecheck, readCookie, requireCsrfFor, type CallerDeps } from '#edge/caller';
 import { DomainError } from '#core/shared/errors';
 
 const keyActor = { accountId: 'a1', role: 'admin' as const, principal: 'api_key:k1', apiKeyId: 'k1' };

@@ -1,10 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  judgeDownload,
-  isWellFormedLink,
-  type LinkedJob,
-  type PresentedLink,
-} from '#core/firmware/download-rules';
+import { judgeDownload, isWellFormedLink, type LinkedJob, type PresentedLink } from '#core/firmware/download-rules';
 import { DownloadLinkSigner } from '#core/firmware/download-links';
 import { DomainError } from '#core/shared/errors';
 import { UPDATE_STATES, IN_FLIGHT_STATES } from '#core/deployments/deployment-types';
