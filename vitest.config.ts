@@ -9,6 +9,8 @@ export default defineConfig({
   },
   test: {
     include: ['test/**/*.test.ts'],
+    // The portal built once, one migrated embedded database copied by every test database.
+    globalSetup: ['test/helpers/global-setup.ts'],
     // Each file starts real servers on an embedded database of its own (PGlite takes seconds).
     testTimeout: 30_000,
     hookTimeout: 60_000,

@@ -21,6 +21,7 @@ import {
   spentMinor,
   thresholdsReachedAt,
 } from './store/allocation.store';
+import type { Db } from '../db/db';
 
 export type { Allocation, ThresholdKind } from './allocation-rules';
 export type { LockedAccount } from './account-types';
@@ -35,8 +36,6 @@ export interface AllocationSnapshot {
   provisioned: number;
   spentMinor: number;
 }
-
-type Db = Knex | Knex.Transaction;
 
 export class AllocationService {
   constructor(private readonly deps: ServiceDeps) {}

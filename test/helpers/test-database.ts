@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { TEMPLATE_ENV } from './global-setup';
 
 /**
  * An isolated database per test server: a fresh PostgreSQL database on TEST_DATABASE_URL when
@@ -21,6 +22,9 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fleet-test-'));
   const adminUrl = process.env.TEST_DATABASE_URL;
   if (!adminUrl) {
+    // A copy of the run's migrated embedded database (global-setup.ts), when there is one.
+    const template = process.env[TEMPLATE_ENV];
+    if (template) await fs.promises.cp(template, dataDir, { recursive: true });
     return { databaseUrl: undefined, dataDir, drop: () => fs.promises.rm(dataDir, { recursive: true, force: true }) };
   }
   const name = `fleet_test_${randomBytes(6).toString('hex')}`;

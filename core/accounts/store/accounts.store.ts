@@ -1,7 +1,6 @@
 import type { Knex } from 'knex';
 import type { Account, LockedAccount } from '../account-types';
-
-type Db = Knex | Knex.Transaction;
+import type { Db } from '../../db/db';
 
 interface AccountRow {
   id: string;

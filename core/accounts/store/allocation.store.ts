@@ -1,7 +1,6 @@
 import type { Knex } from 'knex';
 import type { Threshold, ThresholdKind } from '../allocation-rules';
-
-type Db = Knex | Knex.Transaction;
+import type { Db } from '../../db/db';
 
 /** Devices the account has claimed now (its quota use). */
 export async function provisionedCount(db: Db, accountId: string): Promise<number> {

@@ -1,7 +1,5 @@
-import type { Knex } from 'knex';
 import { addressWindow, emailWindow, LOGIN_LIMITS } from '../login-throttle-rules';
-
-type Db = Knex | Knex.Transaction;
+import type { Db } from '../../db/db';
 
 /** An (e-mail, client address) pair the throttle counts. */
 export interface ThrottleKey {

@@ -1,8 +1,6 @@
-import type { Knex } from 'knex';
 import type { Role } from '../../shared/actor';
 import type { User } from '../account-types';
-
-type Db = Knex | Knex.Transaction;
+import type { Db } from '../../db/db';
 
 interface UserRow {
   id: string;

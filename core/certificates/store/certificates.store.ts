@@ -2,10 +2,9 @@ import type { Knex } from 'knex';
 import { sqlList } from '../../shared/sql-list';
 import type { IssuedCertificate } from '../certificate-issuer';
 import type { DeviceCertificate, RevocationReason } from '../device-certificate-types';
+import type { Db } from '../../db/db';
 
 /** Certificates issued to devices (`device_certificates`), recorded by SHA-256 fingerprint. */
-
-type Db = Knex | Knex.Transaction;
 
 interface CertificateRow {
   fingerprint_sha256: string;

@@ -13,8 +13,7 @@ import {
   type DeploymentStatus,
   type UpdateState,
 } from '../deployment-types';
-
-type Db = Knex | Knex.Transaction;
+import type { Db } from '../../db/db';
 
 interface DeploymentRow {
   id: string;

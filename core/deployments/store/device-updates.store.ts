@@ -2,8 +2,7 @@ import type { Knex } from 'knex';
 import { sqlList } from '../../shared/sql-list';
 import { ACTIVE_STATES, IN_FLIGHT_STATES, type UpdateRef, type UpdateState } from '../deployment-types';
 import type { ActiveUpdate, ReportedUpdate } from '../report-rules';
-
-type Db = Knex | Knex.Transaction;
+import type { Db } from '../../db/db';
 
 /**
  * The per-device update rows: the state machine's writes, set-based so that thousands of devices

@@ -4,8 +4,7 @@ import type { DeviceConfig } from '../../devices/device-config';
 import { IN_FLIGHT_STATES, type UpdateRef } from '../deployment-types';
 import type { Candidate } from '../dispatch-rules';
 import type { CommandJob } from '../ota-command-publisher';
-
-type Db = Knex | Knex.Transaction;
+import type { Db } from '../../db/db';
 
 /** What the OTA command of a `sent` update needs, and whose it is. */
 export type SentCommand = UpdateRef & CommandJob;

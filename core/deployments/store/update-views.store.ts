@@ -1,7 +1,5 @@
-import type { Knex } from 'knex';
 import type { DeviceUpdateView, UpdateState } from '../deployment-types';
-
-type Db = Knex | Knex.Transaction;
+import type { Db } from '../../db/db';
 
 // What a deployment's per-device list shows of each update row (GraphQL and REST alike).
 

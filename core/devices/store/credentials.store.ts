@@ -1,9 +1,8 @@
 import type { Knex } from 'knex';
 import type { DeviceIdentity } from '../device-types';
+import type { Db } from '../../db/db';
 
 /** MQTT password hashes (`device_credentials`, one row per device) and the reads that check them. */
-
-type Db = Knex | Knex.Transaction;
 
 export async function insertCredentials(
   trx: Knex.Transaction,

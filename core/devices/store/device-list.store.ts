@@ -4,6 +4,7 @@ import { DEFAULT_DEVICE_SORT, type DeviceFilter, type DeviceSort, type DeviceSor
 import type { Device } from '../device-types';
 import { SELECT_DEVICE, toDevice, type DeviceRow } from './device-row';
 import { preparedRaw } from '../../db/prepared';
+import type { Db } from '../../db/db';
 
 /**
  * SQL of the device list: one statement per page that joins the model name and the current
@@ -11,8 +12,6 @@ import { preparedRaw } from '../../db/prepared';
  * hot path of the REST list and the 100,000-device stream (bench/devices-list.bench.ts).
  * Every statement is scoped by `account_id` (tenant isolation).
  */
-
-type Db = Knex | Knex.Transaction;
 
 /** `%`, `_` and `\` are LIKE wildcards; escape them so `q` is a plain substring. */
 const likeSubstring = (text: string): string => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;

@@ -3,10 +3,9 @@ import type { DeviceConfig } from '../device-config';
 import type { Device } from '../device-types';
 import type { DeviceUpdateBase } from '../device-update';
 import { SELECT_DEVICE, toDevice, type DeviceRow } from './device-row';
+import type { Db } from '../../db/db';
 
 /** Reads and writes of the `devices` row itself. Every read is scoped by `account_id`. */
-
-type Db = Knex | Knex.Transaction;
 
 export async function selectDeviceBySerial(
   db: Db,

@@ -1,8 +1,7 @@
 import type { Knex } from 'knex';
 import type { NewDeviceEvent } from '../device-history';
 import type { DeviceHistoryEntry } from '../device-types';
-
-type Db = Knex | Knex.Transaction;
+import type { Db } from '../../db/db';
 
 interface HistoryRow {
   id: number | string;

@@ -1,7 +1,6 @@
 import type { Knex } from 'knex';
 import { ACTIVE_STATES } from '../../deployments/deployment-types';
-
-type Db = Knex | Knex.Transaction;
+import type { Db } from '../../db/db';
 
 /** A firmware version as stored, with its model's name. `storageKey` is null once the binary was deleted. */
 export interface FirmwareVersionRecord {

@@ -1,6 +1,5 @@
 import type { Knex } from 'knex';
-
-type Db = Knex | Knex.Transaction;
+import type { Db } from '../../db/db';
 
 /** A signing key as stored: the public half (PEM) and when it was replaced. */
 export interface SigningKeyRecord {

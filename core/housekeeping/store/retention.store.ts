@@ -1,8 +1,6 @@
-import type { Knex } from 'knex';
 import { sqlList } from '../../shared/sql-list';
 import { UNSETTLED_DELIVERY_STATUSES } from '../../webhooks/webhook-types';
-
-type Db = Knex | Knex.Transaction;
+import type { Db } from '../../db/db';
 
 /** Rows looked at per statement: each statement is short, so pruning never holds locks for long. */
 const WINDOW = 5000;

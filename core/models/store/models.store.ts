@@ -1,9 +1,7 @@
-import type { Knex } from 'knex';
 import type { FixtureModel } from '../model-types';
+import type { Db } from '../../db/db';
 
 /** Fixture models (`models`), unique by name per account; every read is scoped by `account_id`. */
-
-type Db = Knex | Knex.Transaction;
 
 interface ModelRow {
   id: string;

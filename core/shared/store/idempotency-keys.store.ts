@@ -1,7 +1,6 @@
 import type { Knex } from 'knex';
 import { IDEMPOTENCY_LOCK_SPACE } from '../../db/advisory-lock';
-
-type Db = Knex | Knex.Transaction;
+import type { Db } from '../../db/db';
 
 /** An Idempotency-Key is scoped per account. */
 export interface KeyScope {

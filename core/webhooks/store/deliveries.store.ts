@@ -1,8 +1,7 @@
 import type { Knex } from 'knex';
 import type { AttemptOutcome } from '../delivery-rules';
 import type { DeliveryRecord, DeliveryStatus, WebhookDeliveryAttempt, WebhookEventBody } from '../webhook-types';
-
-type Db = Knex | Knex.Transaction;
+import type { Db } from '../../db/db';
 
 interface DeliveryRow {
   id: string;

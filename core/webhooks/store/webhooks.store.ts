@@ -1,7 +1,6 @@
 import type { Knex } from 'knex';
 import type { Webhook } from '../webhook-types';
-
-type Db = Knex | Knex.Transaction;
+import type { Db } from '../../db/db';
 
 interface WebhookRow {
   id: string;
