@@ -296,7 +296,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
           databaseHealth.start();
         },
         stop: async () => {
-          await outbox.flush().catch(() => undefined);
+          await outbox.settle().catch(() => undefined);
           databaseHealth.stop();
           await outbox.stop();
         },

@@ -184,7 +184,7 @@ export class DeviceBroker implements DeviceGateway {
    * Marks devices offline whose 3 heartbeat intervals passed (a timer does it too). Resolves once a
    * sweep that started after the call is over, so a test that moved the clock sees its effect.
    */
-  sweepNow(): Promise<void> {
+  settlePresenceSweep(): Promise<void> {
     return this.presenceSweeps.settle();
   }
 

@@ -180,7 +180,7 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
    * Deadlines, scheduled starts, re-sends, windows, then every running deployment evaluated. Joins
    * the sweep under way rather than starting a second; a failure is logged, not thrown.
    */
-  sweep(): Promise<void> {
+  runNow(): Promise<void> {
     return this.sweeps.run();
   }
 

@@ -95,7 +95,7 @@ export class OutboxDispatcher {
   }
 
   /** Resolves once the round under way (if any) finished: tests and shutdown use it. */
-  flush(): Promise<void> {
+  settle(): Promise<void> {
     return this.loop.settle();
   }
 

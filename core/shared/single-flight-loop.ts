@@ -27,6 +27,10 @@ export interface SingleFlightLoopOptions {
  *
  * `stop()` waits for the round under way and lets no further round start. A loop that is not
  * started runs rounds on request but does not poll.
+ *
+ * The classes that own a loop (the outbox dispatcher, the webhook and retention workers, the OTA
+ * engine) pass it on under the same names: `start()`, `kick()`, `runNow()` (this `run()`),
+ * `settle()` and `stop()`.
  */
 export class SingleFlightLoop {
   private current: Promise<void> | null = null;

@@ -161,10 +161,10 @@ describe('heartbeats and presence', () => {
     expect((await device('P-TIMEOUT')).status).toBe('online');
     // Its configured interval is 60 s: 2.5 intervals is not enough, 3 is.
     clock.advance(150_000);
-    await server.service.broker.sweepNow();
+    await server.service.broker.settlePresenceSweep();
     expect((await device('P-TIMEOUT')).status).toBe('online');
     clock.advance(31_000);
-    await server.service.broker.sweepNow();
+    await server.service.broker.settlePresenceSweep();
     expect((await device('P-TIMEOUT')).status).toBe('offline');
     expect((await history('P-TIMEOUT'))[0]!.data).toMatchObject({ to: 'offline', reason: 'heartbeat_timeout' });
     expect((await outbox('P-TIMEOUT')).map((e) => e.type).slice(-1)).toEqual(['device.offline']);
@@ -182,15 +182,15 @@ describe('heartbeats and presence', () => {
       await dev.publishAsync(topics.heartbeat('P-STEADY'), heartbeat(), { qos: 1 });
       await flush();
       clock.advance(50_000);
-      await server.service.broker.sweepNow();
+      await server.service.broker.settlePresenceSweep();
       expect((await device('P-STEADY')).status).toBe('online');
     }
     // Silent since 50 s ago: still online at 179 s, offline past 180 s.
     clock.advance(129_000);
-    await server.service.broker.sweepNow();
+    await server.service.broker.settlePresenceSweep();
     expect((await device('P-STEADY')).status).toBe('online');
     clock.advance(2_000);
-    await server.service.broker.sweepNow();
+    await server.service.broker.settlePresenceSweep();
     expect((await device('P-STEADY')).status).toBe('offline');
     expect((await history('P-STEADY'))[0]!.data).toMatchObject({ to: 'offline', reason: 'heartbeat_timeout' });
     await dev.endAsync();

@@ -59,7 +59,7 @@ describe.skipIf(!availability.ok)('cluster mode (two processes on PostgreSQL and
         { accountId, type: 'device.online', subject: 'X1', data: { serial: 'X1' } },
       ]),
     );
-    await cluster.nodes[0]!.outbox.flush();
+    await cluster.nodes[0]!.outbox.settle();
     await expect.poll(() => received.includes('device.online'), { timeout: 5000 }).toBe(true);
     unsubscribe();
   });

@@ -50,7 +50,7 @@ describe.skipIf(!canRun)('Redis restarted under a two-process cluster', () => {
           { accountId, type: 'device.online', subject, data: { serial: subject } },
         ]),
       );
-      await cluster.nodes[0]!.outbox.flush();
+      await cluster.nodes[0]!.outbox.settle();
       const timedOut = new Promise<boolean>((resolve) => {
         timer = setTimeout(() => resolve(false), 3000);
       });

@@ -56,7 +56,7 @@ describe('GraphQL edge cursors continue after their edge', () => {
       });
       expect(res.status).toBe(201);
     }
-    await server.service.outbox.flush();
+    await server.service.outbox.settle();
     const listed = await account.api.get('/api/v1/firmware/deployments?limit=10');
     deploymentId = (listed.body.deployments as Array<{ id: string; target_count: number }>).find(
       (d) => d.target_count === 2,

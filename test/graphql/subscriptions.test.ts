@@ -141,7 +141,7 @@ describe('GraphQL subscriptions over graphql-ws', () => {
     await appendEvents(server.service.database.knex, server.service.clock, [
       { accountId: other.accountId, type: 'device.claimed', subject: 'X', data: {} },
     ]);
-    await server.service.outbox.flush();
+    await server.service.outbox.settle();
     await viaCookie.until(() => viaCookie.items.length >= 1, 2000);
     await new Promise((r) => setTimeout(r, 200));
     expect(viaCookie.items).toHaveLength(1);

@@ -92,7 +92,7 @@ describe('allocation: quota, budget, ledger and thresholds', () => {
     await claimDevices(acc, { serials: ['T-0009'], model: 'LX-200' }); // 90 %
     await acc.api.delete('/api/v1/devices/T-0009'); // back to 80 % of quota; the budget stays spent
     await claimDevices(acc, { serials: ['T-0010'], model: 'LX-200' }); // quota 90 % again: no second event; budget 100 %
-    await server.service.outbox.flush();
+    await server.service.outbox.settle();
     const reached = published
       .filter((e) => e.accountId === acc.accountId && e.type === 'allocation.threshold_reached')
       .map((e) => `${String(e.data.kind)}:${String(e.data.percent)}`)

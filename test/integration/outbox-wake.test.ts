@@ -102,7 +102,7 @@ describe('the running service wakes the outbox only for commits with events', ()
     try {
       await device.publishAsync(topics.heartbeat('WAKE-1'), heartbeat({ firmware: '1.0.0' }), { qos: 1 });
       await server.service.ingest.flush();
-      await server.service.outbox.flush();
+      await server.service.outbox.settle();
       kick.mockClear();
       // The same news again: the flush writes last_seen and nothing that makes an event.
       await device.publishAsync(topics.heartbeat('WAKE-1'), heartbeat({ firmware: '1.0.0' }), { qos: 1 });

@@ -25,7 +25,7 @@ describe('retention (HISTORY_RETENTION_DAYS=30, EVENT_RETENTION_DAYS=7)', () => 
       clock,
       events.map((e) => ({ accountId: account.accountId, ...e })),
     );
-    await server.service.outbox.flush();
+    await server.service.outbox.settle();
     await server.service.webhookWorker.settle();
   };
   const history = async () =>
@@ -79,7 +79,7 @@ describe('retention (HISTORY_RETENTION_DAYS=30, EVENT_RETENTION_DAYS=7)', () => 
     await appendEvents(server.service.database.knex, clock, [
       { accountId: account.accountId, type: 'device.online', subject: serial, data: { serial, n: 3 } },
     ]);
-    await server.service.outbox.flush();
+    await server.service.outbox.settle();
     expect(await history()).toEqual(['renamed', 'claimed']);
     expect(await deliveries(hookUp)).toHaveLength(2);
     // An event from day 0 that was never dispatched (the dispatcher is stopped here): it must survive.

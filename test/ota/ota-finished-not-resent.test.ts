@@ -179,7 +179,7 @@ describe('OTA: a finished job is not sent again when its device comes back', { t
     await beat(back.client, 'SW-1', '1.0.0');
     await expect.poll(async () => (await a.api.get('/api/v1/devices/SW-1')).body.connectivity, poll).toBe('online');
     expect(await stateOf(id, 'SW-1')).toBe('sent');
-    await ota().sweep();
+    await ota().runNow();
     await expect.poll(() => stateOf(id, 'SW-1'), poll).toBe('failed');
     await quiet();
     expect(back.commands).toEqual([]);

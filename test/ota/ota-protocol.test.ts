@@ -166,11 +166,11 @@ describe('OTA protocol and timing (manual clock)', { timeout: 90_000 }, () => {
     await report(d2.client, 'TO-2', { job_id: d2.commands()[0]!.job_id, state: 'succeeded' });
     await expect.poll(async () => (await updateOf(id, 'TO-2')).state, poll).toBe('rebooting');
     clock.advance(31_000);
-    await ota().sweep();
+    await ota().runNow();
     expect((await updateOf(id, 'TO-2')).state).toBe('timed_out');
     expect((await updateOf(id, 'TO-1')).state).toBe('downloading');
     clock.advance(30_000);
-    await ota().sweep();
+    await ota().runNow();
     await ota().idle();
     expect(await updateOf(id, 'TO-1')).toMatchObject({ state: 'timed_out', error: 'no progress before the deadline' });
     // A late report after the deadline changes nothing.
@@ -211,13 +211,13 @@ describe('OTA protocol and timing (manual clock)', { timeout: 90_000 }, () => {
     const nyc = await connect(creds[1]!);
     const id = await deploy({ serials: ['WIN-BER', 'WIN-NYC'], respect_maintenance_window: true });
     await expect.poll(() => ber.commands().length, poll).toBe(1);
-    await ota().sweep();
+    await ota().runNow();
     expect(nyc.commands()).toHaveLength(0);
     expect((await updateOf(id, 'WIN-NYC')).state).toBe('queued');
     clock.set('2026-01-15T07:30:00Z'); // New York 02:30
     await nyc.client.publishAsync(topics.heartbeat('WIN-NYC'), heartbeat({ firmware: '1.0.0' }), { qos: 1 });
     await expect.poll(async () => (await a.api.get('/api/v1/devices/WIN-NYC')).body.connectivity, poll).toBe('online');
-    await ota().sweep();
+    await ota().runNow();
     await expect.poll(() => nyc.commands().length, poll).toBe(1);
   });
 
@@ -230,13 +230,13 @@ describe('OTA protocol and timing (manual clock)', { timeout: 90_000 }, () => {
     const id = await deploy({ serials, rollout: { max_concurrent_per_tag: { tag: 'zone', max: 1 } } });
     const sentCount = () => devs.reduce((n, d) => n + d.commands().length, 0);
     await expect.poll(sentCount, poll).toBe(1);
-    await ota().sweep();
+    await ota().runNow();
     expect(sentCount()).toBe(1);
     const first = devs.find((d) => d.commands().length === 1)!;
     const serial = creds[devs.indexOf(first)]!.serial;
     await first.client.publishAsync(topics.heartbeat(serial), heartbeat({ firmware: '2.0.0' }), { qos: 1 });
     await expect.poll(async () => (await updateOf(id, serial)).state, poll).toBe('succeeded');
-    await ota().sweep();
+    await ota().runNow();
     await expect.poll(sentCount, poll).toBe(2);
   });
 
@@ -258,12 +258,12 @@ describe('OTA protocol and timing (manual clock)', { timeout: 90_000 }, () => {
     const at = new Date(clock.now().getTime() + 3600_000).toISOString();
     const id = await deploy({ serials: ['SCH-1'], scheduled_at: at });
     expect(await deployment(a, id)).toMatchObject({ status: 'scheduled', started_at: null });
-    await ota().sweep();
+    await ota().runNow();
     expect(dev.commands()).toHaveLength(0);
     clock.advance(3600_000 + 1000);
     await dev.client.publishAsync(topics.heartbeat('SCH-1'), heartbeat({ firmware: '1.0.0' }), { qos: 1 });
     await expect.poll(async () => (await a.api.get('/api/v1/devices/SCH-1')).body.connectivity, poll).toBe('online');
-    await ota().sweep();
+    await ota().runNow();
     await ota().idle();
     expect((await deployment(a, id)).status).toBe('running');
     await expect.poll(() => dev.commands().length, poll).toBe(1);

@@ -137,7 +137,7 @@ describe('signed firmware in OTA commands', { timeout: 120_000 }, () => {
     expect(await verifiesWith(command, key2.publicPem)).toBe(false);
     // Unanswered: the sweep publishes the same job again, still signed.
     await new Promise((r) => setTimeout(r, 1100));
-    await ota().sweep();
+    await ota().runNow();
     await expect.poll(() => dev.commands().length, poll).toBe(2);
     expect(dev.commands()[1]).toEqual({ ...command, url: expect.any(String) });
   });

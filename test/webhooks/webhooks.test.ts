@@ -29,7 +29,7 @@ describe('webhooks', () => {
       clock,
       events.map((e) => ({ accountId: account.accountId, ...e })),
     );
-    await server.service.outbox.flush();
+    await server.service.outbox.settle();
     await server.service.webhookWorker.settle();
   };
   /** Moves time forward in steps and lets the worker retry what is due, until `done()` or out of steps. */

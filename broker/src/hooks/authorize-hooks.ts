@@ -1,12 +1,12 @@
 import type { Client, PublishPacket, Subscription } from 'aedes';
 import type { Logger } from '#core/logger';
 import type { Metrics } from '#core/metrics';
-import { topics } from '#protocol/topics';
+import { topics, type DevicePublishKind } from '#protocol/topics';
 import { HANDLERS } from '../handlers/index';
-import type { HandlerContext } from '../handlers/context';
+import type { HandlerContext, HandlerResult } from '../handlers/context';
 import { LogThrottle } from '../log-throttle';
 import { MAX_GRANTED_QOS } from '../subscription-guard';
-import type { Connections } from '../connections';
+import type { Connection, Connections } from '../connections';
 import type { OtaReadiness } from '../ota-readiness';
 import { publishKindFor, maySubscribe, mayReceive } from './authorize';
 
@@ -21,6 +21,17 @@ export interface AuthorizeHooksInput {
   logger: Logger;
 }
 
+type PublishCallback = (error?: Error | null) => void;
+
+/** The device behind a PUBLISH that passed the topic ACL. */
+interface Publisher {
+  conn: Connection;
+  serial: string;
+  kind: DevicePublishKind;
+  /** A Last Will, published by the broker for a connection that is gone. */
+  isWill: boolean;
+}
+
 /**
  * Aedes's authorization hooks: what a device may publish (and its message handled right there),
  * subscribe to, and receive. The topic rules themselves are in ./authorize.ts.
@@ -30,50 +41,73 @@ export class AuthorizeHooks {
 
   constructor(private readonly input: AuthorizeHooksInput) {}
 
-  publish(client: Client | null, packet: PublishPacket, callback: (error?: Error | null) => void): void {
+  /**
+   * A device's PUBLISH, in the steps Aedes's own publish handling would name: authorize (whose
+   * connection, which topic), throttle (the flood limit), handle (the topic's handler, in the
+   * process), acknowledge (the PUBACK once what the message changed is stored). `callback(null)`
+   * lets Aedes acknowledge; an error closes the connection.
+   */
+  publish(client: Client | null, packet: PublishPacket, callback: PublishCallback): void {
     // Publishes of the service itself do not come through here; a null client is the broker.
     if (!client) {
       callback(null);
       return;
     }
-    const { connections, metrics, logger } = this.input;
-    const conn = connections.of(client);
-    if (!conn) {
-      callback(new Error('not authorized'));
+    const publisher = this.authorize(client, packet);
+    if (publisher instanceof Error) {
+      callback(publisher);
       return;
     }
+    // Devices never get to leave retained messages in the broker.
+    packet.retain = false;
+    const throttled = this.throttle(publisher, packet);
+    if (throttled !== 'ok') {
+      callback(throttled === 'disconnect' ? new Error('flooding') : null);
+      return;
+    }
+    this.acknowledge(publisher, this.handle(client, publisher, packet), callback);
+  }
+
+  /** Whose connection it is and what the topic is for it; an Error when it may not publish there. */
+  private authorize(client: Client, packet: PublishPacket): Publisher | Error {
+    const conn = this.input.connections.of(client);
+    if (!conn) return new Error('not authorized');
     const { serial } = conn.session;
     const kind = publishKindFor(serial, packet.topic);
-    // A Last Will is published by the broker on behalf of a connection that is already gone.
-    const isWill = client.closed || !client.connected;
     if (!kind) {
-      metrics.mqttAuthorizationDenied.inc({ action: 'publish' });
+      this.input.metrics.mqttAuthorizationDenied.inc({ action: 'publish' });
       this.logDrop(
         serial,
         'acl',
         { topic: packet.topic.slice(0, 200) },
         'publish refused by the topic ACL; disconnecting',
       );
-      callback(new Error('publish not authorized'));
-      return;
+      return new Error('publish not authorized');
     }
-    // Devices never get to leave retained messages in the broker.
-    packet.retain = false;
-    if (!isWill) {
-      const verdict = conn.flood.take();
-      if (verdict !== 'ok') {
-        metrics.mqttMessagesDropped.inc({ kind, reason: 'rate_limited' });
-        this.logDrop(
-          serial,
-          'flood',
-          { limit: 'docs/device-protocol.md' },
-          verdict === 'disconnect' ? 'device keeps flooding; disconnecting' : 'messages above the rate limit dropped',
-        );
-        this.input.consumed.add(packet);
-        callback(verdict === 'disconnect' ? new Error('flooding') : null);
-        return;
-      }
-    }
+    // A Last Will is published by the broker on behalf of a connection that is already gone.
+    return { conn, serial, kind, isWill: client.closed || !client.connected };
+  }
+
+  /** The device's flood limit (a Will is exempt): over it the message is dropped, and a flood disconnects. */
+  private throttle(publisher: Publisher, packet: PublishPacket): 'ok' | 'drop' | 'disconnect' {
+    if (publisher.isWill) return 'ok';
+    const verdict = publisher.conn.flood.take();
+    if (verdict === 'ok') return 'ok';
+    this.input.metrics.mqttMessagesDropped.inc({ kind: publisher.kind, reason: 'rate_limited' });
+    this.logDrop(
+      publisher.serial,
+      'flood',
+      { limit: 'docs/device-protocol.md' },
+      verdict === 'disconnect' ? 'device keeps flooding; disconnecting' : 'messages above the rate limit dropped',
+    );
+    this.input.consumed.add(packet);
+    return verdict === 'disconnect' ? 'disconnect' : 'drop';
+  }
+
+  /** The topic's handler, right here in the process; its outcome counted and, when refused, logged. */
+  private handle(client: Client, publisher: Publisher, packet: PublishPacket): HandlerResult {
+    const { connections, metrics, logger } = this.input;
+    const { serial, kind, isWill, conn } = publisher;
     const { ingest, otaListener } = this.input.served();
     const ctx: HandlerContext = {
       ingest,
@@ -82,7 +116,7 @@ export class AuthorizeHooks {
       isWill,
       isCurrent: () => connections.isCurrent(serial, client),
     };
-    let result;
+    let result: HandlerResult;
     try {
       result = HANDLERS[kind](ctx, conn.session, packet.payload as Buffer);
     } catch (err) {
@@ -104,17 +138,25 @@ export class AuthorizeHooks {
     // A device's messages right after its CONNACK may be handled before Aedes marks it connected
     // (isWill is then true): the first heartbeat counts all the same.
     if (result.ok && result.firmware !== undefined) this.input.readiness.firstHeartbeat(conn, result.firmware);
+    return result;
+  }
+
+  /**
+   * The PUBACK: at once for a message that changed nothing to store, once stored otherwise. No
+   * PUBACK for a message the service could not store: the connection closes and the device sends
+   * it again on its next one.
+   */
+  private acknowledge(publisher: Publisher, result: HandlerResult, callback: PublishCallback): void {
     if (!result.ok || !result.applied) {
       callback(null);
       return;
     }
+    const { conn, serial, kind } = publisher;
     conn.reportsStored = Promise.allSettled([conn.reportsStored, result.applied]).then(() => undefined);
-    // No PUBACK for a message the service could not store: the connection closes and the device
-    // sends it again on its next one.
     result.applied.then(
       () => callback(null),
       (err: unknown) => {
-        logger.warn(
+        this.input.logger.warn(
           { err, serial, kind },
           'device message not stored; closing the connection so the device sends it again',
         );
