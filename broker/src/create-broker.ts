@@ -218,6 +218,18 @@ export class DeviceBroker implements DeviceGateway {
     return this.listeners.handleUpgrade;
   }
 
+  /**
+   * A connection that reached the broker some other way than its listeners (an in-memory duplex
+   * in test/broker's harness): served exactly as a TCP socket is.
+   */
+  acceptStream(stream: Duplex): void {
+    if (this.closed || this.domain === undefined) {
+      stream.destroy();
+      return;
+    }
+    this.handle(stream);
+  }
+
   /** A new connection, whatever its transport: Aedes's client with the size and QoS guards on its parser. */
   private handle(stream: Duplex, req?: http.IncomingMessage): void {
     const client = this.aedes.handle(stream, req);

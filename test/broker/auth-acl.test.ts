@@ -12,7 +12,11 @@ import {
 import { topics } from '#protocol/topics';
 import { ifStarted } from '../helpers/teardown';
 
-/** Device authentication and the per-topic ACL of protocol v1, with real mqtt.js clients. */
+/**
+ * Device authentication and the delivery guards of protocol v1 on the wire, with real mqtt.js
+ * clients and the service behind the broker. The topic ACL's rules (what a device may subscribe
+ * to and publish) are shown over an in-memory broker in acl-rules.test.ts.
+ */
 describe('MQTT authentication and ACL', () => {
   let server: TestServer;
   let account: TestAccount;
@@ -129,27 +133,6 @@ describe('MQTT authentication and ACL', () => {
     await spy.endAsync();
     await other.endAsync();
     expect((await metric('fleet_mqtt_authorization_denied_total')).join('\n')).toMatch(/action="subscribe"} 9/);
-  });
-
-  it('a device may subscribe to its own ota and config', async () => {
-    const dev = await connectDevice(url, a);
-    const granted = await dev.subscribeAsync([topics.ota(a.serial), topics.config(a.serial)], { qos: 1 });
-    expect(granted.map((g) => g.qos)).toEqual([1, 1]);
-    await dev.endAsync();
-  });
-
-  it.each([
-    ['another device’s heartbeat', (s: string, o: string) => topics.heartbeat(o)],
-    ['another device’s status', (s: string, o: string) => topics.status(o)],
-    ['its own ota (service to device only)', (s: string) => topics.ota(s)],
-    ['its own config (service to device only)', (s: string) => topics.config(s)],
-    ['a topic outside the protocol', (s: string) => `devices/${s}/other`],
-    ['a foreign root', () => 'lights/all/on'],
-  ])('publishing to %s is refused and disconnects the device', async (_label, topicOf) => {
-    const dev = await connectDevice(url, a);
-    dev.publish(topicOf(a.serial, b.serial), heartbeat(), { qos: 1 });
-    expect(await closed(dev)).toBe(true);
-    dev.end(true);
   });
 
   it('a second connection with the same client id takes over cleanly: the first is closed, the device stays online', async () => {
