@@ -1,5 +1,6 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import type { CodegenConfig } from '@graphql-codegen/cli';
+import { loadTypeDefs } from '#api/graphql/schema-files';
 
 /**
  * Types generated from the GraphQL schema (api/src/graphql/schema/*.graphql), never copied by hand:
@@ -35,7 +36,8 @@ const banner = (from: string) => ({
 
 const config: CodegenConfig = {
   overwrite: true,
-  schema: graphqlText('api/src/graphql/schema'),
+  // The server's own text, in its order (schema-files.ts): the generated types follow the schema.
+  schema: loadTypeDefs().join('\n'),
   // Keep the schema's order: types, fields and enum values as declared (select options follow it).
   config: { sort: false },
   generates: {

@@ -4,7 +4,7 @@ import type tls from 'node:tls';
 import { Aedes, type AedesOptions, type Client, type PublishPacket } from 'aedes';
 import type { Logger } from '#core/logger';
 import type { Metrics } from '#core/metrics';
-import type { DeviceGateway, OtaCommand, OtaDeviceListener } from '#core/devices/device-gateway';
+import type { DeviceGateway, OtaDeviceListener, OtaJob } from '#core/devices/device-gateway';
 import type { DeviceAuthService, DeviceSession } from '#core/devices/device-auth.service';
 import type { PresenceService } from '#core/devices/presence.service';
 import type { HeartbeatIngest } from '#core/devices/heartbeat-ingest';
@@ -281,11 +281,11 @@ export class DeviceBroker implements DeviceGateway {
     });
   }
 
-  async publishOta(serial: string, command: OtaCommand): Promise<void> {
+  async publishOta(serial: string, job: OtaJob): Promise<void> {
     if (this.closed) throw new Error('the device broker is closed');
     await this.publish({
       topic: topics.ota(serial),
-      payload: JSON.stringify(otaCommandPayload(command)),
+      payload: JSON.stringify(otaCommandPayload(job)),
       qos: 1,
       retain: false,
     });

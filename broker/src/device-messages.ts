@@ -1,5 +1,5 @@
 import { ConfigMessage, OtaCommand, type OtaProgress } from '#protocol/payloads';
-import type { OtaCommand as OtaJob, OtaProgressReport } from '#core/devices/device-gateway';
+import type { OtaJob, OtaProgressReport } from '#core/devices/device-gateway';
 
 /**
  * Between the domain's types and the protocol's payloads, in both directions. What the service

@@ -30,8 +30,8 @@ export async function resolveDeployTargets(
   db: Knex | Knex.Transaction,
   { actor, input, models }: { actor: Actor; input: z.output<typeof DeployInput>; models: DeploymentArea['models'] },
 ): Promise<{ query: TargetQuery; firmware: FirmwareRef; filter: DeploymentFilter }> {
-  requireVersion(input.firmware_version, 'firmware_version');
-  if (input.filter.firmware_lt !== undefined) requireVersion(input.filter.firmware_lt, 'filter.firmware_lt');
+  requireVersion(input.firmwareVersion, 'firmwareVersion');
+  if (input.filter.firmwareLt !== undefined) requireVersion(input.filter.firmwareLt, 'filter.firmwareLt');
   const serials = input.serials ?? input.filter.serials;
   if (serials) {
     const bad = serials.map((s, i) => [s, i] as const).filter(([s]) => !isValidSerial(s));
@@ -45,19 +45,19 @@ export async function resolveDeployTargets(
     }
   }
   let firmware: FirmwareRef;
-  const key = versionKey(input.firmware_version);
+  const key = versionKey(input.firmwareVersion);
   if (input.filter.model !== undefined) {
     const model = await models.requireByName(actor, input.filter.model, db as Knex.Transaction, 'filter.model');
     const [found] = await firmwareRefsWithKey(db, { accountId: actor.accountId, versionKey: key, modelId: model.id });
-    if (!found) throw versionNotFound(input.firmware_version, `model "${model.name}"`);
+    if (!found) throw versionNotFound(input.firmwareVersion, `model "${model.name}"`);
     firmware = found;
   } else {
     const rows = await firmwareRefsWithKey(db, { accountId: actor.accountId, versionKey: key });
-    if (rows.length === 0) throw versionNotFound(input.firmware_version, 'any model of this account');
+    if (rows.length === 0) throw versionNotFound(input.firmwareVersion, 'any model of this account');
     if (rows.length > 1) {
       throw new DomainError(
         'validation_failed',
-        `Version ${input.firmware_version} exists for several models; name one.`,
+        `Version ${input.firmwareVersion} exists for several models; name one.`,
         { errors: [{ field: 'filter.model', message: 'is required: the version exists for several models' }] },
       );
     }
@@ -65,7 +65,7 @@ export async function resolveDeployTargets(
   }
   if (!firmware.storageKey) throw fileMissing([firmware.version]);
   const filter: DeploymentFilter = { model: firmware.model };
-  if (input.filter.firmware_lt !== undefined) filter.firmware_lt = input.filter.firmware_lt;
+  if (input.filter.firmwareLt !== undefined) filter.firmware_lt = input.filter.firmwareLt;
   if (input.filter.status !== undefined) filter.status = input.filter.status;
   if (serials) filter.serials = serials;
   return {
@@ -73,7 +73,7 @@ export async function resolveDeployTargets(
       accountId: actor.accountId,
       modelId: firmware.modelId,
       targetVersion: firmware.version,
-      firmwareLt: input.filter.firmware_lt,
+      firmwareLt: input.filter.firmwareLt,
       status: input.filter.status,
       serials,
     },

@@ -4,7 +4,7 @@ import { DomainError, notFound } from '../shared/errors';
 import { isUuid, newId } from '../shared/ids';
 import { appendEvents } from '../events/outbox';
 import type { NewEvent } from '../events/event-types';
-import { DEPLOYMENT_ACTIONS, RolloutInput, type DeploymentRecord } from './deployment-types';
+import { DEPLOYMENT_ACTIONS, toRollout, type DeploymentRecord } from './deployment-types';
 import { DeployInput, type DeploymentArea } from './deployment-inputs';
 import { evaluateDeployment } from './deployment-progress';
 import { planResume } from './progress-rules';
@@ -22,8 +22,7 @@ export async function recordDeployment(area: DeploymentArea, actor: Actor, raw: 
   const { deps, models, engine } = area;
   requireAdmin(actor);
   const input = DeployInput.parse(raw);
-  if (input.dry_run) throw new DomainError('bad_request', 'Use preview for a dry run.');
-  const rollout = input.rollout ? RolloutInput.parse(input.rollout) : null;
+  const rollout = input.rollout ? toRollout(input.rollout) : null;
   const id = newId();
   const touched = await deps.transaction(async (trx) => {
     // One deployment per account at a time: concurrent deploys over the same devices serialize,
@@ -31,7 +30,7 @@ export async function recordDeployment(area: DeploymentArea, actor: Actor, raw: 
     await lockAccount(trx, actor.accountId);
     const { query, firmware, filter } = await resolveDeployTargets(trx, { actor, input, models });
     const now = deps.clock.now();
-    const scheduledAt = input.scheduled_at ? new Date(input.scheduled_at) : null;
+    const scheduledAt = input.scheduledAt ? new Date(input.scheduledAt) : null;
     const future = scheduledAt !== null && scheduledAt.getTime() > now.getTime();
     await insertDeployment(trx, {
       id,
@@ -43,7 +42,7 @@ export async function recordDeployment(area: DeploymentArea, actor: Actor, raw: 
       status: future ? 'scheduled' : 'running',
       filter,
       rollout,
-      respectMaintenanceWindow: input.respect_maintenance_window,
+      respectMaintenanceWindow: input.respectMaintenanceWindow,
       createdBy: actor.principal,
       scheduledAt,
       startedAt: future ? null : now,

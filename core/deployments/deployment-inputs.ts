@@ -6,35 +6,36 @@ import type { ServiceDeps } from '../service-deps';
 import type { ModelService } from '../models/model.service';
 
 export const MAX_DEPLOY_SERIALS = 10_000;
-const Serials = z.array(z.string().min(1).max(64)).min(1).max(MAX_DEPLOY_SERIALS);
+/** Explicit targets of a deploy request (each is checked as a serial when it is resolved). */
+export const DeploySerials = z.array(z.string().min(1).max(64)).min(1).max(MAX_DEPLOY_SERIALS);
 
 /**
- * POST /firmware/deploy (docs/ota.md "Deploy"). `filter.serials` or top-level `serials` (not
- * both) name explicit targets; a single device is one serial. `model` may be left out when the
- * version exists for exactly one model of the account.
+ * A deploy request (docs/ota.md "Deploy"), camelCase like every input of the domain: the REST
+ * route and the GraphQL resolvers translate their own input into it. `filter.serials` or
+ * top-level `serials` (not both) name explicit targets; a single device is one serial.
+ * `filter.model` may be left out when the version exists for exactly one model of the account.
+ * Field errors name these fields (`filter.firmwareLt`, `serials.3`).
  */
 export const DeployInput = z
   .strictObject({
-    firmware_version: z.string().min(1).max(64),
+    firmwareVersion: z.string().min(1).max(64),
     filter: z
       .strictObject({
         model: z.string().min(1).max(64).optional(),
-        firmware_lt: z.string().min(1).max(64).optional(),
+        firmwareLt: z.string().min(1).max(64).optional(),
         status: z.enum(DEVICE_STATUSES).optional(),
-        serials: Serials.optional(),
+        serials: DeploySerials.optional(),
       })
       .default({}),
-    serials: Serials.optional(),
+    serials: DeploySerials.optional(),
     rollout: RolloutInput.optional(),
-    respect_maintenance_window: z.boolean().default(false),
-    scheduled_at: z.iso.datetime({ offset: true }).optional(),
-    dry_run: z.boolean().default(false),
+    respectMaintenanceWindow: z.boolean().default(false),
+    scheduledAt: z.iso.datetime({ offset: true }).optional(),
   })
   .refine((i) => !(i.serials && i.filter.serials), {
     path: ['serials'],
     message: 'give serials either at the top level or in filter, not both',
-  })
-  .meta({ id: 'DeployRequest' });
+  });
 export type DeployInput = z.input<typeof DeployInput>;
 
 export const ListDeploymentsInput = z.strictObject({
@@ -63,19 +64,11 @@ export interface DeploymentArea {
   engine: DeploymentChangeListener;
 }
 
-export interface FirmwareRef {
-  id: string;
-  model_id: string;
-  model: string;
-  version: string;
-  storage_key: string | null;
-}
-
 export { stringKeysCursor as cursorCodec } from '../shared/cursor';
 
 export function versionNotFound(version: string, where: string): DomainError {
   return new DomainError('version_not_found', `Firmware ${version} is not a version of ${where}.`, {
-    errors: [{ field: 'firmware_version', message: 'is not an uploaded version' }],
+    errors: [{ field: 'firmwareVersion', message: 'is not an uploaded version' }],
   });
 }
 

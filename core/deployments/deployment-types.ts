@@ -93,7 +93,7 @@ export const isActive = (status: DeploymentStatus): boolean =>
   (ACTIVE_DEPLOYMENT_STATUSES as readonly DeploymentStatus[]).includes(status);
 
 /**
- * Staged rollout (docs/ota.md "Staged rollout"):
+ * Staged rollout (docs/ota.md "Staged rollout"), by its stored (and wire) names:
  * - `batches`: cumulative percentages of the targets, strictly increasing, ending at 100
  *   ([1, 10, 50, 100]: 1 % first, then up to 10 %, ...). Targets are spread over the batches in
  *   a pseudo-random but fixed order (a hash of device and deployment id).
@@ -106,33 +106,65 @@ export const isActive = (status: DeploymentStatus): boolean =>
  *   update in flight at once (within the deployment); devices without the tag are not limited.
  * - `health_window_minutes` / `health_max_reconnects`: a device that reconnects more than that
  *   many times within that many minutes after its update succeeded counts as a failure.
+ *
+ * `ROLLOUT_RULES` holds the rule (and default) of each setting, under its input name: the deploy
+ * input (`RolloutInput`), the stored rollout (`Rollout`) and the adapters' own schemas are all
+ * built from it, so they cannot drift apart.
  */
-export const RolloutInput = z
-  .strictObject({
-    batches: z
-      .array(z.number().gt(0).max(100))
-      .min(1)
-      .max(20)
-      .refine((b) => b.every((v, i) => i === 0 || v > b[i - 1]!), 'must be strictly increasing cumulative percentages')
-      .refine((b) => b[b.length - 1] === 100, 'the last batch must be 100 (every target)')
-      .default([100]),
-    failure_threshold_percent: z.number().min(0).max(100).optional(),
-    min_batch_success_percent: z.number().min(0).max(100).default(90),
-    max_concurrent_per_tag: z
-      .strictObject({ tag: z.string().min(1).max(64), max: z.number().int().min(1).max(100_000) })
-      .optional(),
-    health_window_minutes: z
-      .number()
-      .min(0)
-      .max(24 * 60)
-      .default(10),
-    health_max_reconnects: z.number().int().min(1).max(1000).default(3),
-  })
-  .meta({ id: 'RolloutInput' });
-export type RolloutInput = z.input<typeof RolloutInput>;
-export type Rollout = z.output<typeof RolloutInput>;
+export const ROLLOUT_RULES = {
+  batches: z
+    .array(z.number().gt(0).max(100))
+    .min(1)
+    .max(20)
+    .refine((b) => b.every((v, i) => i === 0 || v > b[i - 1]!), 'must be strictly increasing cumulative percentages')
+    .refine((b) => b[b.length - 1] === 100, 'the last batch must be 100 (every target)')
+    .default([100]),
+  failureThresholdPercent: z.number().min(0).max(100).optional(),
+  minBatchSuccessPercent: z.number().min(0).max(100).default(90),
+  maxConcurrentPerTag: z
+    .strictObject({ tag: z.string().min(1).max(64), max: z.number().int().min(1).max(100_000) })
+    .optional(),
+  healthWindowMinutes: z
+    .number()
+    .min(0)
+    .max(24 * 60)
+    .default(10),
+  healthMaxReconnects: z.number().int().min(1).max(1000).default(3),
+};
 
-export const DEFAULT_ROLLOUT: Rollout = RolloutInput.parse({});
+/** The rollout of a deploy request (camelCase, like every input of the domain). */
+export const RolloutInput = z.strictObject(ROLLOUT_RULES);
+export type RolloutInput = z.input<typeof RolloutInput>;
+
+/**
+ * A rollout as stored with its deployment (JSON, snake_case) and read by the rules; the REST
+ * document shows it as it is.
+ */
+export const Rollout = z.strictObject({
+  batches: ROLLOUT_RULES.batches,
+  failure_threshold_percent: ROLLOUT_RULES.failureThresholdPercent,
+  min_batch_success_percent: ROLLOUT_RULES.minBatchSuccessPercent,
+  max_concurrent_per_tag: ROLLOUT_RULES.maxConcurrentPerTag,
+  health_window_minutes: ROLLOUT_RULES.healthWindowMinutes,
+  health_max_reconnects: ROLLOUT_RULES.healthMaxReconnects,
+});
+export type Rollout = z.output<typeof Rollout>;
+
+export const DEFAULT_ROLLOUT: Rollout = Rollout.parse({});
+
+/** A deploy request's rollout (parsed, defaults filled in) as it is stored. */
+export function toRollout(input: z.output<typeof RolloutInput>): Rollout {
+  return {
+    batches: input.batches,
+    ...(input.failureThresholdPercent !== undefined
+      ? { failure_threshold_percent: input.failureThresholdPercent }
+      : {}),
+    min_batch_success_percent: input.minBatchSuccessPercent,
+    ...(input.maxConcurrentPerTag !== undefined ? { max_concurrent_per_tag: input.maxConcurrentPerTag } : {}),
+    health_window_minutes: input.healthWindowMinutes,
+    health_max_reconnects: input.healthMaxReconnects,
+  };
+}
 
 export interface DeploymentCounts {
   queued: number;
@@ -245,7 +277,7 @@ export interface DeploymentRecord {
 /** A stored rollout as the API accepts it; anything else (written around the API) reads as none. */
 export function parseRollout(value: unknown): Rollout | null {
   if (value === null || value === undefined) return null;
-  const parsed = RolloutInput.safeParse(value);
+  const parsed = Rollout.safeParse(value);
   return parsed.success ? parsed.data : null;
 }
 

@@ -6,9 +6,9 @@
 
 /**
  * An OTA job for one device: what the broker sends on `devices/{serial}/ota` (the broker maps it
- * to the protocol's OtaCommand payload).
+ * to the protocol's OtaCommand payload, the device contract).
  */
-export interface OtaCommand {
+export interface OtaJob {
   jobId: string;
   version: string;
   url: string;
@@ -33,7 +33,7 @@ export interface DeviceGateway {
   /** Retained QoS 1 publish on `devices/{serial}/config`. */
   publishConfig(serial: string, message: { version: number; config: Record<string, unknown> }): Promise<void>;
   /** QoS 1 publish on `devices/{serial}/ota`. */
-  publishOta(serial: string, command: OtaCommand): Promise<void>;
+  publishOta(serial: string, job: OtaJob): Promise<void>;
   /**
    * Drop the device's connection now (credentials rotated, device unclaimed, certificate
    * revoked), on whichever process of the deployment holds it. Returns at once.

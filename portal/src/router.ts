@@ -48,19 +48,19 @@ const routes: RouteRecordRaw[] = [
       {
         path: 'deployments',
         name: 'deployments',
-        component: () => import('./features/firmware/pages/DeploymentsPage.vue'),
+        component: () => import('./features/deployments/pages/DeploymentsPage.vue'),
         meta: { title: 'Deployments' },
       },
       {
         path: 'deployments/new',
         name: 'deploy',
-        component: () => import('./features/firmware/pages/NewDeploymentPage.vue'),
+        component: () => import('./features/deployments/pages/NewDeploymentPage.vue'),
         meta: { title: 'Schedule an update' },
       },
       {
         path: 'deployments/:id',
         name: 'deployment',
-        component: () => import('./features/firmware/pages/DeploymentPage.vue'),
+        component: () => import('./features/deployments/pages/DeploymentPage.vue'),
         props: true,
         meta: { title: 'Deployment' },
       },
@@ -68,25 +68,25 @@ const routes: RouteRecordRaw[] = [
       {
         path: 'settings/api-keys',
         name: 'api-keys',
-        component: () => import('./features/settings/pages/ApiKeysPage.vue'),
+        component: () => import('./features/accounts/pages/ApiKeysPage.vue'),
         meta: { title: 'API keys' },
       },
       {
         path: 'settings/webhooks',
         name: 'webhooks',
-        component: () => import('./features/settings/pages/WebhooksPage.vue'),
+        component: () => import('./features/webhooks/pages/WebhooksPage.vue'),
         meta: { title: 'Webhooks' },
       },
       {
         path: 'settings/firmware-signing',
         name: 'firmware-signing',
-        component: () => import('./features/settings/pages/FirmwareSigningPage.vue'),
+        component: () => import('./features/firmware/pages/FirmwareSigningPage.vue'),
         meta: { title: 'Firmware signing' },
       },
       {
         path: 'settings/users',
         name: 'users',
-        component: () => import('./features/settings/pages/UsersPage.vue'),
+        component: () => import('./features/accounts/pages/UsersPage.vue'),
         meta: { title: 'Users' },
       },
       {

@@ -5,10 +5,33 @@ import { fileURLToPath } from 'node:url';
 /** Folder of the SDL files: the schema is written in `.graphql`, the single source for server, docs and portal. */
 export const SCHEMA_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'schema');
 
-/** Every `schema/*.graphql` file's text, in a stable order (base first: it declares the roots). */
-export function loadTypeDefs(): string[] {
-  const files = readdirSync(SCHEMA_DIR)
-    .filter((f) => f.endsWith('.graphql'))
-    .sort((a, b) => (a === 'base.graphql' ? -1 : b === 'base.graphql' ? 1 : a.localeCompare(b)));
-  return files.map((f) => readFileSync(path.join(SCHEMA_DIR, f), 'utf8'));
+/**
+ * The SDL files, one per area (each paired with `resolvers/<area>.resolvers.ts`), in the order
+ * they are loaded. base.graphql comes first: it declares the roots and the scalars the others
+ * extend. The schema prints its types and root fields in this order (printSchema keeps the order
+ * of definition), so the order is fixed here rather than taken from the file names.
+ */
+export const SCHEMA_FILES = [
+  'base.graphql',
+  'certificates.graphql',
+  'devices.graphql',
+  'firmware.graphql',
+  'deployments.graphql',
+  'fleet.graphql',
+  'accounts.graphql',
+  'webhooks.graphql',
+  'events.graphql',
+] as const;
+
+/** Every `schema/*.graphql` file's text in the order of SCHEMA_FILES; a file missing from the list (or from the folder) fails. */
+export function loadTypeDefs(dir: string = SCHEMA_DIR): string[] {
+  const present = readdirSync(dir).filter((f) => f.endsWith('.graphql'));
+  const listed = new Set<string>(SCHEMA_FILES);
+  const unlisted = present.filter((f) => !listed.has(f));
+  const missing = SCHEMA_FILES.filter((f) => !present.includes(f));
+  if (unlisted.length > 0 || missing.length > 0)
+    throw new Error(
+      `schema-files.ts: SCHEMA_FILES and ${dir} differ (not listed: ${unlisted.join(', ') || 'none'}; missing: ${missing.join(', ') || 'none'})`,
+    );
+  return SCHEMA_FILES.map((f) => readFileSync(path.join(dir, f), 'utf8'));
 }

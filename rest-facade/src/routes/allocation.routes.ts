@@ -1,7 +1,7 @@
 import { defineRoute, type RouteDef } from '../route';
 import type { Services } from '#core/services';
-import { AllocationSchema } from '../schemas/device.schemas';
-import { presentAllocation } from '../presenters/device.presenter';
+import { AllocationSchema } from '../schemas/allocation.schemas';
+import { presentAllocation } from '../presenters/allocation.presenter';
 
 export function allocationRoutes(services: Services): RouteDef[] {
   return [

@@ -2,9 +2,9 @@ import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../route';
 import type { Services } from '#core/services';
 import { IssueCertificateInput } from '#core/certificates/device-certificate.service';
-import { SerialParams } from '../schemas/device.schemas';
-import { DeviceCertificateListSchema, DeviceCertificateSchema } from '../schemas/certificate.schemas';
-import { presentCertificate } from '../presenters/certificate.presenter';
+import { SerialParams } from '../schemas/devices.schemas';
+import { DeviceCertificateListSchema, DeviceCertificateSchema } from '../schemas/certificates.schemas';
+import { presentCertificate } from '../presenters/certificates.presenter';
 
 const CertificateParams = SerialParams.extend({
   fingerprint: z

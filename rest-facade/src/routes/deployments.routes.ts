@@ -1,22 +1,76 @@
 import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../route';
 import type { Services } from '#core/services';
-import { DEPLOYMENT_STATUSES, UPDATE_STATES } from '#core/deployments/deployment-types';
+import type { DeployInput } from '#core/deployments/deployment.service';
+import { DomainError } from '#core/shared/errors';
 import { IdParams } from '../schemas/common';
-import { DeploymentSchema, DeviceUpdateSchema } from '../schemas/firmware.schema';
-import { presentDeployment, presentDeviceUpdate } from '../presenters/firmware.presenter';
+import {
+  DeployAcceptedSchema,
+  DeployBody,
+  DeployDryRunSchema,
+  DeploymentDevicesQuery,
+  DeploymentSchema,
+  DeviceUpdateSchema,
+  ListDeploymentsQuery,
+} from '../schemas/deployments.schemas';
+import {
+  presentDeployAccepted,
+  presentDeployPreview,
+  presentDeployment,
+  presentDeviceUpdate,
+} from '../presenters/deployments.presenter';
 
-const ListQuery = z.strictObject({
-  status: z.enum(DEPLOYMENT_STATUSES).optional(),
-  limit: z.coerce.number().int().min(1).max(100).default(20),
-  cursor: z.string().max(200).optional(),
-});
-const DevicesQuery = z.strictObject({
-  state: z.enum([...UPDATE_STATES, 'superseded']).optional(),
-  limit: z.coerce.number().int().min(1).max(1000).default(100),
-  cursor: z.string().max(200).optional(),
-});
 const One = z.object({ deployment: DeploymentSchema });
+
+/** The REST deploy body (snake_case, parsed) as the domain's DeployInput (camelCase). */
+export function toDeployInput(body: DeployBody): DeployInput {
+  const { filter, rollout } = body;
+  return {
+    firmwareVersion: body.firmware_version,
+    filter: {
+      ...(filter.model !== undefined ? { model: filter.model } : {}),
+      ...(filter.firmware_lt !== undefined ? { firmwareLt: filter.firmware_lt } : {}),
+      ...(filter.status !== undefined ? { status: filter.status } : {}),
+      ...(filter.serials !== undefined ? { serials: filter.serials } : {}),
+    },
+    ...(body.serials !== undefined ? { serials: body.serials } : {}),
+    ...(rollout
+      ? {
+          rollout: {
+            batches: rollout.batches,
+            ...(rollout.failure_threshold_percent !== undefined
+              ? { failureThresholdPercent: rollout.failure_threshold_percent }
+              : {}),
+            minBatchSuccessPercent: rollout.min_batch_success_percent,
+            ...(rollout.max_concurrent_per_tag !== undefined
+              ? { maxConcurrentPerTag: rollout.max_concurrent_per_tag }
+              : {}),
+            healthWindowMinutes: rollout.health_window_minutes,
+            healthMaxReconnects: rollout.health_max_reconnects,
+          },
+        }
+      : {}),
+    respectMaintenanceWindow: body.respect_maintenance_window,
+    ...(body.scheduled_at !== undefined ? { scheduledAt: body.scheduled_at } : {}),
+  };
+}
+
+/**
+ * The domain names the fields of its DeployInput (`filter.firmwareLt`); a REST answer names
+ * those of the body (`filter.firmware_lt`). Each is the other's snake_case, segment by segment.
+ */
+async function withBodyFieldNames<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (!(err instanceof DomainError) || !err.errors) throw err;
+    throw new DomainError(err.code, err.message, {
+      errors: err.errors.map((e) => ({ ...e, field: e.field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`) })),
+      ...(err.details !== undefined ? { details: err.details } : {}),
+      ...(err.retryAfterSeconds !== undefined ? { retryAfterSeconds: err.retryAfterSeconds } : {}),
+    });
+  }
+}
 
 type Action = 'cancel' | 'pause' | 'resume' | 'retry-failed' | 'rollback';
 const ACTIONS: Array<{ action: Action; operationId: string; summary: string; created: boolean }> = [
@@ -53,7 +107,7 @@ const ACTIONS: Array<{ action: Action; operationId: string; summary: string; cre
   },
 ];
 
-/** Deployments: list, detail with counts, per-device states, and the operator's actions. */
+/** Deployments (docs/ota.md): deploy, list, detail with counts, per-device states, and the operator's actions. */
 export function deploymentRoutes(services: Services): RouteDef[] {
   const run = (action: Action, actor: Parameters<Services['deployments']['get']>[0], id: string) => {
     switch (action) {
@@ -71,12 +125,35 @@ export function deploymentRoutes(services: Services): RouteDef[] {
   };
   return [
     defineRoute({
+      method: 'post',
+      path: '/firmware/deploy',
+      operationId: 'deployFirmware',
+      summary:
+        'Schedule an OTA update for every matching device (filter or explicit serials); "dry_run": true only counts',
+      tag: 'Firmware',
+      body: DeployBody,
+      responses: {
+        202: { description: 'Recorded; devices are updated as they become reachable', schema: DeployAcceptedSchema },
+        200: { description: 'Dry run: what would be targeted now (nothing is created)', schema: DeployDryRunSchema },
+      },
+      handler: async ({ actor, body }) => {
+        const input = toDeployInput(body);
+        if (body.dry_run) {
+          const preview = await withBodyFieldNames(() => services.deployments.preview(actor, input));
+          return { status: 200, body: presentDeployPreview(preview) };
+        }
+        const deployment = await withBodyFieldNames(() => services.deployments.deploy(actor, input));
+        const statusUrl = `/api/v1/firmware/deployments/${deployment.id}`;
+        return { status: 202, headers: { Location: statusUrl }, body: presentDeployAccepted(deployment, statusUrl) };
+      },
+    }),
+    defineRoute({
       method: 'get',
       path: '/firmware/deployments',
       operationId: 'listDeployments',
       summary: 'Deployments, newest first, with counts per device state',
       tag: 'Deployments',
-      query: ListQuery,
+      query: ListDeploymentsQuery,
       responses: {
         200: {
           description: 'A page',
@@ -112,7 +189,7 @@ export function deploymentRoutes(services: Services): RouteDef[] {
         'Per-device update states of a deployment, by serial, paged (state=superseded lists devices taken over by a newer deployment)',
       tag: 'Deployments',
       params: IdParams,
-      query: DevicesQuery,
+      query: DeploymentDevicesQuery,
       responses: {
         200: {
           description: 'A page',

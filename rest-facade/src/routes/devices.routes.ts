@@ -13,8 +13,8 @@ import {
   CredentialsSchema,
   ClaimResponseSchema,
   HistorySchema,
-} from '../schemas/device.schemas';
-import { presentDevice, presentClaim, presentHistory } from '../presenters/device.presenter';
+} from '../schemas/devices.schemas';
+import { presentDevice, presentClaim, presentHistory } from '../presenters/devices.presenter';
 import { streamDeviceList, sendDevicePage } from '../presenters/device-stream';
 
 const filterOf = (q: ListDevicesQuery) => ({

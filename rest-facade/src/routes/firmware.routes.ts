@@ -1,23 +1,20 @@
 import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../route';
 import type { Services } from '#core/services';
-import { DeployInput } from '#core/deployments/deployment.service';
 import { UploadFirmwareFields } from '#core/firmware/firmware.service';
 import { requireAdmin } from '#core/shared/actor';
 import { IdParams } from '../schemas/common';
 import { RegisterSigningKeyInput } from '#core/firmware/signing-key.service';
 import {
-  DeployAcceptedSchema,
-  DeployDryRunSchema,
   FirmwareUploadForm,
   FirmwareVersionSchema,
   ListFirmwareQuery,
   SigningKeysSchema,
-} from '../schemas/firmware.schema';
-import { presentDeployment, presentFirmwareVersion, presentSigningKeys } from '../presenters/firmware.presenter';
+} from '../schemas/firmware.schemas';
+import { presentFirmwareVersion, presentSigningKeys } from '../presenters/firmware.presenter';
 import { readFirmwareUpload } from './firmware-upload';
 
-/** Firmware versions (upload, list, delete the binary), the signing key (docs/signed-firmware.md) and deploy (docs/ota.md). */
+/** Firmware versions (upload, list, delete the binary) and the signing key (docs/signed-firmware.md); deploy is in deployments.routes.ts. */
 export function firmwareRoutes(services: Services): RouteDef[] {
   return [
     defineRoute({
@@ -124,47 +121,6 @@ export function firmwareRoutes(services: Services): RouteDef[] {
         status: 200,
         body: { firmware_version: presentFirmwareVersion(await services.firmware.deleteFile(actor, params)) },
       }),
-    }),
-    defineRoute({
-      method: 'post',
-      path: '/firmware/deploy',
-      operationId: 'deployFirmware',
-      summary:
-        'Schedule an OTA update for every matching device (filter or explicit serials); "dry_run": true only counts',
-      tag: 'Firmware',
-      body: DeployInput,
-      responses: {
-        202: { description: 'Recorded; devices are updated as they become reachable', schema: DeployAcceptedSchema },
-        200: { description: 'Dry run: what would be targeted now (nothing is created)', schema: DeployDryRunSchema },
-      },
-      handler: async ({ actor, body }) => {
-        if (body.dry_run) {
-          const preview = await services.deployments.preview(actor, body);
-          return {
-            status: 200,
-            body: {
-              dry_run: true,
-              target_count: preview.targetCount,
-              sample_serials: preview.sampleSerials,
-              model: preview.model,
-              target_version: preview.targetVersion,
-            },
-          };
-        }
-        const deployment = await services.deployments.deploy(actor, body);
-        const statusUrl = `/api/v1/firmware/deployments/${deployment.id}`;
-        return {
-          status: 202,
-          headers: { Location: statusUrl },
-          body: {
-            deployment_id: deployment.id,
-            target_count: deployment.targetCount,
-            status: deployment.status,
-            status_url: statusUrl,
-            deployment: presentDeployment(deployment),
-          },
-        };
-      },
     }),
   ];
 }

@@ -2,7 +2,10 @@ import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../route';
 import type { Services } from '#core/services';
 import { RegisterModelInput, type FixtureModel } from '#core/models/model.service';
-import { ModelSchema } from '../schemas/device.schemas';
+
+const ModelSchema = z
+  .object({ id: z.string(), name: z.string(), description: z.string(), created_at: z.string() })
+  .meta({ id: 'Model' });
 
 const presentModel = (m: FixtureModel) => ({
   id: m.id,

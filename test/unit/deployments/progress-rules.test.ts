@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { z } from 'zod';
 import {
   evaluateProgress,
   evaluationNeedsTallies,
@@ -9,14 +10,15 @@ import {
 } from '#core/deployments/progress-rules';
 import {
   DEPLOYMENT_STATUSES,
-  RolloutInput,
+  Rollout,
   emptyCounts,
   type BatchTally,
   type DeploymentCounts,
 } from '#core/deployments/deployment-types';
 
 const NOW = new Date('2024-01-15T12:00:00Z');
-const rollout = (input: RolloutInput) => RolloutInput.parse(input);
+/** A stored rollout (its snake_case form), defaults filled in. */
+const rollout = (stored: z.input<typeof Rollout>) => Rollout.parse(stored);
 
 function deployment(over: Partial<EvaluatedDeployment> = {}): EvaluatedDeployment {
   return {

@@ -7,15 +7,15 @@ import type { DeployFirmwareInput, Resolvers } from '../generated/resolvers-type
 import { MAX_PAGE } from '../limits';
 import { connection, liveField, oneOf, orDefault, orNull } from './presenters';
 
-/** GraphQL's camelCase deploy input to the service's (REST-shaped, snake_case) DeployInput. */
+/** GraphQL's deploy input to the service's DeployInput (both camelCase; GraphQL's nulls mean "not given"). */
 export function toDeployInput(input: DeployFirmwareInput): DeployInput {
   const f = input.filter;
   const r = input.rollout;
   return {
-    firmware_version: input.firmwareVersion,
+    firmwareVersion: input.firmwareVersion,
     filter: {
       ...(f.model != null ? { model: f.model } : {}),
-      ...(f.firmwareLt != null ? { firmware_lt: f.firmwareLt } : {}),
+      ...(f.firmwareLt != null ? { firmwareLt: f.firmwareLt } : {}),
       ...(f.status != null ? { status: f.status } : {}),
       ...(f.serials != null ? { serials: f.serials } : {}),
     },
@@ -23,23 +23,21 @@ export function toDeployInput(input: DeployFirmwareInput): DeployInput {
       ? {
           rollout: {
             ...(r.batches != null ? { batches: r.batches } : {}),
-            ...(r.failureThresholdPercent != null ? { failure_threshold_percent: r.failureThresholdPercent } : {}),
-            ...(r.minBatchSuccessPercent != null ? { min_batch_success_percent: r.minBatchSuccessPercent } : {}),
-            ...(r.maxConcurrentPerTag != null ? { max_concurrent_per_tag: r.maxConcurrentPerTag } : {}),
-            ...(r.healthWindowMinutes != null ? { health_window_minutes: r.healthWindowMinutes } : {}),
-            ...(r.healthMaxReconnects != null ? { health_max_reconnects: r.healthMaxReconnects } : {}),
+            ...(r.failureThresholdPercent != null ? { failureThresholdPercent: r.failureThresholdPercent } : {}),
+            ...(r.minBatchSuccessPercent != null ? { minBatchSuccessPercent: r.minBatchSuccessPercent } : {}),
+            ...(r.maxConcurrentPerTag != null ? { maxConcurrentPerTag: r.maxConcurrentPerTag } : {}),
+            ...(r.healthWindowMinutes != null ? { healthWindowMinutes: r.healthWindowMinutes } : {}),
+            ...(r.healthMaxReconnects != null ? { healthMaxReconnects: r.healthMaxReconnects } : {}),
           },
         }
       : {}),
-    ...(input.respectMaintenanceWindow != null ? { respect_maintenance_window: input.respectMaintenanceWindow } : {}),
-    ...(input.scheduledAt != null ? { scheduled_at: input.scheduledAt } : {}),
+    ...(input.respectMaintenanceWindow != null ? { respectMaintenanceWindow: input.respectMaintenanceWindow } : {}),
+    ...(input.scheduledAt != null ? { scheduledAt: input.scheduledAt } : {}),
   };
 }
 
 export const deploymentResolvers: Resolvers = {
   Query: {
-    firmwareVersions: (_, args, ctx) =>
-      ctx.services.firmware.list(ctx.actor, args.model != null ? { model: args.model } : {}),
     deployments: async (_, args, ctx) => {
       const page = await ctx.services.deployments.list(ctx.actor, {
         limit: orDefault(args.first, 20),

@@ -2,7 +2,7 @@ import type { Services } from '#core/services';
 import type { Resolvers } from '../generated/resolvers-types';
 import type { LiveReaders } from '../live/live-views';
 import { DateTimeScalar, JSONScalar } from '../scalars';
-import { accountResolvers } from './account.resolvers';
+import { accountResolvers } from './accounts.resolvers';
 import { eventResolvers } from './events.resolvers';
 import { webhookResolvers } from './webhooks.resolvers';
 import { deviceResolvers } from './devices.resolvers';

@@ -8,13 +8,12 @@ const presentKey = (key: ApiKey): ApiKeyType => ({
   rateLimitPerMinute: key.rateLimitPerMinute ?? DEFAULT_RATE_LIMIT_PER_MINUTE,
 });
 
-/** Viewer, users, API keys and fixture models: thin adapters over the account services. */
+/** Viewer, users and API keys: thin adapters over the account services. */
 export const accountResolvers: Resolvers = {
   Query: {
     viewer: (_, __, ctx) => ({ principal: ctx.actor.principal, role: ctx.actor.role }),
     users: (_, __, ctx) => ctx.services.users.list(ctx.actor),
     apiKeys: async (_, __, ctx) => (await ctx.services.apiKeys.list(ctx.actor)).map(presentKey),
-    models: (_, __, ctx) => ctx.services.models.list(ctx.actor),
   },
   Viewer: {
     account: async (_, __, ctx) => {
@@ -42,6 +41,5 @@ export const accountResolvers: Resolvers = {
       return { apiKey: presentKey(created.apiKey), secret: created.secret };
     },
     revokeApiKey: async (_, args, ctx) => presentKey(await ctx.services.apiKeys.revoke(ctx.actor, args.id)),
-    registerModel: (_, args, ctx) => ctx.services.models.register(ctx.actor, withoutNulls(args.input)),
   },
 };

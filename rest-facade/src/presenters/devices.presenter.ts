@@ -1,8 +1,8 @@
 import type { Device, DeviceHistoryEntry } from '#core/devices/device-types';
 import type { ClaimResult } from '#core/devices/claim.service';
-import type { Allocation } from '#core/accounts/allocation.service';
 import { fromMinor } from '#core/accounts/money';
-import { presentCertificate } from './certificate.presenter';
+import { presentCertificate } from './certificates.presenter';
+import { presentAllocation } from './allocation.presenter';
 
 /**
  * Domain device -> wire format (snake_case, fields in the spec's order first). Lists render the
@@ -43,22 +43,6 @@ export function presentDevice(d: Device) {
     uptime_s: d.uptimeS,
     rssi: d.rssi,
     claimed_at: d.claimedAt,
-  };
-}
-
-export function presentAllocation(a: Allocation) {
-  return {
-    quota: a.quota,
-    provisioned: a.provisioned,
-    available: a.available,
-    budget: {
-      amount: fromMinor(a.budget.amountMinor),
-      currency: a.budget.currency,
-      spent: fromMinor(a.budget.spentMinor),
-      remaining: fromMinor(a.budget.remainingMinor),
-    },
-    unit_price: fromMinor(a.unitPriceMinor),
-    thresholds: a.thresholds.map((t) => ({ kind: t.kind, percent: t.percent, reached_at: t.reachedAt })),
   };
 }
 

@@ -1,66 +1,70 @@
 import { z } from 'zod';
-import { DEPLOYMENT_KINDS, DEPLOYMENT_STATUSES, UPDATE_STATES } from '#core/deployments/deployment-types';
+import {
+  DEPLOYMENT_KINDS,
+  DEPLOYMENT_STATUSES,
+  ROLLOUT_RULES,
+  UPDATE_STATES,
+} from '#core/deployments/deployment-types';
+import { DeploySerials } from '#core/deployments/deployment-inputs';
+import { DEVICE_STATUSES } from '#core/devices/device-types';
 
-/** Wire format (snake_case) of firmware versions and deployments. */
-export const FirmwareVersionSchema = z
-  .object({
-    id: z.string(),
-    model: z.string(),
-    version: z.string(),
-    release_notes: z.string(),
-    changelog: z.string(),
-    size: z.number().int().describe('Bytes'),
-    sha256: z.string(),
-    file_available: z.boolean().describe('False once the binary was deleted (the record stays)'),
-    signed: z.boolean().describe('Uploaded with a signature that verified with the account signing key of the time'),
-    key_id: z
-      .string()
-      .nullable()
-      .describe('Signing key the version was signed with (null when unsigned); OTA commands carry it'),
-    signature: z
-      .string()
-      .nullable()
-      .describe('base64 Ed25519 signature over the 32-byte SHA-256 digest of the binary (null when unsigned)'),
-    created_at: z.string(),
+/**
+ * Wire schemas (snake_case) of the deployment routes. The deploy body is REST's own: the route
+ * translates it into the domain's DeployInput (camelCase); the rules of each field are the
+ * domain's (`ROLLOUT_RULES`, `DeploySerials`).
+ */
+
+export const RolloutBody = z
+  .strictObject({
+    batches: ROLLOUT_RULES.batches,
+    failure_threshold_percent: ROLLOUT_RULES.failureThresholdPercent,
+    min_batch_success_percent: ROLLOUT_RULES.minBatchSuccessPercent,
+    max_concurrent_per_tag: ROLLOUT_RULES.maxConcurrentPerTag,
+    health_window_minutes: ROLLOUT_RULES.healthWindowMinutes,
+    health_max_reconnects: ROLLOUT_RULES.healthMaxReconnects,
   })
-  .meta({ id: 'FirmwareVersion' });
+  .meta({ id: 'RolloutInput' });
 
-export const SigningKeySchema = z
-  .object({
-    key_id: z.string().describe('First 16 hex digits of SHA-256 over the public key in SPKI DER form'),
-    algorithm: z.literal('ed25519'),
-    public_key: z.string().describe('PEM (SubjectPublicKeyInfo)'),
-    created_at: z.string(),
-    retired_at: z.string().nullable().describe('When a newer key replaced it; versions it signed stay valid'),
+/**
+ * POST /firmware/deploy (docs/ota.md "Deploy"). `filter.serials` or top-level `serials` (not
+ * both) name explicit targets; a single device is one serial. `model` may be left out when the
+ * version exists for exactly one model of the account. `dry_run` only counts (the preview).
+ */
+export const DeployBody = z
+  .strictObject({
+    firmware_version: z.string().min(1).max(64),
+    filter: z
+      .strictObject({
+        model: z.string().min(1).max(64).optional(),
+        firmware_lt: z.string().min(1).max(64).optional(),
+        status: z.enum(DEVICE_STATUSES).optional(),
+        serials: DeploySerials.optional(),
+      })
+      .default({}),
+    serials: DeploySerials.optional(),
+    rollout: RolloutBody.optional(),
+    respect_maintenance_window: z.boolean().default(false),
+    scheduled_at: z.iso.datetime({ offset: true }).optional(),
+    dry_run: z.boolean().default(false),
   })
-  .meta({ id: 'FirmwareSigningKey' });
-
-export const SigningKeysSchema = z
-  .object({
-    signing_key: SigningKeySchema.nullable().describe(
-      'The key uploads must be signed with now; null when none is registered (uploads are unsigned)',
-    ),
-    retired_keys: z.array(SigningKeySchema).describe('Keys it replaced, newest first'),
+  .refine((i) => !(i.serials && i.filter.serials), {
+    path: ['serials'],
+    message: 'give serials either at the top level or in filter, not both',
   })
-  .meta({ id: 'FirmwareSigningKeys' });
+  .meta({ id: 'DeployRequest' });
+export type DeployBody = z.output<typeof DeployBody>;
 
-export const ListFirmwareQuery = z.strictObject({ model: z.string().min(1).max(64).optional() });
+export const ListDeploymentsQuery = z.strictObject({
+  status: z.enum(DEPLOYMENT_STATUSES).optional(),
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  cursor: z.string().max(200).optional(),
+});
 
-export const FirmwareUploadForm = z
-  .object({
-    model: z.string().describe('Registered model name'),
-    version: z.string().describe('Dotted version: 1.4, 1.4.2, 1.4.2.7, 2.0.0-rc.1'),
-    release_notes: z.string().optional(),
-    changelog: z.string().optional(),
-    signature: z
-      .string()
-      .optional()
-      .describe(
-        'base64 Ed25519 signature over the 32-byte SHA-256 digest of the file; required once a signing key is registered',
-      ),
-    file: z.string().describe('The binary (format: binary)'),
-  })
-  .meta({ id: 'FirmwareUpload' });
+export const DeploymentDevicesQuery = z.strictObject({
+  state: z.enum([...UPDATE_STATES, 'superseded']).optional(),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  cursor: z.string().max(200).optional(),
+});
 
 export const DeploymentCountsSchema = z
   .object({

@@ -1,10 +1,11 @@
 import { z } from 'zod';
 import { DEVICE_STATUSES } from '#core/devices/device-types';
 import { MAX_PAGE_SIZE } from '#core/devices/device.service';
-import { DeviceCertificateSchema } from './certificate.schemas';
+import { DeviceCertificateSchema } from './certificates.schemas';
+import { AllocationSchema } from './allocation.schemas';
 
 /**
- * Wire schemas (snake_case) of the device, claim, model and allocation routes. Request schemas
+ * Wire schemas (snake_case) of the device and claim routes. Request schemas
  * validate at the edge; response schemas document the answers in /api/v1/openapi.json and
  * check them in test/contract/openapi.test.ts.
  */
@@ -79,7 +80,7 @@ const ConfigView = z
   })
   .meta({ id: 'DeviceConfigView' });
 
-export const DeviceUpdateSchema = z
+export const DeviceCurrentUpdateSchema = z
   .object({
     job_id: z.string(),
     deployment_id: z.string(),
@@ -109,7 +110,7 @@ export const DeviceSchema = z
     last_seen: z.string().nullable().describe('ISO 8601 UTC time of the last heartbeat'),
     ip: z.string().nullable(),
     connectivity: z.enum(['online', 'offline']),
-    update: DeviceUpdateSchema.nullable(),
+    update: DeviceCurrentUpdateSchema.nullable(),
     tags: z.record(z.string(), z.string()),
     config: z.object({
       desired: ConfigView,
@@ -145,19 +146,6 @@ export const CredentialsSchema = z
   })
   .meta({ id: 'DeviceCredentials' });
 
-export const AllocationSchema = z
-  .object({
-    quota: z.number().int(),
-    provisioned: z.number().int().describe('Devices currently claimed'),
-    available: z.number().int(),
-    budget: z.object({ amount: z.number(), currency: z.string(), spent: z.number(), remaining: z.number() }),
-    unit_price: z.number().describe('Charged per claimed device'),
-    thresholds: z.array(
-      z.object({ kind: z.enum(['quota', 'budget']), percent: z.number().int(), reached_at: z.string().nullable() }),
-    ),
-  })
-  .meta({ id: 'Allocation' });
-
 export const ClaimResponseSchema = z
   .object({
     claimed: z.number().int(),
@@ -191,7 +179,3 @@ export const HistorySchema = z
     next_cursor: z.string().nullable(),
   })
   .meta({ id: 'DeviceHistory' });
-
-export const ModelSchema = z
-  .object({ id: z.string(), name: z.string(), description: z.string(), created_at: z.string() })
-  .meta({ id: 'Model' });

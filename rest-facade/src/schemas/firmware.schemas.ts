@@ -1,0 +1,62 @@
+import { z } from 'zod';
+
+/** Wire schemas (snake_case) of the firmware routes: versions, the upload form and the signing keys. */
+export const FirmwareVersionSchema = z
+  .object({
+    id: z.string(),
+    model: z.string(),
+    version: z.string(),
+    release_notes: z.string(),
+    changelog: z.string(),
+    size: z.number().int().describe('Bytes'),
+    sha256: z.string(),
+    file_available: z.boolean().describe('False once the binary was deleted (the record stays)'),
+    signed: z.boolean().describe('Uploaded with a signature that verified with the account signing key of the time'),
+    key_id: z
+      .string()
+      .nullable()
+      .describe('Signing key the version was signed with (null when unsigned); OTA commands carry it'),
+    signature: z
+      .string()
+      .nullable()
+      .describe('base64 Ed25519 signature over the 32-byte SHA-256 digest of the binary (null when unsigned)'),
+    created_at: z.string(),
+  })
+  .meta({ id: 'FirmwareVersion' });
+
+export const SigningKeySchema = z
+  .object({
+    key_id: z.string().describe('First 16 hex digits of SHA-256 over the public key in SPKI DER form'),
+    algorithm: z.literal('ed25519'),
+    public_key: z.string().describe('PEM (SubjectPublicKeyInfo)'),
+    created_at: z.string(),
+    retired_at: z.string().nullable().describe('When a newer key replaced it; versions it signed stay valid'),
+  })
+  .meta({ id: 'FirmwareSigningKey' });
+
+export const SigningKeysSchema = z
+  .object({
+    signing_key: SigningKeySchema.nullable().describe(
+      'The key uploads must be signed with now; null when none is registered (uploads are unsigned)',
+    ),
+    retired_keys: z.array(SigningKeySchema).describe('Keys it replaced, newest first'),
+  })
+  .meta({ id: 'FirmwareSigningKeys' });
+
+export const ListFirmwareQuery = z.strictObject({ model: z.string().min(1).max(64).optional() });
+
+export const FirmwareUploadForm = z
+  .object({
+    model: z.string().describe('Registered model name'),
+    version: z.string().describe('Dotted version: 1.4, 1.4.2, 1.4.2.7, 2.0.0-rc.1'),
+    release_notes: z.string().optional(),
+    changelog: z.string().optional(),
+    signature: z
+      .string()
+      .optional()
+      .describe(
+        'base64 Ed25519 signature over the 32-byte SHA-256 digest of the file; required once a signing key is registered',
+      ),
+    file: z.string().describe('The binary (format: binary)'),
+  })
+  .meta({ id: 'FirmwareUpload' });
