@@ -142,12 +142,12 @@ export class HttpServer {
       socket.on('error', (error) => logger.debug({ err: error }, 'upgrade socket error'));
       const path = upgradePath(req.url);
       if (path === null) {
-        socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+        refuseUpgrade(socket, '400 Bad Request');
         return;
       }
       const handler = upgrades.get(path);
       if (!handler) {
-        socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+        refuseUpgrade(socket, '404 Not Found');
         return;
       }
       try {
@@ -192,6 +192,17 @@ export class HttpServer {
     this.server.closeAllConnections();
     await this.closed;
   }
+}
+
+/**
+ * Answers an upgrade request nobody takes and closes its socket once the answer is written. An
+ * upgraded socket is paused and nothing reads it: after `end()` alone it never saw the client's
+ * FIN, stayed half-open and kept its descriptor for good (the fuzz suite counted 8 leaked in 50
+ * upgrade requests).
+ */
+function refuseUpgrade(socket: Duplex, status: string): void {
+  socket.once('finish', () => socket.destroy());
+  socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
 }
 
 /**
