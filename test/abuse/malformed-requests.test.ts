@@ -107,6 +107,17 @@ describe('malformed requests answer 4xx problem+json, never a 500 or a stack', (
     expect(device.body.name ?? null).not.toContain('\u0000');
   });
 
+  it('refuses a lone UTF-16 surrogate the database cannot store with validation_failed over GraphQL, like REST', async () => {
+    // PostgreSQL refuses it as data (22P02); REST answered 422, GraphQL internal_error (found by test/fuzz).
+    const query = 'mutation($i: UpdateDeviceInput!) { updateDevice(serial: "NUL-1", input: $i) { name } }';
+    for (const input of [{ tags: { a: '\ud800' } }, { name: 'a\ud800' }]) {
+      const res = await gql(url, query, { apiKey: account.apiKey, variables: { i: input } });
+      expect(res.body.errors?.[0]?.extensions?.code, JSON.stringify(res.body)).toBe('validation_failed');
+    }
+    const rest = await account.api.patch('/api/v1/devices/NUL-1', { tags: { a: '\ud800' } });
+    expect(rest.status).toBe(422);
+  });
+
   it('refuses NUL characters in subscription arguments over graphql-ws the same way', async () => {
     const client = wsClient(url, { apiKey: account.apiKey });
     try {

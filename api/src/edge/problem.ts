@@ -70,10 +70,7 @@ export function toProblem(error: unknown): Problem {
   }
   // Safety net: input PostgreSQL refuses as data (bad encoding, out of range, too long) is the
   // caller's error, not ours; validation should have caught it first.
-  const pgCode = (error as { code?: unknown } | null)?.code;
-  if (typeof pgCode === 'string' && PG_INPUT_ERRORS.has(pgCode)) {
-    return problem('validation_failed', 'A value in the request is not acceptable.');
-  }
+  if (isRefusedInput(error)) return problem('validation_failed', 'A value in the request is not acceptable.');
   return {
     type: PROBLEM_TYPE_BASE + 'internal_error',
     title: TITLES[500]!,
@@ -147,6 +144,15 @@ export function problem(code: ErrorCode, detail: string, extra: Partial<Problem>
 }
 
 const PG_INPUT_ERRORS = new Set(['22P05', '22021', '22001', '22003', '22007', '22008', '22P02', '54001']);
+/**
+ * Input PostgreSQL refuses as data (bad encoding such as a lone UTF-16 surrogate, out of range,
+ * too long): the caller's error, not ours, over REST and GraphQL alike; validation should have
+ * caught it first.
+ */
+export function isRefusedInput(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && PG_INPUT_ERRORS.has(code);
+}
 const DB_DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P03', '08006', '08001', '08003']);
 /** A connection-level failure: the database is unreachable, not the request wrong (503, not 500). */
 export function isDatabaseDown(error: unknown): boolean {

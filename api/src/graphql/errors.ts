@@ -3,7 +3,7 @@ import { unwrapResolverError } from '@apollo/server/errors';
 import { ZodError } from 'zod';
 import { DomainError, ERROR_CODES, type ErrorCode, type FieldError } from '#core/shared/errors';
 import type { Logger } from '#core/logger';
-import { isDatabaseDown } from '../edge/problem';
+import { isDatabaseDown, isRefusedInput } from '../edge/problem';
 
 /**
  * The one place where errors become GraphQL errors. Domain codes pass through unchanged as
@@ -85,6 +85,13 @@ export function formatGraphQLError(logger: Logger) {
       // internal `http` hint is not part of the answer.
       const { http: _http, stacktrace: _stack, ...extensions } = formatted.extensions ?? {};
       return { ...base, extensions };
+    }
+    if (isRefusedInput(original)) {
+      return {
+        ...base,
+        message: 'A value in the input is not acceptable.',
+        extensions: { code: 'validation_failed', status: 422 },
+      };
     }
     if (isDatabaseDown(original)) {
       return {

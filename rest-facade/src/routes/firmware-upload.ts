@@ -102,6 +102,12 @@ export async function readFirmwareUpload(
       // before the part does, and an 'error' event nobody listens to ends the process. The
       // parser reports that error too (below), which decides the answer.
       stream.on('error', () => undefined);
+      // A part busboy hands over after the form was given up (a malformed part header ends it,
+      // and the parts after it still come): nobody would await or remove its write.
+      if (settled) {
+        stream.resume();
+        return;
+      }
       if (name !== 'file' || file) {
         stream.resume();
         fail(
