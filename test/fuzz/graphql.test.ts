@@ -3,7 +3,7 @@ import { buildSchema, parse, validate } from 'graphql';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { FuzzService } from './harness/service-child';
 import { FuzzRunner, fuzzSeed, stackLeak, type CaseResult } from './harness/fuzz';
-import { request } from './harness/wire';
+import { request, seedDevices } from './harness/wire';
 import { NASTY, hostileJson, nastyString, sometimes } from './harness/arbitraries';
 import { ifStarted } from '../helpers/teardown';
 import { loadTypeDefs } from '#api/graphql/schema-files';
@@ -495,21 +495,7 @@ describe('fuzz: GraphQL documents and variables over HTTP', () => {
   beforeAll(async () => {
     service = await FuzzService.start();
     runner = new FuzzRunner(service, fuzzSeed());
-    const auth = { authorization: `Bearer ${service.apiKey}`, 'content-type': 'application/json' };
-    const model = await request(service.httpPort, {
-      method: 'POST',
-      path: '/api/v1/models',
-      headers: auth,
-      body: JSON.stringify({ name: 'LX-200' }),
-    });
-    expect(model.status, model.body).toBe(201);
-    const claim = await request(service.httpPort, {
-      method: 'POST',
-      path: '/api/v1/devices/claim',
-      headers: auth,
-      body: JSON.stringify({ serials: ['FZ-0001', 'FZ-0002'], model: 'LX-200' }),
-    });
-    expect(claim.status, claim.body).toBe(201);
+    await seedDevices(service, ['FZ-0001', 'FZ-0002']);
   }, 180_000);
   afterAll(async () => ifStarted(service)?.close());
 

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { FuzzService } from './harness/service-child';
 import { FuzzRunner, fuzzSeed, judgeHttp, type CaseResult } from './harness/fuzz';
-import { exchange, parseHttp, request, wsFrame } from './harness/wire';
+import { exchange, parseHttp, request, seedDevices, wsFrame } from './harness/wire';
 import { asWire, bytesText, hostileJson, insertInto, nastyString, protoKeyed, sometimes } from './harness/arbitraries';
 import { ifStarted } from '../helpers/teardown';
 
@@ -621,26 +621,12 @@ describe('fuzz: HTTP request lines, upgrades, headers and cookies', () => {
   beforeAll(async () => {
     service = await FuzzService.start();
     runner = new FuzzRunner(service, fuzzSeed());
-    const auth = { authorization: `Bearer ${service.apiKey}`, 'content-type': 'application/json' };
     const spec = await request(service.httpPort, { method: 'GET', path: '/api/v1/openapi.json' });
     const paths = (JSON.parse(spec.body) as { paths: Record<string, Record<string, unknown>> }).paths;
     routes = Object.entries(paths).flatMap(([path, ops]) => Object.keys(ops).map((method) => ({ method, path })));
     const portal = await request(service.httpPort, { method: 'GET', path: '/' });
     if (portal.status === 503 && portal.body.includes('not been built')) portalEtag = String(portal.headers.etag);
-    const model = await request(service.httpPort, {
-      method: 'POST',
-      path: '/api/v1/models',
-      headers: auth,
-      body: JSON.stringify({ name: 'LX-200' }),
-    });
-    expect(model.status, model.body).toBe(201);
-    const claim = await request(service.httpPort, {
-      method: 'POST',
-      path: '/api/v1/devices/claim',
-      headers: auth,
-      body: JSON.stringify({ serials: ['FZ-0001', 'FZ-0002'], model: 'LX-200' }),
-    });
-    expect(claim.status, claim.body).toBe(201);
+    await seedDevices(service, ['FZ-0001', 'FZ-0002']);
   }, 180_000);
   afterAll(async () => ifStarted(service)?.close());
 

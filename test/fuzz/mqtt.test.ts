@@ -3,7 +3,7 @@ import mqttPacket from 'mqtt-packet';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { FuzzService } from './harness/service-child';
 import { FuzzRunner, fuzzSeed, type CaseResult } from './harness/fuzz';
-import { exchange, request, wsFrame, wsPayloads, type Exchange } from './harness/wire';
+import { exchange, seedDevices, wsFrame, wsPayloads, type Exchange } from './harness/wire';
 import { hostileJson, nastyString, protoKeyed, sometimes } from './harness/arbitraries';
 import { ifStarted } from '../helpers/teardown';
 
@@ -415,27 +415,7 @@ describe('fuzz: MQTT packets, mutated and garbage, over TCP and WebSocket', () =
   beforeAll(async () => {
     service = await FuzzService.start();
     runner = new FuzzRunner(service, fuzzSeed());
-    const auth = { authorization: `Bearer ${service.apiKey}`, 'content-type': 'application/json' };
-    const model = await request(service.httpPort, {
-      method: 'POST',
-      path: '/api/v1/models',
-      headers: auth,
-      body: JSON.stringify({ name: 'LX-200' }),
-    });
-    expect(model.status, model.body).toBe(201);
-    const claim = await request(service.httpPort, {
-      method: 'POST',
-      path: '/api/v1/devices/claim',
-      headers: auth,
-      body: JSON.stringify({ serials: ['MQ-0001', 'MQ-0002', 'MQ-0003'], model: 'LX-200' }),
-    });
-    expect(claim.status, claim.body).toBe(201);
-    creds = (
-      JSON.parse(claim.body) as { devices: Array<{ serial: string; credentials: { password: string } }> }
-    ).devices.map((d) => ({
-      serial: d.serial,
-      password: d.credentials.password,
-    }));
+    creds = await seedDevices(service, ['MQ-0001', 'MQ-0002', 'MQ-0003']);
   }, 180_000);
   afterAll(async () => ifStarted(service)?.close());
 

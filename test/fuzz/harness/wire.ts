@@ -229,3 +229,31 @@ export function wsPayloads(data: Buffer): Buffer {
   }
   return Buffer.concat(parts);
 }
+
+/**
+ * What the fuzzed cases aim at besides the account: the model LX-200 and these devices of it,
+ * made through the API with the account's admin key. Answers each device's MQTT password.
+ */
+export async function seedDevices(
+  service: { httpPort: number; apiKey: string },
+  serials: string[],
+): Promise<Array<{ serial: string; password: string }>> {
+  const headers = { authorization: `Bearer ${service.apiKey}`, 'content-type': 'application/json' };
+  const model = await request(service.httpPort, {
+    method: 'POST',
+    path: '/api/v1/models',
+    headers,
+    body: JSON.stringify({ name: 'LX-200' }),
+  });
+  if (model.status !== 201) throw new Error(`the model was not created: ${model.status} ${model.body}`);
+  if (serials.length === 0) return [];
+  const claim = await request(service.httpPort, {
+    method: 'POST',
+    path: '/api/v1/devices/claim',
+    headers,
+    body: JSON.stringify({ serials, model: 'LX-200' }),
+  });
+  if (claim.status !== 201) throw new Error(`the devices were not claimed: ${claim.status} ${claim.body}`);
+  const claimed = JSON.parse(claim.body) as { devices: Array<{ serial: string; credentials: { password: string } }> };
+  return claimed.devices.map((d) => ({ serial: d.serial, password: d.credentials.password }));
+}
