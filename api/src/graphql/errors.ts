@@ -12,9 +12,12 @@ import { isDatabaseDown, isRefusedInput } from '../edge/problem';
  * answered as `internal_error` without detail.
  */
 
-/** Limits of graphql-armor report these messages; they become `query_too_complex`. */
+/**
+ * Limits of graphql-armor (depth, aliases, directives) and the parser's token limit report these
+ * messages; they become `query_too_complex`. The cost limit answers with that code itself (limits.ts).
+ */
 const LIMIT_MESSAGE =
-  /(Query Cost limit|Query depth limit|Aliases limit|Token limit|Directives limit|Document contains more th\w+ \d+ tokens)/i;
+  /(Query depth limit|Aliases limit|Token limit|Directives limit|Document contains more th\w+ \d+ tokens)/i;
 
 export function domainExtensions(error: DomainError): Record<string, unknown> {
   return {

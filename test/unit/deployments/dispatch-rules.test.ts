@@ -158,3 +158,30 @@ describe('dispatch selection', () => {
     expect(before.get('a')).toBe(0);
   });
 });
+
+describe('dispatch: a tag limit on a tag named like an Object.prototype member', () => {
+  /** Tags as the server parses a client's JSON: `__proto__` is then an own key. */
+  const fromJson = (text: string) => JSON.parse(text) as Record<string, string>;
+
+  it.each(['constructor', 'toString', '__proto__'])(
+    'tag %s: devices without it are not limited; devices with it are, per value',
+    (tag) => {
+      const untagged = [candidate(), candidate({ tags: { site: 'A' } }), candidate()];
+      const tagged = [
+        candidate({ tags: fromJson(`{${JSON.stringify(tag)}: "x"}`) }),
+        candidate({ tags: fromJson(`{${JSON.stringify(tag)}: "x"}`) }),
+        candidate({ tags: fromJson(`{${JSON.stringify(tag)}: "y"}`) }),
+      ];
+      const selection = selectForDispatch([...untagged, ...tagged], {
+        now: new Date('2024-01-15T12:00:00Z'),
+        respectMaintenanceWindow: false,
+        tagLimit: { tag, max: 1 },
+      });
+      expect(selection.send.map((c) => c.serial)).toEqual([
+        ...untagged.map((c) => c.serial),
+        tagged[0]!.serial,
+        tagged[2]!.serial,
+      ]);
+    },
+  );
+});

@@ -2,8 +2,6 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ownValue, userKeyedRecord } from '#core/shared/user-keyed';
 import { ClaimDevicesInput } from '#core/devices/claim.service';
-import { selectForDispatch, type Candidate } from '#core/deployments/dispatch-rules';
-import { versionKey } from '#core/shared/version';
 
 /** What a client sends, parsed as the server parses it: `__proto__` is then an own key. */
 const fromJson = (text: string) => JSON.parse(text) as Record<string, string>;
@@ -81,52 +79,4 @@ describe('claim input: `names` and `csrs` are keyed by serial, any serial', () =
       { path: ['names', '__proto__'], message: 'is not one of the claimed serials' },
     ]);
   });
-});
-
-describe('dispatch: a tag limit on a tag named like an Object.prototype member', () => {
-  let n = 0;
-  const candidate = (tags: Record<string, string> | null): Candidate => {
-    n++;
-    return {
-      id: `job-${n}`,
-      accountId: 'acc',
-      deviceId: `dev-${n}`,
-      deploymentId: 'dep',
-      serial: `SN-${n}`,
-      targetVersion: '2.0.0',
-      fromVersion: '1.0.0',
-      firmwareVersionId: 'fw',
-      sha256: 'ab',
-      size: 10,
-      storageKey: 'fw/2.0.0',
-      signature: null,
-      signingKeyId: null,
-      firmwareKey: versionKey('1.0.0'),
-      online: true,
-      desiredConfig: null,
-      tags,
-    };
-  };
-
-  it.each(['constructor', 'toString', '__proto__'])(
-    'tag %s: devices without it are not limited; devices with it are, per value',
-    (tag) => {
-      const untagged = [candidate({}), candidate({ site: 'A' }), candidate({})];
-      const tagged = [
-        candidate(fromJson(`{${JSON.stringify(tag)}: "x"}`)),
-        candidate(fromJson(`{${JSON.stringify(tag)}: "x"}`)),
-        candidate(fromJson(`{${JSON.stringify(tag)}: "y"}`)),
-      ];
-      const selection = selectForDispatch([...untagged, ...tagged], {
-        now: new Date('2024-01-15T12:00:00Z'),
-        respectMaintenanceWindow: false,
-        tagLimit: { tag, max: 1 },
-      });
-      expect(selection.send.map((c) => c.serial)).toEqual([
-        ...untagged.map((c) => c.serial),
-        tagged[0]!.serial,
-        tagged[2]!.serial,
-      ]);
-    },
-  );
 });
