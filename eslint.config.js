@@ -12,6 +12,8 @@ export default tseslint.config(
     ignores: [
       'node_modules/',
       'portal/dist/',
+      'dist/',
+      '.ci/.node/',
       'data/',
       'coverage/',
       'bench/.out/',

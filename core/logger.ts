@@ -1,4 +1,4 @@
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
 
 export type { Logger };
 
@@ -19,6 +19,11 @@ const REDACT = [
   'headers.cookie',
 ];
 
-export function createLogger(level: string): Logger {
-  return pino({ level, redact: { paths: REDACT, censor: '[redacted]' }, base: { service: 'fleet' } });
+/**
+ * The service's logger. `destination`: where lines go (default stdout); tests pass a stream to
+ * read what was logged (test/integration/credential-rotation.test.ts checks no secret is).
+ */
+export function createLogger(level: string, destination?: DestinationStream): Logger {
+  const options = { level, redact: { paths: REDACT, censor: '[redacted]' }, base: { service: 'fleet' } };
+  return destination ? pino(options, destination) : pino(options);
 }

@@ -64,10 +64,46 @@ export function createMetrics() {
       labelNames: ['kind', 'reason'] as const,
       registers: [registry],
     }),
+    deviceCsrRefused: new Counter({
+      name: 'fleet_device_csr_refused_total',
+      help: 'Certificate requests devices sent on devices/{serial}/csr that were refused, by reason (renewal_pending, no_certificate, csr_invalid, subject_mismatch, ca_unavailable)',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
+    credentialsDelivered: new Counter({
+      name: 'fleet_credentials_delivered_total',
+      help: 'New credentials written to a connected device on devices/{serial}/credentials, by kind (password, certificate)',
+      labelNames: ['kind'] as const,
+      registers: [registry],
+    }),
     mqttMessagesAccepted: new Counter({
       name: 'fleet_mqtt_messages_accepted_total',
       help: 'Device messages accepted, by topic kind',
       labelNames: ['kind'] as const,
+      registers: [registry],
+    }),
+    mqttPublishesRefused: new Counter({
+      name: 'fleet_mqtt_publishes_refused_total',
+      help: 'Device publishes refused by the topic ACL (acknowledged and dropped), by reason (other_device, service_to_device, not_a_device_topic)',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
+    mqttFloodDisconnects: new Counter({
+      name: 'fleet_mqtt_flood_disconnects_total',
+      help: 'Device connections closed for flooding, by reason (message_rate, refused_publishes)',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
+    heartbeatFieldsRefused: new Counter({
+      name: 'fleet_heartbeat_fields_refused_total',
+      help: 'Heartbeat fields refused (the rest of the heartbeat recorded), by field and reason',
+      labelNames: ['field', 'reason'] as const,
+      registers: [registry],
+    }),
+    mqttKeepaliveOutsideRange: new Counter({
+      name: 'fleet_mqtt_keepalive_outside_range_total',
+      help: 'Connections whose CONNECT keepalive was outside the documented range, by reason (zero and above_max are served as the maximum; below_min as sent)',
+      labelNames: ['reason'] as const,
       registers: [registry],
     }),
     heartbeatFlushRows: new Counter({
@@ -95,6 +131,11 @@ export function createMetrics() {
       name: 'fleet_ota_reports_ignored_total',
       help: 'OTA progress reports ignored, by reason (unknown_job, finished, not_sent, out_of_order)',
       labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
+    otaUnknownErrorCodes: new Counter({
+      name: 'fleet_ota_error_codes_unknown_total',
+      help: 'OTA failure reports whose error_code is outside the protocol vocabulary (recorded as other)',
       registers: [registry],
     }),
     otaUpdatesFinished: new Counter({

@@ -8,12 +8,14 @@ import { EventLogService } from './events/event-log.service';
 import { WebhookService } from './webhooks/webhook.service';
 import type { HostResolver } from './webhooks/url-guard';
 import { FleetReadService } from './fleet/fleet-read.service';
-import type { ServerSecret } from './shared/server-secret';
+import { ServerSecret } from './shared/server-secret';
 import { NO_BROKER, type DeviceGateway } from './devices/device-gateway';
 import { DeviceService } from './devices/device.service';
 import { ClaimService } from './devices/claim.service';
 import { AllocationService } from './accounts/allocation.service';
 import { DeviceAuthService } from './devices/device-auth.service';
+import { DesiredConfigs } from './devices/desired-configs';
+import { CredentialRotationService } from './devices/credential-rotation.service';
 import { PresenceService } from './devices/presence.service';
 import { newId } from './shared/ids';
 import { FirmwareStorage } from './firmware/firmware-storage';
@@ -113,6 +115,15 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) 
   });
   // What the broker serves devices with: password checks, presence (the OTA engine hears about devices too).
   const deviceAuth = new DeviceAuthService(deps, { ca: deviceCa });
+  // The configuration a device is sent once on each connection.
+  const desiredConfigs = new DesiredConfigs(deps);
+  // Planned rotations: a pending password is sealed with the server secret until the device
+  // confirms it; tools without one (they deliver nothing) seal with a key of their own.
+  const rotations = new CredentialRotationService(deps, {
+    gateway,
+    certificates,
+    secrets: options.serverSecret ?? new ServerSecret(randomBytes(32)),
+  });
   const presence = new PresenceService(deps, nodeId);
   const retention = new RetentionService(deps, options.retention ?? DEFAULT_RETENTION);
   return {
@@ -132,6 +143,8 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) 
     devices,
     claims,
     deviceAuth,
+    desiredConfigs,
+    rotations,
     presence,
     firmware,
     signingKeys,

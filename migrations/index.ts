@@ -12,6 +12,10 @@ import * as claimFirmwareForComparisons from './20261125020000_claim_firmware_fo
 import * as loginThrottlePerAddress from './20261125010000_login_throttle_per_address';
 import * as addFirmwareSigningKeys from './20261125100000_add_firmware_signing_keys';
 import * as deviceCertificates from './20261125110000_device_certificates';
+import * as deviceMessageRefusals from './20261127010000_device_message_refusals';
+import * as deviceCredentialRotations from './20261127040000_device_credential_rotations';
+import * as configMarksAndOtaReports from './20261127030000_config_marks_and_ota_reports';
+import * as deviceHeardAt from './20261127050000_device_heard_at';
 
 /**
  * Static list of migrations: knex's folder scanning cannot load .ts files under vitest,
@@ -31,6 +35,10 @@ const migrations: Array<{ name: string; module: Knex.Migration }> = [
   { name: '20261125020000_claim_firmware_for_comparisons', module: claimFirmwareForComparisons },
   { name: '20261125100000_add_firmware_signing_keys', module: addFirmwareSigningKeys },
   { name: '20261125110000_device_certificates', module: deviceCertificates },
+  { name: '20261127010000_device_message_refusals', module: deviceMessageRefusals },
+  { name: '20261127040000_device_credential_rotations', module: deviceCredentialRotations },
+  { name: '20261127030000_config_marks_and_ota_reports', module: configMarksAndOtaReports },
+  { name: '20261127050000_device_heard_at', module: deviceHeardAt },
 ];
 
 export const migrationSource: Knex.MigrationSource<{ name: string; module: Knex.Migration }> = {

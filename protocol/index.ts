@@ -1,3 +1,4 @@
 export * from './topics';
 export * from './payloads';
+export * from './credential-payloads';
 export * from './version';

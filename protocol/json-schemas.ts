@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Heartbeat, StatusMessage, OtaCommand, OtaProgress, ConfigMessage, ConfigReported } from './payloads';
+import { CredentialsMessage, CredentialsAck, CertificateRequest } from './credential-payloads';
 
 /**
  * JSON Schemas of every protocol v1 payload, generated from the zod schemas the broker and the
@@ -7,7 +8,17 @@ import { Heartbeat, StatusMessage, OtaCommand, OtaProgress, ConfigMessage, Confi
  * firmware engineers' document cannot drift from what the service accepts.
  */
 export function protocolJsonSchemas(): Record<string, unknown> {
-  const schemas = { Heartbeat, StatusMessage, OtaCommand, OtaProgress, ConfigMessage, ConfigReported };
+  const schemas = {
+    Heartbeat,
+    StatusMessage,
+    OtaCommand,
+    OtaProgress,
+    ConfigMessage,
+    ConfigReported,
+    CredentialsMessage,
+    CredentialsAck,
+    CertificateRequest,
+  };
   return Object.fromEntries(
     Object.entries(schemas).map(([name, schema]) => [
       name,

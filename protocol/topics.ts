@@ -5,11 +5,19 @@
 export const TOPIC_ROOT = 'devices';
 
 /** What a device publishes (device to service). */
-export const DEVICE_PUBLISH_KINDS = ['heartbeat', 'status', 'ota/progress', 'config/reported'] as const;
+export const DEVICE_PUBLISH_KINDS = [
+  'heartbeat',
+  'status',
+  'ota/progress',
+  'config/reported',
+  // Credentials rotation (docs/device-protocol.md): the device confirms a delivery, or asks for a certificate.
+  'credentials/ack',
+  'csr',
+] as const;
 export type DevicePublishKind = (typeof DEVICE_PUBLISH_KINDS)[number];
 
 /** What a device subscribes to (service to device). */
-export const DEVICE_SUBSCRIBE_KINDS = ['ota', 'config'] as const;
+export const DEVICE_SUBSCRIBE_KINDS = ['ota', 'config', 'credentials'] as const;
 export type DeviceSubscribeKind = (typeof DEVICE_SUBSCRIBE_KINDS)[number];
 
 export type TopicKind = DevicePublishKind | DeviceSubscribeKind;
@@ -21,6 +29,10 @@ export const topics = {
   otaProgress: (serial: string) => `${TOPIC_ROOT}/${serial}/ota/progress`,
   config: (serial: string) => `${TOPIC_ROOT}/${serial}/config`,
   configReported: (serial: string) => `${TOPIC_ROOT}/${serial}/config/reported`,
+  /** Service to device, QoS 1, never retained nor queued: a new password or certificate. */
+  credentials: (serial: string) => `${TOPIC_ROOT}/${serial}/credentials`,
+  credentialsAck: (serial: string) => `${TOPIC_ROOT}/${serial}/credentials/ack`,
+  csr: (serial: string) => `${TOPIC_ROOT}/${serial}/csr`,
 } as const;
 
 const KINDS = new Set<string>([...DEVICE_PUBLISH_KINDS, ...DEVICE_SUBSCRIBE_KINDS]);

@@ -5,8 +5,10 @@
  * pre-release is older than its release; pre-release identifiers compare as in SemVer 2.0
  * (numeric < alphanumeric, numbers numerically). Devices report, and commands carry, versions
  * of this form; the service's domain orders and stores them by `versionSortKey`.
+ * `VERSION_PATTERN` is also the `pattern` of every version in the published JSON Schemas (no
+ * flags, so it means the same to ECMA-262 and to JSON Schema validators).
  */
-const VERSION =
+export const VERSION_PATTERN =
   /^(\d{1,9})(?:\.(\d{1,9}))?(?:\.(\d{1,9}))?(?:\.(\d{1,9}))?(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$/;
 
 /** Longest version string (characters). */
@@ -19,7 +21,7 @@ export interface ParsedVersion {
 
 export function parseVersion(value: string): ParsedVersion | null {
   if (typeof value !== 'string' || value.length > MAX_VERSION_LENGTH) return null;
-  const m = VERSION.exec(value);
+  const m = VERSION_PATTERN.exec(value);
   if (!m) return null;
   const parts = [m[1], m[2], m[3], m[4]].map((p) => (p === undefined ? 0 : Number(p))) as ParsedVersion['parts'];
   return { parts, prerelease: m[5] ? m[5].split('.') : [] };

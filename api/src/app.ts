@@ -6,7 +6,7 @@ import { RetentionWorker } from '#core/housekeeping/retention-worker';
 import { HeartbeatIngest } from '#core/devices/heartbeat-ingest';
 import { InProcessDisconnectRequests } from '#core/devices/disconnect-requests';
 import { ADVISORY_LOCKS, withAdvisoryLock } from '#core/db/advisory-lock';
-import { tlsFiles, type Config } from '#core/config';
+import { tlsFiles, type Config, type PortFallback } from '#core/config';
 import { TlsCredentials } from './http/tls-credentials';
 import { createLogger, type Logger } from '#core/logger';
 import { openDatabase, type Database } from '#core/db/database';
@@ -28,8 +28,10 @@ import { DatabaseHealth } from '#core/db/database-health';
 import { DeviceBroker } from '#broker/create-broker';
 import { createClusterBrokerBackends } from '#broker/cluster/aedes-cluster';
 import type { HostResolver } from '#core/webhooks/url-guard';
+import type { DeviceEndpoints } from '#rest/schemas/device-endpoints.schemas';
 import { HttpServer, HTTP_DRAIN_MS } from './http-server';
 import { Lifecycle } from './lifecycle';
+import { listenWithFallback, type MqttPortFallback } from './port-fallback';
 
 export { HTTP_DRAIN_MS } from './http-server';
 
@@ -41,6 +43,12 @@ export interface StartOptions {
   database?: Database;
   /** DNS for the creation check of webhook receiver names (tests pin answers). Default: the system resolver. */
   resolveHost?: HostResolver;
+  /**
+   * A zero-configuration start (main.ts, core/config.ts portFallback): a taken MQTT port moves
+   * MQTT to a free one, remembered in DATA_DIR. Unset (every configured start, the tests): a
+   * taken port fails the start.
+   */
+  portFallback?: PortFallback;
 }
 
 /** A running service: what main.ts prints and what tests talk to. */
@@ -73,6 +81,8 @@ export interface FleetService {
   readonly clock: Clock;
   /** The demo account when this start created it, or when an earlier start created it and it was never used. */
   readonly demo: DemoAccount | null;
+  /** Set when a zero-configuration start moved MQTT off its default port (or onto a remembered one); the banner says so. */
+  readonly mqttPortFallback: MqttPortFallback | null;
   /** Stop accepting, finish in-flight work, flush, close the database (unless it was passed in). */
   stop(): Promise<void>;
 }
@@ -169,6 +179,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
         metrics: {
           published: (n) => metrics.otaCommandsPublished.inc(n),
           ignored: (reason) => metrics.otaReportsIgnored.inc({ reason }),
+          unknownErrorCode: () => metrics.otaUnknownErrorCodes.inc(),
           finished: (state, n) => n > 0 && metrics.otaUpdatesFinished.inc({ state }, n),
         },
       },
@@ -251,12 +262,25 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
       broker: async () => broker.health(),
     },
     tls: tlsCredentials,
+    deviceEndpoints: () => deviceEndpoints(),
   });
 
   // Set by the broker's start below: an object, since TypeScript does not follow assignments made
   // in callbacks and would take a `let` for still null at the end.
   const ports: { mqtt: number | null; mqtts: number | null } = { mqtt: null, mqtts: null };
   let demo: DemoAccount | null = null;
+  // What devices use: PUBLIC_URL's host (else the bound address) with the ports bound now.
+  const deviceEndpoints = (): DeviceEndpoints => {
+    const { publicHost, url } = http.address;
+    const host = config.publicUrl ? new URL(config.publicUrl).hostname : publicHost;
+    const web = new URL(config.publicUrl ?? url);
+    return {
+      mqtt_url: ports.mqtt === null ? null : `mqtt://${host}:${ports.mqtt}`,
+      mqtts_url: ports.mqtts === null ? null : `mqtts://${host}:${ports.mqtts}`,
+      websocket_url: `${web.protocol === 'https:' ? 'wss' : 'ws'}://${web.host}/mqtt`,
+    };
+  };
+  let mqttPortFallback: MqttPortFallback | null = null;
   // Started top to bottom, stopped bottom to top. A stop first takes no more HTTP connections,
   // closes GraphQL's sockets, stops the OTA engine, disconnects the devices (they go offline
   // while the database and the outbox are still up) and flushes their news, gives HTTP requests
@@ -320,8 +344,21 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
             presence: services.presence,
             ingest,
             otaListener: services.ota,
+            configs: services.desiredConfigs,
+            rotations: services.rotations,
           });
-          if (config.mqttPort !== 'off') ports.mqtt = await broker.listenTcp(config.mqttPort, config.host);
+          const listenMqtt = (port: number) => broker.listenTcp(port, config.host);
+          if (config.mqttPort !== 'off' && options.portFallback) {
+            const bound = await listenWithFallback({
+              listen: listenMqtt,
+              dataDir: config.dataDir,
+              defaultPort: options.portFallback.defaultMqttPort,
+            });
+            ports.mqtt = bound.port;
+            mqttPortFallback = bound.fallback;
+            if (bound.fallback)
+              logger.warn({ ...bound.fallback }, 'MQTT is not on its default port (zero-configuration start)');
+          } else if (config.mqttPort !== 'off') ports.mqtt = await listenMqtt(config.mqttPort);
           if (tlsCredentials) ports.mqtts = await broker.listenTls(config.mqttsPort, config.host, tlsCredentials);
         },
         stop: () => broker.close(),
@@ -386,6 +423,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     logger,
     clock,
     demo,
+    mqttPortFallback,
     stop,
   };
 }

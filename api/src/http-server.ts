@@ -18,8 +18,10 @@ import { firmwareDownloadRouter } from './http/firmware-download';
 import { portalStatic } from './http/portal-static';
 import { createRestRouter } from '#rest/router';
 import { allRoutes } from '#rest/routes/index';
+import type { DeviceEndpointsSource } from '#rest/routes/device-endpoints.routes';
 import { openApiRoute } from '#rest/routes/openapi.routes';
 import { LISTEN_BACKLOG } from '#core/listen-backlog';
+import { listenFailure } from '#core/listen-errors';
 
 /** How long a stopping service lets HTTP requests under way finish (ms). */
 export const HTTP_DRAIN_MS = 5000;
@@ -45,6 +47,8 @@ export interface HttpServerDeps {
   readiness: Record<string, ReadinessCheck>;
   /** With TLS this is HTTPS: REST, GraphQL (https and wss), the portal, downloads and MQTT over wss. */
   tls: TlsCredentials | null;
+  /** The device-facing broker URLs (GET /api/v1/device-endpoints), known once the listeners are bound. */
+  deviceEndpoints?: DeviceEndpointsSource;
 }
 
 /**
@@ -91,7 +95,7 @@ export class HttpServer {
       res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
     });
 
-    const routes = allRoutes(services);
+    const routes = allRoutes(services, deps.deviceEndpoints);
     routes.push(openApiRoute(routes));
     // While the database is down, API requests get 503 + Retry-After at once instead of hanging.
     app.use(['/api/v1', '/graphql'], (_req, res, next) => {
@@ -228,7 +232,7 @@ function trustProxySetting(value: string): boolean | number | string[] {
     .filter(Boolean);
 }
 
-/** Listen, turning "port taken" into a message that names the setting to change. */
+/** Listen, turning "port taken" or a bad HOST into a message that names the setting to change. */
 export function listen(
   server: { listen: http.Server['listen']; once: http.Server['once']; off: http.Server['off'] },
   port: number,
@@ -237,13 +241,7 @@ export function listen(
   setting: string,
 ): Promise<void> {
   return new Promise((resolve, reject) => {
-    const onError = (error: NodeJS.ErrnoException) => {
-      if (error.code === 'EADDRINUSE') {
-        reject(
-          new Error(`${what} port ${port} on ${host} is already in use. Set ${setting} to a free port (0 picks any).`),
-        );
-      } else reject(error);
-    };
+    const onError = (error: NodeJS.ErrnoException) => reject(listenFailure(error, { what, port, host, setting }));
     server.once('error', onError);
     server.listen(port, host, LISTEN_BACKLOG, () => {
       server.off('error', onError);

@@ -1,13 +1,17 @@
-import { loadConfig } from '#core/config';
+import { loadConfig, portFallback } from '#core/config';
+import { checkListenHost } from '#core/listen-errors';
 import { createLogger } from '#core/logger';
 import { startFleetService } from './app';
 import { startBanner } from './start-banner';
 
 /** `npm start`: one process serving everything; stops gracefully on SIGTERM/SIGINT. */
 async function main(): Promise<void> {
+  // Every setting is checked before the first log line: a bad one fails with one line that names it.
   const config = loadConfig();
+  const fallback = portFallback();
+  await checkListenHost(config.host);
   const logger = createLogger(config.logLevel);
-  const service = await startFleetService({ config, logger });
+  const service = await startFleetService({ config, logger, ...(fallback ? { portFallback: fallback } : {}) });
 
   process.stdout.write(startBanner({ service, dataDir: config.dataDir }));
 
@@ -33,7 +37,10 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => shutdown('SIGINT'));
 }
 
+// One line per problem and no stack trace: a configuration error (core/config.ts
+// ConfigurationError) names the variable, its value (secrets masked) and what is allowed.
 main().catch((error: unknown) => {
-  process.stderr.write(`fleet service failed to start: ${(error as Error).message}\n`);
+  const message = error instanceof Error ? error.message : String(error);
+  for (const line of message.split('\n')) process.stderr.write(`fleet service failed to start: ${line}\n`);
   process.exit(1);
 });

@@ -87,6 +87,50 @@ export function routeOnlyUnconsumed(aedes: Aedes, consumed: (packet: PublishPack
   (aedes as unknown as { publish: typeof patched }).publish = patched;
 }
 
+/** Aedes's own view of a client's granted subscriptions (restored ones included), by filter. */
+export function subscribedTo(client: Client, filter: string): boolean {
+  const subscriptions = (client as unknown as { subscriptions?: Record<string, unknown> }).subscriptions;
+  return subscriptions !== undefined && Object.prototype.hasOwnProperty.call(subscriptions, filter);
+}
+
+/**
+ * Writes one QoS 1 PUBLISH (not retained, not a duplicate) straight to a connected client's
+ * socket: Aedes routes nothing, so nothing is stored anywhere (no retained store, no offline
+ * queue of a clean=false session, no in-flight copy in the session store, no Redis in cluster
+ * mode). For secrets (credentials rotation): a device that drops before its PUBACK gets the
+ * message again from the service on its next connection, never from the broker. The packet id
+ * comes from the client's own counter (as Aedes's QoSPacket takes it), so it never collides with
+ * one Aedes has in flight; the device's PUBACK is answered by Aedes as for an id it no longer
+ * holds (nothing to clear). Returns false when the client is not connected.
+ */
+export function writeQos1Direct(client: Client, input: { topic: string; payload: Buffer }): boolean {
+  const raw = client as unknown as { _nextId: number; conn: { write(chunk: Buffer): boolean; destroyed?: boolean } };
+  if (!client.connected || client.closed || raw.conn.destroyed) return false;
+  const messageId = raw._nextId;
+  raw._nextId = messageId >= 65535 ? 1 : messageId + 1;
+  raw.conn.write(encodePublishQos1(input.topic, messageId, input.payload));
+  return true;
+}
+
+/** A PUBLISH packet [MQTT-3.3]: QoS 1, DUP 0, RETAIN 0, topic, packet identifier, payload. */
+export function encodePublishQos1(topic: string, messageId: number, payload: Buffer): Buffer {
+  const name = Buffer.from(topic, 'utf8');
+  const variable = Buffer.alloc(2 + name.length + 2);
+  variable.writeUInt16BE(name.length, 0);
+  name.copy(variable, 2);
+  variable.writeUInt16BE(messageId, 2 + name.length);
+  // Remaining length: 7 bits per byte, high bit set while more follow [MQTT-2.2.3].
+  const length: number[] = [];
+  let remaining = variable.length + payload.length;
+  do {
+    let byte = remaining % 128;
+    remaining = Math.floor(remaining / 128);
+    if (remaining > 0) byte |= 0x80;
+    length.push(byte);
+  } while (remaining > 0);
+  return Buffer.concat([Buffer.from([0x32, ...length]), variable, payload]);
+}
+
 /**
  * Closes the store of cluster mode. Without a callback aedes-persistence-redis returns its own
  * promise; with one, its wrapper waits for a 'ready' event that may never come (measured: close
@@ -159,9 +203,14 @@ export function assertAedesInternals(aedes: Aedes, backends?: { mq: unknown; per
   // is closed at once (it never sends CONNECT, so no hook runs for it).
   const probe = new PassThrough();
   try {
-    const parser = parserOf(aedes.handle(probe));
+    const client = aedes.handle(probe);
+    const parser = parserOf(client);
     if (typeof parser?.parse !== 'function' || typeof parser.prependListener !== 'function')
       missing.push('client._parser (the connection parser)');
+    const raw = client as unknown as { _nextId?: unknown; subscriptions?: unknown };
+    if (typeof raw._nextId !== 'number') missing.push('client._nextId (the packet id counter)');
+    if (typeof raw.subscriptions !== 'object' || raw.subscriptions === null)
+      missing.push('client.subscriptions (the granted subscriptions)');
   } finally {
     probe.destroy();
   }

@@ -1,11 +1,16 @@
+import { randomUUID } from 'node:crypto';
 import type { Client } from 'aedes';
 import type { DeviceSession } from '#core/devices/device-auth.service';
-import { FloodGuard } from './flood-guard';
+import { FloodGuard, RefusedPublishGuard } from './flood-guard';
 
 /** Per connection, beside Aedes's own client object. */
 export interface Connection {
+  /** Unique across processes and restarts: the OTA engine records the connection a command went out on. */
+  id: string;
   session: DeviceSession;
   flood: FloodGuard;
+  /** Publishes the topic ACL refused on this connection (made at the first one). */
+  refusedPublishes: RefusedPublishGuard | null;
   subscribedOta: boolean;
   ready: boolean;
   keepaliveTimedOut: boolean;
@@ -18,6 +23,12 @@ export interface Connection {
   /** onDeviceHeard is on its way (`heardSent` once it went out). */
   heardQueued: boolean;
   heardSent: boolean;
+  /** Its `config` subscription is in place (a SUBSCRIBE, or a restored session). */
+  configSubscribed: boolean;
+  /** The desired configuration was asked for this connection (sent once per connection). */
+  configRequested: boolean;
+  /** The highest configuration version delivered on this connection (0: none yet). */
+  configVersion: number;
 }
 
 /**
@@ -54,8 +65,10 @@ export class Connections {
   authenticated(input: { client: Client; session: DeviceSession; existing: Client | undefined }): void {
     const { client, session, existing } = input;
     this.byClient.set(client, {
+      id: randomUUID(),
       session,
       flood: new FloodGuard(),
+      refusedPublishes: null,
       subscribedOta: false,
       ready: false,
       keepaliveTimedOut: false,
@@ -64,6 +77,9 @@ export class Connections {
       reportsStored: null,
       heardQueued: false,
       heardSent: false,
+      configSubscribed: false,
+      configRequested: false,
+      configVersion: 0,
     });
     if (existing && existing !== client) this.takingOver.set(session.serial, client);
   }

@@ -6,6 +6,7 @@ import type { Logger } from '#core/logger';
 import type { Metrics } from '#core/metrics';
 import type { DeviceGateway, OtaDeviceListener, OtaJob } from '#core/devices/device-gateway';
 import type { DeviceAuthService, DeviceSession } from '#core/devices/device-auth.service';
+import type { DeviceRotations } from '#core/devices/credential-rotation.service';
 import type { PresenceService } from '#core/devices/presence.service';
 import type { HeartbeatIngest } from '#core/devices/heartbeat-ingest';
 import {
@@ -18,15 +19,19 @@ import { topics } from '#protocol/topics';
 import { capSubscribeQos, guardStoredSubscriptions, removeForeignSubscriptions } from './subscription-guard';
 import { assertAedesInternals, clientOf, destroyStore, routeOnlyUnconsumed, sessionStoreOf } from './aedes-internals';
 import { makeAuthenticate, makePreConnect } from './hooks/authenticate';
+import { withServedKeepalive } from './keepalive';
 import { AuthorizeHooks } from './hooks/authorize-hooks';
 import { LogThrottle } from './log-throttle';
 import { guardPacketSize } from './packet-size-guard';
+import { readWholeBuffer } from './whole-buffer-reads';
 import { createIndexedMemoryPersistence } from './retained-index';
 import { DELIVERY_CONCURRENCY, PUBLISH_WINDOW } from './broker-limits';
 import { forgetDevice } from './forget-device';
 import { configPayload, otaCommandPayload } from './device-messages';
 import { Connections } from './connections';
 import { OtaReadiness } from './ota-readiness';
+import { ConfigDelivery, type DesiredConfig } from './config-delivery';
+import { CredentialDelivery } from './credential-delivery';
 import { DeviceListeners } from './listeners';
 
 export interface DeviceBrokerOptions {
@@ -51,6 +56,11 @@ export interface DeviceBrokerOptions {
    * so this is off and the presence sweep settles what a dead process left behind.
    */
   reconcileAllOnStart?: boolean;
+  /**
+   * Longest keepalive served (seconds); a CONNECT asking 0 (none) or more is served this, so a
+   * dead connection is closed after 1.5 x this of silence. Default KEEPALIVE_MAX_S (1200).
+   */
+  keepaliveMaxS?: number;
 }
 
 /**
@@ -64,6 +74,16 @@ export interface DeviceDomain {
   ingest: HeartbeatIngest;
   /** The OTA engine: ready and heard devices, progress reports (firmware reports come from the ingest). */
   otaListener: OtaDeviceListener;
+  /**
+   * The device's desired configuration now, sent once its connection subscribed. Absent: the
+   * one its authentication read.
+   */
+  configs?: { desired(input: { accountId: string; deviceId: string }): Promise<DesiredConfig | null> };
+  /**
+   * Planned credential rotations: what to deliver on `credentials`, acks, CSRs, and rotations
+   * whose grace ended (settled by the presence sweep). Absent: none are served.
+   */
+  rotations?: DeviceRotations;
 }
 
 /**
@@ -87,6 +107,8 @@ export class DeviceBroker implements DeviceGateway {
   /** Device publishes already handled in `authorizePublish`: not routed (consumeDeviceReports). */
   private readonly consumed = new WeakSet<PublishPacket>();
   private readonly readiness: OtaReadiness;
+  private readonly config: ConfigDelivery;
+  private readonly credentials: CredentialDelivery;
   private readonly authorize: AuthorizeHooks;
 
   private constructor(
@@ -95,11 +117,28 @@ export class DeviceBroker implements DeviceGateway {
   ) {
     this.disconnects = options.disconnects ?? new InProcessDisconnectRequests(options.logger);
     this.readiness = new OtaReadiness(this.connections, () => this.domain?.otaListener, options.logger);
+    this.config = new ConfigDelivery({
+      connections: this.connections,
+      read: () => {
+        const configs = this.domain?.configs;
+        return configs ? (session) => configs.desired(session) : undefined;
+      },
+      publish: (serial, message) => this.publishConfig(serial, message),
+      logger: options.logger,
+    });
+    this.credentials = new CredentialDelivery({
+      connections: this.connections,
+      rotations: () => this.domain?.rotations,
+      metrics: options.metrics,
+      logger: options.logger,
+    });
     this.authorize = new AuthorizeHooks({
       connections: this.connections,
       served: () => this.served,
       consumed: this.consumed,
       readiness: this.readiness,
+      config: this.config,
+      credentials: this.credentials,
       metrics: options.metrics,
       logger: options.logger,
     });
@@ -128,7 +167,10 @@ export class DeviceBroker implements DeviceGateway {
       // [MQTT-3.1.3-5] client ids are serials: at most 64 characters.
       maxClientsIdLength: 64,
       concurrency: DELIVERY_CONCURRENCY,
-      preConnect: makePreConnect(),
+      preConnect: withServedKeepalive(makePreConnect(), {
+        ...(options.keepaliveMaxS !== undefined ? { maxS: options.keepaliveMaxS } : {}),
+        onOutside: (reason) => options.metrics.mqttKeepaliveOutsideRange.inc({ reason }),
+      }),
       authenticate: makeAuthenticate({
         auth: {
           authenticate: (input) => self.served.auth.authenticate(input),
@@ -197,6 +239,19 @@ export class DeviceBroker implements DeviceGateway {
       if (offline) this.options.logger.info({ devices: offline }, 'devices marked offline after 3 missed heartbeats');
       if (examined < 5000) break;
     }
+    // Planned credential rotations whose grace period ended: the old credential stops working.
+    const rotations = this.served.rotations;
+    if (rotations) {
+      try {
+        const ended = await rotations.expireDue();
+        if (ended) this.options.logger.info({ rotations: ended }, 'credential rotations ended by their grace period');
+      } catch (err) {
+        this.options.logger.error(
+          { err },
+          'ending credential rotations past their grace period failed; the next sweep tries again',
+        );
+      }
+    }
   }
 
   /** Plain MQTT on `port` (MQTT_PORT). Resolves with the bound port. */
@@ -232,6 +287,7 @@ export class DeviceBroker implements DeviceGateway {
 
   /** A new connection, whatever its transport: Aedes's client with the size and QoS guards on its parser. */
   private handle(stream: Duplex, req?: http.IncomingMessage): void {
+    readWholeBuffer(stream);
     const client = this.aedes.handle(stream, req);
     guardPacketSize(client, this.options.logger);
     capSubscribeQos(client);
@@ -270,14 +326,18 @@ export class DeviceBroker implements DeviceGateway {
 
   // --- DeviceGateway -------------------------------------------------------------------------
 
-  /** After close, a no-op: the configuration is in the database for the device's next connection. */
+  /**
+   * Not retained: a device gets the desired configuration once on each connection (ConfigDelivery)
+   * and this on a change. After close, a no-op: the configuration is in the database for the
+   * device's next connection.
+   */
   async publishConfig(serial: string, message: { version: number; config: Record<string, unknown> }): Promise<void> {
     if (this.closed) return;
     await this.publish({
       topic: topics.config(serial),
       payload: JSON.stringify(configPayload(message)),
       qos: 1,
-      retain: true,
+      retain: false,
     });
   }
 
@@ -300,9 +360,22 @@ export class DeviceBroker implements DeviceGateway {
     });
   }
 
-  /** Closes the serial's connection on this process; with a fingerprint, only if it authenticated with that certificate. */
+  /** A planned rotation started: the process holding the device's session delivers it (DeviceGateway). */
+  offerCredentials(serial: string): void {
+    void this.disconnects.publish({ serial, reason: 'new credentials', action: 'offer_credentials' });
+  }
+
+  /**
+   * Closes the serial's connection on this process; with a fingerprint, only if it authenticated
+   * with that certificate. `action: 'offer_credentials'` closes nothing: the new credentials are
+   * delivered to the connection instead.
+   */
   closeSessions(request: DisconnectRequest): void {
     const { serial, reason } = request;
+    if (request.action === 'offer_credentials') {
+      this.credentials.offer(serial);
+      return;
+    }
     const client = this.clientById(serial);
     if (!client) return;
     const wanted = request.certificateFingerprint;
@@ -313,6 +386,12 @@ export class DeviceBroker implements DeviceGateway {
 
   isConnected(serial: string): boolean {
     return this.connections.currentOf(serial) !== undefined;
+  }
+
+  readyConnectionOf(serial: string): string | undefined {
+    const client = this.connections.currentOf(serial);
+    const conn = client === undefined ? undefined : this.connections.of(client);
+    return conn?.otaReady ? conn.id : undefined;
   }
 
   heardSinceConnect(serial: string): boolean {
@@ -369,8 +448,10 @@ export class DeviceBroker implements DeviceGateway {
     this.aedes.on('subscribe', (subs, client) => {
       const conn = this.connections.of(client);
       if (!conn || !conn.ready) return;
-      if (subs.some((s) => (s.qos as number) !== 128 && s.topic === topics.ota(conn.session.serial)))
-        this.readiness.subscribed(conn);
+      const granted = (topic: string) => subs.some((s) => (s.qos as number) !== 128 && s.topic === topic);
+      if (granted(topics.ota(conn.session.serial))) this.readiness.subscribed(conn);
+      if (granted(topics.config(conn.session.serial))) this.config.subscribed(conn);
+      if (granted(topics.credentials(conn.session.serial))) this.credentials.subscribed(client);
     });
     this.aedes.on('clientError', (client, err) =>
       logger.debug({ serial: client.id, err: err.message }, 'MQTT client error'),
@@ -395,20 +476,16 @@ export class DeviceBroker implements DeviceGateway {
   private onReady(client: Client): void {
     const conn = this.connections.ready(client);
     if (!conn) return;
-    const { serial, deviceId, desiredConfigVersion, desiredConfig } = conn.session;
+    const { deviceId } = conn.session;
     this.options.metrics.mqttConnectedDevices.set(this.connections.size);
     this.served.ingest.connected(deviceId);
-    // Retained configuration: after a restart with in-memory persistence the broker has no
-    // retained messages, so the desired one is published again on every connect.
-    if (desiredConfigVersion > 0) {
-      this.publishConfig(serial, { version: desiredConfigVersion, config: desiredConfig }).catch((err: unknown) =>
-        this.options.logger.error({ err, serial }, 'publishing the desired configuration failed'),
-      );
-    }
-    // Published once; not kept for the life of the connection (memory per device matters at 10,000).
-    conn.session.desiredConfig = {};
-    // A restored persistent session brings its `ota` subscription back without a SUBSCRIBE.
+    // A restored persistent session brings its `ota` and `config` subscriptions back without a
+    // SUBSCRIBE: the configuration goes out now (once for this connection), queued commands too.
+    this.config.subscribed(conn);
     if (conn.subscribedOta) this.readiness.subscribed(conn);
+    // A connection with a pending password or a renewed certificate confirms that rotation; what
+    // is still pending is delivered (restored `credentials` subscription, or on its SUBSCRIBE).
+    this.credentials.connected(client);
   }
 
   private onDisconnect(client: Client): void {

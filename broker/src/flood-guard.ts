@@ -1,4 +1,11 @@
-import { FLOOD_BURST, FLOOD_DISCONNECT_AFTER_DROPS, FLOOD_RATE_PER_S, FLOOD_WINDOW_S } from '#protocol/payloads';
+import {
+  FLOOD_BURST,
+  FLOOD_DISCONNECT_AFTER_DROPS,
+  FLOOD_RATE_PER_S,
+  FLOOD_WINDOW_S,
+  REFUSED_PUBLISH_LIMIT,
+  REFUSED_PUBLISH_WINDOW_S,
+} from '#protocol/payloads';
 
 /**
  * Per-connection token bucket (documented in docs/device-protocol.md): FLOOD_RATE_PER_S
@@ -27,5 +34,33 @@ export class FloodGuard {
     }
     this.drops += 1;
     return this.drops >= FLOOD_DISCONNECT_AFTER_DROPS ? 'disconnect' : 'drop';
+  }
+}
+
+/**
+ * Per-connection limit of publishes the topic ACL refuses (documented in docs/device-protocol.md):
+ * each one is acknowledged and dropped, and the connection closes only when one more than
+ * REFUSED_PUBLISH_LIMIT arrive within REFUSED_PUBLISH_WINDOW_S (a sliding window over the times
+ * of the last REFUSED_PUBLISH_LIMIT refusals). A firmware with one wrong topic stays connected;
+ * one that keeps trying other devices' topics does not. Real time, as FloodGuard.
+ */
+export class RefusedPublishGuard {
+  /** Times (ms) of the last REFUSED_PUBLISH_LIMIT refusals, oldest at `next` once full. */
+  private readonly times: number[] = [];
+  private next = 0;
+
+  constructor(private readonly now: () => number = () => performance.now()) {}
+
+  /** 'ok' to acknowledge and drop; 'close' when this refusal is one too many within the window. */
+  take(): 'ok' | 'close' {
+    const now = this.now();
+    if (this.times.length < REFUSED_PUBLISH_LIMIT) {
+      this.times.push(now);
+      return 'ok';
+    }
+    const oldest = this.times[this.next]!;
+    this.times[this.next] = now;
+    this.next = (this.next + 1) % REFUSED_PUBLISH_LIMIT;
+    return now - oldest < REFUSED_PUBLISH_WINDOW_S * 1000 ? 'close' : 'ok';
   }
 }

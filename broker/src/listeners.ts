@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { WebSocketServer, createWebSocketStream } from 'ws';
 import type { Logger } from '#core/logger';
 import { LISTEN_BACKLOG } from '#core/listen-backlog';
+import { listenFailure } from '#core/listen-errors';
 import { MAX_MQTT_PACKET_BYTES } from './packet-size-guard';
 
 export interface DeviceListenersInput {
@@ -109,13 +110,10 @@ export class DeviceListeners {
     this.servers.push(server);
     return new Promise((resolve, reject) => {
       const onError = (error: NodeJS.ErrnoException) => {
-        reject(
-          error.code === 'EADDRINUSE'
-            ? new Error(
-                `${at.what} port ${at.port} on ${at.host} is already in use. Set ${at.setting} to a free port (0 picks any).`,
-              )
-            : error,
-        );
+        // A listener that never bound is no part of `listening` (a zero-configuration start
+        // tries another port after EADDRINUSE).
+        this.servers.splice(this.servers.indexOf(server), 1);
+        reject(listenFailure(error, at));
       };
       server.once('error', onError);
       server.listen(at.port, at.host, LISTEN_BACKLOG, () => {

@@ -10,7 +10,7 @@ import { ReadyNotifier, type ReadyDevice } from './ready-notifier';
  */
 export class OtaReadiness {
   private readonly ready: ReadyNotifier;
-  private readonly heard: ReadyNotifier<ReadyDevice & { firmware: string }>;
+  private readonly heard: ReadyNotifier<ReadyDevice & { firmware: string; connection: string }>;
   private closed = false;
 
   constructor(
@@ -61,7 +61,7 @@ export class OtaReadiness {
       const client = this.connections.currentOf(serial);
       if (this.closed || !client || this.connections.of(client) !== conn) return;
       conn.heardSent = true;
-      this.heard.notify({ accountId, deviceId, serial, firmware });
+      this.heard.notify({ accountId, deviceId, serial, firmware, connection: conn.id });
     });
   }
 }

@@ -14,6 +14,8 @@ export interface VerifiedCsr {
   publicKey: x509.PublicKey;
   /** `P-256`, `Ed25519`, `RSA-2048`, ... */
   keyAlgorithm: string;
+  /** The subject's CN as the request asks for it (null without one): a renewal over MQTT checks it. */
+  commonName: string | null;
 }
 
 export interface IssuedCertificate {
@@ -53,7 +55,13 @@ export async function verifyCsr(pem: string): Promise<VerifiedCsr> {
     valid = false;
   }
   if (!valid) throw new CsrProblem('has a signature that does not verify with its own public key');
-  return { publicKey: csr.publicKey, keyAlgorithm: algorithm.label };
+  let commonName: string | null;
+  try {
+    commonName = csr.subjectName.getField('CN')[0] ?? null;
+  } catch {
+    commonName = null;
+  }
+  return { publicKey: csr.publicKey, keyAlgorithm: algorithm.label, commonName };
 }
 
 /** `csr_invalid` for one or more refused requests, each named by its field. */

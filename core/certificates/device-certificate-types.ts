@@ -1,5 +1,10 @@
 /** Why a certificate stopped being accepted. Persisted values: never rename. */
-export const REVOCATION_REASONS = ['revoked', 'unclaimed'] as const;
+export const REVOCATION_REASONS = [
+  'revoked',
+  'unclaimed',
+  // Replaced by the certificate a renewal over MQTT issued (docs/device-certificates.md "Renewal").
+  'superseded',
+] as const;
 export type RevocationReason = (typeof REVOCATION_REASONS)[number];
 
 /** A certificate the service issued to a device, as services return it. */

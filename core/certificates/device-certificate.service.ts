@@ -173,6 +173,27 @@ export class DeviceCertificateService {
     return issued;
   }
 
+  /**
+   * Signs a CSR a device sent for itself (a renewal over MQTT, devices/credential-rotation.service.ts).
+   * Stricter than the API's: the request's subject CN must be the serial, since nobody but the
+   * device looked at it. Nothing is recorded here; the caller records the certificate in its
+   * own transaction. Throws `service_unavailable` when the CA cannot sign.
+   */
+  async signDeviceRequest(input: {
+    serial: string;
+    csr: string;
+  }): Promise<{ ok: true; issued: IssuedCertificate } | { ok: false; reason: 'csr_invalid' | 'subject_mismatch' }> {
+    let request: VerifiedCsr;
+    try {
+      request = await verifyCsr(input.csr);
+    } catch (error) {
+      if (error instanceof CsrProblem) return { ok: false, reason: 'csr_invalid' };
+      throw error;
+    }
+    if (request.commonName !== input.serial) return { ok: false, reason: 'subject_mismatch' };
+    return { ok: true, issued: await this.sign(request, input.serial) };
+  }
+
   private async sign(request: VerifiedCsr, serial: string): Promise<IssuedCertificate> {
     const [certificate, signer] = await Promise.all([this.area.ca.certificate(), this.area.ca.signer()]);
     return issueCertificate({

@@ -15,6 +15,7 @@ const Message = z.object({
     .string()
     .regex(/^[0-9a-f]{64}$/)
     .optional(),
+  action: z.enum(['close', 'offer_credentials']).optional(),
 });
 
 /**

@@ -7,6 +7,7 @@ import { createPgConfig } from '@electric-sql/pglite/node-postgres';
 import { migrationSource } from '#migrations/index';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock';
 import type { Logger } from '../logger';
+import { ConfigurationError, settingError } from '../config';
 
 function knexLog(logger: Logger) {
   return {
@@ -42,8 +43,35 @@ export interface OpenDatabaseOptions {
 }
 
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
-  if (options.databaseUrl) return openPostgres(options.databaseUrl, options.poolSize ?? 10, options.logger);
+  if (options.databaseUrl) {
+    await probePostgres(options.databaseUrl);
+    return openPostgres(options.databaseUrl, options.poolSize ?? 10, options.logger);
+  }
   return openEmbedded(options.dataDir);
+}
+
+/**
+ * One connection before the pool exists: a DATABASE_URL that cannot connect (wrong host, port,
+ * password, database) fails with one line that names it, its password masked, instead of knex's
+ * "Acquire connection error" warning with a stack trace followed by the driver's bare message.
+ */
+async function probePostgres(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
+  // An error after connect (the server going away) must not become an unhandled 'error' event.
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+  } catch (error) {
+    throw new ConfigurationError([
+      settingError(
+        'DATABASE_URL',
+        url,
+        `cannot connect (${(error as Error).message}); expected a PostgreSQL server that accepts this URL`,
+      ),
+    ]);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
 }
 
 function withMigrations(knex: Knex, kind: DatabaseKind, close: () => Promise<void>): Database {

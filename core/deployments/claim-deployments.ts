@@ -6,11 +6,15 @@ import { appendEvents } from '../events/outbox';
 import type { DeploymentArea } from './deployment-inputs';
 import { insertDeployment, updateDeployment } from './store/deployments.store';
 import { insertExplicitTargets } from './store/targets.store';
-import { firmwareIdWithKey, firmwareVersionText } from '../firmware/firmware-records';
+import { firmwareIdWithKey, firmwareVersionText, requireSignedFirmware } from '../firmware/firmware-records';
 
 // A claim's firmware goes through the OTA engine as a deployment of kind `claim`.
 
-/** The account's firmware version of the model with that version, or null. */
+/**
+ * The account's firmware version of the model with that version, or null. 422 firmware_unsigned
+ * when the account has a signing key and that version has none: the claim would schedule it for
+ * its devices, so the claim is refused before it writes anything.
+ */
 export async function claimFirmwareVersion(
   trx: Knex.Transaction,
   input: { accountId: string; modelId: string; version: string },
@@ -20,7 +24,9 @@ export async function claimFirmwareVersion(
     modelId: input.modelId,
     versionKey: versionKey(input.version),
   });
-  return id === null ? null : { id };
+  if (id === null) return null;
+  await requireSignedFirmware(trx, { accountId: input.accountId, firmwareVersionIds: [id] });
+  return { id };
 }
 
 /** A `claim` deployment of the claim's firmware to the claimed devices, in the claim's transaction. */

@@ -7,7 +7,7 @@ import { isValidSerial } from '../devices/device-types';
 import type { DeploymentFilter } from './deployment-types';
 import { DeployInput, fileMissing, versionNotFound, type DeploymentArea } from './deployment-inputs';
 import { previewTargets, type TargetQuery } from './store/targets.store';
-import { firmwareRefsWithKey, type FirmwareRef } from '../firmware/firmware-records';
+import { firmwareRefsWithKey, requireSignedFirmware, type FirmwareRef } from '../firmware/firmware-records';
 
 /** Dry run: what `deploy` would target now; writes nothing. */
 export async function previewDeploy(
@@ -24,7 +24,8 @@ export async function previewDeploy(
 
 /**
  * What a deploy request targets: its versions and serials checked, the firmware it names (with
- * its binary), the query selecting its devices, and the filter recorded on the deployment.
+ * its binary, and signed when the account has a signing key: 422 firmware_unsigned), the query
+ * selecting its devices, and the filter recorded on the deployment.
  */
 export async function resolveDeployTargets(
   db: Knex | Knex.Transaction,
@@ -64,6 +65,8 @@ export async function resolveDeployTargets(
     firmware = rows[0]!;
   }
   if (!firmware.storageKey) throw fileMissing([firmware.version]);
+  // Dry runs and deploys alike: a dry run that counts targets of a deploy that would be refused misleads.
+  await requireSignedFirmware(db, { accountId: actor.accountId, firmwareVersionIds: [firmware.id] });
   const filter: DeploymentFilter = { model: firmware.model };
   if (input.filter.firmwareLt !== undefined) filter.firmware_lt = input.filter.firmwareLt;
   if (input.filter.status !== undefined) filter.status = input.filter.status;

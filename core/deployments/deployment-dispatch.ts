@@ -15,6 +15,8 @@ export interface DispatchEngine {
   metrics: OtaMetrics | undefined;
   /** A deployment some of whose updates finished here (already installed) wants evaluating. */
   markDirty: (deploymentId: string) => void;
+  /** The serial's subscribed connection to this process (DeviceGateway.readyConnectionOf), recorded with each command. */
+  connectionOf?: (serial: string) => string | undefined;
 }
 
 /**
@@ -74,7 +76,12 @@ export async function dispatchDeployment(
             { deploymentId: dep.id, jobs: noFile.length },
             'queued updates wait: their firmware has no binary',
           );
-        await markSent(trx, clock, send, new Date(now.getTime() + options.stepTimeoutMs));
+        await markSent(
+          trx,
+          clock,
+          send.map((c) => ({ ...c, connection: engine.connectionOf?.(c.serial) ?? null })),
+          new Date(now.getTime() + options.stepTimeoutMs),
+        );
         metrics?.finished('succeeded', done.length);
         if (done.length) markDirty(dep.id);
         return { sent: send, ...next };

@@ -6,16 +6,25 @@ import { isUuid } from '../shared/ids';
 import { isValidSerial } from '../devices/device-types';
 import { toDeployment, type Deployment, type DeviceUpdateView } from './deployment-types';
 import { ListDeploymentDevicesInput, ListDeploymentsInput, cursorCodec } from './deployment-inputs';
-import { countsFor, findDeployment, listDeployments, type NamedDeployment } from './store/deployments.store';
+import {
+  countsFor,
+  failureCodesFor,
+  findDeployment,
+  listDeployments,
+  type NamedDeployment,
+} from './store/deployments.store';
 import { listDeploymentUpdates } from './store/update-views.store';
 
 // Reading deployments: one, a page of them, and a page of one deployment's per-device states.
 
-/** One deployment of the caller's account with its per-state counts. */
+/** One deployment of the caller's account with its per-state counts and failures per error code. */
 export async function getDeployment(knex: Knex, actor: Actor, input: { id: string }): Promise<Deployment> {
   const { deployment, model } = await findNamedDeployment(knex, actor, input.id);
-  const counts = await countsFor(knex, [deployment.id]);
-  return toDeployment(deployment, counts.get(deployment.id)!, model);
+  const [counts, failures] = await Promise.all([
+    countsFor(knex, [deployment.id]),
+    failureCodesFor(knex, [deployment.id]),
+  ]);
+  return toDeployment(deployment, counts.get(deployment.id)!, model, failures.get(deployment.id)!);
 }
 
 /** Newest first, keyset paged. */
@@ -40,12 +49,12 @@ export async function listDeploymentsPage(
   const page = keysetPage(rows, input.limit, (r) =>
     cursorCodec.encode([r.deployment.createdAt.toISOString(), r.deployment.id]),
   );
-  const counts = await countsFor(
-    knex,
-    page.items.map((r) => r.deployment.id),
-  );
+  const ids = page.items.map((r) => r.deployment.id);
+  const [counts, failures] = await Promise.all([countsFor(knex, ids), failureCodesFor(knex, ids)]);
   return {
-    deployments: page.items.map((r) => toDeployment(r.deployment, counts.get(r.deployment.id)!, r.model)),
+    deployments: page.items.map((r) =>
+      toDeployment(r.deployment, counts.get(r.deployment.id)!, r.model, failures.get(r.deployment.id)!),
+    ),
     cursors: page.cursors,
     nextCursor: page.nextCursor,
   };

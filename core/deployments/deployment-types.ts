@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { OtaErrorCode } from '#protocol/payloads';
 
 /**
  * Per-device update states (docs/ota.md). Persisted values: never rename.
@@ -37,9 +38,8 @@ export const IN_FLIGHT_STATES = [
   'rebooting',
 ] as const satisfies readonly UpdateState[];
 /**
- * The states an update ends in: nothing moves it on afterwards. The one list of them (the
- * portal and the progress percent use it too). A superseded update is one of them (`cancelled`,
- * with `superseded_by`): not a state of its own.
+ * The states an update ends in: nothing moves it on afterwards. The one list of them. A
+ * superseded update is one of them (`cancelled`, with `superseded_by`): not a state of its own.
  */
 export const FINAL_UPDATE_STATES = [
   'succeeded',
@@ -56,13 +56,22 @@ export const RETRYABLE_STATES = ['failed', 'timed_out'] as const satisfies reado
 
 export const isFinal = (s: UpdateState): boolean => (FINAL_UPDATE_STATES as readonly string[]).includes(s);
 
-/** Deployment states. Persisted values: never rename. */
+/**
+ * Deployment states. Persisted values: never rename.
+ * - scheduled / running / paused: under way (see ACTIVE_DEPLOYMENT_STATUSES);
+ * - completed: nothing left to do and nothing failed; completed_with_failures: some failed;
+ * - superseded: nothing left to do, and every target was taken over by newer deployments
+ *   before it was sent, so this one installed nothing (a claim's firmware overtaken by a
+ *   deploy of a newer version before the devices connected, for example);
+ * - cancelled: an operator cancelled it.
+ */
 export const DEPLOYMENT_STATUSES = [
   'scheduled',
   'running',
   'paused',
   'completed',
   'completed_with_failures',
+  'superseded',
   'cancelled',
 ] as const;
 export type DeploymentStatus = (typeof DEPLOYMENT_STATUSES)[number];
@@ -218,6 +227,8 @@ export interface Deployment {
   respectMaintenanceWindow: boolean;
   targetCount: number;
   counts: DeploymentCounts;
+  /** Failed and rolled-back updates per reported error_code (null: none given), most frequent first. */
+  failureCodes: FailureCodeCount[];
   currentBatch: number;
   batchCount: number;
   pausedReason: string | null;
@@ -238,6 +249,8 @@ export interface DeviceUpdateView {
   fromVersion: string | null;
   targetVersion: string;
   error: string | null;
+  /** Why it failed, from the protocol's vocabulary (failed and rolled_back); null when the device gave none. */
+  errorCode: OtaErrorCode | null;
   batch: number;
   attempts: number;
   supersededBy: string | null;
@@ -281,7 +294,18 @@ export function parseRollout(value: unknown): Rollout | null {
   return parsed.success ? parsed.data : null;
 }
 
-export function toDeployment(record: DeploymentRecord, counts: DeploymentCounts, model: string): Deployment {
+/** How many failed or rolled-back updates of a deployment reported this error code (null: none). */
+export interface FailureCodeCount {
+  code: OtaErrorCode | null;
+  count: number;
+}
+
+export function toDeployment(
+  record: DeploymentRecord,
+  counts: DeploymentCounts,
+  model: string,
+  failureCodes: FailureCodeCount[],
+): Deployment {
   return {
     id: record.id,
     kind: record.kind,
@@ -295,6 +319,7 @@ export function toDeployment(record: DeploymentRecord, counts: DeploymentCounts,
     respectMaintenanceWindow: record.respectMaintenanceWindow,
     targetCount: record.targetCount,
     counts,
+    failureCodes,
     currentBatch: record.currentBatch,
     batchCount: record.rollout ? record.rollout.batches.length : 1,
     pausedReason: record.pausedReason,
@@ -312,6 +337,8 @@ export function toDeployment(record: DeploymentRecord, counts: DeploymentCounts,
 export interface BatchTally {
   /** Targets still this deployment's (neither superseded nor cancelled). */
   total: number;
+  /** Targets a newer deployment took over. */
+  superseded: number;
   /** Queued or in flight. */
   active: number;
   /** Succeeded and not failed by the health gate. */

@@ -101,7 +101,8 @@ export class DeploymentService implements ClaimFirmwareScheduler {
   /**
    * A new deployment (kind `rollback`) returning each device this one changed (succeeded) to the
    * version that device had before. 422 firmware_file_missing when a previous version's binary
-   * was deleted (or never existed here); devices that had no known version are left out.
+   * was deleted (or never existed here), 422 firmware_unsigned when the account has a signing key
+   * and a previous version has no signature; devices that had no known version are left out.
    */
   async rollback(actor: Actor, input: { id: string }): Promise<Deployment> {
     const id = await rollBackDeployment(this.area, actor, input);

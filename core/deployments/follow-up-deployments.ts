@@ -17,7 +17,7 @@ import {
   supersedeQueuedOfDevices,
   type ExplicitTarget,
 } from './store/targets.store';
-import { firmwareVersionsWithKeys, storageKeyOf } from '../firmware/firmware-records';
+import { firmwareVersionsWithKeys, requireSignedFirmware, storageKeyOf } from '../firmware/firmware-records';
 
 // Deployments made from another one (kind `retry` or `rollback`): a child whose explicit targets
 // come from the parent's per-device outcomes. Each answers the child's id.
@@ -31,7 +31,8 @@ interface FollowUpPlan {
 
 /**
  * The sequence both follow-ups share: the account lock (claims and deploys of the account wait),
- * the parent read with the caller's permissions, the plan, the child inserted; the engine hears
+ * the parent read with the caller's permissions, the plan, its versions signed when the account
+ * has a signing key (422 firmware_unsigned), the child inserted; the engine hears
  * of the child and of the older deployments it superseded after the commit.
  */
 async function createFollowUp(
@@ -50,6 +51,11 @@ async function createFollowUp(
     await lockAccount(trx, actor.accountId);
     const { deployment: parent } = await findNamedDeployment(trx, actor, input.parentId);
     const plan = await input.plan(trx, parent);
+    // Every version a device would be sent, before anything is recorded.
+    await requireSignedFirmware(trx, {
+      accountId: actor.accountId,
+      firmwareVersionIds: plan.targets.map((t) => t.firmwareVersionId),
+    });
     return insertFollowUp(deps, trx, actor, { id, parent, kind: input.kind, ...plan });
   });
   for (const other of older) engine.deploymentChanged(other);
@@ -57,7 +63,10 @@ async function createFollowUp(
   return id;
 }
 
-/** A new deployment (kind `retry`) of the same version to the devices whose update failed or timed out. */
+/**
+ * A new deployment (kind `retry`) of the same version to the devices whose update failed or timed
+ * out. 422 firmware_unsigned when the account has a signing key and that version has no signature.
+ */
 export function retryFailedUpdates(
   area: Pick<DeploymentArea, 'deps' | 'engine'>,
   actor: Actor,
@@ -79,7 +88,8 @@ export function retryFailedUpdates(
 /**
  * A new deployment (kind `rollback`) returning each device this one changed (succeeded) to the
  * version that device had before. 422 firmware_file_missing when a previous version's binary
- * was deleted (or never existed here); devices that had no known version are left out.
+ * was deleted (or never existed here), 422 firmware_unsigned when the account has a signing key
+ * and a previous version has no signature; devices that had no known version are left out.
  */
 export function rollBackDeployment(
   area: Pick<DeploymentArea, 'deps' | 'engine'>,

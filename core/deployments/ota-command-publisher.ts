@@ -10,6 +10,8 @@ export interface CommandJob {
   serial: string;
   targetVersion: string;
   firmwareVersionId: string;
+  /** The model the firmware is built for (its name). */
+  model: string;
   sha256: string;
   size: number;
   /** The binary's key in firmware storage (warmed before the commands go out). */
@@ -124,6 +126,7 @@ export class OtaCommandPublisher {
         this.deps.gateway.publishOta(r.serial, {
           jobId: r.id,
           version: r.targetVersion,
+          model: r.model,
           url,
           sha256: r.sha256,
           size: r.size,

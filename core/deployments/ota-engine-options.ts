@@ -37,4 +37,6 @@ export interface OtaMetrics {
   published(n: number): void;
   ignored(reason: string): void;
   finished(state: string, n: number): void;
+  /** A failure report whose `error_code` is outside the protocol's vocabulary (recorded as `other`). */
+  unknownErrorCode?(): void;
 }

@@ -40,10 +40,12 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     (items) => this.devicesReady(items),
     { delayMs: 20, maxBatch: 1000 },
   );
-  private readonly heardQueue = new BatchQueue<{ accountId: string; deviceId: string; firmware: string }>(
-    (items) => this.devicesHeard(items),
-    { delayMs: 20, maxBatch: 1000 },
-  );
+  private readonly heardQueue = new BatchQueue<{
+    accountId: string;
+    deviceId: string;
+    firmware: string;
+    connection: string | undefined;
+  }>((items) => this.devicesHeard(items), { delayMs: 20, maxBatch: 1000 });
   private readonly progressQueue = new BatchQueue<ProgressItem>((items) => this.progressBatch(items), {
     delayMs: 10,
     maxBatch: 1000,
@@ -134,10 +136,21 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     await this.track(this.readyQueue.add({ accountId: input.accountId, deviceId: input.deviceId }));
   }
 
-  async onDeviceHeard(input: { accountId: string; deviceId: string; serial: string; firmware: string }): Promise<void> {
+  async onDeviceHeard(input: {
+    accountId: string;
+    deviceId: string;
+    serial: string;
+    firmware: string;
+    connection?: string | undefined;
+  }): Promise<void> {
     if (this.stopped) return;
     await this.track(
-      this.heardQueue.add({ accountId: input.accountId, deviceId: input.deviceId, firmware: input.firmware }),
+      this.heardQueue.add({
+        accountId: input.accountId,
+        deviceId: input.deviceId,
+        firmware: input.firmware,
+        connection: input.connection,
+      }),
     );
   }
 
@@ -156,6 +169,8 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
       this.area.metrics?.ignored('unknown_job');
       return;
     }
+    // Recorded as `other`; counted so a module sending codes outside the vocabulary shows.
+    if (input.report.unknownErrorCode) this.area.metrics?.unknownErrorCode?.();
     const stored = this.progressQueue.add({
       accountId: input.accountId,
       deviceId: input.deviceId,
@@ -221,7 +236,15 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     const rows = (await staleSentCommands(this.deps, this.options.resendAfterMs, this.area.nodeId)).filter((r) =>
       this.area.gateway.heardSinceConnect(r.serial),
     );
-    if (rows.length > 0) await this.commands.publish(await keepStillSent(this.deps, rows));
+    if (rows.length > 0)
+      await this.commands.publish(
+        await keepStillSent(this.deps, rows, { connectionOf: (r) => this.connectionOf(r.serial), unlessSentOn: false }),
+      );
+  }
+
+  /** The serial's current connection to this process once subscribed to its commands, when the gateway says. */
+  private connectionOf(serial: string): string | undefined {
+    return this.area.gateway.readyConnectionOf?.(serial);
   }
 
   // ---- dispatch
@@ -235,6 +258,7 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
         commands: this.commands,
         metrics: this.area.metrics,
         markDirty: (id) => this.markDirty(id),
+        connectionOf: (serial) => this.connectionOf(serial),
       },
       input,
     );
@@ -260,11 +284,19 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
    * Devices heard since they (re)connected, their earlier reports stored: a `sent` command still
    * unanswered is published again (same job id; its first publish may have raced the
    * subscription, or been lost with a process). Not one whose target the device's heartbeat
-   * already shows: the heartbeat completes that update.
+   * already shows: the heartbeat completes that update. Nor one already sent on the connection it
+   * was heard on: the dispatch of a queued update when the device subscribed (or when its
+   * heartbeat was stored) sent it a moment ago.
    */
-  private async devicesHeard(items: Array<{ accountId: string; deviceId: string; firmware: string }>): Promise<void> {
+  private async devicesHeard(
+    items: Array<{ accountId: string; deviceId: string; firmware: string; connection: string | undefined }>,
+  ): Promise<void> {
     const rows = await unansweredCommands(this.deps, items);
-    if (rows.length > 0) await this.commands.publish(await keepStillSent(this.deps, rows));
+    if (rows.length === 0) return;
+    const heardOn = new Map(items.map((i) => [i.deviceId, i.connection]));
+    await this.commands.publish(
+      await keepStillSent(this.deps, rows, { connectionOf: (r) => heardOn.get(r.deviceId), unlessSentOn: true }),
+    );
   }
 
   private async healthGate(deviceIds: string[]): Promise<void> {

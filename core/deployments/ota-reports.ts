@@ -43,7 +43,12 @@ export async function applyProgressBatch(
     await applySteps(trx, clock, folded.steps);
     const done: Array<UpdateRef & { final: string }> = [];
     for (const g of folded.finals) {
-      for (const r of await finishUpdates(trx, clock, { ids: g.ids, state: g.state, error: g.error }))
+      for (const r of await finishUpdates(trx, clock, {
+        ids: g.ids,
+        state: g.state,
+        error: g.error,
+        errorCode: g.errorCode,
+      }))
         done.push({ ...r, final: g.state });
     }
     return done;

@@ -1,5 +1,4 @@
 import {
-  FINAL_UPDATE_STATES,
   type BatchTally,
   type DeploymentCounts,
   type DeploymentRecord,
@@ -20,7 +19,11 @@ export type ProgressDecision =
       thresholdPercent: number;
       batch: number;
     }
-  | { kind: 'complete'; status: Extract<DeploymentStatus, 'completed' | 'completed_with_failures'>; failures: number }
+  | {
+      kind: 'complete';
+      status: Extract<DeploymentStatus, 'completed' | 'completed_with_failures' | 'superseded'>;
+      failures: number;
+    }
   | { kind: 'open_batch'; batch: number; percent: number }
   | { kind: 'pause_batch_below_minimum'; succeeded: number; openedTargets: number; batch: number };
 
@@ -38,7 +41,9 @@ export const evaluationNeedsTallies = (status: DeploymentStatus): boolean =>
  * - a scheduled deployment starts once its time came;
  * - failures (failed, timed_out, rolled_back, health-gate) beyond the acknowledged ones, as a
  *   share of the opened targets, above `failure_threshold_percent` pause it (`failure_threshold`);
- * - nothing left queued or in flight: `completed`, or `completed_with_failures` if any failed;
+ * - nothing left queued or in flight: `superseded` when newer deployments took over every
+ *   target (it installed nothing: issue 27), else `completed_with_failures` if any failed, else
+ *   `completed`;
  * - the next batch opens when the opened targets' success share (acknowledged failures left
  *   out) reaches `min_batch_success_percent`; when every opened target finished below it, the
  *   deployment pauses (`batch_success_below_minimum`) for a person to decide.
@@ -55,10 +60,14 @@ export function evaluateProgress(
   if (!evaluationNeedsTallies(d.status)) return { kind: 'none' };
   let activeAll = 0;
   let failuresAll = 0;
+  let ownAll = 0;
+  let supersededAll = 0;
   let opened = { total: 0, active: 0, succeeded: 0, failures: 0 };
   for (const [batch, t] of tallies) {
     activeAll += t.active;
     failuresAll += t.failures;
+    ownAll += t.total;
+    supersededAll += t.superseded;
     if (batch <= d.currentBatch)
       opened = {
         total: opened.total + t.total,
@@ -85,7 +94,8 @@ export function evaluateProgress(
   if (activeAll === 0)
     return {
       kind: 'complete',
-      status: failuresAll > 0 ? 'completed_with_failures' : 'completed',
+      status:
+        ownAll === 0 && supersededAll > 0 ? 'superseded' : failuresAll > 0 ? 'completed_with_failures' : 'completed',
       failures: failuresAll,
     };
   const batches = d.rollout?.batches;
@@ -124,13 +134,17 @@ export function planResume(
 }
 
 /**
- * Share (0-100, one decimal) of a deployment's targets whose update reached a final state.
- * Targets a newer deployment took over (superseded) are no longer this deployment's: they count
- * neither as done nor as left to do. A deployment without targets of its own is done (100).
+ * Share (0-100, one decimal) of a deployment's targets that installed its version (`succeeded`,
+ * health-gate failures included: they run it). Failed, timed-out, rolled-back and cancelled
+ * updates ended without installing it, so a deployment with failures stays below 100 (issue 27:
+ * "completed 100 %" must mean every device got the version). Targets a newer deployment took
+ * over (superseded) are no longer this deployment's: they count neither as installed nor as
+ * left to do; when every target was superseded nothing was installed (0). A deployment without
+ * any target has nothing to install (100).
  */
 export function progressPercent(d: { targetCount: number; counts: DeploymentCounts }): number {
+  if (d.targetCount <= 0) return 100;
   const own = d.targetCount - d.counts.superseded;
-  if (own <= 0) return 100;
-  const done = FINAL_UPDATE_STATES.reduce((sum, state) => sum + d.counts[state], 0);
-  return Math.min(100, Math.round((done / own) * 1000) / 10);
+  if (own <= 0) return 0;
+  return Math.min(100, Math.round((d.counts.succeeded / own) * 1000) / 10);
 }

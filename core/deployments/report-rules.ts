@@ -1,6 +1,7 @@
 import { assertNever } from '../shared/errors';
 import { versionKey } from '../shared/version';
 import type { OtaProgressReport } from '../devices/device-gateway';
+import type { OtaErrorCode } from '#protocol/payloads';
 import type { UpdateRef, UpdateState } from './deployment-types';
 
 /** What a device may report on ota/progress. */
@@ -90,10 +91,12 @@ export interface ReportTiming {
   bootTimeoutMs: number;
 }
 
-/** The updates that end with this batch of reports, one group per distinct (state, error). */
+/** The updates that end with this batch of reports, one group per distinct (state, error, error code). */
 export interface FinalGroup {
   state: 'succeeded' | 'failed' | 'rolled_back';
   error: string | null;
+  /** The device's reason from the protocol's vocabulary (failed and rolled_back); null when it gave none. */
+  errorCode: OtaErrorCode | null;
   ids: string[];
 }
 
@@ -114,7 +117,10 @@ export function foldReports(
   const byId = new Map(updates.map((r) => [r.id, { row: r, state: r.state }]));
   const ignored: string[] = [];
   const steps = new Map<string, StepWrite>();
-  const finals = new Map<string, { state: 'succeeded' | 'failed' | 'rolled_back'; error: string | null }>();
+  const finals = new Map<
+    string,
+    { state: 'succeeded' | 'failed' | 'rolled_back'; error: string | null; errorCode: OtaErrorCode | null }
+  >();
   for (const { accountId, deviceId, report } of items) {
     const entry = byId.get(report.jobId);
     // A job of another device (or account) is as unknown as a made-up one.
@@ -134,7 +140,7 @@ export function foldReports(
           entry.row.firmwareKey !== null &&
           entry.row.firmwareKey === versionKey(entry.row.targetVersion);
         if (confirmed) {
-          finals.set(entry.row.id, { state: 'succeeded', error: null });
+          finals.set(entry.row.id, { state: 'succeeded', error: null, errorCode: null });
           steps.delete(entry.row.id);
           entry.state = 'succeeded';
           break;
@@ -164,6 +170,7 @@ export function foldReports(
         finals.set(entry.row.id, {
           state: decision.state,
           error: report.error ?? (decision.state === 'failed' ? 'failed' : 'rolled back by the device'),
+          errorCode: report.errorCode ?? null,
         });
         steps.delete(entry.row.id);
         entry.state = decision.state;
@@ -172,10 +179,10 @@ export function foldReports(
         return assertNever(decision, 'report decision');
     }
   }
-  // Grouped by outcome and message: one statement per distinct (state, error).
+  // Grouped by outcome, message and code: one statement per distinct (state, error, error code).
   const groups = new Map<string, FinalGroup>();
   for (const [id, f] of finals) {
-    const key = `${f.state}\u0000${f.error ?? ''}`;
+    const key = `${f.state}\u0000${f.error ?? ''}\u0000${f.errorCode ?? ''}`;
     const g = groups.get(key) ?? { ...f, ids: [] };
     g.ids.push(id);
     groups.set(key, g);

@@ -32,7 +32,7 @@ export async function staleSentCommands(
  */
 export async function unansweredCommands(
   deps: ResendDeps,
-  devices: Array<{ accountId: string; deviceId: string; firmware: string }>,
+  devices: ReadonlyArray<{ accountId: string; deviceId: string; firmware: string }>,
 ): Promise<Array<CommandJob & { accountId: string }>> {
   const accountOf = new Map(devices.map((d) => [d.deviceId, d.accountId]));
   const runs = new Map(
@@ -47,10 +47,23 @@ export async function unansweredCommands(
 /**
  * Counts a re-send on the rows that are still `sent` at this moment and returns only those: a
  * report that moved a row on since it was read (the device answered meanwhile) must not get
- * its finished job sent again (test/faults/process-kill.test.ts).
+ * its finished job sent again (test/faults/process-kill.test.ts). Each row records the
+ * connection it goes out on (`connectionOf`); with `unlessSentOn`, a row already sent on that
+ * connection is left out: the re-send to a device that came back followed the dispatch of its
+ * queued update on the same connection, and a device coming online got its command twice within
+ * milliseconds (test/ota/ota-command-once.test.ts). The conditional UPDATE decides it whichever
+ * of the two commits first.
  */
-export async function keepStillSent<T extends { id: string }>(deps: ResendDeps, rows: T[]): Promise<T[]> {
+export async function keepStillSent<T extends { id: string; serial: string }>(
+  deps: ResendDeps,
+  rows: T[],
+  options: { connectionOf: (row: T) => string | undefined; unlessSentOn: boolean },
+): Promise<T[]> {
   if (rows.length === 0) return rows;
-  const still = await markResent(deps.knex, { ids: rows.map((r) => r.id), now: deps.clock.now() });
+  const still = await markResent(deps.knex, {
+    resends: rows.map((r) => ({ id: r.id, connection: options.connectionOf(r) ?? null })),
+    now: deps.clock.now(),
+    unlessSentOn: options.unlessSentOn,
+  });
   return rows.filter((r) => still.has(r.id));
 }

@@ -4,6 +4,7 @@ import { appendEvents } from '../events/outbox';
 import type { NewEvent } from '../events/event-types';
 import type { UpdateRef, UpdateState } from './deployment-types';
 import type { StepWrite } from './report-rules';
+import type { OtaErrorCode } from '#protocol/payloads';
 import { finishUpdateRows, markUpdatesSent, writeSteps } from './store/device-updates.store';
 
 // The per-device state machine's transitions: the rows (device-updates.store.ts, set-based so
@@ -13,8 +14,16 @@ import { finishUpdateRows, markUpdatesSent, writeSteps } from './store/device-up
 export type { UpdateRef } from './deployment-types';
 export type { StepWrite } from './report-rules';
 
-/** queued -> sent (first publish). Devices show `updating` while connected. */
-export async function markSent(trx: Knex.Transaction, clock: Clock, rows: UpdateRef[], deadline: Date): Promise<void> {
+/**
+ * queued -> sent (first publish), each with the broker connection it goes out on when known here.
+ * Devices show `updating` while connected.
+ */
+export async function markSent(
+  trx: Knex.Transaction,
+  clock: Clock,
+  rows: Array<UpdateRef & { connection?: string | null }>,
+  deadline: Date,
+): Promise<void> {
   if (rows.length === 0) return;
   await markUpdatesSent(trx, { updates: rows, now: clock.now(), deadline });
   await appendEvents(
@@ -32,16 +41,25 @@ export async function finishUpdates(
     ids: string[];
     state: Extract<UpdateState, 'succeeded' | 'failed' | 'timed_out' | 'rolled_back' | 'cancelled'>;
     error?: string | null;
+    /** The device's reason from the protocol's vocabulary (a failed or rolled-back report). */
+    errorCode?: OtaErrorCode | null;
     detail?: Record<string, unknown>;
   },
 ): Promise<UpdateRef[]> {
   if (input.ids.length === 0) return [];
+  const errorCode = input.errorCode ?? null;
   const rows = await finishUpdateRows(trx, {
     ids: input.ids,
     state: input.state,
     error: input.error ?? null,
+    errorCode,
     now: clock.now(),
-    history: { state: input.state, ...(input.error ? { error: input.error } : {}), ...(input.detail ?? {}) },
+    history: {
+      state: input.state,
+      ...(input.error ? { error: input.error } : {}),
+      ...(errorCode ? { error_code: errorCode } : {}),
+      ...(input.detail ?? {}),
+    },
   });
   if (rows.length === 0) return rows;
   const events: NewEvent[] = [];
@@ -64,7 +82,7 @@ export async function finishUpdates(
             accountId: r.accountId,
             type: 'firmware.update.failed',
             subject: r.serial,
-            data: { ...base, error: input.error ?? input.state },
+            data: { ...base, error: input.error ?? input.state, error_code: errorCode },
           },
     );
   }

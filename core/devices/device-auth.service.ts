@@ -1,4 +1,3 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { ServiceDeps } from '../service-deps';
 import { sha256Hex } from '../shared/secrets';
 import { LookupBatcher } from '../shared/lookup-batcher';
@@ -9,6 +8,7 @@ import {
   type PeerCertificateRefusal,
 } from '../certificates/peer-certificate';
 import { isValidSerial, type DeviceIdentity } from './device-types';
+import { passwordVerdict } from './credential-rotation-rules';
 import {
   selectCertificateCredentials,
   selectCredentialsBySerials,
@@ -21,7 +21,10 @@ export interface DeviceSession {
   deviceId: string;
   accountId: string;
   serial: string;
-  /** Desired configuration to (re)publish retained on connect when version > 0. */
+  /**
+   * Desired configuration as read at authentication (version 0: none): what the broker sends
+   * once on the connection when it cannot read a fresher one (broker/src/config-delivery.ts).
+   */
   desiredConfigVersion: number;
   desiredConfig: Record<string, unknown>;
   /**
@@ -29,12 +32,22 @@ export interface DeviceSession {
    * hex): revoking that certificate closes this session and no other.
    */
   certificateFingerprint?: string;
+  /**
+   * The device has an open planned rotation (a pending password, a renewed certificate): the
+   * broker offers it on this connection once the device subscribed to `credentials`.
+   */
+  rotationOpen?: boolean;
+  /** The rotation whose new password this connection authenticated with: connecting confirms it. */
+  confirmsRotation?: string;
 }
 
 /**
  * Why a connection is refused. The broker answers `invalid_client` with CONNACK 2 (identifier
- * rejected) and everything else with 4 (bad user name or password), so a client learns nothing
- * about which serials exist; the reasons are for logs and metrics.
+ * rejected), `unknown_serial` (not claimed, or unclaimed since) with 5 (not authorized: no
+ * secret of the device will do until it is claimed again), and every other reason with 4 (bad
+ * user name or password: this credential is not, or no longer, valid). Whether a serial is
+ * claimed is no secret (a claim answers `already_claimed` to any account); which password or
+ * certificate failed is only in logs and metrics.
  */
 export type DeviceAuthRefusal =
   | 'unknown_serial'
@@ -98,11 +111,19 @@ export class DeviceAuthService {
     const row = await this.credentials.lookup(clientId);
     if (!row) return { ok: false, reason: 'unknown_serial' };
     if (!password || password.length === 0 || password.length > 256) return { ok: false, reason: 'bad_password' };
-    const actual = Buffer.from(sha256Hex(password), 'hex');
-    const expected = Buffer.from(row.secretHash, 'hex');
-    if (actual.length !== expected.length || !timingSafeEqual(actual, expected))
-      return { ok: false, reason: 'bad_password' };
-    return { ok: true, session: toSession(row.device) };
+    // During a planned rotation the pending password is accepted, and the current one until the
+    // grace period ends (credential-rotation-rules.ts).
+    const verdict = passwordVerdict({
+      presentedHash: sha256Hex(password),
+      currentHash: row.secretHash,
+      pending: row.pending,
+      now: this.deps.clock.now(),
+    });
+    if (verdict === 'refused') return { ok: false, reason: 'bad_password' };
+    const session = toSession(row.device);
+    if (row.rotationOpen) session.rotationOpen = true;
+    if (verdict === 'pending' && row.pending) session.confirmsRotation = row.pending.rotationId;
+    return { ok: true, session };
   }
 
   /**
@@ -136,7 +157,14 @@ export class DeviceAuthService {
     if (row.revokedAt !== null) return refuse('certificate_revoked');
     // Unclaiming revokes in the same transaction; a row without its device is refused all the same.
     if (row.device === null || row.device.serial !== clientId) return refuse('certificate_unknown');
-    return { ok: true, session: { ...toSession(row.device), certificateFingerprint: checked.fingerprintSha256 } };
+    return {
+      ok: true,
+      session: {
+        ...toSession(row.device),
+        certificateFingerprint: checked.fingerprintSha256,
+        ...(row.rotationOpen ? { rotationOpen: true } : {}),
+      },
+    };
   }
 }
 

@@ -1,3 +1,5 @@
+import type { OtaErrorCode } from '#protocol/payloads';
+
 /**
  * The seam between the domain and the MQTT broker, in both directions: services reach devices
  * through a `DeviceGateway` given to their constructors (the broker, or `NO_BROKER` in tools
@@ -11,6 +13,8 @@
 export interface OtaJob {
   jobId: string;
   version: string;
+  /** The model the image is built for: a module of another model refuses it (`wrong_model`). */
+  model: string;
   url: string;
   sha256: string;
   size: number;
@@ -26,6 +30,10 @@ export interface OtaProgressReport {
   state: OtaProgressState;
   progress?: number | undefined;
   error?: string | undefined;
+  /** Why it failed (with `failed` and `rolled_back`); a code outside the vocabulary arrives as `other`. */
+  errorCode?: OtaErrorCode | undefined;
+  /** The device sent an `error_code` outside the vocabulary (recorded as `other`, and counted). */
+  unknownErrorCode?: boolean | undefined;
 }
 
 /** Implemented by the broker: how services reach devices. */
@@ -41,6 +49,13 @@ export interface DeviceGateway {
    */
   disconnect(serial: string, reason: string, match?: { certificateFingerprint?: string }): void;
   /**
+   * The device has a new credential to receive (a planned rotation): whichever process of the
+   * deployment holds its session delivers it there, now, if the device subscribed to its
+   * `credentials` topic. Nothing is queued for a device that is not connected: it gets it on its
+   * next connection. Returns at once.
+   */
+  offerCredentials(serial: string): void;
+  /**
    * Forget what the broker keeps for a serial (unclaim): its retained configuration and its
    * persistent session (subscriptions, queued messages), so whoever claims it next starts clean.
    */
@@ -52,6 +67,14 @@ export interface DeviceGateway {
    * out): what it reports from now on follows whatever it did while it was away.
    */
   heardSinceConnect(serial: string): boolean;
+  /**
+   * The id of the serial's current connection to this process (unique across processes and
+   * restarts) once its `ota` subscription is in place, so that a command published now reaches
+   * it; undefined otherwise (not connected here, or not subscribed yet). A command records the
+   * connection it was sent on, so the re-send to a device that came back skips what its current
+   * connection already got.
+   */
+  readyConnectionOf?(serial: string): string | undefined;
   /**
    * Publishes a sender may keep in flight at once without a queue building up inside the
    * broker (below its delivery concurrency).
@@ -72,7 +95,14 @@ export interface OtaDeviceListener {
    * first) is stored. A `sent` command it has still not answered goes out again now; before
    * this, the device may have carried it out while it was away.
    */
-  onDeviceHeard(input: { accountId: string; deviceId: string; serial: string; firmware: string }): Promise<void>;
+  onDeviceHeard(input: {
+    accountId: string;
+    deviceId: string;
+    serial: string;
+    firmware: string;
+    /** The connection it was heard on (DeviceGateway.readyConnectionOf). */
+    connection?: string | undefined;
+  }): Promise<void>;
   onProgress(input: { accountId: string; deviceId: string; serial: string; report: OtaProgressReport }): Promise<void>;
   /**
    * After heartbeats were persisted, for each device whose reported firmware changed or that has
@@ -91,6 +121,7 @@ export const NO_BROKER: DeviceGateway = {
   publishConfig: () => Promise.resolve(),
   publishOta: () => Promise.reject(new Error('no MQTT broker is running in this process')),
   disconnect: () => undefined,
+  offerCredentials: () => undefined,
   forget: () => Promise.resolve(),
   isConnected: () => false,
   heardSinceConnect: () => false,

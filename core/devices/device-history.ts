@@ -13,6 +13,8 @@ export const DEVICE_EVENT_TYPES = [
   'config_changed',
   'config_applied',
   'credentials_rotated',
+  /** A planned rotation started: a new password was created, or a certificate issued from the device's CSR. */
+  'credentials_rotation_started',
   'certificate_issued',
   'certificate_revoked',
   'renamed',

@@ -1,4 +1,5 @@
 import type { DeviceConfig } from './device-config';
+import type { LastRefusedMessage, MessageRefusalCounts, RefusedFields } from './device-refusals';
 
 /** A serial: 1 to 64 characters of A-Z a-z 0-9 . _ : - (docs/rest-devices.md). */
 export const SERIAL_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -48,6 +49,7 @@ export interface Device {
   firmware: string | null;
   status: DeviceStatus;
   connectivity: Connectivity;
+  /** ISO 8601 UTC time of the last heartbeat (a connection or status message does not move it); null until the first. */
   lastSeen: string | null;
   ip: string | null;
   uptimeS: number | null;
@@ -56,6 +58,17 @@ export interface Device {
   config: DeviceConfiguration;
   update: DeviceUpdateSummary | null;
   claimedAt: string;
+  /**
+   * The last firmware value the device reported outside the version grammar, as sent; null when
+   * its last firmware report was valid (or it never sent an invalid one). `firmware` keeps the
+   * last valid version meanwhile.
+   */
+  firmwareReportedInvalid: string | null;
+  /** Messages of the device the service dropped since its claim, by reason. */
+  refusedMessages: MessageRefusalCounts;
+  lastRefusedMessage: LastRefusedMessage | null;
+  /** Heartbeat fields refused since the claim (the rest of each heartbeat was recorded). */
+  refusedFields: RefusedFields;
 }
 
 /** MQTT credentials, returned once (claim, rotation); only their SHA-256 is stored. */

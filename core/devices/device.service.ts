@@ -36,7 +36,9 @@ import {
   updateDevice,
 } from './store/devices.store';
 import { replaceCredential } from './store/credentials.store';
+import { finishRotation, selectOpenRotations } from './store/credential-rotations.store';
 import { appendDeviceEvents, deleteHistoryOfDevice, selectHistoryPage } from './store/history.store';
+import { raiseConfigVersionMark } from './store/config-version-marks.store';
 import { revokeCertificatesOfDevice } from '../certificates/certificate-records';
 
 export { UpdateDeviceInput } from './device-update';
@@ -271,7 +273,12 @@ export class DeviceService {
     return this.get(actor, { serial: input.serial });
   }
 
-  /** New MQTT password, shown once; the old one is refused at once and the session dropped on every process. */
+  /**
+   * The emergency rotation (a leaked secret): a new MQTT password, shown once; the old one is
+   * refused at once and the session dropped on every process. A planned rotation still pending
+   * ends with it (`revoked`): its password never becomes valid. The planned path is
+   * CredentialRotationService.startPasswordRotation.
+   */
   async rotateCredentials(actor: Actor, input: { serial: string }): Promise<DeviceCredentials> {
     requireAdmin(actor);
     if (!isValidSerial(input.serial)) throw notFound('Device');
@@ -281,17 +288,26 @@ export class DeviceService {
       if (!device) throw notFound('Device');
       const now = this.deps.clock.now();
       await replaceCredential(trx, { deviceId: device.id, secretHash: sha256Hex(password), now });
+      const pending = await selectOpenRotations(trx, { deviceId: device.id, kind: 'password', lock: true });
+      for (const rotation of pending) await finishRotation(trx, { rotationId: rotation.id, outcome: 'revoked', now });
+      const data = {
+        kind: 'password',
+        mode: 'emergency',
+        by: actor.principal,
+        ...(pending.length > 0 ? { revokes: pending.map((r) => r.id) } : {}),
+      };
       await appendDeviceEvents(trx, {
         now,
-        events: [
-          {
-            accountId: actor.accountId,
-            deviceId: device.id,
-            type: 'credentials_rotated',
-            data: { by: actor.principal },
-          },
-        ],
+        events: [{ accountId: actor.accountId, deviceId: device.id, type: 'credentials_rotated', data }],
       });
+      await appendEvents(trx, this.deps.clock, [
+        {
+          accountId: actor.accountId,
+          type: 'device.credentials_rotated',
+          subject: device.serial,
+          data: { serial: device.serial, device_id: device.id, ...data },
+        },
+      ]);
     });
     this.area.gateway.disconnect(input.serial, 'credentials rotated');
     return { serial: input.serial, username: input.serial, password };
@@ -317,6 +333,9 @@ export class DeviceService {
       await deleteHistoryOfDevice(trx, { deviceId: device.id });
       // Certificates stay, revoked: whoever claims the serial next must not inherit them.
       await revokeCertificatesOfDevice(trx, { deviceId: device.id, now: this.deps.clock.now(), reason: 'unclaimed' });
+      // Whoever claims the serial next starts above every version this device was given: a
+      // module that keeps the version it applied last would otherwise ignore its new owner.
+      await raiseConfigVersionMark(trx, { serial: device.serial, version: device.desiredConfigVersion });
       await deleteDevice(trx, { deviceId: device.id });
       await appendEvents(trx, this.deps.clock, [
         {

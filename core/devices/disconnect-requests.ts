@@ -4,7 +4,8 @@ import type { Logger } from '../logger';
  * Closing a device's session wherever it is connected. A device holds one MQTT connection to
  * one process; the service call that must end it (credential rotation, unclaim, certificate
  * revocation) may run on any process. Requests therefore go to every process, the caller's
- * included, and each closes what it holds.
+ * included, and each closes what it holds. The same way, a planned rotation asks the process
+ * holding the session to deliver what is pending (`action: 'offer_credentials'`).
  */
 
 export interface DisconnectRequest {
@@ -16,6 +17,12 @@ export interface DisconnectRequest {
    * hex); absent: every session of the serial.
    */
   certificateFingerprint?: string;
+  /**
+   * `offer_credentials`: close nothing; the process holding the device's session delivers the
+   * new credentials of a planned rotation to it (the secret itself never travels here: that
+   * process reads it from the database). Absent: close.
+   */
+  action?: 'close' | 'offer_credentials';
 }
 
 export type DisconnectHandler = (request: DisconnectRequest) => void;

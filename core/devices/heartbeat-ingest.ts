@@ -2,6 +2,15 @@ import type { Logger } from '../logger';
 import type { Clock } from '../shared/clock';
 import { versionKey } from '../shared/version';
 import type { PresenceService, PresenceRow, OfflineReason, FirmwareReport } from './presence.service';
+import type { RefusedField } from '#protocol/heartbeat-fields';
+import {
+  addFieldRefusals,
+  addMessageRefusal,
+  mergePendingRefusals,
+  noPendingRefusals,
+  type MessageRefusalReason,
+  type PendingRefusals,
+} from './device-refusals';
 
 /** What a heartbeat reported; an absent field is no news (the device keeps its last value). */
 export interface HeartbeatValues {
@@ -65,12 +74,26 @@ export class HeartbeatIngest {
     return this.pending.size;
   }
 
-  heartbeat(deviceId: string, values: HeartbeatValues): void {
+  /**
+   * A heartbeat: the device is heard whatever its fields said, and `last_seen` moves (it is the
+   * time of the last heartbeat). `values` holds the valid fields, `refused` the others (counted
+   * per device; a refused `firmware` marks the device as not having reported a valid version,
+   * until it does).
+   */
+  heartbeat(deviceId: string, values: HeartbeatValues, refused: RefusedField[] = []): void {
     const row = this.row(deviceId);
-    row.seenAt = this.options.clock.now();
+    const now = this.options.clock.now();
+    row.seenAt = now;
+    row.heardAt = now;
     if (values.firmware !== undefined) {
       row.firmware = values.firmware;
       row.firmwareKey = this.keyOf(values.firmware);
+      row.firmwareInvalid = null;
+    }
+    if (refused.length > 0) {
+      addFieldRefusals(this.refusalsOf(row), refused, now);
+      const firmware = refused.find((r) => r.field === 'firmware');
+      if (firmware) row.firmwareInvalid = firmware.value;
     }
     if (values.ip !== undefined) row.ip = values.ip;
     if (values.uptime_s !== undefined) row.uptimeS = values.uptime_s;
@@ -80,9 +103,22 @@ export class HeartbeatIngest {
     row.offlineReason = null;
   }
 
+  /** A message of the device was dropped (counted per device, written with the next batch). */
+  messageRefused(deviceId: string, input: { reason: MessageRefusalReason; topic: string }): void {
+    addMessageRefusal(this.refusalsOf(this.row(deviceId)), { ...input, at: this.options.clock.now() });
+  }
+
+  private refusalsOf(row: PresenceRow): PendingRefusals {
+    return (row.refusals ??= noPendingRefusals());
+  }
+
+  /**
+   * A connection or a status `online`: the device is heard and online, but `last_seen` (the time
+   * of the last heartbeat) stays where it was.
+   */
   connected(deviceId: string): void {
     const row = this.row(deviceId);
-    row.seenAt = this.options.clock.now();
+    row.heardAt = this.options.clock.now();
     row.connectivity = 'online';
     row.offlineReason = null;
   }
@@ -140,6 +176,7 @@ export class HeartbeatIngest {
       row = {
         deviceId,
         seenAt: null,
+        heardAt: null,
         firmware: null,
         firmwareKey: null,
         ip: null,
@@ -148,6 +185,8 @@ export class HeartbeatIngest {
         connectivity: null,
         offlineReason: null,
         reportedConfigVersion: null,
+        firmwareInvalid: null,
+        refusals: null,
       };
       this.pending.set(deviceId, row);
     }
@@ -159,6 +198,7 @@ function mergeRows(older: PresenceRow, newer: PresenceRow): PresenceRow {
   return {
     deviceId: newer.deviceId,
     seenAt: newer.seenAt ?? older.seenAt,
+    heardAt: newer.heardAt ?? older.heardAt,
     firmware: newer.firmware ?? older.firmware,
     firmwareKey: newer.firmwareKey ?? older.firmwareKey,
     ip: newer.ip ?? older.ip,
@@ -167,5 +207,11 @@ function mergeRows(older: PresenceRow, newer: PresenceRow): PresenceRow {
     connectivity: newer.connectivity ?? older.connectivity,
     offlineReason: newer.connectivity ? newer.offlineReason : older.offlineReason,
     reportedConfigVersion: newer.reportedConfigVersion ?? older.reportedConfigVersion,
+    // A valid firmware in the newer row cleared an invalid one of the older.
+    firmwareInvalid: newer.firmwareInvalid ?? (newer.firmware !== null ? null : (older.firmwareInvalid ?? null)),
+    refusals:
+      older.refusals && newer.refusals
+        ? mergePendingRefusals(older.refusals, newer.refusals)
+        : (newer.refusals ?? older.refusals ?? null),
   };
 }

@@ -1,6 +1,7 @@
 import type { NewEvent } from '../events/event-types';
 import type { NewDeviceEvent } from './device-history';
 import type { Connectivity, DeviceStatus } from './device-types';
+import type { PendingRefusals } from './device-refusals';
 
 /** Why a device went offline (history and event data; stable strings). */
 export type OfflineReason =
@@ -16,8 +17,13 @@ export type OfflineReason =
 /** One device's coalesced change since the last flush. */
 export interface PresenceRow {
   deviceId: string;
-  /** When the device was last heard (heartbeat, status or connect); null = no news. */
+  /** When the device sent its last heartbeat (`last_seen`, the specification's field); null = no news. */
   seenAt: Date | null;
+  /**
+   * When the device was last heard: a connection, a heartbeat or a status `online` (`heard_at`,
+   * the presence clock every deadline uses); null = no news.
+   */
+  heardAt: Date | null;
   firmware: string | null;
   firmwareKey: string | null;
   ip: string | null;
@@ -28,6 +34,13 @@ export interface PresenceRow {
   /** Configuration version the device reported applied (`config/reported`); null = none. */
   reportedConfigVersion: number | null;
   offlineReason: OfflineReason | null;
+  /**
+   * A firmware value outside the version grammar, as sent (`firmware` stays the last valid one);
+   * null = no news. A valid `firmware` in the same row that came later cleared it.
+   */
+  firmwareInvalid?: string | null;
+  /** Messages and heartbeat fields refused since the last flush (added to the device's counts). */
+  refusals?: PendingRefusals | null;
 }
 
 /** A device whose firmware was reported (for the OTA engine), after commit. */

@@ -10,6 +10,8 @@ export const EVENT_TYPES = [
   'device.updated',
   'device.unclaimed',
   'device.config_applied',
+  /** A credential rotation took effect: emergency at once, planned once confirmed or its grace ended. */
+  'device.credentials_rotated',
   'firmware.update.progress',
   'firmware.update.completed',
   'firmware.update.failed',
@@ -27,6 +29,7 @@ export const PUBLIC_EVENT_TYPES: readonly EventType[] = [
   'device.online',
   'device.offline',
   'device.claimed',
+  'device.credentials_rotated',
   'firmware.update.completed',
   'firmware.update.failed',
   'deployment.paused',

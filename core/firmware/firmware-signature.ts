@@ -111,11 +111,84 @@ export function uploadSignature(input: {
       `Firmware of this account must be signed: send the form field "signature" (base64 Ed25519 signature over the file's SHA-256 digest, key ${current.keyId}).`,
     );
   }
-  const signature = decodeSignature(given);
+  return verifiedSignature({ current, given, sha256: input.sha256, of: 'this file' });
+}
+
+/**
+ * The signature attached to a version already stored (one uploaded before the account registered
+ * its key, or signed with a key since retired): it must verify with the account's current key
+ * over the version's stored digest, which outlives a deleted binary. 422 signature_invalid when
+ * no key is registered (nothing to verify against) or it is missing, malformed or does not verify.
+ */
+export function attachedSignature(input: {
+  current: { keyId: string; key: KeyObject } | null;
+  given: string;
+  sha256: string;
+  version: string;
+}): { keyId: string; signature: string } {
+  const { current } = input;
+  if (!current) {
+    throw signatureInvalid(
+      'No firmware signing key is registered for this account: register its public key first (PUT /api/v1/firmware/signing-key); a signature is checked against it.',
+    );
+  }
+  if (!input.given.trim()) {
+    throw signatureInvalid(
+      `Send "signature": the base64 Ed25519 signature over the SHA-256 digest of firmware ${input.version} (${input.sha256}), by key ${current.keyId}.`,
+    );
+  }
+  return verifiedSignature({ current, given: input.given, sha256: input.sha256, of: `firmware ${input.version}` });
+}
+
+/** Whether two base64 texts are the same signature bytes (whitespace and padding aside). */
+export function sameSignature(a: string, b: string): boolean {
+  const x = decodeSignature(a);
+  const y = decodeSignature(b);
+  return x !== null && y !== null && x.equals(y);
+}
+
+/**
+ * The stable answer when an unsigned version would be sent to devices while the account has a
+ * signing key (docs/signed-firmware.md "Sign a version uploaded before the key"): devices that
+ * check signatures would refuse it, in the field, one by one. It names each version and how to
+ * fix it, so the operator signs it and repeats the request.
+ */
+export function firmwareUnsigned(input: {
+  versions: Array<{ id: string; version: string }>;
+  keyId: string;
+}): DomainError {
+  const names = input.versions.map((v) => v.version);
+  const list = names.join(', ');
+  return new DomainError(
+    'firmware_unsigned',
+    `Firmware ${list} ${names.length === 1 ? 'is' : 'are'} not signed, and this account requires signed firmware (key ${input.keyId}): ` +
+      `devices that check signatures would refuse ${names.length === 1 ? 'it' : 'them'}, so nothing was scheduled. ` +
+      'Attach a signature first (PUT /api/v1/firmware/versions/{id}/signature with {"signature": "<base64 Ed25519 signature over the SHA-256 digest>"}, ' +
+      'or the GraphQL mutation attachFirmwareSignature), then repeat the request.',
+    {
+      details: {
+        versions: names,
+        firmware_version_ids: input.versions.map((v) => v.id),
+        key_id: input.keyId,
+      },
+    },
+  );
+}
+
+/** The given base64 signature, checked against `current` over the digest; 422 signature_invalid otherwise. */
+function verifiedSignature(input: {
+  current: { keyId: string; key: KeyObject };
+  given: string;
+  sha256: string;
+  /** What the digest is of, for the message: "this file", "firmware 1.2.0". */
+  of: string;
+}): { keyId: string; signature: string } {
+  const { current } = input;
+  const signature = decodeSignature(input.given);
   if (!signature) throw signatureInvalid('The signature is not a base64 Ed25519 signature (64 bytes).');
   if (!verifyDigestSignature({ sha256: input.sha256, signature, key: current.key })) {
     throw signatureInvalid(
-      `The signature does not verify with the account's signing key ${current.keyId} over the SHA-256 digest of this file (${input.sha256}).`,
+      `The signature does not verify with the account's signing key ${current.keyId} over the SHA-256 digest of ${input.of} (${input.sha256}).`,
     );
   }
   return { keyId: current.keyId, signature: signature.toString('base64') };
@@ -126,5 +199,5 @@ function signatureInvalid(message: string): DomainError {
 }
 
 function invalidKey(message: string): DomainError {
-  return new DomainError('invalid_signing_key', message, { errors: [{ field: 'public_key', message }] });
+  return new DomainError('invalid_signing_key', message, { errors: [{ field: 'publicKey', message }] });
 }

@@ -8,7 +8,7 @@ import { requireVersion, versionKey } from '../shared/version';
 import type { ModelService } from '../models/model.service';
 import type { FirmwareStorage, StoredTemp } from './firmware-storage';
 import type { SigningKeyService } from './signing-key.service';
-import { uploadSignature } from './firmware-signature';
+import { attachedSignature, sameSignature, uploadSignature } from './firmware-signature';
 import {
   clearStorageKey,
   findFirmwareVersion,
@@ -16,6 +16,7 @@ import {
   isTargetOfUnfinishedUpdates,
   listFirmwareVersions,
   lockFirmwareVersion,
+  saveSignature,
   versionWithKey,
   type FirmwareVersionRecord,
 } from './store/firmware-versions.store';
@@ -36,6 +37,16 @@ export const UploadFirmwareFields = z.strictObject({
 });
 export type UploadFirmwareFields = z.input<typeof UploadFirmwareFields>;
 
+export const AttachSignatureInput = z.strictObject({
+  signature: z
+    .string()
+    .max(1024)
+    .describe(
+      "base64 Ed25519 signature over the version's raw 32-byte SHA-256 digest, by the account's current signing key (88 characters; whitespace ignored)",
+    ),
+});
+export type AttachSignatureInput = z.input<typeof AttachSignatureInput>;
+
 export interface FirmwareVersion {
   id: string;
   modelId: string;
@@ -47,7 +58,7 @@ export interface FirmwareVersion {
   sha256: string;
   /** False once the binary was deleted (the record stays: rollbacks can say the file is gone). */
   fileAvailable: boolean;
-  /** Uploaded with a signature that verified with the account's signing key of the time. */
+  /** Carries a signature that verified with the account's signing key of the time (at upload, or attached later). */
   signed: boolean;
   /** base64 Ed25519 signature over the SHA-256 digest; null when unsigned. */
   signature: string | null;
@@ -177,6 +188,37 @@ export class FirmwareService {
   ): Promise<{ keyId: string; signature: string } | null> {
     const current = await this.area.signingKeys.currentKey({ accountId: actor.accountId });
     return uploadSignature({ current, given: input.signature, sha256: input.sha256 });
+  }
+
+  /**
+   * Attaches a signature to a stored version (admin): one uploaded before the account registered
+   * its signing key, so that deploys and rollbacks to it are allowed (signed-delivery.ts). It must
+   * verify with the account's current key over the stored digest, so it works after the binary was
+   * deleted; 422 signature_invalid otherwise, and nothing changes. The version's own signature
+   * again answers it unchanged (PUT semantics). A version signed with a key since retired gets the
+   * new signature only when it verifies with the current key (re-signing after a rotation, for
+   * devices that trust only the new key); the OTA commands sent from then on carry it. 404 for
+   * another account's version.
+   */
+  async attachSignature(actor: Actor, raw: { id: string } & AttachSignatureInput): Promise<FirmwareVersion> {
+    requireAdmin(actor);
+    const input = AttachSignatureInput.parse({ signature: raw.signature });
+    if (!isUuid(raw.id)) throw notFound('Firmware version');
+    const current = await this.area.signingKeys.currentKey({ accountId: actor.accountId });
+    const version = await this.deps.transaction(async (trx) => {
+      const found = await lockFirmwareVersion(trx, { accountId: actor.accountId, id: raw.id });
+      if (!found) throw notFound('Firmware version');
+      if (found.signature !== null && sameSignature(found.signature, input.signature)) return found;
+      const signed = attachedSignature({
+        current,
+        given: input.signature,
+        sha256: found.sha256,
+        version: found.version,
+      });
+      await saveSignature(trx, { id: found.id, signature: signed.signature, signingKeyId: signed.keyId });
+      return { ...found, signature: signed.signature, signingKeyId: signed.keyId };
+    });
+    return toFirmwareVersion(version);
   }
 
   /** Newest version first (by version, not by upload time); optionally one model. */

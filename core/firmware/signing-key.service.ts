@@ -14,7 +14,7 @@ import {
 
 export const RegisterSigningKeyInput = z.strictObject({
   // A PEM Ed25519 public key is about 113 characters; the bound only stops abuse.
-  public_key: z.string().min(1).max(4096),
+  publicKey: z.string().min(1).max(4096),
 });
 export type RegisterSigningKeyInput = z.input<typeof RegisterSigningKeyInput>;
 
@@ -69,7 +69,7 @@ export class SigningKeyService {
   async register(actor: Actor, raw: RegisterSigningKeyInput): Promise<SigningKeys> {
     requireAdmin(actor);
     const input = RegisterSigningKeyInput.parse(raw);
-    const parsed = parseSigningKey(input.public_key);
+    const parsed = parseSigningKey(input.publicKey);
     await this.deps.transaction(async (trx) => {
       // Registrations of one account one at a time: two racing ones must not both stay current.
       await lockAccount(trx, actor.accountId);

@@ -17,6 +17,11 @@ export const ERROR_CODES = {
   invalid_signing_key: 422,
   /** A firmware upload whose signature is missing, malformed or does not verify with the account's key. */
   signature_invalid: 422,
+  /**
+   * A deploy, rollback, retry or claim that would send an unsigned firmware version while the
+   * account has a signing key (devices that check signatures would refuse it); attach one first.
+   */
+  firmware_unsigned: 422,
   /** A certificate signing request that is unreadable, not self-signed, or of a key type not taken. */
   csr_invalid: 422,
   /** A firmware download link that expired, or whose job finished or file was deleted. */

@@ -70,7 +70,7 @@ export function buildOpenApiDocument(routes: RouteDef[], info: { version: string
     };
     if (route.body) {
       operation.requestBody = {
-        required: true,
+        required: route.bodyOptional !== true,
         content: { 'application/json': { schema: convert(route.body, 'input') } },
       };
     } else if (route.requestContentType) {

@@ -51,6 +51,11 @@ interface RouteInfo {
   tag: string;
   /** `public` routes need no key (the OpenAPI document itself, login). Default: authenticated. */
   auth?: 'key' | 'public';
+  /**
+   * The JSON body may be left out (no content at all): the handler then gets what the body
+   * schema makes of `{}`. A request that sends content must still send it as JSON.
+   */
+  bodyOptional?: boolean;
   /** Request bodies that are not JSON (multipart upload): documented, parsed by the handler. */
   requestContentType?: string;
   /** The fields of such a body, for the document only (the handler validates them). */

@@ -59,7 +59,7 @@ export function createRestRouter(routes: RouteDef[], deps: RestRouterDeps): Rout
         }
         callers.set(req, caller);
       }
-      if (route.body && !req.is(JSON_TYPES)) {
+      if (route.body && !req.is(JSON_TYPES) && !(route.bodyOptional && hasNoContent(req))) {
         throw new DomainError('unsupported_media_type', 'Send the body as application/json.');
       }
       next();
@@ -122,6 +122,12 @@ export function createRestRouter(routes: RouteDef[], deps: RestRouterDeps): Rout
   });
   router.use(problemErrorHandler(deps.logger));
   return router;
+}
+
+/** A request without content: no Transfer-Encoding, and no Content-Length or a zero one. */
+function hasNoContent(req: Request): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] === undefined && (length === undefined || length === '0');
 }
 
 function send(res: Response, result: RouteResult): void {

@@ -2,21 +2,36 @@ import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import cliProgress from 'cli-progress';
-import { Fleet, claimDevices, loadCredentials, makeSerials, saveCredentials, type FleetStats } from './fleet';
+import {
+  Fleet,
+  claimDevices,
+  commonPrefix,
+  countOnline,
+  fetchDeviceEndpoints,
+  loadCredentials,
+  makeSerials,
+  pickBrokerUrl,
+  saveCredentials,
+  type FleetStats,
+} from './fleet';
 import { loadDeviceCertificates, saveDeviceCertificates } from './device-certificates';
 import { isValidVersion } from '#protocol/version';
 import { trustSigningKey, type TrustedSigningKey } from './firmware-trust';
 
-const USAGE = `Usage: npm run simulator -- --count N --broker-url URL --api-url URL --api-key KEY --model M --firmware V
+const USAGE = `Usage: npm run simulator -- --count N --api-url URL --api-key KEY --model M --firmware V [--broker-url URL]
          [--claim] [--serial-prefix P] [--heartbeat-s S] [--fail-rate R] [--download-kbps K]
          [--flap-rate R] [--duration S] [--credentials FILE] [--signing-key FILE]
          [--ca FILE] [--cert-dir DIR] [--verbose]
 
   --count N            virtual devices (1..10000 per process)
-  --broker-url URL     mqtt://host:1883, mqtts://host:8883, ws://host:8080/mqtt or wss://...
-  --api-url URL        the service's HTTP(S) address (used by --claim)
-  --api-key KEY        an admin API key of the account (used by --claim)
-  --model M            model of the devices (must be registered in the account)
+  --api-url URL        the service's HTTP(S) address: --claim uses it, the broker URL comes from it
+                       (GET /api/v1/device-endpoints), and after connecting the simulator checks
+                       there that the service sees its devices online
+  --api-key KEY        an admin API key of the account (with --api-url)
+  --broker-url URL     override the broker the service names: mqtt://host:1883, mqtts://host:8883,
+                       ws://host:8080/mqtt or wss://...
+  --model M            model of the devices (must be registered in the account); they refuse OTA
+                       commands for another model (error_code wrong_model)
   --firmware V         version the devices run at start (and claim with)
   --claim              claim the serials first (REST batch claim, 1000 per request)
   --serial-prefix P    serials are P-000001...; default SIM-<random> with --claim
@@ -86,9 +101,16 @@ if (values.help) {
 
 const count = numberOption(values.count, 'count', 1, 10_000) ?? fail('--count is required');
 if (!Number.isInteger(count)) fail('--count must be a whole number');
-const brokerUrl = values['broker-url'] ?? fail('--broker-url is required');
-if (!/^(mqtt|ws|wss|mqtts|tcp):\/\//.test(brokerUrl))
+const brokerUrlOption = values['broker-url'];
+if (brokerUrlOption !== undefined && !/^(mqtt|ws|wss|mqtts|tcp):\/\//.test(brokerUrlOption))
   fail('--broker-url must start with mqtt:// or ws:// (wss://, mqtts:// also work)');
+// The service's API, when given: where the broker is, and whether the service sees the devices.
+const api =
+  values['api-url'] !== undefined && values['api-key'] !== undefined
+    ? { apiUrl: values['api-url'], apiKey: values['api-key'] }
+    : undefined;
+if (brokerUrlOption === undefined && !api)
+  fail('--api-url and --api-key are required to ask the service for its broker (or give --broker-url)');
 const firmware = values.firmware ?? fail('--firmware is required');
 if (!isValidVersion(firmware)) fail(`--firmware "${firmware}" is not a dotted version such as 1.4.2`);
 const heartbeatS = numberOption(values['heartbeat-s'], 'heartbeat-s', 0.05, 3600);
@@ -176,7 +198,56 @@ async function credentials() {
 const line = (s: FleetStats) =>
   `connected ${s.connected}/${s.total} | online ${s.online} | updating ${s.updating} | succeeded ${s.succeeded} | failed ${s.failed + s.rolledBack} (rolled back ${s.rolledBack}) | heartbeats ${s.heartbeats}`;
 
+/** Saves the credentials file again, one write at a time (rotations of many devices may come together). */
+let saving: Promise<void> = Promise.resolve();
+function persistCredentials(devices: Awaited<ReturnType<typeof credentials>>): Promise<void> {
+  const file = values.credentials;
+  if (file === undefined) return saving;
+  saving = saving
+    .then(() => saveCredentials(file, devices))
+    .catch((err: unknown) => console.error(`saving ${file} failed: ${(err as Error).message}`));
+  return saving;
+}
+
+/** --broker-url, or the URL the service gives devices (its MQTT port may not be 1883). */
+async function brokerUrlToUse(): Promise<string> {
+  if (brokerUrlOption !== undefined) return brokerUrlOption;
+  const endpoints = await fetchDeviceEndpoints({ ...api!, ...(ca !== undefined ? { ca } : {}) });
+  const url = pickBrokerUrl(endpoints, api!.apiUrl);
+  console.log(`broker: ${url} (from ${api!.apiUrl}/api/v1/device-endpoints)`);
+  return url;
+}
+
+/**
+ * The devices connected to *a* broker: ask the service whether it sees them online (a broker
+ * that accepts anyone, another one on 1883 say, would otherwise look like a working fleet).
+ * Polls for up to 10 s; none seen is an error, fewer than connected a warning.
+ */
+async function confirmOnline(devices: Array<{ serial: string }>, connected: number, brokerUrl: string): Promise<boolean> {
+  if (!api) return true;
+  const q = commonPrefix(devices.map((d) => d.serial));
+  const deadline = Date.now() + 10_000;
+  let seen = 0;
+  for (;;) {
+    seen = Math.min(await countOnline({ ...api, ...(ca !== undefined ? { ca } : {}), q }), devices.length);
+    if (seen >= connected || Date.now() >= deadline) break;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  if (seen === 0) {
+    console.error(
+      `simulator: ${connected} connected to ${brokerUrl} but the service at ${api.apiUrl} sees 0 online: is that the right broker? ` +
+        `(omit --broker-url to use the one the service names)`,
+    );
+    return false;
+  }
+  if (seen < connected)
+    console.log(`warning: ${connected} connected to ${brokerUrl} but the service sees ${seen} of them online`);
+  else console.log(`the service sees ${seen} online`);
+  return true;
+}
+
 async function main(): Promise<void> {
+  const brokerUrl = await brokerUrlToUse();
   const devices = await credentials();
   if (signingKey)
     console.log(
@@ -190,9 +261,14 @@ async function main(): Promise<void> {
     failRate,
     downloadKbps,
     flapRate,
+    // The modules' own model: a command for another model is refused (wrong_model).
+    ...(values.model !== undefined ? { model: values.model } : {}),
     ...(signingKey ? { signingKey: signingKey.key } : {}),
     ...(ca !== undefined ? { ca } : {}),
     ...(values.verbose ? { trace: (l: string) => console.log(l) } : {}),
+    // A planned rotation gave a device a new password: the file must hold it, or the next run
+    // would connect with one the service no longer takes.
+    ...(values.credentials !== undefined ? { onCredentialsChange: () => void persistCredentials(devices) } : {}),
   });
 
   const tty = process.stdout.isTTY && !values.verbose;
@@ -230,7 +306,6 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => void finish('SIGINT'));
   process.on('SIGTERM', () => void finish('SIGTERM'));
-  if (duration) setTimeout(() => void finish(`--duration ${duration} s`), duration * 1000);
 
   const ramp = await fleet.start();
   if (!bar)
@@ -244,6 +319,14 @@ async function main(): Promise<void> {
     await fleet.stop();
     process.exit(1);
   }
+  if (!(await confirmOnline(devices, ramp.connected, brokerUrl))) {
+    clearInterval(timer);
+    bar?.stop();
+    await fleet.stop();
+    process.exit(1);
+  }
+  // From here, so that a short --duration never cuts the check short.
+  if (duration) setTimeout(() => void finish(`--duration ${duration} s`), duration * 1000);
 }
 
 main().catch((err: unknown) => {

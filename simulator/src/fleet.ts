@@ -1,4 +1,5 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { SimulatedDevice, type DeviceCredentials, type SimulatedDeviceOptions } from './simulated-device';
 import { makeKeyAndCsr, type DeviceKeyAndCsr } from './device-certificates';
@@ -99,9 +100,9 @@ export class Fleet {
       const device = this.devices[i]!;
       const attempt = device
         .start()
-        .catch(() => {
+        .catch((err: unknown) => {
           this.connectFailures += 1;
-          device.retryLater();
+          device.retryLater(err);
         })
         .finally(() => {
           pending -= 1;
@@ -250,10 +251,69 @@ export async function claimDevices(input: {
   return out;
 }
 
+/** GET on the service's REST API with an API key; the JSON body, or an error naming the status. */
+async function apiGet<T>(input: { apiUrl: string; apiKey: string; ca?: string }, pathAndQuery: string): Promise<T> {
+  const url = `${input.apiUrl.replace(/\/+$/, '')}/api/v1${pathAndQuery}`;
+  const agent = input.ca ? new Agent({ connect: { ca: input.ca } }) : undefined;
+  let res;
+  try {
+    res = await undiciFetch(url, {
+      headers: { authorization: `Bearer ${input.apiKey}` },
+      ...(agent ? { dispatcher: agent } : {}),
+    });
+  } catch (err) {
+    const cause = (err as Error & { cause?: Error }).cause;
+    throw new Error(`cannot reach ${url}: ${cause?.message ?? (err as Error).message}`);
+  } finally {
+    void agent?.close();
+  }
+  const body = (await res.json().catch(() => ({}))) as T & { code?: string; detail?: string };
+  if (!res.ok) throw new Error(`GET ${url} answered ${res.status} ${body.code ?? ''} ${body.detail ?? ''}`.trim());
+  return body;
+}
+
+/** The broker URLs devices use, as the service gives them (`GET /api/v1/device-endpoints`). */
+export interface DeviceEndpoints {
+  mqtt_url: string | null;
+  mqtts_url: string | null;
+  websocket_url: string;
+}
+
+export function fetchDeviceEndpoints(input: { apiUrl: string; apiKey: string; ca?: string }): Promise<DeviceEndpoints> {
+  return apiGet<DeviceEndpoints>(input, '/device-endpoints');
+}
+
+/**
+ * Which of the service's endpoints the simulator connects to: plain MQTT when the API is plain
+ * HTTP, MQTT over TLS when it is HTTPS (the same CA then trusts both), else MQTT over WebSocket.
+ */
+export function pickBrokerUrl(endpoints: DeviceEndpoints, apiUrl: string): string {
+  const tls = apiUrl.startsWith('https:');
+  const url = (tls ? endpoints.mqtts_url : endpoints.mqtt_url) ?? endpoints.mqtt_url ?? endpoints.mqtts_url;
+  return url ?? endpoints.websocket_url;
+}
+
+/** Devices whose serial contains `q` that the service sees online (`GET /api/v1/devices?status=online`). */
+export async function countOnline(input: { apiUrl: string; apiKey: string; ca?: string; q: string }): Promise<number> {
+  const query = new URLSearchParams({ status: 'online', limit: '1', ...(input.q ? { q: input.q } : {}) });
+  return (await apiGet<{ total: number }>(input, `/devices?${query}`)).total;
+}
+
+/** The longest start all serials share (what `q` narrows the online count to). */
+export function commonPrefix(serials: string[]): string {
+  if (serials.length === 0) return '';
+  let prefix = serials[0]!;
+  for (const s of serials) while (!s.startsWith(prefix)) prefix = prefix.slice(0, -1);
+  return prefix;
+}
+
 /** Credentials file: a JSON array of {serial, username, password}. Written with mode 0600: it holds secrets. */
 export async function saveCredentials(file: string, devices: DeviceCredentials[]): Promise<void> {
   // Keys and certificates go to --cert-dir, one pair of files per device, never in here.
   const passwords = devices.map(({ serial, username, password }) => ({ serial, username, password }));
+  // The README saves them under .local/, which a fresh clone lacks: the devices are claimed by
+  // now, and these passwords are shown nowhere else.
+  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
   await writeFile(file, JSON.stringify(passwords, null, 1), { mode: 0o600 });
 }
 

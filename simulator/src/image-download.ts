@@ -101,7 +101,10 @@ export async function downloadImage(command: OtaCommand, options: ImageDownloadO
   }
   if (failMidway) throw new Error(`${pick(DOWNLOAD_ERRORS, random)} at 99%`);
   if (command.size && received !== command.size)
-    throw new Error(`download failed: got ${received} bytes, expected ${command.size}`);
+    throw new SizeMismatch(`size mismatch: got ${received} bytes, expected ${command.size}`);
   onProgress(100);
   return hash.digest('hex');
 }
+
+/** The image is not the size the command said (error_code `size_mismatch`, not `download`). */
+export class SizeMismatch extends Error {}

@@ -1,15 +1,15 @@
 import type { KeyObject } from 'node:crypto';
-import type { OtaCommand, OtaProgress } from '#protocol/payloads';
+import type { OtaCommand, OtaErrorCode, OtaProgress } from '#protocol/payloads';
 import { keyIdOf, signatureVerifies } from './firmware-trust';
-import { downloadImage } from './image-download';
+import { downloadImage, SizeMismatch } from './image-download';
 import { pick, sleep } from './sim-helpers';
 
 export type OtaOutcome = 'succeeded' | 'failed' | 'rolled_back';
 
-/** Realistic failures of a lighting module's update (what a field engineer would read). */
-const INSTALL_ERRORS = [
-  'flash write failed: bank B sector 12 verify error',
-  'install refused: supply voltage 9.8 V below 10.5 V minimum for flashing',
+/** Realistic failures of a lighting module's update (what a field engineer would read), with their error_code. */
+const INSTALL_ERRORS: Array<{ code: OtaErrorCode; error: string }> = [
+  { code: 'flash_write', error: 'flash write failed: bank B sector 12 verify error' },
+  { code: 'low_power', error: 'install refused: supply voltage 9.8 V below 10.5 V minimum for flashing' },
 ];
 /** The new image would not boot: the module went back to the previous one. */
 const BOOT_ERRORS = [
@@ -44,6 +44,8 @@ export interface OtaJobOptions {
   downloadGate?: (() => Promise<void>) | undefined;
   /** The firmware signing public key the module trusts; unset, no signature is checked. */
   signingKey?: KeyObject | undefined;
+  /** The module's own model: a command for another model is refused (`wrong_model`). Unset: not checked. */
+  model?: string | undefined;
 }
 
 /**
@@ -56,8 +58,8 @@ export class OtaJobRunner {
   /** An OTA job is running. */
   updating = false;
   readonly outcomes: Record<OtaOutcome, number> = { succeeded: 0, failed: 0, rolled_back: 0 };
-  /** job_id -> last state reported: a redelivered command is not applied twice. */
-  private readonly jobs = new Map<string, OtaProgress['state']>();
+  /** job_id -> last report: a redelivered command is not applied twice. */
+  private readonly jobs = new Map<string, { state: OtaProgress['state']; payload: string }>();
   /**
    * The latest progress report the service has not acknowledged: made while the connection was
    * down (a broker process died under it, Wi-Fi dropped), or sent on a connection that closed
@@ -80,16 +82,29 @@ export class OtaJobRunner {
     if (this.unacknowledgedReport !== null) void this.sendReport(this.unacknowledgedReport);
   }
 
-  /** Performs one OTA job for real; a redelivered job id is not applied twice. */
+  /**
+   * Performs one OTA job for real. Deduplicated by job id (the protocol requires it): a command
+   * received again (QoS 1 redelivery, a re-send after a reconnect) is never carried out twice;
+   * once the job is over its final report is repeated.
+   */
   async run(command: OtaCommand): Promise<OtaOutcome | 'duplicate'> {
     const previous = this.jobs.get(command.job_id);
     if (previous) {
-      // Already handled (QoS 1 redelivery): repeat the final word, never the work.
-      if (previous === 'succeeded' || previous === 'failed' || previous === 'rolled_back')
-        void this.report(command.job_id, previous);
+      // Already handled: repeat the final word, never the work.
+      if (previous.state === 'succeeded' || previous.state === 'failed' || previous.state === 'rolled_back')
+        void this.sendReport(previous.payload);
       return 'duplicate';
     }
     if (this.updating) return 'duplicate';
+    // An image built for another model must never be flashed: refused before anything is downloaded.
+    if (this.options.model !== undefined && command.model !== this.options.model) {
+      void this.report(command.job_id, 'failed', {
+        error: `wrong model: the image is for ${command.model}, this module is ${this.options.model}`,
+        error_code: 'wrong_model',
+      });
+      this.outcomes.failed += 1;
+      return 'failed';
+    }
     this.updating = true;
     this.host.changed();
     try {
@@ -103,10 +118,11 @@ export class OtaJobRunner {
   private report(
     job: string,
     state: OtaProgress['state'],
-    extra: { progress?: number; error?: string } = {},
+    extra: { progress?: number; error?: string; error_code?: OtaErrorCode } = {},
   ): Promise<void> {
-    this.jobs.set(job, state);
-    return this.sendReport(JSON.stringify({ job_id: job, state, ...extra }));
+    const payload = JSON.stringify({ job_id: job, state, ...extra });
+    this.jobs.set(job, { state, payload });
+    return this.sendReport(payload);
   }
 
   /** Kept as the unacknowledged report until the broker acknowledges it (or a newer report replaces it). */
@@ -122,8 +138,8 @@ export class OtaJobRunner {
     const job = command.job_id;
     const failing = host.random() < (this.options.failRate ?? 0);
     const failAt = failing ? (['download', 'install', 'boot'] as const)[Math.floor(host.random() * 3)]! : null;
-    const fail = (error: string): OtaOutcome => {
-      void this.report(job, 'failed', { error });
+    const fail = (code: OtaErrorCode, error: string): OtaOutcome => {
+      void this.report(job, 'failed', { error, error_code: code });
       this.outcomes.failed += 1;
       return 'failed';
     };
@@ -140,24 +156,28 @@ export class OtaJobRunner {
         onProgress: (progress) => void this.report(job, 'downloading', { progress }),
       });
     } catch (err) {
-      return fail((err as Error).message);
+      return fail(err instanceof SizeMismatch ? 'size_mismatch' : 'download', (err as Error).message);
     }
     if (digest !== command.sha256)
       return fail(
+        'digest_mismatch',
         `sha256 mismatch: expected ${command.sha256.slice(0, 12)}…, got ${digest.slice(0, 12)}…; image discarded`,
       );
     const untrusted = this.signatureProblem(command, digest);
-    if (untrusted) return fail(`signature_invalid: ${untrusted}; image discarded`);
+    if (untrusted) return fail('signature', `signature_invalid: ${untrusted}; image discarded`);
     void this.report(job, 'installing', { progress: 0 });
     await sleep(100 + host.random() * 200);
-    if (failAt === 'install') return fail(pick(INSTALL_ERRORS, host.random));
+    if (failAt === 'install') {
+      const { code, error } = pick(INSTALL_ERRORS, host.random);
+      return fail(code, error);
+    }
     void this.report(job, 'installing', { progress: 100 });
     // Acknowledged before the connection goes down for the reboot.
     await this.report(job, 'rebooting');
     const from = host.firmware();
     await host.reboot(failAt === 'boot' ? from : command.version);
     if (failAt === 'boot') {
-      void this.report(job, 'rolled_back', { error: pick(BOOT_ERRORS, host.random) });
+      void this.report(job, 'rolled_back', { error: pick(BOOT_ERRORS, host.random), error_code: 'boot_failed' });
       this.outcomes.rolled_back += 1;
       return 'rolled_back';
     }

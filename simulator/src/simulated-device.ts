@@ -3,7 +3,9 @@ import type { KeyObject } from 'node:crypto';
 import { topics } from '#protocol/topics';
 import { ConfigMessage, OtaCommand, parsePayload } from '#protocol/payloads';
 import { OtaJobRunner, type OtaOutcome } from './ota-job-runner';
+import { DeviceSecrets, type DeviceCredentials } from './device-secrets';
 import { sleep } from './sim-helpers';
+import { DEVICE_RECONNECT_POLICY, ReconnectBackoff, type ReconnectPolicy } from './reconnect-backoff';
 
 export type { OtaOutcome } from './ota-job-runner';
 
@@ -13,18 +15,7 @@ const END_GRACE_MS = 2000;
 /** mqtt.js's `log` option: nothing (see connect). */
 const noLog = (): void => undefined;
 
-/** MQTT credentials of one device, as the claim returns them. */
-export interface DeviceCredentials {
-  serial: string;
-  username: string;
-  password: string;
-  /**
-   * A client certificate of the service's device CA and its key (PEM). With them the device
-   * authenticates on MQTTS by its certificate and sends no username or password.
-   */
-  certificate?: string;
-  privateKey?: string;
-}
+export type { DeviceCredentials } from './device-secrets';
 
 export interface SimulatedDeviceOptions {
   credentials: DeviceCredentials;
@@ -40,6 +31,8 @@ export interface SimulatedDeviceOptions {
   heartbeatQos?: 0 | 1;
   /** Probability (0..1) that an OTA update fails. Default 0. */
   failRate?: number;
+  /** The module's model (`--model`): an OTA command for another model is refused with `wrong_model`. Unset: not checked. */
+  model?: string;
   /**
    * The firmware signing public key (Ed25519) the module trusts (`--signing-key`). Set: every
    * image must come with a signature by this key over its SHA-256 digest, or the update is
@@ -58,8 +51,12 @@ export interface SimulatedDeviceOptions {
   trace?: (line: string) => void;
   /** State changes for the fleet's counters. */
   onChange?: (device: SimulatedDevice) => void;
+  /** A rotation changed the device's credentials (`--credentials` saves them again). */
+  onCredentialsChange?: (credentials: DeviceCredentials) => void;
   /** Random source (tests pass a seeded one). */
   random?: () => number;
+  /** When to try again after a lost or refused connection. Default: the documented device policy. */
+  reconnect?: ReconnectPolicy;
   /**
    * Awaited after a command is accepted and before the download starts (Fleet.holdDownloads):
    * a benchmark measures the service's publishing rate without the fleet's downloads and
@@ -96,16 +93,23 @@ export class SimulatedDevice {
   private stopped = false;
   private rebooting = false;
   private readonly ota: OtaJobRunner;
+  /** Its password and certificate, and how it follows a rotation of them. */
+  readonly secrets: DeviceSecrets;
   /** Publishes of each connection still waiting for their PUBACK: answered `false` when it closes. */
   private readonly awaitingAck = new WeakMap<MqttClient, Set<(acked: boolean) => void>>();
   private readonly random: () => number;
+  private readonly backoff: ReconnectBackoff;
+  /** When the current connection got its CONNACK (how long it stayed up decides the next wait). */
+  private connectedAt = 0;
   private readonly ip: string;
   private readonly startedAt = Date.now();
 
   constructor(private readonly options: SimulatedDeviceOptions) {
     this.serial = options.credentials.serial;
+    this.secrets = new DeviceSecrets(options.credentials, options.onCredentialsChange);
     this.firmware = options.firmware;
     this.random = options.random ?? Math.random;
+    this.backoff = new ReconnectBackoff(options.reconnect ?? DEVICE_RECONNECT_POLICY, this.random);
     this.ip = `10.${Math.floor(this.random() * 256)}.${Math.floor(this.random() * 256)}.${1 + Math.floor(this.random() * 254)}`;
     this.ota = new OtaJobRunner(
       {
@@ -171,8 +175,14 @@ export class SimulatedDevice {
   }
 
   /** After a refused or timed-out first connection: keep trying in the background, as a real device would. */
-  retryLater(): void {
-    if (!this.stopped) this.scheduleReconnect(2000 + this.random() * 8000);
+  retryLater(err?: unknown): void {
+    if (!this.stopped) this.scheduleReconnect(this.failedAttemptDelay(err));
+  }
+
+  /** The wait after an attempt that got no session: CONNACK 3 or none backs off less than a refusal. */
+  private failedAttemptDelay(err: unknown): number {
+    const code = (err as { code?: unknown } | undefined)?.code;
+    return this.backoff.next({ kind: 'failed', connackCode: typeof code === 'number' ? code : undefined });
   }
 
   /** Drops the connection without DISCONNECT (power cut, Wi-Fi loss): the broker publishes the Last Will. */
@@ -180,15 +190,30 @@ export class SimulatedDevice {
     this.client?.stream.destroy();
   }
 
-  private connect(): Promise<void> {
+  /**
+   * Connects with the secret it holds; on CONNACK 4 tries the other one it may hold (the one
+   * before a rotation, once; the password after a certificate) before giving up.
+   */
+  private async connect(): Promise<void> {
+    for (;;) {
+      try {
+        await this.connectOnce();
+        this.secrets.accepted();
+        return;
+      } catch (err) {
+        const code = (err as { code?: number }).code;
+        if (this.stopped || !this.secrets.refused(code)) throw err;
+        this.trace('!!', 'CONNACK', `${code}: trying the other secret it holds`);
+      }
+    }
+  }
+
+  private connectOnce(): Promise<void> {
     const { credentials } = this.options;
     return new Promise((resolve, reject) => {
-      const byCertificate = credentials.certificate !== undefined && credentials.privateKey !== undefined;
       const client = mqtt.connect(this.options.brokerUrl, {
         clientId: credentials.serial,
-        ...(byCertificate
-          ? { cert: credentials.certificate, key: credentials.privateKey }
-          : { username: credentials.username, password: credentials.password }),
+        ...this.secrets.connectOptions(),
         ...(this.options.ca !== undefined ? { ca: this.options.ca } : {}),
         clean: this.options.clean ?? false,
         keepalive: 30,
@@ -204,11 +229,13 @@ export class SimulatedDevice {
       let settled = false;
       client.on('connect', (connack) => {
         settled = true;
+        this.connectedAt = Date.now();
         this.setConnected(true);
         this.trace('<-', 'CONNACK', JSON.stringify({ sessionPresent: connack.sessionPresent }));
         if (!connack.sessionPresent) {
-          client.subscribe([topics.ota(this.serial), topics.config(this.serial)], { qos: 1 }, () => undefined);
-          this.trace('->', 'SUBSCRIBE', `${topics.ota(this.serial)}, ${topics.config(this.serial)}`);
+          const filters = [topics.ota(this.serial), topics.config(this.serial), topics.credentials(this.serial)];
+          client.subscribe(filters, { qos: 1 }, () => undefined);
+          this.trace('->', 'SUBSCRIBE', filters.join(', '));
         }
         this.ota.resendUnacknowledged();
         this.sendHeartbeat();
@@ -238,7 +265,9 @@ export class SimulatedDevice {
           reject(new Error(`${this.serial}: connection closed before CONNACK`));
           return;
         }
-        if (!this.stopped && !this.rebooting) this.scheduleReconnect(1000 + this.random() * 4000);
+        if (!this.stopped && !this.rebooting) {
+          this.scheduleReconnect(this.backoff.next({ kind: 'lost', upForS: (Date.now() - this.connectedAt) / 1000 }));
+        }
       });
     });
   }
@@ -247,7 +276,7 @@ export class SimulatedDevice {
     clearTimeout(this.reconnectTimer);
     this.reconnectTimer = setTimeout(() => {
       if (this.stopped) return;
-      this.connect().catch(() => this.scheduleReconnect(2000 + this.random() * 8000));
+      this.connect().catch((err: unknown) => this.scheduleReconnect(this.failedAttemptDelay(err)));
     }, delayMs);
     this.reconnectTimer.unref();
   }
@@ -343,13 +372,17 @@ export class SimulatedDevice {
     if (this.options.trace) this.trace('<-', topic, payload.toString());
     if (topic === topics.config(this.serial)) {
       const parsed = parsePayload(ConfigMessage, payload);
-      if (!parsed.ok || parsed.value.version <= this.appliedConfigVersion) return;
+      // Any version other than the one applied last is applied (not only a greater one): the
+      // message is always the whole configuration, and a copy of the last one changes nothing.
+      if (!parsed.ok || parsed.value.version === this.appliedConfigVersion) return;
       const before = this.heartbeatPeriodMs();
       this.config = parsed.value.config;
       this.appliedConfigVersion = parsed.value.version;
       void this.publish(topics.configReported(this.serial), JSON.stringify({ version: parsed.value.version }));
       if (this.heartbeatPeriodMs() !== before) this.scheduleHeartbeats();
       this.options.onChange?.(this);
+    } else if (topic === topics.credentials(this.serial)) {
+      void this.onCredentials(payload);
     } else if (topic === topics.ota(this.serial)) {
       this.commandsReceived += 1;
       this.lastCommandAtMs = Date.now();
@@ -357,6 +390,42 @@ export class SimulatedDevice {
       if (!parsed.ok) return;
       void this.runOta(parsed.value);
     }
+  }
+
+  /**
+   * New credentials (a planned rotation): stored, acknowledged once the service has the ack
+   * (PUBACK), then used: the device reconnects with them. A re-delivery is acknowledged again.
+   */
+  private async onCredentials(payload: Buffer): Promise<void> {
+    const received = this.secrets.receive(payload);
+    if (!received) return;
+    const acked = await this.publish(topics.credentialsAck(this.serial), received.ack);
+    // During an update the new secret waits for the reconnect the update makes anyway.
+    if (!acked || !received.reconnect || this.stopped || this.rebooting || this.updating) return;
+    await this.reconnectNow();
+  }
+
+  /**
+   * Asks the service for a new certificate (a renewal; the device must hold one): a new key and
+   * a CSR on `csr`. The certificate comes back on `credentials` and is used from the next
+   * connection on. False when there is nothing to renew or a renewal is under way.
+   */
+  async renewCertificate(): Promise<boolean> {
+    const request = await this.secrets.renewalRequest();
+    if (request === null) return false;
+    return this.publish(topics.csr(this.serial), request);
+  }
+
+  /** Closes the connection cleanly and connects again at once (new credentials). */
+  private async reconnectNow(): Promise<void> {
+    const client = this.client;
+    this.rebooting = true;
+    this.clearTimers();
+    if (client) await this.endClient(client);
+    this.setConnected(false);
+    this.rebooting = false;
+    if (this.stopped) return;
+    await this.connect().catch((err: unknown) => this.scheduleReconnect(this.failedAttemptDelay(err)));
   }
 
   /** Disconnects cleanly, "boots" for a moment, and reconnects running `version`. */

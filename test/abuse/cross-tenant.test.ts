@@ -32,6 +32,7 @@ const FIXTURE_BY_PATH: Record<string, (f: Fixtures) => Record<string, string>> =
   '/devices/:serial/certificates': (f) => ({ serial: f.serial }),
   '/devices/:serial/certificates/:fingerprint': (f) => ({ serial: f.serial, fingerprint: f.certificateFingerprint }),
   '/firmware/versions/:id': (f) => ({ id: f.firmwareVersionId }),
+  '/firmware/versions/:id/signature': (f) => ({ id: f.firmwareVersionId }),
   '/firmware/deployments/:id': (f) => ({ id: f.deploymentId }),
   '/firmware/deployments/:id/devices': (f) => ({ id: f.deploymentId }),
   '/firmware/deployments/:id/cancel': (f) => ({ id: f.deploymentId }),
@@ -48,6 +49,8 @@ const FIXTURE_BY_PATH: Record<string, (f: Fixtures) => Record<string, string>> =
 const BODY_BY_OPERATION: Record<string, unknown> = {
   updateDevice: { name: 'stolen', config: { dim_level: 1 } },
   updateWebhook: { enabled: false },
+  // Well-formed (64 bytes in base64): only the lookup can refuse it.
+  attachFirmwareSignature: { signature: Buffer.alloc(64, 1).toString('base64') },
   // A valid CSR (set in beforeAll), so the answer cannot be a 422 about the request.
   issueDeviceCertificate: undefined,
 };
@@ -199,11 +202,13 @@ describe("another account's ids are not found through any GraphQL field (generat
     redeliverWebhookDelivery: (f) => f.deliveryId,
     firmwareVersion: (f) => f.firmwareVersionId,
     deleteFirmwareVersion: (f) => f.firmwareVersionId,
+    attachFirmwareSignature: (f) => f.firmwareVersionId,
   };
   /** Valid values for the other required arguments. */
   const OTHER_ARGS: Record<string, Record<string, unknown>> = {
     updateDevice: { input: { name: 'stolen' } },
     updateWebhook: { input: { enabled: false } },
+    attachFirmwareSignature: { input: { signature: Buffer.alloc(64, 1).toString('base64') } },
     // Set in beforeAll: a valid CSR, and A's real certificate fingerprint.
     issueDeviceCertificate: {},
     revokeDeviceCertificate: {},

@@ -8,9 +8,12 @@ import {
   AEDES_VERSION_EXPECTED,
   assertAedesInternals,
   clientOf,
+  encodePublishQos1,
   parserOf,
   routeOnlyUnconsumed,
   sessionStoreOf,
+  subscribedTo,
+  writeQos1Direct,
 } from '#broker/aedes-internals';
 
 /** An Aedes on a free port, with a connected client id `probe`. */
@@ -104,6 +107,48 @@ describe('Aedes internals the broker relies on', () => {
       expect(consumedTopics).toEqual(['reports/x']);
     } finally {
       await listener.endAsync(true);
+      await b.close();
+    }
+  });
+
+  it('writes a QoS 1 message straight to one connection: delivered and acknowledged, stored nowhere, ids shared with Aedes', async () => {
+    const b = await brokerWithClient();
+    try {
+      await b.client.subscribeAsync(['secret/x', 'commands/x'], { qos: 1 });
+      expect(subscribedTo(b.handled(), 'secret/x')).toBe(true);
+      expect(subscribedTo(b.handled(), 'secret/y')).toBe(false);
+      const received: Array<{ topic: string; payload: string; qos: number; retain: boolean; messageId?: number }> = [];
+      b.client.on('message', (topic, payload, packet) =>
+        received.push({
+          topic,
+          payload: payload.toString(),
+          qos: packet.qos,
+          retain: packet.retain,
+          messageId: packet.messageId,
+        }),
+      );
+      const acks: number[] = [];
+      b.client.on('packetsend', (packet) => packet.cmd === 'puback' && acks.push(packet.messageId!));
+      // Longer than 127 bytes: a remaining length of two bytes.
+      const payload = Buffer.from('s'.repeat(300));
+      expect(writeQos1Direct(b.handled(), { topic: 'secret/x', payload })).toBe(true);
+      // A routed QoS 1 command right after: its packet id follows the direct one's.
+      await new Promise<void>((resolve, reject) =>
+        b.aedes.publish(
+          { cmd: 'publish', topic: 'commands/x', payload: Buffer.from('c'), qos: 1, retain: false, dup: false },
+          (err) => (err ? reject(err) : resolve()),
+        ),
+      );
+      await expect.poll(() => received.length).toBe(2);
+      expect(received[0]).toMatchObject({ topic: 'secret/x', payload: payload.toString(), qos: 1, retain: false });
+      expect(received[1]!.messageId).not.toBe(received[0]!.messageId);
+      await expect.poll(() => acks.length).toBe(2);
+      // Nothing of it in the session store (the routed command's entry is gone with its PUBACK).
+      const queued: PublishPacket[] = [];
+      for await (const packet of sessionStoreOf(b.aedes).outgoingStream({ id: 'probe' })) queued.push(packet);
+      expect(queued.map((p) => p.topic)).not.toContain('secret/x');
+      expect(encodePublishQos1('a', 7, Buffer.from('b'))).toEqual(Buffer.from([0x32, 6, 0, 1, 0x61, 0, 7, 0x62]));
+    } finally {
       await b.close();
     }
   });

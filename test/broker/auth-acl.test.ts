@@ -54,7 +54,8 @@ describe('MQTT authentication and ACL', () => {
   it('refuses a wrong password, an unclaimed serial, a mismatched username and an empty client id; counts and reports them', async () => {
     expect(await refusalCode(url, { ...a, password: 'wrong' })).toBe(4);
     expect(await refusalCode(url, { ...a, password: '' })).toBe(4);
-    expect(await refusalCode(url, { serial: 'NOT-CLAIMED', username: 'NOT-CLAIMED', password: a.password })).toBe(4);
+    // Not claimed: 5 (not authorized), so the device backs off long instead of trying other secrets.
+    expect(await refusalCode(url, { serial: 'NOT-CLAIMED', username: 'NOT-CLAIMED', password: a.password })).toBe(5);
     expect(await refusalCode(url, { ...a, username: b.username, password: b.password })).toBe(2);
     expect(await refusalCode(url, { ...a, serial: '' }, { clientId: '', clean: true })).toBe(2);
     const lines = await metric('fleet_mqtt_connections_refused_total');
@@ -82,7 +83,7 @@ describe('MQTT authentication and ACL', () => {
     expect((await account.api.delete('/api/v1/devices/ACL-GONE')).status).toBe(204);
     expect(await closed(device)).toBe(true);
     device.end(true);
-    expect(await refusalCode(url, gone)).toBe(4);
+    expect(await refusalCode(url, gone)).toBe(5);
   });
 
   it('a device cannot subscribe to another device or to wildcards, and receives nothing from them', async () => {
@@ -113,6 +114,7 @@ describe('MQTT authentication and ACL', () => {
     await server.service.services.gateway.publishOta(b.serial, {
       jobId: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11',
       version: '1.1.0',
+      model: 'LX-200',
       url: 'http://127.0.0.1/x',
       sha256: 'a'.repeat(64),
       size: 1,

@@ -24,7 +24,7 @@ describe('device configuration over MQTT', () => {
       .filter((m) => m.topic === topics.config('CFG-1'))
       .map((m) => JSON.parse(m.payload) as { version: number; config: Record<string, unknown> });
 
-  it('PATCH config reaches a connected device at once, retained; config/reported marks it applied', async () => {
+  it('PATCH config reaches a connected device at once; config/reported marks it applied', async () => {
     const dev = await connectDevice(server.service.mqttUrl!, creds);
     const seen = collect(dev);
     await dev.subscribeAsync([topics.config('CFG-1'), topics.ota('CFG-1')], { qos: 1 });
@@ -68,14 +68,58 @@ describe('device configuration over MQTT', () => {
     await dev.endAsync();
   });
 
-  it('a device that (re)connects with a fresh session receives the desired configuration retained', async () => {
+  it('a device that (re)connects with a fresh session receives the desired configuration, not retained', async () => {
     const desired = (await device()).config.desired_version as number;
     const dev = await connectDevice(server.service.mqttUrl!, creds, { clean: true });
     const seen = collect(dev);
     await dev.subscribeAsync(topics.config('CFG-1'), { qos: 1 });
     await expect.poll(() => configMessages(seen).some((m) => m.version === desired)).toBe(true);
-    expect(seen.find((m) => m.topic === topics.config('CFG-1'))!.retain).toBe(true);
+    expect(seen.find((m) => m.topic === topics.config('CFG-1'))!.retain).toBe(false);
     await dev.endAsync();
+  });
+
+  it('each connection gets exactly one copy of the configuration, whatever its session held, with the service time', async () => {
+    const [c] = (await claimForMqtt(server, account, ['CFG-3'], { firmware: null })) as [DeviceCreds];
+    const configs = (seen: Array<{ topic: string; payload: string }>) =>
+      seen
+        .filter((m) => m.topic === topics.config('CFG-3'))
+        .map((m) => JSON.parse(m.payload) as { version: number; server_time: string });
+    const first = await connectDevice(server.service.mqttUrl!, c);
+    await first.subscribeAsync(topics.config('CFG-3'), { qos: 1 });
+    await account.api.patch('/api/v1/devices/CFG-3', { config: { dim_level: 20 } });
+    await first.endAsync();
+    // Changed while the device is away: what its persistent session holds, and what is sent on connect.
+    await account.api.patch('/api/v1/devices/CFG-3', { config: { dim_level: 21 } });
+    const desired = (await account.api.get('/api/v1/devices/CFG-3')).body.config.desired_version as number;
+    // The usual device: clean=false, subscribes again on every connection. Then one that relies on
+    // its restored subscription, and one with a fresh session.
+    const rounds: Array<{ clean: boolean; subscribe: boolean }> = [
+      { clean: false, subscribe: true },
+      { clean: false, subscribe: true },
+      { clean: false, subscribe: false },
+      { clean: false, subscribe: true },
+      { clean: true, subscribe: true },
+      { clean: false, subscribe: true },
+    ];
+    const copies: number[] = [];
+    for (const round of rounds) {
+      const before = Date.now();
+      const dev = await connectDevice(server.service.mqttUrl!, c, { clean: round.clean });
+      const seen = collect(dev);
+      if (round.subscribe) await dev.subscribeAsync(topics.config('CFG-3'), { qos: 1 });
+      await expect.poll(() => configs(seen).length).toBeGreaterThan(0);
+      // Time for a second copy (a queued one, a retained one, a publish on connect) to arrive.
+      await new Promise((r) => setTimeout(r, 400));
+      copies.push(configs(seen).length);
+      const message = configs(seen)[0]!;
+      expect(message.version).toBe(desired);
+      const sentAt = Date.parse(message.server_time);
+      expect(message.server_time).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      expect(sentAt).toBeGreaterThanOrEqual(before - 1000);
+      expect(sentAt).toBeLessThanOrEqual(Date.now() + 1000);
+      await dev.endAsync();
+    }
+    expect(copies).toEqual(rounds.map(() => 1));
   });
 
   it("a device unclaimed and claimed again (here by another account) gets the new owner's configuration, never the previous owner's", async () => {

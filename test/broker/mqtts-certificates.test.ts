@@ -187,6 +187,52 @@ describe.skipIf(!canRun)('MQTTS with device certificates', () => {
     await client!.endAsync();
   });
 
+  it('mqtt.js: a device renews its certificate over its session (CSR on csr, certificate on credentials); connecting with the new one retires the old', async () => {
+    const [device] = await claimForMqtt(server, account, ['TLS-RENEW'], { firmware: null });
+    const { csr, certificate } = await issue(device!.serial);
+    const first = await attempt(tlsOptions({ key: csr.privateKeyPem, cert: certificate }, { clientId: 'TLS-RENEW' }));
+    expect(first.code).toBe(0);
+    const client = first.client!;
+    await client.subscribeAsync(topics.credentials('TLS-RENEW'), { qos: 1 });
+    const delivered = new Promise<{ certificate: string; rotation_id: string }>((resolve) =>
+      client.on('message', (topic, payload) => {
+        if (topic === topics.credentials('TLS-RENEW')) resolve(JSON.parse(payload.toString()));
+      }),
+    );
+    const renewal = await makeCsr({ commonName: 'TLS-RENEW' });
+    await client.publishAsync(topics.csr('TLS-RENEW'), JSON.stringify({ csr: renewal.pem }), { qos: 1 });
+    const message = await delivered;
+    await client.publishAsync(
+      topics.credentialsAck('TLS-RENEW'),
+      JSON.stringify({ rotation_id: message.rotation_id }),
+      {
+        qos: 1,
+      },
+    );
+    await client.endAsync();
+    // Acknowledged, not yet used: the old certificate still works.
+    const old = await attempt(tlsOptions({ key: csr.privateKeyPem, cert: certificate }, { clientId: 'TLS-RENEW' }));
+    expect(old.code).toBe(0);
+    await old.client!.endAsync();
+    const fresh = await attempt(
+      tlsOptions({ key: renewal.privateKeyPem, cert: message.certificate }, { clientId: 'TLS-RENEW' }),
+    );
+    expect(fresh.code).toBe(0);
+    await fresh.client!.endAsync();
+    const codeOf = async (options: IClientOptions) => {
+      const tried = await attempt(options);
+      await tried.client?.endAsync(true);
+      return tried.code;
+    };
+    await expect
+      .poll(() => codeOf(tlsOptions({ key: csr.privateKeyPem, cert: certificate }, { clientId: 'TLS-RENEW' })))
+      .toBe(4);
+    const listed = await account.api.get('/api/v1/devices/TLS-RENEW/certificates');
+    expect(
+      (listed.body.certificates as Array<{ revoked_reason: string | null }>).map((c) => c.revoked_reason).sort(),
+    ).toEqual(['superseded', null].sort());
+  });
+
   it.skipIf(!withMosquitto)(
     'mosquitto_pub: publishes with --cert/--key and -i <serial>; another -i is refused',
     async () => {
@@ -230,7 +276,7 @@ describe.skipIf(!canRun)('MQTTS with device certificates', () => {
         heartbeat(),
       ]).catch((error: unknown) => error as { stderr?: string });
       expect(String(refused.stderr)).toMatch(/identifier rejected/i);
-      // mosquitto_sub receives the retained configuration of its own device.
+      // mosquitto_sub receives the configuration of its own device (sent once on subscribe).
       const sub = await exec('mosquitto_sub', [
         ...base,
         '-q',

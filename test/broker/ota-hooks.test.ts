@@ -49,6 +49,7 @@ describe('OTA hooks of the broker', () => {
     await server.service.services.gateway.publishOta('OTA-1', {
       jobId: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11',
       version: '1.1.0',
+      model: 'LX-200',
       url: 'http://127.0.0.1/fw',
       sha256: 'a'.repeat(64),
       size: 10,
@@ -105,6 +106,7 @@ describe('OTA hooks of the broker', () => {
     await server.service.services.gateway.publishOta('OTA-1', {
       jobId: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11',
       version: '1.1.0',
+      model: 'LX-200',
       url: 'http://127.0.0.1/fw',
       sha256: 'a'.repeat(64),
       size: 10,
@@ -120,6 +122,7 @@ describe('OTA hooks of the broker', () => {
     await server.service.services.gateway.publishOta('OTA-1', {
       jobId: '6f1c1a3e-1c1e-4f43-9d55-2f8a2b0e0a11',
       version: '1.1.0',
+      model: 'LX-200',
       url: 'http://127.0.0.1/fw',
       sha256: 'a'.repeat(64),
       size: 10,

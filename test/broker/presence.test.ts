@@ -121,9 +121,10 @@ describe('heartbeats and presence', () => {
     await dev.endAsync();
   });
 
-  it('a connection that stops answering (keepalive timeout) goes offline', async () => {
+  it('a connection that stops answering (keepalive timeout) goes offline as keepalive_timeout, Will or not', async () => {
     const c = creds.get('P-KA')!;
-    // A raw client with keepalive 1 s that never sends PINGREQ: Aedes closes it after 1.5 s.
+    // A raw client with keepalive 1 s that never sends PINGREQ: Aedes closes it after 1.5 s and
+    // publishes its Will (as every device sets one), which must not hide why it went away.
     const socket = net.connect(server.service.mqttPort!, '127.0.0.1');
     socket.on('error', () => undefined);
     socket.write(
@@ -136,6 +137,7 @@ describe('heartbeats and presence', () => {
         username: c.username,
         password: Buffer.from(c.password),
         keepalive: 1,
+        will: { topic: topics.status(c.serial), payload: Buffer.from('{"state":"offline"}'), qos: 1, retain: false },
       }),
     );
     socket.write(
@@ -271,39 +273,61 @@ describe('heartbeats and presence', () => {
     await dev.endAsync();
   });
 
-  it('malformed and oversized payloads are dropped, counted, and change nothing', async () => {
+  it('payloads that are not JSON objects are dropped and counted; bad heartbeat fields are refused one by one and change nothing', async () => {
     const dev = await connectDevice(url, creds.get('P-BAD')!);
     await dev.publishAsync(topics.heartbeat('P-BAD'), heartbeat({ firmware: '2.0.0', ip: '10.1.1.1' }), { qos: 1 });
     await flush();
     const before = await device('P-BAD');
-    const bad = [
+    // Dropped whole: not a JSON object (invalid UTF-8 is not JSON), or too large to read.
+    const dropped = [
       'not json',
       '[1,2,3]',
       'null',
-      heartbeat({ ip: '999.1.1.1' }),
-      heartbeat({ ip: '10.0.0.1; DROP TABLE devices' }),
-      heartbeat({ firmware: 'latest' }),
-      heartbeat({ rssi: 50 }),
-      heartbeat({ uptime_s: -1 }),
-      heartbeat({ uptime_s: 1e12 }),
-      JSON.stringify({ firmware: '1.0.0', rssi: 'strong' }),
       heartbeat({ pad: 'x'.repeat(5000) }),
       Buffer.from([0xff, 0xfe, 0x00]),
     ];
-    for (const payload of bad) await dev.publishAsync(topics.heartbeat('P-BAD'), payload, { qos: 1 });
+    // Read field by field: each of these carries one bad field and nothing else, so nothing changes.
+    const badFields = [
+      { ip: '999.1.1.1' },
+      { ip: '10.0.0.1; DROP TABLE devices' },
+      { firmware: 'latest' },
+      { rssi: 50 },
+      { uptime_s: -1 },
+      { uptime_s: 1e12 },
+      { rssi: 'strong' },
+    ];
+    for (const payload of dropped) await dev.publishAsync(topics.heartbeat('P-BAD'), payload, { qos: 1 });
+    for (const fields of badFields)
+      await dev.publishAsync(topics.heartbeat('P-BAD'), JSON.stringify(fields), { qos: 1 });
     await dev.publishAsync(topics.status('P-BAD'), JSON.stringify({ state: 'asleep' }), { qos: 1 });
     await dev.publishAsync(topics.configReported('P-BAD'), JSON.stringify({ version: 'seven' }), { qos: 1 });
     await dev.publishAsync(topics.otaProgress('P-BAD'), JSON.stringify({ job_id: 'x', state: 'exploded' }), { qos: 1 });
     await flush();
     expect(dev.connected).toBe(true);
     const after = await device('P-BAD');
-    expect(after).toMatchObject({ firmware: '2.0.0', ip: '10.1.1.1', uptime_s: before.uptime_s, status: 'online' });
+    expect(after).toMatchObject({
+      firmware: '2.0.0',
+      ip: '10.1.1.1',
+      uptime_s: before.uptime_s,
+      rssi: before.rssi,
+      status: 'online',
+      firmware_reported_invalid: 'latest',
+      refused_messages: { not_json: 2, not_object: 2, too_large: 1, invalid: 3 },
+      refused_fields: {
+        ip: { count: 2, reason: 'invalid_format', value: '10.0.0.1; DROP TABLE devices' },
+        firmware: { count: 1, reason: 'invalid_format', value: 'latest' },
+        rssi: { count: 2, reason: 'wrong_type', value: 'strong' },
+        uptime_s: { count: 2, reason: 'out_of_range', value: '1000000000000' },
+      },
+    });
     const metrics = await (await fetch(`${server.service.httpUrl}/metrics`)).text();
-    const dropped = metrics
-      .split('\n')
-      .filter((l) => l.startsWith('fleet_mqtt_messages_dropped_total{kind="heartbeat"'));
-    const total = dropped.reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
-    expect(total).toBeGreaterThanOrEqual(bad.length);
+    const count = (prefix: string) =>
+      metrics
+        .split('\n')
+        .filter((l) => l.startsWith(prefix))
+        .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
+    expect(count('fleet_mqtt_messages_dropped_total{kind="heartbeat"')).toBeGreaterThanOrEqual(dropped.length);
+    expect(count('fleet_heartbeat_fields_refused_total{')).toBeGreaterThanOrEqual(badFields.length);
     expect(metrics).toMatch(/fleet_mqtt_messages_dropped_total\{kind="heartbeat",reason="too_large"\} [1-9]/);
     await dev.endAsync();
   });

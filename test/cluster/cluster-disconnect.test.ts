@@ -7,6 +7,7 @@ import { makeCsr, peerCertificate } from '../helpers/certificates';
 import type { FleetService } from '#api/app';
 import type { DisconnectRequest } from '#core/devices/disconnect-requests';
 import { ifStarted } from '../helpers/teardown';
+import { topics } from '#protocol/topics';
 
 const availability = await clusterAvailable();
 if (!availability.ok) console.log(`cluster disconnect tests skipped: ${availability.why}`);
@@ -66,12 +67,35 @@ describe.skipIf(!availability.ok)('device sessions close on every process of a c
     await client.endAsync(true);
   });
 
+  it('a planned rotation through node 0 is delivered to the device connected to node 1, which stays connected', async () => {
+    const creds = await claim('CL-INB-1');
+    const client = await connectedToNode1(creds);
+    await client.subscribeAsync(topics.credentials(creds.serial), { qos: 1 });
+    const delivered = new Promise<{ password: string; rotation_id: string }>((resolve) =>
+      client.on('message', (topic, payload) => {
+        if (topic === topics.credentials(creds.serial)) resolve(JSON.parse(payload.toString()));
+      }),
+    );
+    const started = await api0.post('/api/v1/devices/CL-INB-1/credentials', { mode: 'in_band' });
+    expect(started.status).toBe(202);
+    const message = await delivered;
+    expect(message.rotation_id).toBe(started.body.rotation.id);
+    expect(client.connected).toBe(true);
+    expect(node1.broker.isConnected(creds.serial)).toBe(true);
+    await client.endAsync();
+    // The old password works on either node until the device confirms, here by connecting with the new one.
+    expect(await refusalCode(node0.mqttUrl!, creds)).toBe(0);
+    expect(await refusalCode(node0.mqttUrl!, { ...creds, password: message.password })).toBe(0);
+    await expect.poll(() => refusalCode(node1.mqttUrl!, creds)).toBe(4);
+  });
+
   it('an unclaim on node 0 disconnects the device connected to node 1', async () => {
     const creds = await claim('CL-UNC-1');
     const client = await connectedToNode1(creds);
     expect((await api0.delete('/api/v1/devices/CL-UNC-1')).status).toBe(204);
     await expect.poll(() => client.connected).toBe(false);
-    expect(await refusalCode(node1.mqttUrl!, creds)).toBe(4);
+    // Not claimed any more: 5 (not authorized).
+    expect(await refusalCode(node1.mqttUrl!, creds)).toBe(5);
     await client.endAsync(true);
   });
 

@@ -84,7 +84,7 @@ describe.skipIf(!availability.ok)('presence across two processes', () => {
   it('delivers a configuration change made on one process to the device on the other', async () => {
     const [, n2] = cluster.nodes;
     const device = await connectDevice(n2!.mqttUrl!, creds);
-    // The retained configuration arrives first on subscribe; wait for the change itself.
+    // The configuration of the connection arrives first on subscribe; wait for the change itself.
     const got = new Promise<string>((resolve) =>
       device.on(
         'message',

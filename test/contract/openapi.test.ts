@@ -1,6 +1,6 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { z } from 'zod';
-import { generateKeyPairSync } from 'node:crypto';
+import { generateKeyPairSync, sign } from 'node:crypto';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { ApiClient, type ApiResponse } from '../helpers/api-client';
@@ -240,6 +240,14 @@ describe('OpenAPI document matches the server', () => {
       await call(api, 'patch', '/devices/:serial', { params: { serial: 'C-0002' }, body: { status: 'online' } }); // 422
       await call(api, 'get', '/devices/:serial/history', { params: { serial: 'C-0002' }, query: 'limit=1' });
       await call(api, 'post', '/devices/:serial/credentials', { params: { serial: 'C-0003' } });
+      await call(api, 'post', '/devices/:serial/credentials', {
+        params: { serial: 'C-0003' },
+        body: { mode: 'in_band', grace_s: 86_400 },
+      }); // 202
+      await call(api, 'post', '/devices/:serial/credentials', {
+        params: { serial: 'C-0003' },
+        body: { mode: 'in_band', grace_s: 1 },
+      }); // 422
       await call(api, 'delete', '/devices/:serial', { params: { serial: 'C-0004' } });
       await call(api, 'delete', '/devices/:serial', { params: { serial: 'C-0004' } }); // 404
       await call(api, 'get', '/allocation');
@@ -300,6 +308,25 @@ describe('OpenAPI document matches the server', () => {
       'put /firmware/signing-key 200',
       'put /firmware/signing-key 422',
     ])
+      expect(checked).toContain(expected);
+  });
+
+  it('attaching a signature to a stored version answers validate (signed, refused, unknown)', async () => {
+    const api = account.api;
+    const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+    await call(api, 'put', '/firmware/signing-key', {
+      body: { public_key: publicKey.export({ type: 'spki', format: 'pem' }) },
+    });
+    // buildFirmwareVersion records the digest of 32 zero bytes (no binary: a deleted one works alike).
+    const id = await buildFirmwareVersion(server, { accountId: account.accountId, model: 'LX-200', version: '0.0.1' });
+    const path = '/firmware/versions/:id/signature';
+    const signature = sign(null, Buffer.alloc(32), privateKey).toString('base64');
+    await call(api, 'put', path, { params: { id }, body: { signature: Buffer.alloc(64).toString('base64') } }); // 422
+    expect((await call(api, 'put', path, { params: { id }, body: { signature } })).body.firmware_version.signed).toBe(
+      true,
+    );
+    await call(api, 'put', path, { body: { signature } }); // unknown id: 404
+    for (const expected of [`put ${path} 200`, `put ${path} 422`, `put ${path} 404`])
       expect(checked).toContain(expected);
   });
 });

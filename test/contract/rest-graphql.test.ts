@@ -39,7 +39,17 @@ interface Driver {
   issueCertificate(serial: string, csr: string): Promise<Json>;
   certificates(serial: string): Promise<Json>;
   revokeCertificate(serial: string, fingerprint: string): Promise<Json>;
+  /** A planned (in-band) password rotation: pending, never the secret. */
+  startRotation(serial: string, graceS?: number): Promise<Json>;
 }
+
+/** A started rotation in neutral form: the grace period in seconds instead of two timestamps. */
+const rotationOf = (r: { kind: string; state: string; createdAt: string; graceEndsAt: string; id: string }) => ({
+  kind: r.kind,
+  state: r.state,
+  graceS: (Date.parse(r.graceEndsAt) - Date.parse(r.createdAt)) / 1000,
+  id: typeof r.id === 'string',
+});
 
 /** A certificate in neutral form: no fingerprint or dates (they differ per issue), whether it is revoked. */
 const certificateOf = (c: {
@@ -210,6 +220,21 @@ function restDriver(account: TestAccount): Driver {
         `/api/v1/devices/${encodeURIComponent(serial)}/certificates/${encodeURIComponent(fingerprint)}`,
       );
       return res.status === 200 ? certificateOfRest(res.body) : failure(res.body.code);
+    },
+    async startRotation(serial, graceS) {
+      const res = await api.post(`/api/v1/devices/${encodeURIComponent(serial)}/credentials`, {
+        mode: 'in_band',
+        ...(graceS !== undefined ? { grace_s: graceS } : {}),
+      });
+      if (res.status !== 202) return failure(res.body.code);
+      const r = res.body.rotation;
+      return rotationOf({
+        kind: r.kind,
+        state: r.state,
+        createdAt: r.created_at,
+        graceEndsAt: r.grace_ends_at,
+        id: r.id,
+      });
     },
   };
 }
@@ -446,6 +471,13 @@ function graphqlDriver(server: TestServer, account: TestAccount): Driver {
       );
       return r.errors ? failure(r.errors[0]!.extensions.code) : certificateOfGraphql(r.data.revokeDeviceCertificate);
     },
+    async startRotation(serial, graceS) {
+      const r = await run(
+        `mutation($serial: String!, $graceS: Int) { startDeviceCredentialRotation(serial: $serial, graceS: $graceS) { id kind state createdAt graceEndsAt } }`,
+        { serial, ...(graceS !== undefined ? { graceS } : {}) },
+      );
+      return r.errors ? failure(r.errors[0]!.extensions.code) : rotationOf(r.data.startDeviceCredentialRotation);
+    },
   };
 }
 
@@ -528,6 +560,10 @@ async function scenario(server: TestServer, account: TestAccount, driver: Driver
   out.revoke = await driver.revokeCertificate(s(3), issued.id);
   out.revokeUnknown = await driver.revokeCertificate(s(3), '0'.repeat(64));
   out.certificatesAfter = await driver.certificates(s(3));
+  out.rotation = await driver.startRotation(s(2));
+  out.rotationGrace = await driver.startRotation(s(2), 3600);
+  out.rotationBadGrace = await driver.startRotation(s(2), 60);
+  out.rotationMissing = await driver.startRotation(s(99));
   return JSON.parse(JSON.stringify(out).replaceAll(`${prefix}-`, 'SN-'));
 }
 
@@ -553,8 +589,9 @@ describe('contract: the same scenario through REST and GraphQL gives the same re
     expect(viaRest.update).toMatchObject({ name: 'Dock', dimLevel: 40, tags: { zone: 'A' } });
     expect(viaRest.versions).toEqual(['1.10.0', '1.9.2', '1.0.0']);
     expect(viaRest.deploy).toMatchObject({ status: expect.any(String), targetCount: 3, progress: 0 });
-    // The devices never connected: cancelling ends every update (the progress is the domain's, one figure for both).
-    expect(viaRest.cancel).toMatchObject({ status: 'cancelled', progress: 100 });
+    // The devices never connected: cancelling ends every update and none installed the version
+    // (progress counts installed devices; it is the domain's, one figure for both).
+    expect(viaRest.cancel).toMatchObject({ status: 'cancelled', progress: 0 });
     expect(viaRest.signingKeyInvalid.error).toBe('invalid_signing_key');
     expect(viaRest.signingKeyRotated).toEqual({ current: SIGNING_KEYS[1].keyId, retired: [SIGNING_KEYS[0].keyId] });
     expect(viaRest.signedVersions[0]).toMatchObject({ version: '2.0.0', signed: true, keyId: SIGNING_KEYS[0].keyId });

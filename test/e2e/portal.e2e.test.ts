@@ -5,13 +5,17 @@ import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { buildModel, serials } from '../helpers/factories';
-import { claimForMqtt, type DeviceCreds } from '../helpers/mqtt';
+import mqtt from 'mqtt';
+import { topics } from '#protocol/topics';
+import { claimForMqtt, deviceOptions, type DeviceCreds } from '../helpers/mqtt';
 import { gql, login } from '../graphql/graphql-client';
 import { newSigningKey, signFirmware, uploadFirmware } from '../ota/ota-helpers';
 import { makeCsr } from '../helpers/certificates';
 import { SimulatedDevice } from '#simulator/simulated-device';
 import { ensurePortalBuilt, hasChromium, launchBrowser, logIn, screenshot, skipReason, type Browser } from './browser';
+import { colourDistance, gridColumns, overlaps, paintedTextColour, rgb, within } from './layout-checks';
 import { ifStarted } from '../helpers/teardown';
+import { scaledReconnectPolicy } from '#simulator/reconnect-backoff';
 
 if (!hasChromium) console.warn(`[portal e2e] skipped: ${skipReason}`);
 
@@ -28,6 +32,8 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
   const simulated: SimulatedDevice[] = [];
   let lx200: DeviceCreds[];
   let lx300: DeviceCreds[];
+  /** LX-200 1.0.0's image: signed in the portal once a signing key is registered. */
+  const lx200First = randomBytes(2048);
   /** Reads go through a portal session: sessions are not rate limited like API keys. */
   let adminCookie = '';
 
@@ -38,6 +44,7 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
       firmware,
       heartbeatS: 2,
       rebootMs: 200,
+      reconnect: scaledReconnectPolicy(0.25),
     });
     simulated.push(device);
     await device.start();
@@ -63,7 +70,7 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
     // Real binaries for both models' 1.0.0, so a rollback can download them again.
     await buildModel(account, 'LX-200', 'Linear fixture');
     await buildModel(account, 'LX-300', 'Spot');
-    await uploadFirmware(account, { model: 'LX-200', version: '1.0.0', bytes: randomBytes(2048), expectStatus: 201 });
+    await uploadFirmware(account, { model: 'LX-200', version: '1.0.0', bytes: lx200First, expectStatus: 201 });
     await uploadFirmware(account, { model: 'LX-300', version: '1.0.0', bytes: randomBytes(2048), expectStatus: 201 });
     lx200 = await claimForMqtt(server, account, serials('LUM', 8), { model: 'LX-200', firmware: '1.0.0' });
     lx300 = await claimForMqtt(server, account, serials('SPOT', 3), { model: 'LX-300', firmware: '1.0.0' });
@@ -83,6 +90,10 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
   it('refuses a wrong password with a clear message, then logs in and returns to the deep link asked for', async () => {
     await page.goto(`${base}/devices?status=online`);
     await page.waitForURL(/\/login\?next=/);
+    // Real placeholders, never the UI library's "Please Input".
+    expect(await page.getByLabel('Password').getAttribute('placeholder')).toBe('Your password');
+    expect(await page.locator('[placeholder^="Please "]').count()).toBe(0);
+    expect(await page.getByText(/^Please (Input|Select)$/).count()).toBe(0);
     await screenshot(page, 'login');
     await logIn(page, account.adminEmail, 'wrong password');
     await expect.poll(() => page.getByTestId('login-error').textContent()).toContain('not correct');
@@ -156,6 +167,57 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
     expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
     await screenshot(page, 'devices-tablet');
     await page.setViewportSize({ width: 1366, height: 860 });
+  });
+
+  it('at 800 px the device list keeps its headers and the IP column apart; links take the theme colour; Deployments has its own menu entry', async () => {
+    /** App.vue's primary colour; the browser's link blue is (0, 0, 238), visited purple (85, 26, 139). */
+    const theme = [31, 122, 77];
+    await page.setViewportSize({ width: 800, height: 900 });
+    try {
+      await page.goto(`${base}/devices?model=LX-200`);
+      await page.locator('[data-serial="LUM-0001"]').waitFor();
+      // A page load of LUM-0001 from the list: its link is :visited afterwards.
+      await page.evaluate(() => window.location.assign('/devices/LUM-0001'));
+      await page.getByTestId('device-config').waitFor();
+      await page.goBack();
+      const ipCell = page.locator('[data-serial="LUM-0001"] [data-col="ip"]');
+      await expect.poll(() => ipCell.textContent(), { timeout: 10_000 }).toMatch(/\d+\.\d+\.\d+\.\d+/);
+      const columns = (await gridColumns(page.getByTestId('device-table'))).filter((c) => c.key !== null);
+      const ip = columns.find((c) => c.key === 'ip');
+      expect(ip, 'the IP column is shown at 800 px').toBeDefined();
+      // The IP header and its cells are one column, and the address fits in it.
+      expect(Math.abs(ip!.header.left - ip!.cell.left)).toBeLessThanOrEqual(1);
+      expect(Math.abs(ip!.header.right - ip!.cell.right)).toBeLessThanOrEqual(1);
+      expect(within(ip!.cellText, ip!.cellRoom), 'the IP address fits its cell').toBe(true);
+      // No header spills over a neighbour: each fits its own cell, none touches the IP column's text.
+      for (const c of columns) {
+        expect(within(c.headerText, c.headerRoom), `header "${c.label}" fits its column`).toBe(true);
+        if (c !== ip) expect(overlaps(c.headerText, ip!.headerText) || overlaps(c.cellText, ip!.cellText)).toBe(false);
+      }
+      expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+
+      // Links: the theme colour (visited too: read from the painted pixels, which a page's
+      // getComputedStyle never tells), underlined only under the pointer.
+      const link = page.locator('[data-serial="LUM-0001"] [data-col="name"] a');
+      expect(colourDistance(await paintedTextColour(page, link), theme)).toBeLessThan(40);
+      expect(await link.evaluate((a) => getComputedStyle(a).textDecorationLine)).toBe('none');
+      await link.hover();
+      await expect.poll(() => link.evaluate((a) => getComputedStyle(a).textDecorationLine)).toBe('underline');
+      await page.goto(`${base}/deployments`);
+      const tableLink = page.getByTestId('deployments-table').locator('tbody a').first();
+      await tableLink.waitFor();
+      expect(colourDistance(rgb(await tableLink.evaluate((a) => getComputedStyle(a).color)), theme)).toBeLessThan(2);
+      expect(await tableLink.evaluate((a) => getComputedStyle(a).textDecorationLine)).toBe('none');
+    } finally {
+      await page.setViewportSize({ width: 1366, height: 860 });
+    }
+    // Deployments live at /deployments, and the menu has them as an entry of their own.
+    await page.goto(`${base}/deployments`);
+    // Top-level entries are the menu's own menuitems; groups (Settings) are submenus.
+    const topLevel = page.locator('nav .n-menu > [role=menuitem]');
+    await expect.poll(() => topLevel.allTextContents()).toEqual(['Dashboard', 'Devices', 'Firmware', 'Deployments']);
+    expect(await topLevel.locator('a[href="/deployments"][aria-current="page"]').count()).toBe(1);
+    expect(await page.locator('nav .n-submenu a[href="/deployments"]').count()).toBe(0);
   });
 
   it('a configuration edit reaches the simulated device and shows as applied', async () => {
@@ -309,6 +371,32 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
     });
   });
 
+  it('shows what the service refused of a device: a wrong topic, a bad heartbeat field, an invalid firmware', async () => {
+    const creds = lx300[2]!;
+    const device = await mqtt.connectAsync(server.service.mqttUrl!, deviceOptions(creds));
+    await device.publishAsync(`devices/${creds.serial}/heartbeats`, '{}', { qos: 1 });
+    await device.publishAsync(
+      topics.heartbeat(creds.serial),
+      JSON.stringify({ firmware: 'v1.4.0', ip: '2001:db8::5', uptime_s: 1.5 }),
+      { qos: 1 },
+    );
+    await server.service.ingest.flush();
+    await page.goto(`${base}/devices/${creds.serial}`);
+    await page.getByTestId('device-firmware-invalid').getByText('v1.4.0').waitFor();
+    const refusals = page.getByTestId('device-refusals');
+    await refusals
+      .locator('[data-refused-message="topic_not_allowed"]')
+      .getByText('published outside its topics: 1')
+      .waitFor();
+    await refusals.getByText(`devices/${creds.serial}/heartbeats`).waitFor();
+    const firmware = refusals.locator('tr[data-refused-field="firmware"]');
+    await firmware.getByText('invalid format').waitFor();
+    await firmware.getByText('v1.4.0').waitFor();
+    await refusals.locator('tr[data-refused-field="uptime_s"]').getByText('not an integer').waitFor();
+    await page.getByText('2001:db8::5').waitFor();
+    await device.endAsync();
+  });
+
   it('creates a webhook whose secret is shown once, shows its deliveries and redelivers one', async () => {
     const received: string[] = [];
     const receiver = http.createServer((req, res) => {
@@ -399,6 +487,13 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
     expect(await versions.getByTestId('version-signed').count()).toBe(1);
     // The versions uploaded before the key are marked, so nobody mistakes them for signed ones.
     expect(await versions.getByTestId('version-unsigned').count()).toBe(2);
+    // One of them gets its signature attached (deploys and rollbacks to it need one now).
+    await versions.getByText('1.0.0', { exact: true }).click();
+    await page.getByRole('button', { name: 'Attach signature…' }).click();
+    await page.getByLabel(`Signature (key ${key.keyId})`).fill(signFirmware(key.privateKey, lx200First));
+    await page.getByRole('dialog').getByRole('button', { name: 'Attach', exact: true }).click();
+    await expect.poll(() => versions.getByTestId('version-unsigned').count(), { timeout: 15_000 }).toBe(1);
+    expect(await versions.getByTestId('version-signed').count()).toBe(2);
   });
 
   it('a viewer sees everything but cannot change anything, and the API refuses anyway', async () => {

@@ -11,6 +11,7 @@ import { ApiClient } from '../helpers/api-client';
 import { uploadFirmware } from '../ota/ota-helpers';
 import { Fleet, claimDevices, makeSerials } from '#simulator/fleet';
 import { ifStarted } from '../helpers/teardown';
+import { scaledReconnectPolicy } from '#simulator/reconnect-backoff';
 
 // Runs where PostgreSQL (TEST_DATABASE_URL), Redis and haproxy exist: CI's PostgreSQL run,
 // 25-45 s on a shared two-core machine with 1,000 devices (FAULT_KILL_DEVICES changes the count).
@@ -126,6 +127,7 @@ describe.skipIf(!canRun)('kill -9 of one of two processes during a staged deploy
         downloadKbps: 100_000,
         rebootMs: 200,
         connectRatePerS: 500,
+        reconnect: scaledReconnectPolicy(0.25),
         trace: (line) => {
           // "<iso> SERIAL <- devices/SERIAL/ota {...}" and "... -> devices/SERIAL/ota/progress {...}"
           const [, serial, direction, topic, ...rest] = line.split(' ');

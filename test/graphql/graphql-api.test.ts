@@ -275,7 +275,11 @@ describe('GraphQL over HTTP', () => {
       apiKey: signer.apiKey,
       variables: { input: { publicKey: 'not a key' } },
     });
-    expect(invalid.body.errors[0].extensions).toMatchObject({ code: 'invalid_signing_key', status: 422 });
+    expect(invalid.body.errors[0].extensions).toMatchObject({
+      code: 'invalid_signing_key',
+      status: 422,
+      errors: [{ field: 'publicKey' }],
+    });
     const registered = await gql(url, REGISTER, {
       apiKey: signer.apiKey,
       variables: { input: { publicKey: key.publicPem } },

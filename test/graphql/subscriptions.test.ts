@@ -27,6 +27,7 @@ describe('GraphQL subscriptions over graphql-ws', () => {
       {
         deviceId,
         seenAt: connectivity === 'online' ? new Date() : null,
+        heardAt: connectivity === 'online' ? new Date() : null,
         firmware: null,
         firmwareKey: null,
         ip: connectivity === 'online' ? '10.0.0.7' : null,

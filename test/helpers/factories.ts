@@ -83,7 +83,8 @@ export async function setReported(
     patch.connectivity = state.status === 'offline' ? 'offline' : 'online';
   }
   if (state.ip !== undefined) patch.ip = state.ip;
-  if (state.lastSeen !== undefined) patch.last_seen = state.lastSeen;
+  // A heartbeat moves both clocks: last_seen (shown) and heard_at (presence).
+  if (state.lastSeen !== undefined) patch.last_seen = patch.heard_at = state.lastSeen;
   await knex('devices')
     .where({ account_id: input.accountId })
     .whereRaw('serial = ANY(?)', [input.serials])

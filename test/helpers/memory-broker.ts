@@ -1,10 +1,11 @@
 import { Duplex } from 'node:stream';
 import { MqttClient, type IClientOptions } from 'mqtt';
-import { DeviceBroker, type DeviceDomain } from '#broker/create-broker';
+import { DeviceBroker, type DeviceBrokerOptions, type DeviceDomain } from '#broker/create-broker';
 import { createMetrics } from '#core/metrics';
 import { createLogger } from '#core/logger';
 import type { DeviceSession } from '#core/devices/device-auth.service';
-import type { HeartbeatIngest } from '#core/devices/heartbeat-ingest';
+import type { HeartbeatIngest, HeartbeatValues } from '#core/devices/heartbeat-ingest';
+import type { RefusedField } from '#protocol/heartbeat-fields';
 import type { OtaDeviceListener } from '#core/devices/device-gateway';
 
 /**
@@ -16,7 +17,10 @@ import type { OtaDeviceListener } from '#core/devices/device-gateway';
 export interface MemoryBroker {
   broker: DeviceBroker;
   metrics: ReturnType<typeof createMetrics>;
-  /** What the handlers handed the domain, in order: `heartbeat SERIAL`, `offline SERIAL last_will`, ... */
+  /**
+   * What the handlers handed the domain, in order: `heartbeat SERIAL`, `offline SERIAL last_will`,
+   * `refused SERIAL topic_not_allowed TOPIC`, `field SERIAL ip invalid_format`, ...
+   */
   heard: string[];
   /** A device (serial = client id = username) connected over an in-memory stream. */
   connect(serial: string, options?: IClientOptions & { password?: string }): Promise<MqttClient>;
@@ -49,7 +53,10 @@ export function duplexPair(): [Duplex, Duplex] {
   return [sides[0]!, sides[1]!];
 }
 
-export async function startMemoryBroker(devices: Record<string, string>): Promise<MemoryBroker> {
+export async function startMemoryBroker(
+  devices: Record<string, string>,
+  options: Pick<DeviceBrokerOptions, 'keepaliveMaxS'> = {},
+): Promise<MemoryBroker> {
   const metrics = createMetrics();
   const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
   const heard: string[] = [];
@@ -65,7 +72,12 @@ export async function startMemoryBroker(devices: Record<string, string>): Promis
     start: () => undefined,
     stop: () => Promise.resolve(),
     flush: () => Promise.resolve(),
-    heartbeat: (deviceId: string) => heard.push(`heartbeat ${serialOf(deviceId)}`),
+    heartbeat: (deviceId: string, values: HeartbeatValues, refused: RefusedField[] = []) => {
+      heard.push(`heartbeat ${serialOf(deviceId)}${Object.keys(values).length ? ` ${JSON.stringify(values)}` : ''}`);
+      for (const r of refused) heard.push(`field ${serialOf(deviceId)} ${r.field} ${r.reason}`);
+    },
+    messageRefused: (deviceId: string, input: { reason: string; topic: string }) =>
+      heard.push(`refused ${serialOf(deviceId)} ${input.reason} ${input.topic}`),
     connected: (deviceId: string) => heard.push(`online ${serialOf(deviceId)}`),
     configReported: (deviceId: string, version: number) => heard.push(`config ${serialOf(deviceId)} ${version}`),
     offline: (deviceId: string, reason: string) => heard.push(`offline ${serialOf(deviceId)} ${reason}`),
@@ -93,7 +105,7 @@ export async function startMemoryBroker(devices: Record<string, string>): Promis
     ingest,
     otaListener,
   };
-  const broker = await DeviceBroker.create({ metrics, logger, sweepIntervalMs: 60_000 });
+  const broker = await DeviceBroker.create({ metrics, logger, sweepIntervalMs: 60_000, ...options });
   await broker.start(domain);
   const clients: MqttClient[] = [];
   return {

@@ -41,7 +41,7 @@ export async function claimForMqtt(
   );
 }
 
-/** Protocol v1 connect options (decisions.md): client id = username = serial, clean false, Last Will offline. */
+/** Protocol v1 connect options (docs/device-protocol.md "Connecting"): client id = username = serial, clean false, Last Will offline. */
 export function deviceOptions(creds: DeviceCreds, extra: Partial<IClientOptions> = {}): IClientOptions {
   return {
     clientId: creds.serial,

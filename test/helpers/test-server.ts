@@ -1,6 +1,6 @@
 import { loadConfig, type Config } from '#core/config';
 import { startFleetService, type FleetService } from '#api/app';
-import { createLogger } from '#core/logger';
+import { createLogger, type Logger } from '#core/logger';
 import type { Clock } from '#core/shared/clock';
 import { createTestDatabase, type TestDatabase } from './test-database';
 import { ApiClient } from './api-client';
@@ -45,6 +45,8 @@ export async function startTestServer(
     env?: Record<string, string>;
     resolveHost?: HostResolver;
     /** CA of the service certificate, for the account API clients over HTTPS. */ tlsCa?: string;
+    /** The service's logger (a test that reads what was logged); default: LOG_LEVEL to stdout. */
+    logger?: Logger;
   } = {},
 ): Promise<TestServer> {
   const db = await createTestDatabase();
@@ -59,7 +61,7 @@ export async function startTestServer(
     WEBHOOK_ALLOW_PRIVATE: 'true',
     ...options.env,
   });
-  const logger = createLogger(config.logLevel);
+  const logger = options.logger ?? createLogger(config.logLevel);
   const extra = {
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}),

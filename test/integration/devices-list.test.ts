@@ -96,6 +96,10 @@ describe('GET /api/v1/devices', () => {
       uptime_s: null,
       rssi: null,
       claimed_at: expect.any(String),
+      firmware_reported_invalid: null,
+      refused_messages: {},
+      last_refused_message: null,
+      refused_fields: {},
     });
   });
 

@@ -83,6 +83,8 @@ describe('firmware signing key and signed uploads', () => {
     }
     const res = await putKey(a, { public_key: privatePem });
     expect(res.body.detail).toMatch(/private key/);
+    // The field errors name the body's field, not the domain input's (`publicKey`).
+    expect(res.body.errors).toEqual([{ field: 'public_key', message: res.body.detail }]);
     expect((await putKey(a, {})).status).toBe(422);
     // Nothing changed.
     expect((await a.api.get('/api/v1/firmware/signing-key')).body.signing_key.key_id).toBe(key1.keyId);

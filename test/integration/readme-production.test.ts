@@ -44,17 +44,19 @@ describe.skipIf(missing.length > 0)('README production commands', () => {
       const [tlsBlock, certificateBlock, signingBlock] = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) =>
         m[1]!.replace(/\\\n\s*/g, ''),
       );
-      expect(tlsBlock).toContain('TLS_CERT_FILE=server.pem TLS_KEY_FILE=server.key PORT=8443 MQTT_PORT=off npm start');
+      expect(tlsBlock).toContain(
+        'TLS_CERT_FILE=.local/server.pem TLS_KEY_FILE=.local/server.key PORT=8443 MQTT_PORT=off npm start',
+      );
       const [makeFiles, afterStart] = tlsBlock!.split(/^.*npm start.*$/m) as [string, string];
 
       const made = await bash(makeFiles, dir);
       expect(made.code, made.err).toBe(0);
-      const ca = fs.readFileSync(path.join(dir, 'ca.pem'), 'utf8');
+      const ca = fs.readFileSync(path.join(dir, '.local', 'ca.pem'), 'utf8');
       server = await startTestServer({
         tlsCa: ca,
         env: {
-          TLS_CERT_FILE: path.join(dir, 'server.pem'),
-          TLS_KEY_FILE: path.join(dir, 'server.key'),
+          TLS_CERT_FILE: path.join(dir, '.local', 'server.pem'),
+          TLS_KEY_FILE: path.join(dir, '.local', 'server.key'),
           MQTT_PORT: 'off',
           MQTTS_PORT: '0',
         },
@@ -79,10 +81,14 @@ describe.skipIf(missing.length > 0)('README production commands', () => {
       expect(JSON.parse(clients.out.slice(clients.out.indexOf('{"version"')))).toMatchObject({ version: 1 });
 
       const certified = await bash(
-        ports(certificateBlock!).replace(/^KEY=flk_\.\.\..*$/m, `KEY=${account.apiKey}`),
+        `KEY=${account.apiKey}\n${ports(certificateBlock!)}`,
         dir,
       );
       expect(certified.code, `${certified.out}\n${certified.err}`).toBe(0);
+      // The device CA came with the API key: a PEM certificate, not a 401 answer.
+      expect(fs.readFileSync(path.join(dir, '.local', 'device-ca.pem'), 'utf8')).toMatch(
+        /^-----BEGIN CERTIFICATE-----\n[\s\S]+-----END CERTIFICATE-----\n?$/,
+      );
       await expect
         .poll(async () => (await account.api.get('/api/v1/devices/LX200-000001')).body.firmware)
         .toBe('1.0.0');
@@ -90,8 +96,7 @@ describe.skipIf(missing.length > 0)('README production commands', () => {
       expect(certificates).toHaveLength(1);
       expect(certificates[0].revoked_at).not.toBeNull();
 
-      // Signed firmware: the image stands in for a build's; KEY comes from the block above.
-      fs.writeFileSync(path.join(dir, 'fw-1.2.0.bin'), Buffer.alloc(4096, 7));
+      // Signed firmware: the block makes its own image; KEY is the Quick start placeholder.
       const signed = await bash(`KEY=${account.apiKey}\n${ports(signingBlock!)}`, dir);
       expect(signed.code, `${signed.out}\n${signed.err}`).toBe(0);
       const keyId = (await account.api.get('/api/v1/firmware/signing-key')).body.signing_key.key_id as string;
@@ -100,6 +105,17 @@ describe.skipIf(missing.length > 0)('README production commands', () => {
         signed: true,
         key_id: keyId,
       });
+
+      // Every file those commands made is in .local/, which git ignores: no private key or
+      // device password is left for `git add -A` in the repository root.
+      expect(fs.readdirSync(dir)).toEqual(['.local']);
+      expect(fs.readdirSync(path.join(dir, '.local'))).toEqual(
+        expect.arrayContaining(['ca.key', 'server.key', 'signing-key.pem', 'LX200-000001.key']),
+      );
+      const ignored = spawnSync('git', ['check-ignore', '--no-index', '.local/ca.key', '.local/demo-devices.json'], {
+        cwd: root,
+      });
+      expect(ignored.stdout.toString().trim().split('\n')).toEqual(['.local/ca.key', '.local/demo-devices.json']);
     },
   );
 });

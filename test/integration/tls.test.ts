@@ -256,7 +256,7 @@ describe.skipIf(!canRun)('TLS for people and devices', () => {
       '-q',
       '1',
     ];
-    // The retained desired configuration arrives on subscribe.
+    // The desired configuration arrives on subscribe (once per connection).
     const { stdout } = await run('mosquitto_sub', [...common, '-t', topics.config('TLS-MOSQ'), '-C', '1', '-W', '10']);
     expect(JSON.parse(stdout).config.dim_level).toBe(42);
     await run('mosquitto_pub', [

@@ -143,6 +143,7 @@ describe('OTA: a finished job is not sent again when its device comes back', { t
     await server.service.services.gateway.publishOta('RP-1', {
       jobId: job,
       version: '2.0.0',
+      model: 'LX-200',
       url: 'http://127.0.0.1/firmware/stale',
       sha256: command.sha256,
       size: command.size,

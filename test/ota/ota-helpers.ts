@@ -53,6 +53,7 @@ export const signFirmware = (privateKey: KeyObject, bytes: Buffer): string =>
 
 import type { TestServer } from '../helpers/test-server';
 import { SimulatedDevice, type SimulatedDeviceOptions } from '#simulator/simulated-device';
+import { scaledReconnectPolicy } from '#simulator/reconnect-backoff';
 
 /** Claims devices through the API and returns their MQTT credentials. */
 export async function claimWithCredentials(
@@ -77,6 +78,8 @@ export async function startSimulated(
       new SimulatedDevice({
         heartbeatS: 2,
         rebootMs: 100,
+        // The documented waits, a quarter as long: a restarted test service is back in a second.
+        reconnect: scaledReconnectPolicy(0.25),
         ...options,
         credentials: c,
         brokerUrl: server.service.mqttUrl!,

@@ -27,11 +27,15 @@ type Command = {
  * the key id, on every path a command takes (first dispatch, re-send on subscribe, re-send by
  * the sweep), and they verify with node:crypto the way docs/device-protocol.md tells a device
  * to; a version signed with a key that was since rotated keeps that key. Simulated modules that
- * trust a key install what it signed and refuse the rest with `signature_invalid`.
+ * trust a key install what it signed and refuse the rest with `signature_invalid`. Unsigned
+ * commands come from an account without a key (`u`): an account with one refuses to deploy an
+ * unsigned version (422 firmware_unsigned, test/services/firmware-signatures.test.ts).
  */
 describe('signed firmware in OTA commands', { timeout: 120_000 }, () => {
   let server: TestServer;
   let a: TestAccount;
+  /** An account without a signing key: its versions go unsigned. */
+  let u: TestAccount;
   const clients: MqttClient[] = [];
   const simulated: SimulatedDevice[] = [];
   const key1 = newSigningKey();
@@ -52,6 +56,9 @@ describe('signed firmware in OTA commands', { timeout: 120_000 }, () => {
       .where({ id: a.apiKeyId })
       .update({ rate_limit_per_minute: 1_000_000 });
     await buildModel(a, 'LX-200');
+    u = await server.createAccount();
+    await buildModel(u, 'LX-200');
+    await uploadFirmware(u, { model: 'LX-200', version: '1.0.0', bytes: images['1.0.0'], expectStatus: 201 });
     const putKey = async (publicPem: string) =>
       expect(
         (await a.api.request('PUT', '/api/v1/firmware/signing-key', { body: { public_key: publicPem } })).status,
@@ -89,25 +96,27 @@ describe('signed firmware in OTA commands', { timeout: 120_000 }, () => {
   });
 
   const ota = () => server.service.services.ota;
-  const connect = async (c: Creds, firmware: string, subscribe = true) => {
+  const connect = async (c: Creds, firmware: string, subscribe = true, account = a) => {
     const client = await connectDevice(server.service.mqttUrl!, c);
     clients.push(client);
     const seen = collect(client);
     if (subscribe) await client.subscribeAsync(topics.ota(c.serial), { qos: 1 });
     await client.publishAsync(topics.heartbeat(c.serial), heartbeat({ firmware }), { qos: 1 });
-    await expect.poll(async () => (await a.api.get(`/api/v1/devices/${c.serial}`)).body.firmware, poll).toBe(firmware);
+    await expect
+      .poll(async () => (await account.api.get(`/api/v1/devices/${c.serial}`)).body.firmware, poll)
+      .toBe(firmware);
     const commands = () =>
       seen.filter((m) => m.topic === topics.ota(c.serial)).map((m) => JSON.parse(m.payload) as Command);
     return { client, commands };
   };
-  const deploy = async (version: string, serials: string[]) => {
-    const res = await a.api.post('/api/v1/firmware/deploy', { firmware_version: version, serials });
+  const deploy = async (version: string, serials: string[], account = a) => {
+    const res = await account.api.post('/api/v1/firmware/deploy', { firmware_version: version, serials });
     expect(res.status, JSON.stringify(res.body)).toBe(202);
     await ota().idle();
     return res.body.deployment_id as string;
   };
-  const updateOf = async (deploymentId: string, serial: string) =>
-    (await a.api.get(`/api/v1/firmware/deployments/${deploymentId}/devices?limit=1000`)).body.devices.find(
+  const updateOf = async (deploymentId: string, serial: string, account = a) =>
+    (await account.api.get(`/api/v1/firmware/deployments/${deploymentId}/devices?limit=1000`)).body.devices.find(
       (d: { serial: string }) => d.serial === serial,
     );
   /** What a device does: hash the downloaded image, then check the signature over those 32 bytes with the key it trusts. */
@@ -143,7 +152,10 @@ describe('signed firmware in OTA commands', { timeout: 120_000 }, () => {
   });
 
   it('the re-send to a device that subscribed late is signed with the current key; an unsigned version has neither field', async () => {
-    const creds = (await claimWithCredentials(a, { serials: ['SIG-2', 'SIG-3'], model: 'LX-200' })) as Creds[];
+    const creds = [
+      ...(await claimWithCredentials(a, { serials: ['SIG-2'], model: 'LX-200' })),
+      ...(await claimWithCredentials(u, { serials: ['SIG-3'], model: 'LX-200' })),
+    ] as Creds[];
     const late = await connect(creds[0]!, '1.0.0', false);
     const id = await deploy('3.0.0', ['SIG-2']);
     await expect.poll(async () => (await updateOf(id, 'SIG-2')).state, poll).toBe('sent');
@@ -152,17 +164,17 @@ describe('signed firmware in OTA commands', { timeout: 120_000 }, () => {
     expect(late.commands()[0]).toMatchObject({ version: '3.0.0', key_id: key2.keyId });
     expect(await verifiesWith(late.commands()[0]!, key2.publicPem)).toBe(true);
 
-    const old = await connect(creds[1]!, '0.5.0');
-    await deploy('1.0.0', ['SIG-3']);
+    const old = await connect(creds[1]!, '0.5.0', true, u);
+    await deploy('1.0.0', ['SIG-3'], u);
     await expect.poll(() => old.commands().length, poll).toBe(1);
-    expect(Object.keys(old.commands()[0]!).sort()).toEqual(['job_id', 'sha256', 'size', 'url', 'version']);
+    expect(Object.keys(old.commands()[0]!).sort()).toEqual(['job_id', 'model', 'sha256', 'size', 'url', 'version']);
   });
 
   it('a simulated module trusting a key installs what it signed and reports signature_invalid for an image signed with another key, a tampered one and an unsigned one', async () => {
-    const creds = (await claimWithCredentials(a, {
-      serials: ['SIM-GOOD', 'SIM-OLDKEY', 'SIM-TAMPER', 'SIM-UNSIGNED'],
-      model: 'LX-200',
-    })) as Creds[];
+    const creds = [
+      ...(await claimWithCredentials(a, { serials: ['SIM-GOOD', 'SIM-OLDKEY', 'SIM-TAMPER'], model: 'LX-200' })),
+      ...(await claimWithCredentials(u, { serials: ['SIM-UNSIGNED'], model: 'LX-200' })),
+    ] as Creds[];
     const [good, oldKey, tamper, unsigned] = creds as [Creds, Creds, Creds, Creds];
     simulated.push(
       ...(await startSimulated(server, [good, oldKey, tamper], { firmware: '1.0.0', signingKey: key2.publicKey })),
@@ -184,7 +196,7 @@ describe('signed firmware in OTA commands', { timeout: 120_000 }, () => {
       good: await deploy('3.0.0', ['SIM-GOOD']),
       oldKey: await deploy('2.0.0', ['SIM-OLDKEY']),
       tamper: await deploy('4.0.0', ['SIM-TAMPER']),
-      unsigned: await deploy('1.0.0', ['SIM-UNSIGNED']),
+      unsigned: await deploy('1.0.0', ['SIM-UNSIGNED'], u),
     };
     await expect.poll(async () => (await updateOf(deployments.good, 'SIM-GOOD')).state, poll).toBe('succeeded');
     expect((await a.api.get('/api/v1/devices/SIM-GOOD')).body.firmware).toBe('3.0.0');
@@ -195,8 +207,11 @@ describe('signed firmware in OTA commands', { timeout: 120_000 }, () => {
     };
     const serialOf = { oldKey: 'SIM-OLDKEY', tamper: 'SIM-TAMPER', unsigned: 'SIM-UNSIGNED' } as const;
     for (const [name, pattern] of Object.entries(failures) as Array<[keyof typeof failures, RegExp]>) {
-      await expect.poll(async () => (await updateOf(deployments[name], serialOf[name])).state, poll).toBe('failed');
-      expect((await updateOf(deployments[name], serialOf[name])).error, name).toMatch(pattern);
+      const account = name === 'unsigned' ? u : a;
+      await expect
+        .poll(async () => (await updateOf(deployments[name], serialOf[name], account)).state, poll)
+        .toBe('failed');
+      expect((await updateOf(deployments[name], serialOf[name], account)).error, name).toMatch(pattern);
     }
     expect((await a.api.get('/api/v1/devices/SIM-OLDKEY')).body.firmware).toBe('1.0.0');
     expect((await a.api.get('/api/v1/devices/SIM-TAMPER')).body.firmware).toBe('1.0.0');

@@ -56,7 +56,7 @@ describe.skipIf(missing.length > 0)('signed firmware document', { timeout: 120_0
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it('its commands make a key pair, register it, sign and upload a release, and rotate the key', async () => {
+  it('its commands make a key pair, register it, sign and upload a release, rotate the key, and sign a release uploaded before the key', async () => {
     const script = blocks(doc, 'sh').join('\n');
     const filled = script
       .replace(/^export API=http:\/\/localhost:8080\/api\/v1$/m, `export API=${server.service.httpUrl}/api/v1`)
@@ -68,6 +68,7 @@ describe.skipIf(missing.length > 0)('signed firmware document', { timeout: 120_0
       'openssl pkey -in signing-key.pem -pubout',
       'openssl pkeyutl -sign -inkey signing-key.pem -rawin',
       '-X PUT',
+      '/signature',
     ])
       expect(script).toContain(command);
 
@@ -93,6 +94,15 @@ describe.skipIf(missing.length > 0)('signed firmware document', { timeout: 120_0
     expect(keys.retired_keys.map((k: { key_id: string }) => k.key_id)).toEqual([firstKey]);
     // The private key stayed where it was made.
     expect(JSON.stringify(keys)).not.toContain('PRIVATE KEY');
+
+    // Section 6: the release uploaded before the key was refused (dry run), then signed with the
+    // current key, after which the dry run went.
+    expect(run.out).toMatch(/"code": "firmware_unsigned"/);
+    const old = (await account.api.get('/api/v1/firmware/versions?model=Luma-100')).body.versions.find(
+      (v: { version: string }) => v.version === '1.1.0',
+    );
+    expect(old).toMatchObject({ signed: true, key_id: secondKey });
+    expect(run.out).toMatch(/"dry_run": true/);
   });
 
   it('the Node check of the device protocol accepts the signed image and refuses a changed one', async () => {

@@ -7,6 +7,8 @@ import { createHash, generateKeyPairSync } from 'node:crypto';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { buildFirmwareVersion, buildModel } from '../helpers/factories';
 import { ifStarted } from '../helpers/teardown';
+import net from 'node:net';
+import { Aedes } from 'aedes';
 
 /** `npm run simulator -- ...` as a user runs it (a child process, not a TTY). */
 function run(args: string[], signalAfterMs?: number): Promise<{ code: number | null; out: string; err: string }> {
@@ -170,6 +172,81 @@ describe('simulator command line', () => {
     expect(missing.code).toBe(2);
     expect(missing.err).toContain('cannot be read');
   });
+
+  it('without --broker-url, asks the service where its broker is (GET /api/v1/device-endpoints) and confirms the devices are online', async () => {
+    const endpoints = await account.api.get('/api/v1/device-endpoints');
+    expect(endpoints.status).toBe(200);
+    expect(endpoints.body).toEqual({
+      mqtt_url: `mqtt://127.0.0.1:${server.service.mqttPort}`,
+      mqtts_url: null,
+      websocket_url: `ws://127.0.0.1:${server.service.httpPort}/mqtt`,
+    });
+    const res = await run([
+      '--count',
+      '2',
+      '--claim',
+      '--serial-prefix',
+      'DISC',
+      '--api-url',
+      server.service.httpUrl,
+      '--api-key',
+      account.apiKey,
+      '--model',
+      'Luma-100',
+      '--firmware',
+      '1.0.0',
+      '--heartbeat-s',
+      '0.5',
+      '--duration',
+      '1',
+    ]);
+    expect(res.code, res.err).toBe(0);
+    expect(res.out).toContain(`broker: mqtt://127.0.0.1:${server.service.mqttPort} (from ${server.service.httpUrl}/api/v1/device-endpoints)`);
+    expect(res.out).toContain('the service sees 2 online');
+    // Neither --broker-url nor the API: nothing to connect to.
+    const none = await run(['--count', '1', '--firmware', '1.0.0', '--credentials', 'x.json']);
+    expect(none.code).toBe(2);
+    expect(none.err).toContain('--api-url and --api-key are required to ask the service for its broker');
+  });
+
+  it('devices connected to another broker: fails, saying the service sees none online', async () => {
+    // Another broker that accepts anyone (a Mosquitto on 1883, say).
+    const other = await Aedes.createBroker();
+    const tcp = net.createServer(other.handle);
+    await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve));
+    const port = (tcp.address() as net.AddressInfo).port;
+    try {
+      const res = await run([
+        '--count',
+        '2',
+        '--claim',
+        '--serial-prefix',
+        'WRONG',
+        '--broker-url',
+        `mqtt://127.0.0.1:${port}`,
+        '--api-url',
+        server.service.httpUrl,
+        '--api-key',
+        account.apiKey,
+        '--model',
+        'Luma-100',
+        '--firmware',
+        '1.0.0',
+        '--heartbeat-s',
+        '0.5',
+        '--duration',
+        '30',
+      ]);
+      expect(res.out).toContain('connected 2/2');
+      expect(res.code).toBe(1);
+      expect(res.err).toContain(
+        `2 connected to mqtt://127.0.0.1:${port} but the service at ${server.service.httpUrl} sees 0 online: is that the right broker?`,
+      );
+    } finally {
+      await new Promise<void>((resolve) => other.close(() => resolve()));
+      tcp.close();
+    }
+  }, 60_000);
 
   it('refuses bad arguments with a message and the usage', async () => {
     const res = await run(['--count', 'many', '--broker-url', 'mqtt://x']);

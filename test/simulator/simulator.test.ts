@@ -11,6 +11,7 @@ import { Fleet, claimDevices, loadCredentials, saveCredentials, makeSerials } fr
 import type { OtaDeviceListener, OtaProgressReport } from '#core/devices/device-gateway';
 import { listenInsteadOfOtaEngine } from '../helpers/stand-ins';
 import { ifStarted } from '../helpers/teardown';
+import { scaledReconnectPolicy } from '#simulator/reconnect-backoff';
 
 /** The simulator engine against a real server: claim flow, configuration, OTA for real. */
 describe('simulator engine', () => {
@@ -95,6 +96,7 @@ describe('simulator engine', () => {
       firmware: '1.0.0',
       heartbeatS: 0.5,
       rebootMs: 100,
+      reconnect: scaledReconnectPolicy(0.25),
       ...extra,
     });
     fleets.push(fleet);
@@ -169,12 +171,71 @@ describe('simulator engine', () => {
     expect(fleet.devices[0]!.appliedConfigVersion).toBe(res.body.config.desired_version);
   });
 
+  it('applies any configuration version other than the one it applied last, a lower one too', async () => {
+    const fleet = await newFleet('CONFDOWN', 1);
+    await fleet.start();
+    await account.api.patch('/api/v1/devices/CONFDOWN-000001', { config: { dim_level: 30 } });
+    await expect.poll(async () => (await device('CONFDOWN-000001')).config.in_sync, { timeout: 5000 }).toBe(true);
+    const applied = fleet.devices[0]!.appliedConfigVersion;
+    expect(applied).toBeGreaterThan(1);
+    // A configuration numbered lower than the one applied (as a module meets after its serial
+    // moved to a service that numbers from 1): the message is the whole configuration, applied.
+    await server.service.database
+      .knex('devices')
+      .where({ serial: 'CONFDOWN-000001' })
+      .update({
+        desired_config_version: 1,
+        desired_config: JSON.stringify({ dim_level: 77, heartbeat_interval_s: 60 }),
+      });
+    fleet.devices[0]!.dropConnection();
+    await expect.poll(() => fleet.devices[0]!.appliedConfigVersion, { timeout: 15_000 }).toBe(1);
+    expect(fleet.devices[0]!.config).toEqual({ dim_level: 77, heartbeat_interval_s: 60 });
+    await expect.poll(async () => (await device('CONFDOWN-000001')).config.in_sync, { timeout: 5000 }).toBe(true);
+  });
+
+  it('refuses a command for another model before downloading anything, with error_code wrong_model', async () => {
+    const fleet = await newFleet('MODEL', 1, { model: 'Luma-100' });
+    await fleet.start();
+    await expect.poll(() => ready.has('MODEL-000001')).toBe(true);
+    const jobId = '7b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a07';
+    await server.service.services.gateway.publishOta('MODEL-000001', {
+      jobId,
+      version: '1.1.0',
+      model: 'Luma-200',
+      url: `${filesUrl}/fw.bin`,
+      sha256,
+      size: image.length,
+    });
+    await expect
+      .poll(() => progress.find((p) => p.serial === 'MODEL-000001' && p.report.state === 'failed')?.report)
+      .toMatchObject({ jobId, errorCode: 'wrong_model', error: expect.stringMatching(/Luma-200.*Luma-100/) });
+    expect(progress.filter((p) => p.serial === 'MODEL-000001').map((p) => p.report.state)).toEqual(['failed']);
+    expect(fleet.devices[0]!.firmware).toBe('1.0.0');
+    // Its own model's image it installs.
+    await server.service.services.gateway.publishOta('MODEL-000001', {
+      jobId: '7b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a08',
+      version: '1.1.0',
+      model: 'Luma-100',
+      url: `${filesUrl}/fw.bin`,
+      sha256,
+      size: image.length,
+    });
+    await expect.poll(() => fleet.devices[0]!.outcomes.succeeded, { timeout: 10_000 }).toBe(1);
+  });
+
   it('performs an OTA command for real: download, sha256, install, reboot, back on the new version; a redelivered job is not applied twice', async () => {
     const fleet = await newFleet('OTA', 1);
     await fleet.start();
     await expect.poll(() => ready.has('OTA-000001')).toBe(true);
     const jobId = '0b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a01';
-    const command = { jobId, version: '1.1.0', url: `${filesUrl}/fw.bin`, sha256, size: image.length };
+    const command = {
+      jobId,
+      version: '1.1.0',
+      model: 'Luma-100',
+      url: `${filesUrl}/fw.bin`,
+      sha256,
+      size: image.length,
+    };
     await server.service.services.gateway.publishOta('OTA-000001', command);
     await expect.poll(() => fleet.devices[0]!.outcomes.succeeded, { timeout: 10_000 }).toBe(1);
     const states = progress.filter((p) => p.serial === 'OTA-000001').map((p) => p.report.state);
@@ -190,12 +251,23 @@ describe('simulator engine', () => {
       await fleet.devices[0]!.runOta({
         job_id: jobId,
         version: command.version,
+        model: command.model,
         url: command.url,
         sha256,
         size: image.length,
       }),
     ).toBe('duplicate');
     expect(fleet.devices[0]!.outcomes.succeeded).toBe(1);
+    // The same job from the service again (a re-send): deduplicated by job id, the final word repeated.
+    const received = fleet.devices[0]!.commandsReceived;
+    const succeededReports = () =>
+      progress.filter((p) => p.serial === 'OTA-000001' && p.report.state === 'succeeded').length;
+    const before = succeededReports();
+    await server.service.services.gateway.publishOta('OTA-000001', command);
+    await expect.poll(() => fleet.devices[0]!.commandsReceived).toBe(received + 1);
+    await expect.poll(succeededReports).toBe(before + 1);
+    expect(fleet.devices[0]!.outcomes.succeeded).toBe(1);
+    expect(fleet.devices[0]!.firmware).toBe('1.1.0');
   });
 
   it('holds downloads while asked: the command is taken, nothing is fetched or reported until the release', async () => {
@@ -206,6 +278,7 @@ describe('simulator engine', () => {
     await server.service.services.gateway.publishOta('HOLD-000001', {
       jobId: '4b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a05',
       version: '1.1.0',
+      model: 'Luma-100',
       url: `${filesUrl}/fw.bin`,
       sha256,
       size: image.length,
@@ -226,6 +299,7 @@ describe('simulator engine', () => {
     await server.service.services.gateway.publishOta('RESUME-000001', {
       jobId: '2b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a03',
       version: '1.2.0',
+      model: 'Luma-100',
       url: `${filesUrl}/flaky.bin`,
       sha256,
       size: image.length,
@@ -244,6 +318,7 @@ describe('simulator engine', () => {
     await server.service.services.gateway.publishOta('LOST-000001', {
       jobId: jobId,
       version: '1.2.0',
+      model: 'Luma-100',
       url: `${filesUrl}/slow-404.bin`,
       sha256,
       size: image.length,
@@ -281,6 +356,7 @@ describe('simulator engine', () => {
       await server.service.services.gateway.publishOta('UNACKED-000001', {
         jobId: jobId,
         version: '1.2.0',
+        model: 'Luma-100',
         url: `${filesUrl}/slow-404.bin`,
         sha256,
         size: image.length,
@@ -303,6 +379,7 @@ describe('simulator engine', () => {
     await server.service.services.gateway.publishOta('SHA-000001', {
       jobId: '1b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a02',
       version: '1.1.0',
+      model: 'Luma-100',
       url: `${filesUrl}/fw.bin`,
       sha256: 'f'.repeat(64),
       size: image.length,
@@ -312,6 +389,7 @@ describe('simulator engine', () => {
     await expect.poll(() => progress.some((p) => p.serial === 'SHA-000001' && p.report.state === 'failed')).toBe(true);
     const failed = progress.find((p) => p.serial === 'SHA-000001' && p.report.state === 'failed')!.report;
     expect(failed.error).toMatch(/sha256 mismatch/);
+    expect(failed.errorCode).toBe('digest_mismatch');
     expect(progress.filter((p) => p.serial === 'SHA-000001').map((p) => p.report.state)).not.toContain('installing');
     expect(fleet.devices[0]!.firmware).toBe('1.0.0');
   });
@@ -330,6 +408,7 @@ describe('simulator engine', () => {
     const command = (n: number) => ({
       jobId: `6b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a0${n}`,
       version: '1.3.0',
+      model: 'Luma-100',
       url: `${filesUrl}/fw.bin`,
       sha256,
       size: image.length,
@@ -358,6 +437,10 @@ describe('simulator engine', () => {
       .poll(() => failure(forged.serial))
       .toMatch(/^signature_invalid: the signature does not verify with key [0-9a-f]{16}/);
     await expect.poll(() => failure(missing.serial)).toMatch(/^signature_invalid: the command carries no signature/);
+    for (const d of [forged, missing])
+      expect(progress.find((p) => p.serial === d.serial && p.report.state === 'failed')?.report.errorCode).toBe(
+        'signature',
+      );
     for (const d of [forged, missing]) {
       expect(d.firmware).toBe('1.0.0');
       expect(progress.filter((p) => p.serial === d.serial).map((p) => p.report.state)).not.toContain('installing');
@@ -372,6 +455,7 @@ describe('simulator engine', () => {
       await server.service.services.gateway.publishOta(d.serial, {
         jobId: `2b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a0${i}`,
         version: '1.1.0',
+        model: 'Luma-100',
         url: `${filesUrl}/fw.bin`,
         sha256,
         size: image.length,
@@ -391,6 +475,18 @@ describe('simulator engine', () => {
       .toEqual(fleet.devices.map((d) => d.serial).sort());
     const finals = finalsNow();
     for (const f of finals) expect(f.report.error).toMatch(/\w+.*: |reverted|refused|failed/);
+    // Each failure names its reason from the protocol's vocabulary.
+    for (const f of finals) {
+      const expected =
+        f.report.state === 'rolled_back'
+          ? 'boot_failed'
+          : /flash write/.test(f.report.error!)
+            ? 'flash_write'
+            : /voltage/.test(f.report.error!)
+              ? 'low_power'
+              : 'download';
+      expect(f.report.errorCode, f.report.error).toBe(expected);
+    }
     for (const d of fleet.devices) expect(d.firmware).toBe('1.0.0');
   });
 });

@@ -31,6 +31,7 @@ const rows = (prefix: string, n: number): CommandJob[] =>
     serial: `${prefix}-${i}`,
     targetVersion: '2.0.0',
     firmwareVersionId: 'fw',
+    model: 'LX-200',
     sha256: 'ab',
     size: 10,
   }));

@@ -83,6 +83,30 @@ describe('webhooks', () => {
     expect((await account.api.get('/api/v1/webhooks')).body.webhooks).toHaveLength(0);
   });
 
+  it('names the fields of the REST body in its errors, not those of the domain input', async () => {
+    // A repeated event type passes the body's schema; the service refuses it (its `eventTypes`).
+    const created = await account.api.post('/api/v1/webhooks', {
+      url: receiver.url,
+      event_types: ['device.online', 'device.online'],
+    });
+    expect(created.status).toBe(422);
+    expect(created.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(created.body).toMatchObject({ code: 'validation_failed', errors: [{ field: 'event_types' }] });
+
+    const ok = await account.api.post('/api/v1/webhooks', { url: receiver.url, event_types: ['device.online'] });
+    expect(ok.status).toBe(201);
+    const updated = await account.api.patch(`/api/v1/webhooks/${ok.body.webhook.id}`, {
+      event_types: ['device.offline', 'device.offline'],
+    });
+    expect(updated.status).toBe(422);
+    expect(updated.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(updated.body).toMatchObject({ code: 'validation_failed', errors: [{ field: 'event_types' }] });
+    expect((await account.api.get(`/api/v1/webhooks/${ok.body.webhook.id}`)).body.webhook.event_types).toEqual([
+      'device.online',
+    ]);
+    await account.api.delete(`/api/v1/webhooks/${ok.body.webhook.id}`);
+  });
+
   it('delivers signed events {id, type, occurred_at, data} and keeps other accounts out', async () => {
     const created = await account.api.post('/api/v1/webhooks', {
       url: receiver.url,

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { loadConfig } from '#core/config';
+import { ConfigurationError, loadConfig } from '#core/config';
 import { createLogger } from '#core/logger';
 import { openDatabase } from '#core/db/database';
 import { createTransactionRunner } from '#core/db/transaction';
@@ -228,6 +228,8 @@ run(process.argv.slice(2)).then(
         `fleet: invalid input:\n${error.issues.map((i) => `  --${i.path.join('.')}: ${i.message}`).join('\n')}\n`,
       );
     else if (error instanceof DomainError) process.stderr.write(`fleet: ${error.message}\n`);
+    else if (error instanceof ConfigurationError)
+      for (const line of error.lines) process.stderr.write(`fleet: ${line}\n`);
     else process.stderr.write(`fleet: ${(error as Error).message}\n`);
     process.exit(error instanceof UsageError ? 2 : 1);
   },

@@ -1,9 +1,12 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { appRoot } from '#core/shared/app-root';
 
-/** Folder of the SDL files: the schema is written in `.graphql`, the single source for server, docs and portal. */
-export const SCHEMA_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'schema');
+/**
+ * Folder of the SDL files: the schema is written in `.graphql`, the single source for server, docs
+ * and portal. Found from the package root, where `npm run build` copies it too.
+ */
+export const SCHEMA_DIR = path.join(appRoot(import.meta.url), 'api', 'src', 'graphql', 'schema');
 
 /**
  * The SDL files, one per area (each paired with `resolvers/<area>.resolvers.ts`), in the order

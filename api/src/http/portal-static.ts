@@ -1,10 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import express, { type Router } from 'express';
+import { appRoot } from '#core/shared/app-root';
 
-/** Where `npm run build:portal` writes the portal (vite build of portal/). */
-export const PORTAL_DIST = fileURLToPath(new URL('../../../portal/dist', import.meta.url));
+/**
+ * Where `npm run build:portal` writes the portal (vite build of portal/), below the package root;
+ * `npm run build` puts it at the same place in the artifact.
+ */
+export const PORTAL_DIST = path.join(appRoot(import.meta.url), 'portal', 'dist');
 
 /** Paths the portal never answers (the API, GraphQL, probes): they keep their own 404s. */
 const NOT_PORTAL = /^\/(api|graphql|healthz|readyz|metrics|mqtt|firmware-files|downloads)(\/|$)/;

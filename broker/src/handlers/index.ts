@@ -4,6 +4,8 @@ import { handleHeartbeat } from './heartbeat';
 import { handleStatus } from './status';
 import { handleOtaProgress } from './ota-progress';
 import { handleConfigReported } from './config-reported';
+import { handleCredentialsAck } from './credentials-ack';
+import { handleCsr } from './csr';
 
 /** One handler per device-to-service topic (Aedes style: one file per kind behind one table). */
 export const HANDLERS: Record<DevicePublishKind, TopicHandler> = {
@@ -11,4 +13,6 @@ export const HANDLERS: Record<DevicePublishKind, TopicHandler> = {
   status: handleStatus,
   'ota/progress': handleOtaProgress,
   'config/reported': handleConfigReported,
+  'credentials/ack': handleCredentialsAck,
+  csr: handleCsr,
 };

@@ -1,11 +1,12 @@
-import { OtaProgress, parsePayload } from '#protocol/payloads';
+import { ReceivedOtaProgress, parsePayload } from '#protocol/payloads';
 import { isUuid } from '#core/shared/ids';
 import { progressReport } from '../device-messages';
 import type { TopicHandler } from './context';
 
 /** `devices/{serial}/ota/progress`: validated here, judged by the OTA engine (late or foreign job ids are its call). */
 export const handleOtaProgress: TopicHandler = (ctx, session, payload) => {
-  const parsed = parsePayload(OtaProgress, payload);
+  // `error_code` is read apart (an unknown code is `other`, never a reason to drop the report).
+  const parsed = parsePayload(ReceivedOtaProgress, payload);
   if (!parsed.ok) return parsed;
   // Job ids are the service's own UUIDs: anything else cannot name a job of this device.
   if (!isUuid(parsed.value.job_id)) return { ok: false, reason: 'invalid' };

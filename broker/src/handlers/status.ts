@@ -1,5 +1,6 @@
 import { StatusMessage, parsePayload } from '#protocol/payloads';
-import type { TopicHandler } from './context';
+import type { OfflineReason } from '#core/devices/presence-changes';
+import type { HandlerContext, TopicHandler } from './context';
 
 /**
  * `devices/{serial}/status`: `online` counts as being heard; `offline` (a graceful goodbye, or
@@ -11,6 +12,12 @@ export const handleStatus: TopicHandler = (ctx, session, payload) => {
   if (!parsed.ok) return parsed;
   if (!ctx.isCurrent()) return { ok: true };
   if (parsed.value.state === 'online') ctx.ingest.connected(session.deviceId);
-  else ctx.ingest.offline(session.deviceId, ctx.isWill ? 'last_will' : 'status_offline');
+  else ctx.ingest.offline(session.deviceId, offlineReason(ctx));
   return { ok: true };
 };
+
+/** The Will of a connection that stopped answering says why it went: its keepalive ran out. */
+function offlineReason(ctx: HandlerContext): OfflineReason {
+  if (!ctx.isWill) return 'status_offline';
+  return ctx.keepaliveTimedOut ? 'keepalive_timeout' : 'last_will';
+}

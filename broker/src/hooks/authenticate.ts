@@ -7,6 +7,7 @@ import type { DeviceAuthService, DeviceSession } from '#core/devices/device-auth
 const IDENTIFIER_REJECTED = 2;
 const SERVER_UNAVAILABLE = 3;
 const BAD_USERNAME_OR_PASSWORD = 4;
+const NOT_AUTHORIZED = 5;
 
 function refusal(message: string, returnCode: number): AuthenticateError {
   // Aedes declares these codes as an ambient const enum (AuthErrorCode), whose members cannot be
@@ -77,7 +78,12 @@ export function makeAuthenticate(input: {
         const serial = result.reason === 'invalid_client' ? undefined : client.id;
         input.onRefused(client, result.reason, serial);
         if (result.reason === 'invalid_client') done(refusal('identifier rejected', IDENTIFIER_REJECTED), false);
-        // Unknown serial and wrong password look the same to the caller (no serial probing).
+        // Not claimed (or unclaimed since): no secret of the device will do, so it backs off long
+        // instead of trying its other secrets. Whether a serial is claimed is no secret: a claim
+        // answers `already_claimed` to any account. docs/device-protocol.md "CONNACK codes".
+        else if (result.reason === 'unknown_serial') done(refusal('not authorized', NOT_AUTHORIZED), false);
+        // This password or certificate is not (or no longer) valid: the device may try the other
+        // secret it holds (the one before a rotation, or its password after a certificate).
         else done(refusal('bad user name or password', BAD_USERNAME_OR_PASSWORD), false);
       })
       .catch((err: unknown) => {

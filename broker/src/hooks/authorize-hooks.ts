@@ -3,12 +3,14 @@ import type { Logger } from '#core/logger';
 import type { Metrics } from '#core/metrics';
 import { topics, type DevicePublishKind } from '#protocol/topics';
 import { HANDLERS } from '../handlers/index';
-import type { HandlerContext, HandlerResult } from '../handlers/context';
+import type { CredentialRequests, HandlerContext, HandlerResult } from '../handlers/context';
 import { LogThrottle } from '../log-throttle';
 import { MAX_GRANTED_QOS } from '../subscription-guard';
 import type { Connection, Connections } from '../connections';
 import type { OtaReadiness } from '../ota-readiness';
-import { publishKindFor, maySubscribe, mayReceive } from './authorize';
+import type { ConfigDelivery } from '../config-delivery';
+import { RefusedPublishGuard } from '../flood-guard';
+import { publishKindFor, publishRefusalOf, maySubscribe, mayReceive } from './authorize';
 
 export interface AuthorizeHooksInput {
   connections: Connections;
@@ -17,17 +19,21 @@ export interface AuthorizeHooksInput {
   /** Device publishes handled here: Aedes does not route them (see routeOnlyUnconsumed). */
   consumed: WeakSet<PublishPacket>;
   readiness: Pick<OtaReadiness, 'firstHeartbeat'>;
+  /** One copy of each configuration version per connection. */
+  config: Pick<ConfigDelivery, 'mayDeliver'>;
+  /** Where `credentials/ack` and `csr` messages go. */
+  credentials: CredentialRequests;
   metrics: Metrics;
   logger: Logger;
 }
 
 type PublishCallback = (error?: Error | null) => void;
 
-/** The device behind a PUBLISH that passed the topic ACL. */
+/** The device behind a PUBLISH; `kind` null when the topic ACL refused it. */
 interface Publisher {
   conn: Connection;
   serial: string;
-  kind: DevicePublishKind;
+  kind: DevicePublishKind | null;
   /** A Last Will, published by the broker for a connection that is gone. */
   isWill: boolean;
 }
@@ -58,42 +64,69 @@ export class AuthorizeHooks {
       callback(publisher);
       return;
     }
+    const { kind } = publisher;
+    if (kind === null) {
+      this.refuse(publisher, packet, callback);
+      return;
+    }
     // Devices never get to leave retained messages in the broker.
     packet.retain = false;
-    const throttled = this.throttle(publisher, packet);
+    const throttled = this.throttle({ ...publisher, kind }, packet);
     if (throttled !== 'ok') {
       callback(throttled === 'disconnect' ? new Error('flooding') : null);
       return;
     }
-    this.acknowledge(publisher, this.handle(client, publisher, packet), callback);
+    this.acknowledge(publisher, this.handle(client, { ...publisher, kind }, packet), callback);
   }
 
-  /** Whose connection it is and what the topic is for it; an Error when it may not publish there. */
+  /** Whose connection it is and what the topic is for it (`kind` null: the topic ACL refuses it). */
   private authorize(client: Client, packet: PublishPacket): Publisher | Error {
     const conn = this.input.connections.of(client);
     if (!conn) return new Error('not authorized');
     const { serial } = conn.session;
-    const kind = publishKindFor(serial, packet.topic);
-    if (!kind) {
-      this.input.metrics.mqttAuthorizationDenied.inc({ action: 'publish' });
-      this.logDrop(
-        serial,
-        'acl',
-        { topic: packet.topic.slice(0, 200) },
-        'publish refused by the topic ACL; disconnecting',
-      );
-      return new Error('publish not authorized');
-    }
     // A Last Will is published by the broker on behalf of a connection that is already gone.
-    return { conn, serial, kind, isWill: client.closed || !client.connected };
+    return { conn, serial, kind: publishKindFor(serial, packet.topic), isWill: client.closed || !client.connected };
+  }
+
+  /**
+   * A publish the topic ACL refuses: acknowledged (PUBACK at QoS 1, PUBREC at QoS 2, nothing at
+   * QoS 0) and dropped, never routed, counted (per reason, and per device with its topic). Closing
+   * the connection without a PUBACK, as before, made a clean=false client send it again after
+   * every reconnect, for ever. Only a flood of refusals closes it (RefusedPublishGuard).
+   */
+  private refuse(publisher: Publisher, packet: PublishPacket, callback: PublishCallback): void {
+    const { metrics } = this.input;
+    const { conn, serial } = publisher;
+    const topic = packet.topic.slice(0, 200);
+    packet.retain = false;
+    metrics.mqttAuthorizationDenied.inc({ action: 'publish' });
+    metrics.mqttPublishesRefused.inc({ reason: publishRefusalOf(serial, packet.topic) });
+    this.input.consumed.add(packet);
+    this.input.served().ingest.messageRefused(conn.session.deviceId, { reason: 'topic_not_allowed', topic });
+    // A refused Last Will counts too: its connection is gone, so closing changes nothing then.
+    if ((conn.refusedPublishes ??= new RefusedPublishGuard()).take() === 'close') {
+      metrics.mqttFloodDisconnects.inc({ reason: 'refused_publishes' });
+      this.logDrop(serial, 'acl-flood', { topic }, 'device keeps publishing outside its topics; disconnecting');
+      callback(new Error('too many refused publishes'));
+      return;
+    }
+    this.logDrop(serial, 'acl', { topic }, 'publish refused by the topic ACL; acknowledged and dropped');
+    callback(null);
   }
 
   /** The device's flood limit (a Will is exempt): over it the message is dropped, and a flood disconnects. */
-  private throttle(publisher: Publisher, packet: PublishPacket): 'ok' | 'drop' | 'disconnect' {
+  private throttle(
+    publisher: Publisher & { kind: DevicePublishKind },
+    packet: PublishPacket,
+  ): 'ok' | 'drop' | 'disconnect' {
     if (publisher.isWill) return 'ok';
     const verdict = publisher.conn.flood.take();
     if (verdict === 'ok') return 'ok';
     this.input.metrics.mqttMessagesDropped.inc({ kind: publisher.kind, reason: 'rate_limited' });
+    this.input
+      .served()
+      .ingest.messageRefused(publisher.conn.session.deviceId, { reason: 'rate_limited', topic: packet.topic });
+    if (verdict === 'disconnect') this.input.metrics.mqttFloodDisconnects.inc({ reason: 'message_rate' });
     this.logDrop(
       publisher.serial,
       'flood',
@@ -105,7 +138,11 @@ export class AuthorizeHooks {
   }
 
   /** The topic's handler, right here in the process; its outcome counted and, when refused, logged. */
-  private handle(client: Client, publisher: Publisher, packet: PublishPacket): HandlerResult {
+  private handle(
+    client: Client,
+    publisher: Publisher & { kind: DevicePublishKind },
+    packet: PublishPacket,
+  ): HandlerResult {
     const { connections, metrics, logger } = this.input;
     const { serial, kind, isWill, conn } = publisher;
     const { ingest, otaListener } = this.input.served();
@@ -114,7 +151,9 @@ export class AuthorizeHooks {
       otaListener,
       logger,
       isWill,
+      keepaliveTimedOut: conn.keepaliveTimedOut,
       isCurrent: () => connections.isCurrent(serial, client),
+      credentials: this.input.credentials,
     };
     let result: HandlerResult;
     try {
@@ -125,9 +164,15 @@ export class AuthorizeHooks {
       result = { ok: false as const, reason: 'invalid' as const };
     }
     this.input.consumed.add(packet);
-    if (result.ok) metrics.mqttMessagesAccepted.inc({ kind });
-    else {
+    if (result.ok) {
+      metrics.mqttMessagesAccepted.inc({ kind });
+      for (const r of result.refusedFields ?? []) {
+        metrics.heartbeatFieldsRefused.inc({ field: r.field, reason: r.reason });
+        this.logDrop(serial, `field:${r.field}`, { field: r.field, reason: r.reason }, 'heartbeat field refused');
+      }
+    } else {
       metrics.mqttMessagesDropped.inc({ kind, reason: result.reason });
+      ingest.messageRefused(conn.session.deviceId, { reason: result.reason, topic: packet.topic });
       this.logDrop(
         serial,
         'malformed',
@@ -185,12 +230,14 @@ export class AuthorizeHooks {
       return;
     }
     if (kind === 'ota') conn.subscribedOta = true;
+    if (kind === 'config') conn.configSubscribed = true;
     callback(null, { ...sub, qos: Math.min(sub.qos, MAX_GRANTED_QOS) as Subscription['qos'] });
   }
 
   /**
    * Delivery guard: a device only ever receives its own `ota` and `config` (live, retained or
-   * queued), and no OTA command before its connection is ready.
+   * queued), no OTA command before its connection is ready, and each configuration version at
+   * most once per connection (ConfigDelivery.mayDeliver).
    */
   forward<P extends PublishPacket>(client: Client, packet: P): P | null {
     const conn = this.input.connections.of(client);
@@ -205,6 +252,8 @@ export class AuthorizeHooks {
       this.input.logger.debug({ serial }, 'OTA command replayed from the stored session dropped');
       return null;
     }
+    if (serial !== undefined && conn && packet.topic === topics.config(serial))
+      return this.input.config.mayDeliver(conn, packet) ? packet : null;
     if (serial !== undefined && mayReceive(serial, packet.topic)) return packet;
     this.input.metrics.mqttAuthorizationDenied.inc({ action: 'forward' });
     this.logDrop(

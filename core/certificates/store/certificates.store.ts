@@ -126,3 +126,40 @@ export async function revokeCertificatesOfDevice(
     .returning('fingerprint_sha256');
   return rows.map((r) => r.fingerprint_sha256);
 }
+
+/**
+ * Revokes every certificate of a device but `keep` (a renewal that completed): returns the
+ * fingerprints it revoked.
+ */
+export async function revokeOtherCertificatesOfDevice(
+  trx: Knex.Transaction,
+  input: { deviceId: string; keep: string; now: Date; reason: RevocationReason },
+): Promise<string[]> {
+  const rows: Array<{ fingerprint_sha256: string }> = await trx('device_certificates')
+    .where({ device_id: input.deviceId })
+    .whereNot({ fingerprint_sha256: input.keep })
+    .whereNull('revoked_at')
+    .update({ revoked_at: input.now, revoked_reason: input.reason })
+    .returning('fingerprint_sha256');
+  return rows.map((r) => r.fingerprint_sha256);
+}
+
+/** Whether the device holds a certificate that is not revoked (expired ones count). */
+export async function hasUnrevokedCertificate(db: Db, input: { deviceId: string }): Promise<boolean> {
+  const row: { fingerprint_sha256: string } | undefined = await db('device_certificates')
+    .where({ device_id: input.deviceId })
+    .whereNull('revoked_at')
+    .first('fingerprint_sha256');
+  return row !== undefined;
+}
+
+/** One certificate of a device by fingerprint (revoked or not), or null. */
+export async function selectCertificateOfDevice(
+  db: Db,
+  input: { deviceId: string; fingerprint: string },
+): Promise<DeviceCertificate | null> {
+  const row: CertificateRow | undefined = await db('device_certificates')
+    .where({ device_id: input.deviceId, fingerprint_sha256: input.fingerprint })
+    .first(COLUMNS);
+  return row ? toCertificate(row) : null;
+}

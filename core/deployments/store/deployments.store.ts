@@ -11,9 +11,11 @@ import {
   type DeploymentKind,
   type DeploymentRecord,
   type DeploymentStatus,
+  type FailureCodeCount,
   type UpdateState,
 } from '../deployment-types';
 import type { Db } from '../../db/db';
+import type { OtaErrorCode } from '#protocol/payloads';
 
 interface DeploymentRow {
   id: string;
@@ -253,11 +255,29 @@ export async function countsFor(db: Db, deploymentIds: string[]): Promise<Map<st
   return map;
 }
 
+/**
+ * Failed and rolled-back updates per reported error code (null: the device gave none), most
+ * frequent first, for several deployments in one query: what dashboards group failures by.
+ */
+export async function failureCodesFor(db: Db, deploymentIds: string[]): Promise<Map<string, FailureCodeCount[]>> {
+  const map = new Map<string, FailureCodeCount[]>(deploymentIds.map((id) => [id, []]));
+  if (deploymentIds.length === 0) return map;
+  const result = await db.raw<{ rows: Array<{ deployment_id: string; code: OtaErrorCode | null; n: number }> }>(
+    `SELECT deployment_id, error_code AS code, count(*)::int AS n
+       FROM device_updates WHERE deployment_id = ANY(?::uuid[]) AND state IN ('failed', 'rolled_back')
+      GROUP BY 1, 2 ORDER BY 3 DESC, 2 NULLS LAST`,
+    [deploymentIds],
+  );
+  for (const r of result.rows) map.get(r.deployment_id)!.push({ code: r.code, count: r.n });
+  return map;
+}
+
 /** Per batch: its targets' outcome counts (see BatchTally), one query over the deployment's rows. */
 export async function tallyByBatch(db: Db, deploymentId: string): Promise<Map<number, BatchTally>> {
   const result = await db.raw<{ rows: Array<BatchTally & { batch: number }> }>(
     `SELECT batch,
             count(*) FILTER (WHERE superseded_by IS NULL AND state <> 'cancelled')::int AS total,
+            count(*) FILTER (WHERE superseded_by IS NOT NULL)::int AS superseded,
             count(*) FILTER (WHERE state IN (${sqlList(ACTIVE_STATES)}))::int AS active,
             count(*) FILTER (WHERE state = 'succeeded' AND health_failed_at IS NULL)::int AS succeeded,
             count(*) FILTER (WHERE state IN (${sqlList(FAILURE_STATES)}) OR health_failed_at IS NOT NULL)::int AS failures
@@ -266,7 +286,13 @@ export async function tallyByBatch(db: Db, deploymentId: string): Promise<Map<nu
   );
   const map = new Map<number, BatchTally>();
   for (const r of result.rows)
-    map.set(r.batch, { total: r.total, active: r.active, succeeded: r.succeeded, failures: r.failures });
+    map.set(r.batch, {
+      total: r.total,
+      superseded: r.superseded,
+      active: r.active,
+      succeeded: r.succeeded,
+      failures: r.failures,
+    });
   return map;
 }
 

@@ -37,21 +37,36 @@ const toUpdateRef = (r: UpdateRefRow): UpdateRef => ({
  */
 export async function markUpdatesSent(
   trx: Knex.Transaction,
-  input: { updates: Array<Pick<UpdateRef, 'id' | 'deviceId'>>; now: Date; deadline: Date },
+  input: {
+    /** `connection`: the broker connection the command goes out on (null when not known here). */
+    updates: Array<Pick<UpdateRef, 'id' | 'deviceId'> & { connection?: string | null }>;
+    now: Date;
+    deadline: Date;
+  },
 ): Promise<void> {
   const { updates, now, deadline } = input;
   if (updates.length === 0) return;
   await trx.raw(
     `WITH sent AS (
-       UPDATE device_updates SET state = 'sent', sent_at = ?, attempts = attempts + 1, state_changed_at = ?, deadline_at = ?
-        WHERE id = ANY(?::uuid[]) AND state = 'queued'
-       RETURNING id, account_id, device_id, deployment_id, target_version, attempts
+       UPDATE device_updates u SET state = 'sent', sent_at = ?, attempts = u.attempts + 1, state_changed_at = ?, deadline_at = ?,
+              sent_connection = v.connection
+         FROM unnest(?::uuid[], ?::text[]) AS v(id, connection)
+        WHERE u.id = v.id AND u.state = 'queued'
+       RETURNING u.id, u.account_id, u.device_id, u.deployment_id, u.target_version, u.attempts
      )
      INSERT INTO device_events (account_id, device_id, type, data, occurred_at)
      SELECT account_id, device_id, 'update_step',
             jsonb_build_object('job_id', id, 'deployment_id', deployment_id, 'target_version', target_version, 'attempts', attempts, 'state', 'sent'), ?
        FROM sent`,
-    [now, now, deadline, updates.map((r) => r.id), now],
+    // knex's RawBinding typing does not admit arrays of nullable values; pg serializes them.
+    [
+      now,
+      now,
+      deadline,
+      updates.map((r) => r.id),
+      updates.map((r) => r.connection ?? null) as unknown as string[],
+      now,
+    ],
   );
   await lockDevices(
     trx,
@@ -74,6 +89,8 @@ export async function finishUpdateRows(
     ids: string[];
     state: Extract<UpdateState, 'succeeded' | 'failed' | 'timed_out' | 'rolled_back' | 'cancelled'>;
     error: string | null;
+    /** The device's reason from the protocol's vocabulary; null when it gave none (or for other states). */
+    errorCode?: string | null;
     now: Date;
     history: Record<string, unknown>;
   },
@@ -81,12 +98,12 @@ export async function finishUpdateRows(
   if (input.ids.length === 0) return [];
   const { now } = input;
   const result = await trx.raw<{ rows: UpdateRefRow[] }>(
-    `UPDATE device_updates u SET state = ?, error = ?, finished_at = ?, state_changed_at = ?, deadline_at = NULL,
+    `UPDATE device_updates u SET state = ?, error = ?, error_code = ?, finished_at = ?, state_changed_at = ?, deadline_at = NULL,
             progress = CASE WHEN ? = 'succeeded' THEN 100 ELSE u.progress END
        FROM devices d
       WHERE u.id = ANY(?::uuid[]) AND u.state IN (${sqlList(ACTIVE_STATES)}) AND d.id = u.device_id
       RETURNING u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version`,
-    [input.state, input.error, now, now, input.state, input.ids],
+    [input.state, input.error, input.errorCode ?? null, now, now, input.state, input.ids],
   );
   const rows = result.rows;
   if (rows.length === 0) return [];

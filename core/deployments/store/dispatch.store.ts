@@ -15,6 +15,8 @@ interface CommandJobRow {
   serial: string;
   target_version: string;
   firmware_version_id: string;
+  /** The model the firmware is built for (its name): in the command, so a module can refuse another model's image. */
+  model: string;
   sha256: string;
   size: number | string;
   storage_key: string | null;
@@ -28,6 +30,7 @@ const toCommandJob = (r: CommandJobRow): CommandJob => ({
   serial: r.serial,
   targetVersion: r.target_version,
   firmwareVersionId: r.firmware_version_id,
+  model: r.model,
   sha256: r.sha256,
   // bigint: the driver gives a string.
   size: Number(r.size),
@@ -104,10 +107,11 @@ export async function lockDispatchPage(
     await trx.raw<{ rows: CandidateRow[] }>(
       `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.firmware_version_id,
             CASE WHEN d.firmware IS NULL THEN NULL ELSE d.firmware_key END AS firmware_key, d.connectivity, ${input.withConfig ? 'd.desired_config' : 'NULL AS desired_config'}, ${input.withTags ? 'd.tags' : 'NULL AS tags'},
-            f.sha256, f.size, f.storage_key, f.signature, f.signing_key_id
+            f.sha256, f.size, f.storage_key, f.signature, f.signing_key_id, m.name AS model
        FROM device_updates u
        JOIN devices d ON d.id = u.device_id
        JOIN firmware_versions f ON f.id = u.firmware_version_id
+       JOIN models m ON m.id = f.model_id
       WHERE u.id = ANY(?::uuid[])
       ORDER BY u.id`,
       [locked.map((r) => r.id)],
@@ -144,8 +148,9 @@ export async function staleSentCommands(
     await db.raw<{
       rows: Array<CommandJobRow & { account_id: string; deployment_id: string; from_version: string | null }>;
     }>(
-      `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.firmware_version_id, f.sha256, f.size, f.storage_key, f.signature, f.signing_key_id
+      `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.firmware_version_id, f.sha256, f.size, f.storage_key, f.signature, f.signing_key_id, m.name AS model
        FROM device_updates u JOIN devices d ON d.id = u.device_id JOIN firmware_versions f ON f.id = u.firmware_version_id
+       JOIN models m ON m.id = f.model_id
       WHERE u.state = 'sent' AND u.sent_at < ? AND d.connectivity = 'online'${nodeId === undefined ? '' : ' AND d.broker_node = ?'} LIMIT 5000`,
       [input.before, ...(nodeId === undefined ? [] : [nodeId])],
     )
@@ -165,8 +170,9 @@ export async function sentCommandsOfDevices(
 ): Promise<Array<CommandJob & { accountId: string }>> {
   const rows = (
     await db.raw<{ rows: Array<CommandJobRow & { account_id: string }> }>(
-      `SELECT u.id, u.account_id, u.device_id, d.serial, u.target_version, u.firmware_version_id, f.sha256, f.size, f.storage_key, f.signature, f.signing_key_id
+      `SELECT u.id, u.account_id, u.device_id, d.serial, u.target_version, u.firmware_version_id, f.sha256, f.size, f.storage_key, f.signature, f.signing_key_id, m.name AS model
        FROM device_updates u JOIN devices d ON d.id = u.device_id JOIN firmware_versions f ON f.id = u.firmware_version_id
+       JOIN models m ON m.id = f.model_id
       WHERE u.device_id = ANY(?::uuid[]) AND u.state = 'sent'`,
       [deviceIds],
     )
@@ -174,11 +180,29 @@ export async function sentCommandsOfDevices(
   return rows.map((r) => ({ ...toCommandJob(r), accountId: r.account_id }));
 }
 
-/** Counts a re-send on those of these updates still `sent` at this moment; returns their ids. */
-export async function markResent(db: Db, input: { ids: string[]; now: Date }): Promise<Set<string>> {
+/**
+ * Counts a re-send on those of these updates still `sent` at this moment, and records the
+ * connection each goes out on; returns their ids. `unlessSentOn`: not those already sent on
+ * that connection (a re-send to a device that came back must not repeat what its current
+ * connection got a moment ago); a null connection (not known here) skips nothing.
+ */
+export async function markResent(
+  db: Db,
+  input: { resends: Array<{ id: string; connection: string | null }>; now: Date; unlessSentOn: boolean },
+): Promise<Set<string>> {
   const result = await db.raw<{ rows: Array<{ id: string }> }>(
-    `UPDATE device_updates SET sent_at = ?, attempts = attempts + 1 WHERE id = ANY(?::uuid[]) AND state = 'sent' RETURNING id`,
-    [input.now, input.ids],
+    `UPDATE device_updates u SET sent_at = ?, attempts = u.attempts + 1, sent_connection = v.connection
+       FROM unnest(?::uuid[], ?::text[]) AS v(id, connection)
+      WHERE u.id = v.id AND u.state = 'sent'
+        AND (NOT ?::boolean OR v.connection IS NULL OR u.sent_connection IS DISTINCT FROM v.connection)
+      RETURNING u.id`,
+    // knex's RawBinding typing does not admit arrays of nullable values; pg serializes them.
+    [
+      input.now,
+      input.resends.map((r) => r.id),
+      input.resends.map((r) => r.connection) as unknown as string[],
+      input.unlessSentOn,
+    ],
   );
   return new Set(result.rows.map((r) => r.id));
 }

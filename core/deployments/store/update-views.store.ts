@@ -1,5 +1,6 @@
 import type { DeviceUpdateView, UpdateState } from '../deployment-types';
 import type { Db } from '../../db/db';
+import type { OtaErrorCode } from '#protocol/payloads';
 
 // What a deployment's per-device list shows of each update row (GraphQL and REST alike).
 
@@ -13,6 +14,7 @@ interface UpdateViewRow {
   from_version: string | null;
   target_version: string;
   error: string | null;
+  error_code: OtaErrorCode | null;
   batch: number;
   attempts: number;
   superseded_by: string | null;
@@ -30,6 +32,7 @@ const toUpdateView = (r: UpdateViewRow): DeviceUpdateView => ({
   fromVersion: r.from_version,
   targetVersion: r.target_version,
   error: r.error,
+  errorCode: r.error_code,
   batch: r.batch,
   attempts: r.attempts,
   supersededBy: r.superseded_by,

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { DeviceIdentity } from '../device-types';
+import type { PendingPassword } from '../credential-rotation-rules';
 import type { Db } from '../../db/db';
 
 /** MQTT password hashes (`device_credentials`, one row per device) and the reads that check them. */
@@ -28,15 +29,48 @@ export async function replaceCredential(
 export interface StoredCredential {
   device: DeviceIdentity;
   secretHash: string;
+  /** The new password of a planned rotation that is still open (credential-rotation-rules.ts). */
+  pending: PendingPassword | null;
+  /** Some rotation of the device (password or certificate) is open: the broker offers it on connect. */
+  rotationOpen: boolean;
 }
 
-/** The claimed devices among these serials with their password hashes (one statement for a batch of lookups). */
+/** Whether the device `d` has an open credential rotation (the partial index of open rotations answers it). */
+const ROTATION_OPEN =
+  'EXISTS (SELECT 1 FROM device_credential_rotations o WHERE o.device_id = d.id AND o.completed_at IS NULL) AS rotation_open';
+
+/**
+ * The claimed devices among these serials with their password hashes, and the pending password
+ * of an open planned rotation (one statement for a batch of lookups).
+ */
 export async function selectCredentialsBySerials(db: Db, input: { serials: string[] }): Promise<StoredCredential[]> {
   const rows: CredentialRow[] = await db('devices as d')
     .join('device_credentials as c', 'c.device_id', 'd.id')
+    .leftJoin('device_credential_rotations as r', function () {
+      this.on('r.device_id', '=', 'd.id').andOnVal('r.kind', '=', 'password').andOnNull('r.completed_at');
+    })
     .whereRaw('d.serial = ANY(?::text[])', [input.serials])
-    .select('d.id', 'd.account_id', 'd.serial', 'd.desired_config_version', 'd.desired_config', 'c.secret_hash');
-  return rows.map((r) => ({ device: toDeviceIdentity(r), secretHash: r.secret_hash }));
+    .select(
+      'd.id',
+      'd.account_id',
+      'd.serial',
+      'd.desired_config_version',
+      'd.desired_config',
+      'c.secret_hash',
+      'r.id as pending_id',
+      'r.secret_hash as pending_hash',
+      'r.grace_ends_at as pending_grace_ends_at',
+      db.raw(ROTATION_OPEN),
+    );
+  return rows.map((r) => ({
+    device: toDeviceIdentity(r),
+    secretHash: r.secret_hash,
+    pending:
+      r.pending_id !== null && r.pending_hash !== null && r.pending_grace_ends_at !== null
+        ? { rotationId: r.pending_id, secretHash: r.pending_hash, graceEndsAt: new Date(r.pending_grace_ends_at) }
+        : null,
+    rotationOpen: r.rotation_open,
+  }));
 }
 
 /** Columns of a device that a connection's session keeps. */
@@ -51,6 +85,10 @@ interface DeviceIdentityRow {
 
 interface CredentialRow extends DeviceIdentityRow {
   secret_hash: string;
+  pending_id: string | null;
+  pending_hash: string | null;
+  pending_grace_ends_at: Date | string | null;
+  rotation_open: boolean;
 }
 
 function toDeviceIdentity(row: DeviceIdentityRow): DeviceIdentity {
@@ -75,6 +113,7 @@ interface CertificateCredentialRow {
   serial: string | null;
   desired_config_version: number | string | null;
   desired_config: Record<string, unknown> | string | null;
+  rotation_open: boolean | null;
 }
 
 /** A certificate this service issued, and the device it belongs to (null once unclaimed). */
@@ -82,6 +121,8 @@ export interface StoredCertificateCredential {
   fingerprintSha256: string;
   revokedAt: Date | null;
   device: DeviceIdentity | null;
+  /** The device has an open credential rotation (a renewed certificate waiting for it, say). */
+  rotationOpen: boolean;
 }
 
 /** The issued certificates among these fingerprints, each with its device if still claimed under the same serial. */
@@ -103,10 +144,12 @@ export async function selectCertificateCredentials(
       'd.serial',
       'd.desired_config_version',
       'd.desired_config',
+      db.raw(ROTATION_OPEN),
     );
   return rows.map((r) => ({
     fingerprintSha256: r.fingerprint_sha256,
     revokedAt: r.revoked_at,
+    rotationOpen: r.rotation_open === true,
     device:
       r.id === null || r.account_id === null || r.serial === null
         ? null

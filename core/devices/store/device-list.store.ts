@@ -108,7 +108,8 @@ export async function selectDeviceJsonPage(db: Db, input: DevicePageQuery): Prom
        (SELECT row_to_json(c) FROM (SELECT COALESCE(s.desired_config, '{}'::jsonb) AS desired, s.desired_config_version AS desired_version,
          s.reported_config AS reported, s.reported_config_version AS reported_version,
          COALESCE(s.reported_config_version = s.desired_config_version, false) AS in_sync) c) AS config,
-       s.uptime_s, s.rssi, s.claimed_at) r
+       s.uptime_s, s.rssi, s.claimed_at, s.firmware_reported_invalid, s.refused_messages, s.last_refused_message,
+       s.refused_fields) r
      ORDER BY ${page.outerOrder}`,
     page.bindings,
   );

@@ -1,6 +1,7 @@
 import { sqlList } from '../../shared/sql-list';
 import type { DeviceConfig } from '../device-config';
 import { ACTIVE_UPDATE_STATES, type Device, type DeviceStatus, type Connectivity } from '../device-types';
+import type { LastRefusedMessage, MessageRefusalCounts, RefusedFields } from '../device-refusals';
 
 /**
  * The device record as every store reads it: one statement that joins the model name and the
@@ -21,6 +22,7 @@ export const SELECT_DEVICE = `
 SELECT d.id, d.serial, d.name, m.name AS model, d.firmware, d.status, d.connectivity, ${isoUtc('d.last_seen')} AS last_seen, d.ip,
        d.uptime_s, d.rssi, d.tags, d.desired_config, d.desired_config_version, d.reported_config,
        d.reported_config_version, ${isoUtc('d.claimed_at')} AS claimed_at,
+       d.firmware_reported_invalid, d.refused_messages, d.last_refused_message, d.refused_fields,
        COALESCE(a.id, c.id) AS u_id, COALESCE(a.deployment_id, c.deployment_id) AS u_deployment_id,
        COALESCE(a.state, c.state) AS u_state, COALESCE(a.progress, c.progress) AS u_progress,
        CASE WHEN a.id IS NOT NULL THEN a.from_version ELSE c.from_version END AS u_from_version,
@@ -51,6 +53,10 @@ export interface DeviceRow {
   reported_config: DeviceConfig | null;
   reported_config_version: number | null;
   claimed_at: string;
+  firmware_reported_invalid: string | null;
+  refused_messages: MessageRefusalCounts;
+  last_refused_message: LastRefusedMessage | null;
+  refused_fields: RefusedFields;
   u_id: string | null;
   u_deployment_id: string | null;
   u_state: string | null;
@@ -96,5 +102,9 @@ export function toDevice(row: DeviceRow): Device {
             stateChangedAt: row.u_state_changed_at!,
           },
     claimedAt: row.claimed_at,
+    firmwareReportedInvalid: row.firmware_reported_invalid,
+    refusedMessages: row.refused_messages,
+    lastRefusedMessage: row.last_refused_message,
+    refusedFields: row.refused_fields,
   };
 }

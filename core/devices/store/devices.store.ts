@@ -4,6 +4,7 @@ import type { Device } from '../device-types';
 import type { DeviceUpdateBase } from '../device-update';
 import { SELECT_DEVICE, toDevice, type DeviceRow } from './device-row';
 import type { Db } from '../../db/db';
+import { selectConfigVersionMarks } from './config-version-marks.store';
 
 /** Reads and writes of the `devices` row itself. Every read is scoped by `account_id`. */
 
@@ -104,7 +105,10 @@ export async function selectTakenSerials(db: Db, input: { serials: string[] }): 
   return db<{ serial: string }>('devices').whereRaw('serial = ANY(?)', [input.serials]).pluck('serial');
 }
 
-/** Claimed devices start offline, untagged, with configuration version 1. */
+/**
+ * Claimed devices start offline and untagged, at configuration version 1, or one above the
+ * highest version their serial was ever given (a serial claimed again: its versions only go up).
+ */
 export async function insertClaimedDevices(
   trx: Knex.Transaction,
   input: {
@@ -117,6 +121,7 @@ export async function insertClaimedDevices(
     devices: Array<{ id: string; serial: string; name: string }>;
   },
 ): Promise<void> {
+  const marks = await selectConfigVersionMarks(trx, { serials: input.devices.map((d) => d.serial) });
   await trx('devices').insert(
     input.devices.map((d) => ({
       id: d.id,
@@ -128,7 +133,7 @@ export async function insertClaimedDevices(
       connectivity: 'offline',
       tags: '{}',
       desired_config: JSON.stringify(input.config),
-      desired_config_version: 1,
+      desired_config_version: (marks.get(d.serial) ?? 0) + 1,
       heartbeat_interval_s: input.config.heartbeat_interval_s,
       // Until the device reports, version comparisons (firmware_lt in lists, dry runs and
       // deploys) take it as running what its claim installs; `firmware` stays null.

@@ -65,11 +65,14 @@ export async function applyPresenceBatch(
            connectivity = COALESCE(u.connectivity, d.connectivity),
            status = CASE WHEN COALESCE(u.connectivity, d.connectivity) = 'offline' THEN 'offline'
                          WHEN d.current_update_id IS NOT NULL THEN 'updating' ELSE 'online' END,
+           -- Two clocks: last_seen is the time of the last heartbeat (the specification's field);
+           -- heard_at the last sign of life (connect, heartbeat, status online), which presence uses.
            last_seen = COALESCE(u.seen_at, d.last_seen),
-           -- A lower bound of the exact deadline (last_seen + 3 intervals), moved only by a whole
+           heard_at = COALESCE(u.heard_at, d.heard_at),
+           -- A lower bound of the exact deadline (heard_at + 3 intervals), moved only by a whole
            -- interval or more (or earlier, when the interval shrank): between those writes a flush
            -- changes no indexed column and PostgreSQL updates the row in place (HOT, no index
-           -- entries). The sweep checks last_seen before it marks anyone offline.
+           -- entries; neither clock is indexed). The sweep checks heard_at before it marks anyone offline.
            offline_after = CASE WHEN u.deadline IS NOT NULL AND (
                                   d.offline_after IS NULL
                                   OR u.deadline < d.offline_after
@@ -85,10 +88,26 @@ export async function applyPresenceBatch(
            -- Only the current desired version counts as applied: its content is the desired configuration.
            reported_config_version = CASE WHEN u.reported_version = d.desired_config_version THEN u.reported_version ELSE d.reported_config_version END,
            reported_config = CASE WHEN u.reported_version = d.desired_config_version THEN d.desired_config ELSE d.reported_config END,
+           -- Refusals: counts add up, the newest reason, value and time replace the older ones.
+           -- A valid firmware clears an invalid one reported before it (see HeartbeatIngest).
+           firmware_reported_invalid = CASE WHEN u.firmware_invalid IS NOT NULL THEN u.firmware_invalid
+                                            WHEN u.firmware IS NOT NULL THEN NULL
+                                            ELSE d.firmware_reported_invalid END,
+           refused_messages = CASE WHEN u.refused_messages IS NULL THEN d.refused_messages
+                                   ELSE d.refused_messages || (SELECT jsonb_object_agg(n.key,
+                                          COALESCE((d.refused_messages ->> n.key)::bigint, 0) + n.value::bigint)
+                                        FROM jsonb_each_text(u.refused_messages) n) END,
+           last_refused_message = COALESCE(u.last_refused_message, d.last_refused_message),
+           refused_fields = CASE WHEN u.refused_fields IS NULL THEN d.refused_fields
+                                 ELSE d.refused_fields || (SELECT jsonb_object_agg(n.key, n.value || jsonb_build_object('count',
+                                        COALESCE((d.refused_fields -> n.key ->> 'count')::bigint, 0) + (n.value ->> 'count')::bigint))
+                                      FROM jsonb_each(u.refused_fields) n) END,
            updated_at = CASE WHEN COALESCE(u.connectivity, d.connectivity) <> d.connectivity
                               OR u.firmware IS DISTINCT FROM d.firmware AND u.firmware IS NOT NULL THEN ?::timestamptz
                              ELSE d.updated_at END
-         FROM (SELECT x.id, x.seen_at, x.firmware, x.firmware_key, x.ip, x.uptime_s, x.rssi, x.reported_version,
+         FROM (SELECT x.id, x.seen_at, x.heard_at, x.firmware, x.firmware_key, x.ip, x.uptime_s, x.rssi, x.reported_version,
+                      x.firmware_invalid, x.refused_messages::jsonb AS refused_messages,
+                      x.last_refused_message::jsonb AS last_refused_message, x.refused_fields::jsonb AS refused_fields,
                       -- Cluster mode: a disconnect seen by this process is ignored once the device
                       -- has connected to another process (its row names that process).
                       CASE WHEN x.connectivity = 'offline' AND old.broker_node IS DISTINCT FROM ?::text
@@ -96,9 +115,11 @@ export async function applyPresenceBatch(
                       old.connectivity AS prev_connectivity, old.status AS prev_status, old.firmware AS prev_firmware,
                       old.reported_config_version AS prev_reported_config_version,
                       -- The exact presence deadline this news gives (null without a sighting).
-                      x.seen_at + make_interval(secs => old.heartbeat_interval_s * 3) AS deadline
-               FROM unnest(?::uuid[], ?::timestamptz[], ?::text[], ?::text[], ?::text[], ?::int[], ?::int[], ?::text[], ?::int[])
-                      AS x(id, seen_at, firmware, firmware_key, ip, uptime_s, rssi, connectivity, reported_version)
+                      x.heard_at + make_interval(secs => old.heartbeat_interval_s * 3) AS deadline
+               FROM unnest(?::uuid[], ?::timestamptz[], ?::timestamptz[], ?::text[], ?::text[], ?::text[], ?::int[], ?::int[], ?::text[], ?::int[],
+                           ?::text[], ?::text[], ?::text[], ?::text[])
+                      AS x(id, seen_at, heard_at, firmware, firmware_key, ip, uptime_s, rssi, connectivity, reported_version,
+                           firmware_invalid, refused_messages, last_refused_message, refused_fields)
                JOIN devices old ON old.id = x.id) u
          WHERE d.id = u.id
          RETURNING d.id, d.account_id, d.serial, u.prev_connectivity, u.prev_status,
@@ -117,6 +138,7 @@ export async function applyPresenceBatch(
       nodeId,
       rows.map((r) => r.deviceId),
       rows.map((r) => r.seenAt),
+      rows.map((r) => r.heardAt),
       rows.map((r) => r.firmware),
       rows.map((r) => r.firmwareKey),
       rows.map((r) => r.ip),
@@ -124,16 +146,23 @@ export async function applyPresenceBatch(
       rows.map((r) => r.rssi),
       rows.map((r) => r.connectivity),
       rows.map((r) => r.reportedConfigVersion),
+      rows.map((r) => r.firmwareInvalid ?? null),
+      rows.map((r) => jsonOrNull(r.refusals?.messages)),
+      rows.map((r) => jsonOrNull(r.refusals?.lastMessage)),
+      rows.map((r) => jsonOrNull(r.refusals?.fields)),
     ] as unknown as readonly string[],
   );
   return result.rows.map(toChange);
 }
 
+const jsonOrNull = (value: object | null | undefined): string | null => (value ? JSON.stringify(value) : null);
+
 /**
  * One page of the timeout sweep: every online device whose presence deadline passed (3 of its
  * heartbeat intervals without news) goes offline. One indexed range scan on
  * `devices_online_offline_after`; since that column is a lower bound (see applyPresenceBatch),
- * each candidate's exact deadline is checked against `last_seen`, and one still alive gets its
+ * each candidate's exact deadline is checked against `heard_at` (the last sign of life: connect,
+ * heartbeat or status online; `last_seen` is the last heartbeat only), and one still alive gets its
  * exact deadline instead (`expired: false`).
  */
 export async function sweepPresenceDeadlines(
@@ -148,7 +177,7 @@ export async function sweepPresenceDeadlines(
            updated_at = CASE WHEN old.expired THEN ?::timestamptz ELSE d.updated_at END,
            offline_after = CASE WHEN old.expired THEN d.offline_after ELSE old.deadline END
          FROM (SELECT c.*, c.deadline IS NULL OR c.deadline < ?::timestamptz AS expired
-                 FROM (SELECT id, status, connectivity, firmware, last_seen + make_interval(secs => heartbeat_interval_s * 3) AS deadline
+                 FROM (SELECT id, status, connectivity, firmware, heard_at + make_interval(secs => heartbeat_interval_s * 3) AS deadline
                          FROM devices
                         WHERE connectivity = 'online' AND offline_after < ?::timestamptz
                         ORDER BY offline_after LIMIT ? FOR UPDATE SKIP LOCKED) c) old

@@ -172,7 +172,30 @@ export async function clearStorageKey(db: Db, firmwareVersionId: string): Promis
   await db('firmware_versions').where({ id: firmwareVersionId }).update({ storage_key: null });
 }
 
+/** A signature attached after the upload (the pair the CHECK constraint keeps together). */
+export async function saveSignature(
+  db: Db,
+  input: { id: string; signature: string; signingKeyId: string },
+): Promise<void> {
+  await db('firmware_versions')
+    .where({ id: input.id })
+    .update({ signature: input.signature, signing_key_id: input.signingKeyId });
+}
+
 // ---- what deployments read of firmware versions
+
+/** Those of the account's versions `ids` that carry no signature, in version order. */
+export async function unsignedVersionsAmong(
+  db: Db,
+  input: { accountId: string; ids: string[] },
+): Promise<Array<{ id: string; version: string }>> {
+  return db('firmware_versions')
+    .where({ account_id: input.accountId })
+    .whereIn('id', input.ids)
+    .whereNull('signature')
+    .orderBy('version_key')
+    .select<Array<{ id: string; version: string }>>('id', 'version');
+}
 
 /** The account's versions with this key, of one model when given (a deploy names a version, perhaps not its model). */
 export async function firmwareRefsWithKey(

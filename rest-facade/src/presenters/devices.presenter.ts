@@ -3,6 +3,7 @@ import type { ClaimResult } from '#core/devices/claim.service';
 import { fromMinor } from '#core/accounts/money';
 import { presentCertificate } from './certificates.presenter';
 import { presentAllocation } from './allocation.presenter';
+import type { CredentialRotationView } from '#core/devices/credential-rotation.service';
 
 /**
  * Domain device -> wire format (snake_case, fields in the spec's order first). Lists render the
@@ -43,6 +44,10 @@ export function presentDevice(d: Device) {
     uptime_s: d.uptimeS,
     rssi: d.rssi,
     claimed_at: d.claimedAt,
+    firmware_reported_invalid: d.firmwareReportedInvalid,
+    refused_messages: d.refusedMessages,
+    last_refused_message: d.lastRefusedMessage,
+    refused_fields: d.refusedFields,
   };
 }
 
@@ -64,5 +69,21 @@ export function presentHistory(page: { events: DeviceHistoryEntry[]; nextCursor:
   return {
     events: page.events.map((e) => ({ id: e.id, type: e.type, occurred_at: e.occurredAt, data: e.data })),
     next_cursor: page.nextCursor,
+  };
+}
+
+/** A planned credential rotation (202): never the secret. */
+export function presentRotation(r: CredentialRotationView) {
+  return {
+    serial: r.serial,
+    username: r.username,
+    mode: 'in_band' as const,
+    rotation: {
+      id: r.id,
+      kind: r.kind,
+      state: r.state,
+      created_at: r.createdAt,
+      grace_ends_at: r.graceEndsAt,
+    },
   };
 }

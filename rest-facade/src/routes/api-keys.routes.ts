@@ -1,32 +1,10 @@
 import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../route';
 import type { Services } from '#core/services';
-import { CreateApiKeyInput, type ApiKey } from '#core/accounts/api-key.service';
+import { CreateApiKeyInput } from '#core/accounts/api-key.service';
 import { IdParams } from '../schemas/common';
-
-export const ApiKeySchema = z
-  .object({
-    id: z.string(),
-    name: z.string(),
-    prefix: z.string(),
-    role: z.enum(['admin', 'viewer']),
-    rate_limit_per_minute: z.number().int(),
-    last_used_at: z.string().nullable(),
-    revoked_at: z.string().nullable(),
-    created_at: z.string(),
-  })
-  .meta({ id: 'ApiKey' });
-
-const presentKey = (k: ApiKey) => ({
-  id: k.id,
-  name: k.name,
-  prefix: k.prefix,
-  role: k.role,
-  rate_limit_per_minute: k.rateLimitPerMinute ?? 100,
-  last_used_at: k.lastUsedAt,
-  revoked_at: k.revokedAt,
-  created_at: k.createdAt,
-});
+import { ApiKeySchema } from '../schemas/api-keys.schemas';
+import { presentApiKey } from '../presenters/api-keys.presenter';
 
 export function apiKeyRoutes(services: Services): RouteDef[] {
   return [
@@ -39,7 +17,7 @@ export function apiKeyRoutes(services: Services): RouteDef[] {
       responses: { 200: { description: 'The keys', schema: z.object({ api_keys: z.array(ApiKeySchema) }) } },
       handler: async ({ actor }) => ({
         status: 200,
-        body: { api_keys: (await services.apiKeys.list(actor)).map(presentKey) },
+        body: { api_keys: (await services.apiKeys.list(actor)).map(presentApiKey) },
       }),
     }),
     defineRoute({
@@ -54,7 +32,7 @@ export function apiKeyRoutes(services: Services): RouteDef[] {
       },
       handler: async ({ actor, body }) => {
         const created = await services.apiKeys.create(actor, body);
-        return { status: 201, body: { api_key: presentKey(created.apiKey), secret: created.secret } };
+        return { status: 201, body: { api_key: presentApiKey(created.apiKey), secret: created.secret } };
       },
     }),
     defineRoute({
@@ -67,7 +45,7 @@ export function apiKeyRoutes(services: Services): RouteDef[] {
       responses: { 200: { description: 'Revoked', schema: z.object({ api_key: ApiKeySchema }) } },
       handler: async ({ actor, params }) => ({
         status: 200,
-        body: { api_key: presentKey(await services.apiKeys.revoke(actor, params.id)) },
+        body: { api_key: presentApiKey(await services.apiKeys.revoke(actor, params.id)) },
       }),
     }),
   ];

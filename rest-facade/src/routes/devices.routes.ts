@@ -11,10 +11,12 @@ import {
   DeviceSchema,
   DeviceListSchema,
   CredentialsSchema,
+  CredentialRotationSchema,
+  RotateCredentialsBody,
   ClaimResponseSchema,
   HistorySchema,
 } from '../schemas/devices.schemas';
-import { presentDevice, presentClaim, presentHistory } from '../presenters/devices.presenter';
+import { presentDevice, presentClaim, presentHistory, presentRotation } from '../presenters/devices.presenter';
 import { streamDeviceList, sendDevicePage } from '../presenters/device-stream';
 
 const filterOf = (q: ListDevicesQuery) => ({
@@ -154,14 +156,25 @@ export function deviceRoutes(services: Services): RouteDef[] {
       path: '/devices/:serial/credentials',
       operationId: 'rotateDeviceCredentials',
       summary:
-        'New MQTT password for the device (shown once); the old one is refused at once and the device is disconnected',
+        'New MQTT password for the device. Emergency (default, no body needed): shown once, the old one refused at once and the device disconnected. ' +
+        '`{"mode": "in_band"}`: delivered to the device over its session, never shown; the old one works until the device confirms or `grace_s` passes',
       tag: 'Devices',
       params: SerialParams,
-      responses: { 201: { description: 'The new credentials', schema: CredentialsSchema } },
-      handler: async ({ actor, params }) => ({
-        status: 201,
-        body: await services.devices.rotateCredentials(actor, { serial: params.serial }),
-      }),
+      body: RotateCredentialsBody,
+      bodyOptional: true,
+      responses: {
+        201: { description: 'Emergency: the new credentials (shown once)', schema: CredentialsSchema },
+        202: { description: 'In band: the rotation is pending', schema: CredentialRotationSchema },
+      },
+      handler: async ({ actor, params, body }) => {
+        if (body.mode === 'emergency')
+          return { status: 201, body: await services.devices.rotateCredentials(actor, { serial: params.serial }) };
+        const rotation = await services.rotations.startPasswordRotation(actor, {
+          serial: params.serial,
+          ...(body.grace_s !== undefined ? { graceS: body.grace_s } : {}),
+        });
+        return { status: 202, body: presentRotation(rotation) };
+      },
     }),
   ];
 }

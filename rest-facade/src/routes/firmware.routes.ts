@@ -1,20 +1,21 @@
 import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../route';
 import type { Services } from '#core/services';
-import { UploadFirmwareFields } from '#core/firmware/firmware.service';
+import { AttachSignatureInput, UploadFirmwareFields } from '#core/firmware/firmware.service';
 import { requireAdmin } from '#core/shared/actor';
 import { IdParams } from '../schemas/common';
-import { RegisterSigningKeyInput } from '#core/firmware/signing-key.service';
 import {
   FirmwareUploadForm,
   FirmwareVersionSchema,
   ListFirmwareQuery,
+  RegisterSigningKeyBody,
   SigningKeysSchema,
 } from '../schemas/firmware.schemas';
 import { presentFirmwareVersion, presentSigningKeys } from '../presenters/firmware.presenter';
 import { readFirmwareUpload } from './firmware-upload';
+import { withBodyFieldNames } from '../body-field-names';
 
-/** Firmware versions (upload, list, delete the binary) and the signing key (docs/signed-firmware.md); deploy is in deployments.routes.ts. */
+/** Firmware versions (upload, list, attach a signature, delete the binary) and the signing key (docs/signed-firmware.md); deploy is in deployments.routes.ts. */
 export function firmwareRoutes(services: Services): RouteDef[] {
   return [
     defineRoute({
@@ -69,13 +70,15 @@ export function firmwareRoutes(services: Services): RouteDef[] {
         'Register the public half of the firmware signing key (PEM SPKI, Ed25519; admin). A new key rotates: the old one is retired, versions it signed stay valid. ' +
         '422 invalid_signing_key for anything else (a private key included)',
       tag: 'Firmware',
-      body: RegisterSigningKeyInput,
+      body: RegisterSigningKeyBody,
       responses: {
         200: { description: 'Registered: uploads must now be signed with this key', schema: SigningKeysSchema },
       },
       handler: async ({ actor, body }) => ({
         status: 200,
-        body: presentSigningKeys(await services.signingKeys.register(actor, body)),
+        body: presentSigningKeys(
+          await withBodyFieldNames(() => services.signingKeys.register(actor, { publicKey: body.public_key })),
+        ),
       }),
     }),
     defineRoute({
@@ -104,6 +107,33 @@ export function firmwareRoutes(services: Services): RouteDef[] {
       handler: async ({ actor, params }) => ({
         status: 200,
         body: { firmware_version: presentFirmwareVersion(await services.firmware.get(actor, params)) },
+      }),
+    }),
+    defineRoute({
+      method: 'put',
+      path: '/firmware/versions/:id/signature',
+      operationId: 'attachFirmwareSignature',
+      summary:
+        'Attach a signature to a stored version (admin), e.g. one uploaded before the signing key was registered, so deploys and rollbacks to it are allowed. ' +
+        'JSON {"signature": "<base64 Ed25519 signature over the version\'s SHA-256 digest>"}, checked against the current signing key and the stored digest ' +
+        '(works after the binary was deleted). The same signature again answers 200 unchanged; a version signed with a retired key is re-signed only by a signature that verifies. ' +
+        '422 signature_invalid when no key is registered or it does not verify (nothing changes); 404 for unknown ids and other accounts',
+      tag: 'Firmware',
+      params: IdParams,
+      body: AttachSignatureInput,
+      responses: {
+        200: {
+          description: 'The version, signed with the current key',
+          schema: z.object({ firmware_version: FirmwareVersionSchema }),
+        },
+      },
+      handler: async ({ actor, params, body }) => ({
+        status: 200,
+        body: {
+          firmware_version: presentFirmwareVersion(
+            await services.firmware.attachSignature(actor, { id: params.id, signature: body.signature }),
+          ),
+        },
       }),
     }),
     defineRoute({

@@ -9,15 +9,20 @@ import { allocationRoutes } from './allocation.routes';
 import { firmwareRoutes } from './firmware.routes';
 import { deploymentRoutes } from './deployments.routes';
 import { certificateRoutes } from './certificates.routes';
+import { deviceEndpointRoutes, type DeviceEndpointsSource } from './device-endpoints.routes';
+
+/** Before the service is bound (route listings in tests): no broker URL is known yet. */
+const notBound: DeviceEndpointsSource = () => ({ mqtt_url: null, mqtts_url: null, websocket_url: '' });
 
 /** Every REST v1 route; the router and the OpenAPI document are both built from this list. */
-export function allRoutes(services: Services): RouteDef[] {
+export function allRoutes(services: Services, deviceEndpoints: DeviceEndpointsSource = notBound): RouteDef[] {
   return [
     ...sessionRoutes(services),
     ...apiKeyRoutes(services),
     ...modelRoutes(services),
     ...deviceRoutes(services),
     ...certificateRoutes(services),
+    ...deviceEndpointRoutes(deviceEndpoints),
     ...allocationRoutes(services),
     ...webhookRoutes(services),
     ...firmwareRoutes(services),

@@ -1,18 +1,9 @@
 import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../route';
 import type { Services } from '#core/services';
-import { RegisterModelInput, type FixtureModel } from '#core/models/model.service';
-
-const ModelSchema = z
-  .object({ id: z.string(), name: z.string(), description: z.string(), created_at: z.string() })
-  .meta({ id: 'Model' });
-
-const presentModel = (m: FixtureModel) => ({
-  id: m.id,
-  name: m.name,
-  description: m.description,
-  created_at: m.createdAt,
-});
+import { RegisterModelInput } from '#core/models/model.service';
+import { ModelSchema } from '../schemas/models.schemas';
+import { presentModel } from '../presenters/models.presenter';
 
 /** Fixture models: registered per account before devices or firmware of that model. */
 export function modelRoutes(services: Services): RouteDef[] {

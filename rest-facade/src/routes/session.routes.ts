@@ -1,18 +1,10 @@
-import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../route';
 import type { Services } from '#core/services';
 import { LoginInput, SESSION_TTL_MS } from '#core/accounts/user.service';
 import { SESSION_COOKIE, readCookie } from '#edge/caller';
 import { DomainError } from '#core/shared/errors';
-
-const SessionSchema = z
-  .object({
-    user: z.object({ id: z.string(), email: z.string(), role: z.enum(['admin', 'viewer']) }),
-    account_id: z.string(),
-    csrf_token: z.string(),
-    expires_at: z.string(),
-  })
-  .meta({ id: 'Session' });
+import { SessionSchema } from '../schemas/session.schemas';
+import { presentSession } from '../presenters/session.presenter';
 
 /** Portal login: an httpOnly, SameSite=Lax session cookie plus a CSRF token for writes. */
 export function sessionRoutes(services: Services): RouteDef[] {
@@ -34,15 +26,7 @@ export function sessionRoutes(services: Services): RouteDef[] {
           'Set-Cookie',
           `${SESSION_COOKIE}=${encodeURIComponent(session.token)}; HttpOnly; SameSite=Lax; Path=/; Max-Age=${SESSION_TTL_MS / 1000}${secure}`,
         );
-        return {
-          status: 201,
-          body: {
-            user: { id: session.user.id, email: session.user.email, role: session.user.role },
-            account_id: session.accountId,
-            csrf_token: session.csrfToken,
-            expires_at: session.expiresAt,
-          },
-        };
+        return { status: 201, body: presentSession(session) };
       },
     }),
     defineRoute({
@@ -57,15 +41,7 @@ export function sessionRoutes(services: Services): RouteDef[] {
         const token = readCookie(req.headers.cookie, SESSION_COOKIE);
         const session = token ? await services.users.authenticateSession(token) : null;
         if (!session) throw new DomainError('unauthenticated', 'Not logged in.');
-        return {
-          status: 200,
-          body: {
-            user: { id: session.user.id, email: session.user.email, role: session.user.role },
-            account_id: session.actor.accountId,
-            csrf_token: session.csrfToken,
-            expires_at: session.expiresAt.toISOString(),
-          },
-        };
+        return { status: 200, body: presentSession(session) };
       },
     }),
     defineRoute({

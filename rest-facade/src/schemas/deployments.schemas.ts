@@ -7,6 +7,7 @@ import {
 } from '#core/deployments/deployment-types';
 import { DeploySerials } from '#core/deployments/deployment-inputs';
 import { DEVICE_STATUSES } from '#core/devices/device-types';
+import { OTA_ERROR_CODES } from '#protocol/payloads';
 
 /**
  * Wire schemas (snake_case) of the deployment routes. The deploy body is REST's own: the route
@@ -90,18 +91,32 @@ export const DeploymentSchema = z
     model: z.string(),
     firmware_version_id: z.string(),
     target_version: z.string(),
-    status: z.enum(DEPLOYMENT_STATUSES),
+    status: z
+      .enum(DEPLOYMENT_STATUSES)
+      .describe(
+        'completed: every device it kept installed the version; completed_with_failures: some did not; superseded: newer deployments took over every target before it was sent, so it installed nothing (docs/ota.md "Staged rollout", Completion)',
+      ),
     filter: z.record(z.string(), z.unknown()),
     rollout: z.record(z.string(), z.unknown()).nullable(),
     respect_maintenance_window: z.boolean(),
     target_count: z.number().int(),
     counts: DeploymentCountsSchema,
+    failure_codes: z
+      .array(
+        z.object({
+          code: z.enum(OTA_ERROR_CODES).nullable().describe('null: the device reported no error_code'),
+          count: z.number().int(),
+        }),
+      )
+      .describe(
+        'Failed and rolled-back updates per error_code the devices reported (docs/device-protocol.md "Error codes"), most frequent first',
+      ),
     progress_percent: z
       .number()
       .min(0)
       .max(100)
       .describe(
-        'Share (0-100, one decimal) of the targets whose update reached a final state; targets a newer deployment took over (superseded) are left out',
+        'Share (0-100, one decimal) of the targets that installed the version (counts.succeeded); failed, timed-out, rolled-back and cancelled updates do not count. Targets a newer deployment took over (superseded) are left out; 0 when every target was superseded, 100 for a deployment without targets',
       ),
     current_batch: z.number().int(),
     batch_count: z.number().int(),
@@ -125,6 +140,10 @@ export const DeviceUpdateSchema = z
     from_version: z.string().nullable(),
     target_version: z.string(),
     error: z.string().nullable(),
+    error_code: z
+      .enum(OTA_ERROR_CODES)
+      .nullable()
+      .describe('With failed and rolled_back: the reason the device reported (docs/device-protocol.md "Error codes")'),
     batch: z.number().int(),
     attempts: z.number().int(),
     superseded_by: z.string().nullable(),

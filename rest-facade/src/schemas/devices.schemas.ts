@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { DEVICE_STATUSES } from '#core/devices/device-types';
+import { MESSAGE_REFUSAL_REASONS } from '#core/devices/device-refusals';
+import { FIELD_REFUSAL_REASONS, HEARTBEAT_FIELDS } from '#protocol/heartbeat-fields';
 import { MAX_PAGE_SIZE } from '#core/devices/device.service';
+import { DEFAULT_ROTATION_GRACE_S, MAX_ROTATION_GRACE_S, MIN_ROTATION_GRACE_S } from '#protocol/credential-payloads';
 import { DeviceCertificateSchema } from './certificates.schemas';
 import { AllocationSchema } from './allocation.schemas';
 
@@ -100,6 +103,34 @@ export const DeviceCurrentUpdateSchema = z
     description: "The device's current OTA update (unfinished, else the last one the engine recorded).",
   });
 
+const RefusedMessageCounts = z
+  .partialRecord(z.enum(MESSAGE_REFUSAL_REASONS), z.number().int())
+  .describe(
+    'Messages of the device dropped since its claim, by reason (docs/device-protocol.md "Refused messages and fields"); reasons never seen are absent.',
+  );
+
+const LastRefusedMessageSchema = z
+  .object({
+    reason: z.enum(MESSAGE_REFUSAL_REASONS),
+    topic: z.string().describe('The topic it was published on (at most 200 characters)'),
+    at: z.string().describe('ISO 8601 UTC'),
+  })
+  .meta({ id: 'LastRefusedMessage', description: 'The last message of the device the service dropped.' });
+
+const RefusedFieldsSchema = z
+  .partialRecord(
+    z.enum(HEARTBEAT_FIELDS),
+    z.object({
+      count: z.number().int().describe('Refusals of this field since the claim'),
+      reason: z.enum(FIELD_REFUSAL_REASONS).describe('Why the last one was refused'),
+      value: z.string().describe('What the device sent the last time (JSON for a non-string; at most 64 characters)'),
+      at: z.string().describe('ISO 8601 UTC of the last one'),
+    }),
+  )
+  .describe(
+    'Heartbeat fields refused since the claim (the rest of each heartbeat was recorded); fields never refused are absent.',
+  );
+
 export const DeviceSchema = z
   .object({
     serial: z.string(),
@@ -122,6 +153,15 @@ export const DeviceSchema = z
     uptime_s: z.number().int().nullable(),
     rssi: z.number().int().nullable(),
     claimed_at: z.string(),
+    firmware_reported_invalid: z
+      .string()
+      .nullable()
+      .describe(
+        'The last firmware value the device reported outside the version grammar, as sent; null when its last report was a valid version. `firmware` keeps the last valid one meanwhile.',
+      ),
+    refused_messages: RefusedMessageCounts,
+    last_refused_message: LastRefusedMessageSchema.nullable(),
+    refused_fields: RefusedFieldsSchema,
   })
   .meta({ id: 'Device' });
 
@@ -145,6 +185,55 @@ export const CredentialsSchema = z
     password: z.string().describe('Shown once; stored only as a SHA-256 digest'),
   })
   .meta({ id: 'DeviceCredentials' });
+
+/**
+ * `POST /devices/:serial/credentials`. Without a body (or `mode: "emergency"`): the emergency
+ * rotation. `mode: "in_band"`: the planned rotation, with `grace_s`.
+ */
+export const RotateCredentialsBody = z
+  .strictObject({
+    mode: z
+      .enum(['emergency', 'in_band'])
+      .default('emergency')
+      .describe(
+        '`emergency` (default, for a leaked secret): a new password now, the old one refused at once and the session closed. `in_band`: the new password is delivered to the device over its MQTT session; both work until the device confirms it or `grace_s` passes.',
+      ),
+    grace_s: z
+      .number()
+      .int()
+      .min(MIN_ROTATION_GRACE_S)
+      .max(MAX_ROTATION_GRACE_S)
+      .optional()
+      .describe(
+        `in_band only: seconds the old password keeps working unless the device confirms first; ${MIN_ROTATION_GRACE_S}..${MAX_ROTATION_GRACE_S}, default ${DEFAULT_ROTATION_GRACE_S} (7 days).`,
+      ),
+  })
+  .refine((b) => b.mode === 'in_band' || b.grace_s === undefined, {
+    message: 'only with mode in_band',
+    path: ['grace_s'],
+  });
+export type RotateCredentialsBody = z.infer<typeof RotateCredentialsBody>;
+
+export const CredentialRotationSchema = z
+  .object({
+    serial: z.string(),
+    username: z.string(),
+    mode: z.literal('in_band'),
+    rotation: z.object({
+      id: z
+        .string()
+        .describe('Named again by the device when it confirms (credentials/ack), and in the history and the event'),
+      kind: z.literal('password'),
+      state: z.literal('pending'),
+      created_at: z.string(),
+      grace_ends_at: z.string().describe('From then on only the new password is accepted'),
+    }),
+  })
+  .meta({
+    id: 'DeviceCredentialRotation',
+    description:
+      'A planned rotation: the new password goes to the device over its MQTT session and is never shown here. `device.credentials_rotated` (webhook) and the history tell when it took effect.',
+  });
 
 export const ClaimResponseSchema = z
   .object({

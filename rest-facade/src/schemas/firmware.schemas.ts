@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { RegisterSigningKeyInput } from '#core/firmware/signing-key.service';
 
 /** Wire schemas (snake_case) of the firmware routes: versions, the upload form and the signing keys. */
 export const FirmwareVersionSchema = z
@@ -11,7 +12,11 @@ export const FirmwareVersionSchema = z
     size: z.number().int().describe('Bytes'),
     sha256: z.string(),
     file_available: z.boolean().describe('False once the binary was deleted (the record stays)'),
-    signed: z.boolean().describe('Uploaded with a signature that verified with the account signing key of the time'),
+    signed: z
+      .boolean()
+      .describe(
+        'Carries a signature that verified with the account signing key of the time (at upload, or attached later with PUT .../signature)',
+      ),
     key_id: z
       .string()
       .nullable()
@@ -42,6 +47,11 @@ export const SigningKeysSchema = z
     retired_keys: z.array(SigningKeySchema).describe('Keys it replaced, newest first'),
   })
   .meta({ id: 'FirmwareSigningKeys' });
+
+/** PUT /firmware/signing-key; the route translates it into the domain's RegisterSigningKeyInput. */
+export const RegisterSigningKeyBody = z.strictObject({
+  public_key: RegisterSigningKeyInput.shape.publicKey,
+});
 
 export const ListFirmwareQuery = z.strictObject({ model: z.string().min(1).max(64).optional() });
 

@@ -17,6 +17,8 @@ describe('deployment status rules', () => {
     ['paused', true, ['resume', 'cancel']],
     ['completed', false, []],
     ['completed_with_failures', false, []],
+    // Final like completed: newer deployments took over every target, nothing is left to act on.
+    ['superseded', false, []],
     ['cancelled', false, []],
   ];
 

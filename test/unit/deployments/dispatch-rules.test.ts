@@ -15,6 +15,7 @@ function candidate(over: Partial<Candidate> = {}): Candidate {
     targetVersion: '2.0.0',
     fromVersion: '1.0.0',
     firmwareVersionId: 'fw',
+    model: 'LX-200',
     sha256: 'ab',
     size: 10,
     storageKey: 'fw/2.0.0',

@@ -32,10 +32,13 @@ function deployment(over: Partial<EvaluatedDeployment> = {}): EvaluatedDeploymen
   };
 }
 
-/** Tallies per batch from [total, active, succeeded, failures]. */
-const tallies = (...batches: Array<[number, number, number, number]>) =>
+/** Tallies per batch from [total, active, succeeded, failures, superseded = 0]. */
+const tallies = (...batches: Array<[number, number, number, number, number?]>) =>
   new Map<number, BatchTally>(
-    batches.map(([total, active, succeeded, failures], batch) => [batch, { total, active, succeeded, failures }]),
+    batches.map(([total, active, succeeded, failures, superseded = 0], batch) => [
+      batch,
+      { total, active, succeeded, failures, superseded },
+    ]),
   );
 
 describe('deployment progress evaluation', () => {
@@ -96,6 +99,32 @@ describe('deployment progress evaluation', () => {
       { kind: 'complete', status: 'completed_with_failures', failures: 2 },
     ],
     ['no target at all', {}, new Map(), { kind: 'complete', status: 'completed', failures: 0 }],
+    // Issue 27: a claim's updates all taken over by a newer deploy installed nothing.
+    [
+      'every target superseded: it says so',
+      {},
+      tallies([0, 0, 0, 0, 3]),
+      { kind: 'complete', status: 'superseded', failures: 0 },
+    ],
+    [
+      'every target superseded, over several batches',
+      { rollout: rollout({ batches: [50, 100] }) },
+      tallies([0, 0, 0, 0, 2], [0, 0, 0, 0, 2]),
+      { kind: 'complete', status: 'superseded', failures: 0 },
+    ],
+    [
+      'some superseded, the rest installed: completed',
+      {},
+      tallies([2, 0, 2, 0, 3]),
+      { kind: 'complete', status: 'completed', failures: 0 },
+    ],
+    [
+      'some superseded, the rest failed: completed with failures',
+      {},
+      tallies([2, 0, 0, 2, 3]),
+      { kind: 'complete', status: 'completed_with_failures', failures: 2 },
+    ],
+    ['some superseded, the rest still running', {}, tallies([2, 1, 1, 0, 3]), { kind: 'none' }],
     ['updates still running, no rollout', {}, tallies([10, 4, 6, 0]), { kind: 'none' }],
     [
       'failures in a batch not yet opened count for the final status',
@@ -280,7 +309,15 @@ describe('deployment progress percent', () => {
   it.each<[string, number, Partial<DeploymentCounts>, number]>([
     ['nothing done yet', 10, { queued: 10 }, 0],
     ['in flight is not done', 10, { sent: 2, downloading: 2, installing: 2, rebooting: 2, queued: 2 }, 0],
-    ['every final state counts', 10, { succeeded: 2, failed: 2, timed_out: 2, cancelled: 2, rolled_back: 2 }, 100],
+    // Issue 27: only devices that installed the version count; failures end without installing it.
+    [
+      'only installed ones count, not other final states',
+      10,
+      { succeeded: 2, failed: 2, timed_out: 2, cancelled: 2, rolled_back: 2 },
+      20,
+    ],
+    ['every update failed', 4, { failed: 3, timed_out: 1 }, 0],
+    ['every update installed', 4, { succeeded: 4 }, 100],
     ['one decimal', 3, { succeeded: 1, queued: 2 }, 33.3],
     ['rounded', 3, { succeeded: 2, queued: 1 }, 66.7],
     ['health-gate failures are succeeded updates, counted once', 4, { succeeded: 2, health_failed: 2, queued: 2 }, 50],
@@ -288,7 +325,7 @@ describe('deployment progress percent', () => {
     ['superseded ones leave the count', 10, { superseded: 5, succeeded: 0, queued: 5 }, 0],
     ['the rest done: complete', 10, { superseded: 5, succeeded: 5 }, 100],
     ['half of the rest done', 10, { superseded: 6, succeeded: 2, queued: 2 }, 50],
-    ['every target superseded', 4, { superseded: 4 }, 100],
+    ['every target superseded: nothing installed', 4, { superseded: 4 }, 0],
     ['no target', 0, {}, 100],
   ])('%s: %s targets, %j -> %s %%', (_, targetCount, c, percent) => {
     expect(progressPercent({ targetCount, counts: counts(c) })).toBe(percent);

@@ -11,6 +11,7 @@ import {
 } from '#core/deployments/report-rules';
 import { UPDATE_STATES, type UpdateState } from '#core/deployments/deployment-types';
 import { versionKey } from '#core/shared/version';
+import type { OtaErrorCode } from '#protocol/payloads';
 
 const REPORTED: ReportedState[] = ['downloading', 'installing', 'rebooting', 'succeeded', 'failed', 'rolled_back'];
 
@@ -102,7 +103,7 @@ function update(over: Partial<ReportedUpdate> = {}): ReportedUpdate {
 const report = (
   u: ReportedUpdate,
   state: ReportedState,
-  extra: { progress?: number; error?: string } = {},
+  extra: { progress?: number; error?: string; errorCode?: OtaErrorCode } = {},
 ): ProgressItem => ({ accountId: u.accountId, deviceId: u.deviceId, report: { jobId: u.id, state, ...extra } });
 
 const NOW = new Date('2024-01-15T12:00:00Z');
@@ -157,26 +158,30 @@ describe('foldReports: a batch of reports in arrival order', () => {
     expect(foldReports([u], [report(u, 'downloading'), report(u, 'succeeded')], { now: NOW, timing })).toEqual({
       ignored: ['out_of_order'],
       steps: [],
-      finals: [{ state: 'succeeded', error: null, ids: [u.id] }],
+      finals: [{ state: 'succeeded', error: null, errorCode: null, ids: [u.id] }],
     });
   });
 
   it.each([
-    ['failed with the device error', 'failed', 'flash write error', { state: 'failed', error: 'flash write error' }],
-    ['failed without one', 'failed', undefined, { state: 'failed', error: 'failed' }],
     [
-      'rolled back without an error',
-      'rolled_back',
-      undefined,
-      { state: 'rolled_back', error: 'rolled back by the device' },
+      'failed with the device error and code',
+      'failed',
+      { error: 'flash write error', errorCode: 'flash_write' },
+      { state: 'failed', error: 'flash write error', errorCode: 'flash_write' },
     ],
-  ] as const)('a final report ends the update: %s', (_, state, error, final) => {
+    ['failed without either', 'failed', {}, { state: 'failed', error: 'failed', errorCode: null }],
+    [
+      'rolled back with a code but no error',
+      'rolled_back',
+      { errorCode: 'boot_failed' },
+      { state: 'rolled_back', error: 'rolled back by the device', errorCode: 'boot_failed' },
+    ],
+  ] as const)('a final report ends the update: %s', (_, state, extra, final) => {
     const u = update({ state: 'downloading' });
-    const folded = foldReports(
-      [u],
-      [report(u, 'installing'), report(u, state, error ? { error } : {}), report(u, 'rebooting')],
-      { now: NOW, timing },
-    );
+    const folded = foldReports([u], [report(u, 'installing'), report(u, state, extra), report(u, 'rebooting')], {
+      now: NOW,
+      timing,
+    });
     expect(folded.steps).toEqual([]);
     expect(folded.finals).toEqual([{ ...final, ids: [u.id] }]);
     // Once final, the later report of the same batch is too late.
@@ -217,22 +222,24 @@ describe('foldReports: a batch of reports in arrival order', () => {
     });
   });
 
-  it('groups the updates that end by outcome and message: one write per group', () => {
-    const [a, b, c, d] = [update(), update(), update(), update({ firmwareKey: versionKey('2.0.0') })];
+  it('groups the updates that end by outcome, message and code: one write per group', () => {
+    const [a, b, c, d, e] = [update(), update(), update(), update({ firmwareKey: versionKey('2.0.0') }), update()];
     const folded = foldReports(
-      [a, b, c, d],
+      [a, b, c, d, e],
       [
-        report(a, 'failed', { error: 'e1' }),
-        report(b, 'failed', { error: 'e1' }),
+        report(a, 'failed', { error: 'e1', errorCode: 'download' }),
+        report(b, 'failed', { error: 'e1', errorCode: 'download' }),
         report(c, 'failed', { error: 'e2' }),
         report(d, 'succeeded'),
+        report(e, 'failed', { error: 'e1', errorCode: 'timeout' }),
       ],
       { now: NOW, timing },
     );
     expect(folded.finals).toEqual([
-      { state: 'failed', error: 'e1', ids: [a.id, b.id] },
-      { state: 'failed', error: 'e2', ids: [c.id] },
-      { state: 'succeeded', error: null, ids: [d.id] },
+      { state: 'failed', error: 'e1', errorCode: 'download', ids: [a.id, b.id] },
+      { state: 'failed', error: 'e2', errorCode: null, ids: [c.id] },
+      { state: 'succeeded', error: null, errorCode: null, ids: [d.id] },
+      { state: 'failed', error: 'e1', errorCode: 'timeout', ids: [e.id] },
     ]);
   });
 

@@ -136,11 +136,21 @@ export type Mutation = {
   claimDevices: ClaimDevicesPayload;
   /** Rename, tag and configure a device (admin). The desired configuration is pushed to the device. */
   updateDevice: Device;
-  /** New MQTT password; the old one stops working and the device is disconnected (admin). */
+  /** Emergency rotation (a leaked secret, admin): a new MQTT password, shown once; the old one stops working at once and the device is disconnected. A planned rotation still pending ends with it. */
   rotateDeviceCredentials: DeviceCredentials;
+  /** Planned rotation (admin): a new password delivered to the device over its MQTT session, never shown; the old one keeps working until the device confirms it or graceS seconds pass (3600..2592000, default 604800 = 7 days). Replaces a planned rotation still pending. Same as REST POST /devices/{serial}/credentials with mode in_band. */
+  startDeviceCredentialRotation: DeviceCredentialRotation;
   registerModel: Model;
   /** Registers the public half of the firmware signing key (admin); a new key retires the current one, versions it signed stay valid. */
   registerFirmwareSigningKey: FirmwareSigningKeys;
+  /**
+   * Attaches a signature to a stored version (admin), e.g. one uploaded before the signing key was
+   * registered: deploys, rollbacks, retries and claims refuse unsigned versions (firmware_unsigned)
+   * once the account has a key. Checked against the current key and the stored digest (works after
+   * the binary was deleted); signature_invalid when it does not verify, and nothing changes. The same
+   * signature again answers the version unchanged; a version signed with a retired key is re-signed.
+   */
+  attachFirmwareSignature: FirmwareVersion;
   /** Schedules an OTA update for every matching device (admin). */
   deployFirmware: Deployment;
   /** Devices not yet sent stay where they are. */
@@ -196,6 +206,12 @@ export type MutationRotateDeviceCredentialsArgs = {
 };
 
 
+export type MutationStartDeviceCredentialRotationArgs = {
+  serial: Scalars['String']['input'];
+  graceS?: InputMaybe<Scalars['Int']['input']>;
+};
+
+
 export type MutationRegisterModelArgs = {
   input: RegisterModelInput;
 };
@@ -203,6 +219,12 @@ export type MutationRegisterModelArgs = {
 
 export type MutationRegisterFirmwareSigningKeyArgs = {
   input: RegisterFirmwareSigningKeyInput;
+};
+
+
+export type MutationAttachFirmwareSignatureArgs = {
+  id: Scalars['ID']['input'];
+  input: AttachFirmwareSignatureInput;
 };
 
 
@@ -338,7 +360,9 @@ export type CertificateRevocationReason =
   /** Revoked through the API or the portal. */
   | 'revoked'
   /** The device was unclaimed. */
-  | 'unclaimed';
+  | 'unclaimed'
+  /** Replaced by the certificate a renewal over MQTT issued (the device connected with it, or the grace period ended). */
+  | 'superseded';
 
 /**
  * A client certificate the service issued to a device for mutual TLS on MQTTS: signed by the
@@ -372,7 +396,7 @@ export type DeviceCa = {
   notAfter: Scalars['DateTime']['output'];
 };
 
-/** A claimed device. Until it reports, `firmware`, `ip` and `lastSeen` are null and it is offline. */
+/** A claimed device. Offline until it connects; until its first heartbeat, `firmware`, `ip` and `lastSeen` are null. */
 export type Device = {
   __typename?: 'Device';
   /** Certificates issued to this device, newest first, revoked ones included. */
@@ -388,7 +412,7 @@ export type Device = {
   status: DeviceStatus;
   /** Time of the last heartbeat. */
   lastSeen?: Maybe<Scalars['DateTime']['output']>;
-  /** IPv4 address from the last heartbeat. */
+  /** IPv4 or IPv6 address from the last heartbeat that carried a valid one. */
   ip?: Maybe<Scalars['String']['output']>;
   connectivity: Connectivity;
   /** The current (unfinished) OTA update, or null. */
@@ -401,10 +425,18 @@ export type Device = {
   claimedAt: Scalars['DateTime']['output'];
   /** Status, firmware, configuration, claim and update events, newest first. */
   history: DeviceHistoryConnection;
+  /** The last firmware value the device reported outside the version grammar, as sent; null when its last report was a valid version (`firmware` keeps the last valid one meanwhile). */
+  firmwareReportedInvalid?: Maybe<Scalars['String']['output']>;
+  /** Messages of the device the service dropped since its claim, by reason (reasons never seen are absent). */
+  refusedMessages: Array<MessageRefusalCount>;
+  /** The last message of the device the service dropped, or null. */
+  lastRefusedMessage?: Maybe<RefusedMessage>;
+  /** Heartbeat fields refused since the claim (the rest of each heartbeat was recorded); fields never refused are absent. */
+  refusedFields: Array<RefusedHeartbeatField>;
 };
 
 
-/** A claimed device. Until it reports, `firmware`, `ip` and `lastSeen` are null and it is offline. */
+/** A claimed device. Offline until it connects; until its first heartbeat, `firmware`, `ip` and `lastSeen` are null. */
 export type DeviceHistoryArgs = {
   first?: InputMaybe<Scalars['Int']['input']>;
   after?: InputMaybe<Scalars['String']['input']>;
@@ -419,6 +451,59 @@ export type DeviceStatus =
 export type Connectivity =
   | 'online'
   | 'offline';
+
+/** Why the service dropped a whole message of a device (docs/device-protocol.md, Refused messages and fields). */
+export type MessageRefusalReason =
+  /** Published outside the device's own device-to-service topics (topic ACL). */
+  | 'topic_not_allowed'
+  /** Payload above the size limit. */
+  | 'too_large'
+  | 'not_json'
+  | 'not_object'
+  /** A status, OTA progress or configuration report that fails its schema. */
+  | 'invalid'
+  /** Above the device's message rate. */
+  | 'rate_limited';
+
+export type MessageRefusalCount = {
+  __typename?: 'MessageRefusalCount';
+  reason: MessageRefusalReason;
+  count: Scalars['Int']['output'];
+};
+
+export type RefusedMessage = {
+  __typename?: 'RefusedMessage';
+  reason: MessageRefusalReason;
+  /** The topic it was published on (at most 200 characters). */
+  topic: Scalars['String']['output'];
+  at: Scalars['DateTime']['output'];
+};
+
+export type HeartbeatField =
+  | 'firmware'
+  | 'ip'
+  | 'uptime_s'
+  | 'rssi';
+
+/** Why a heartbeat field was refused (docs/device-protocol.md, Heartbeat fields). */
+export type FieldRefusalReason =
+  | 'wrong_type'
+  | 'not_an_integer'
+  | 'out_of_range'
+  | 'too_long'
+  | 'invalid_format';
+
+export type RefusedHeartbeatField = {
+  __typename?: 'RefusedHeartbeatField';
+  field: HeartbeatField;
+  /** Refusals of this field since the claim. */
+  count: Scalars['Int']['output'];
+  /** Why the last one was refused. */
+  reason: FieldRefusalReason;
+  /** What the device sent the last time (JSON for a non-string; at most 64 characters). */
+  value: Scalars['String']['output'];
+  at: Scalars['DateTime']['output'];
+};
 
 /** Desired configuration (what the service pushes) and reported (what the device applied). */
 export type DeviceConfiguration = {
@@ -479,6 +564,8 @@ export type DeviceUpdate = {
   /** 0..100 */
   progress: Scalars['Int']['output'];
   error?: Maybe<Scalars['String']['output']>;
+  /** With failed and rolled_back: the reason the device reported (null when it gave none, and for a device's current update). */
+  errorCode?: Maybe<OtaErrorCode>;
   /** Times the command was sent (null where not tracked). */
   attempts?: Maybe<Scalars['Int']['output']>;
   stateChangedAt: Scalars['DateTime']['output'];
@@ -498,7 +585,7 @@ export type DeviceUpdate = {
 export type DeviceHistoryEvent = {
   __typename?: 'DeviceHistoryEvent';
   id: Scalars['ID']['output'];
-  /** claimed, status_changed, firmware_changed, firmware_changed_outside_ota, config_changed, config_applied, credentials_rotated, certificate_issued, certificate_revoked, renamed, tags_changed, update_step */
+  /** claimed, status_changed, firmware_changed, firmware_changed_outside_ota, config_changed, config_applied, credentials_rotated, credentials_rotation_started, certificate_issued, certificate_revoked, renamed, tags_changed, update_step */
   type: Scalars['String']['output'];
   occurredAt: Scalars['DateTime']['output'];
   data: Scalars['JSON']['output'];
@@ -586,6 +673,25 @@ export type DeviceCredentials = {
   password: Scalars['String']['output'];
 };
 
+/**
+ * A planned credential rotation, as started: pending until the device confirms the new credential
+ * (an ack on its credentials topic, or a connection with it) or the grace period ends. The event
+ * device.credentials_rotated and the device history say when it took effect.
+ */
+export type DeviceCredentialRotation = {
+  __typename?: 'DeviceCredentialRotation';
+  id: Scalars['ID']['output'];
+  serial: Scalars['String']['output'];
+  username: Scalars['String']['output'];
+  /** password */
+  kind: Scalars['String']['output'];
+  /** pending */
+  state: Scalars['String']['output'];
+  createdAt: Scalars['DateTime']['output'];
+  /** From then on only the new credential is accepted. */
+  graceEndsAt: Scalars['DateTime']['output'];
+};
+
 export type ClaimDevicesPayload = {
   __typename?: 'ClaimDevicesPayload';
   /** How many devices were claimed. */
@@ -662,7 +768,7 @@ export type FirmwareVersion = {
   sha256: Scalars['String']['output'];
   /** False once the binary was deleted (the record stays). */
   fileAvailable: Scalars['Boolean']['output'];
-  /** Uploaded with a signature that verified with the account's signing key of the time. */
+  /** Carries a signature that verified with the account's signing key of the time (at upload, or attached later: attachFirmwareSignature). */
   signed: Scalars['Boolean']['output'];
   /** The signing key it was signed with (null when unsigned); its OTA commands carry it as key_id. */
   signingKeyId?: Maybe<Scalars['String']['output']>;
@@ -701,12 +807,21 @@ export type RegisterFirmwareSigningKeyInput = {
   publicKey: Scalars['String']['input'];
 };
 
+export type AttachFirmwareSignatureInput = {
+  /** base64 Ed25519 signature over the version's raw 32-byte SHA-256 digest, by the account's current signing key. */
+  signature: Scalars['String']['input'];
+};
+
 export type DeploymentStatus =
   | 'scheduled'
   | 'running'
   | 'paused'
+  /** Nothing left to do; every device it kept installed the version. */
   | 'completed'
+  /** Nothing left to do; some updates failed, timed out, rolled back or failed the health gate. */
   | 'completed_with_failures'
+  /** Nothing left to do, and newer deployments took over every target before it was sent: it installed nothing (counts.superseded says how many). */
+  | 'superseded'
   | 'cancelled';
 
 /** What an operator can do to a deployment depending on its status (rollback and retry depend on its devices instead). */
@@ -771,6 +886,37 @@ export type DeploymentCounts = {
   healthFailed: Scalars['Int']['output'];
 };
 
+/** Why an OTA update failed, as the device reported it (docs/device-protocol.md, Error codes). */
+export type OtaErrorCode =
+  /** The image could not be downloaded (HTTP error, connection lost, link expired). */
+  | 'download'
+  /** The image is not the size the command said. */
+  | 'size_mismatch'
+  /** Its SHA-256 is not the command's sha256. */
+  | 'digest_mismatch'
+  /** Unsigned, signed with a key the module does not trust, or the signature does not verify. */
+  | 'signature'
+  /** The command is for another model. */
+  | 'wrong_model'
+  /** Writing or verifying the flash failed. */
+  | 'flash_write'
+  /** Supply voltage or battery too low to flash safely. */
+  | 'low_power'
+  /** The new image did not boot or failed its self-test (with rolled_back). */
+  | 'boot_failed'
+  /** The module gave up waiting (a stalled download, an install that hung). */
+  | 'timeout'
+  /** Anything else, and every code this service does not know. */
+  | 'other';
+
+/** Failed and rolled-back updates of a deployment with one error code. */
+export type FailureCodeCount = {
+  __typename?: 'FailureCodeCount';
+  /** null: the device reported no error code. */
+  code?: Maybe<OtaErrorCode>;
+  count: Scalars['Int']['output'];
+};
+
 export type DeploymentFilter = {
   __typename?: 'DeploymentFilter';
   model?: Maybe<Scalars['String']['output']>;
@@ -795,7 +941,9 @@ export type Deployment = {
   respectMaintenanceWindow: Scalars['Boolean']['output'];
   targetCount: Scalars['Int']['output'];
   counts: DeploymentCounts;
-  /** Percentage (one decimal) of the deployment's targets whose update reached a final state. Targets a newer deployment took over (superseded) are left out: they are neither done nor left to do. */
+  /** Failed and rolled-back updates per error code the devices reported, most frequent first: what a dashboard groups failures by. */
+  failureCodes: Array<FailureCodeCount>;
+  /** Percentage (one decimal) of the deployment's targets that installed its version (counts.succeeded); failed, timed-out, rolled-back and cancelled updates do not count. Targets a newer deployment took over (superseded) are left out: they are neither installed nor left to do. 0 when every target was superseded; 100 for a deployment without targets. */
   progress: Scalars['Float']['output'];
   currentBatch: Scalars['Int']['output'];
   batchCount: Scalars['Int']['output'];
@@ -1160,6 +1308,12 @@ export type ResolversTypes = {
   Device: ResolverTypeWrapper<DeviceModel>;
   DeviceStatus: DeviceStatus;
   Connectivity: Connectivity;
+  MessageRefusalReason: MessageRefusalReason;
+  MessageRefusalCount: ResolverTypeWrapper<MessageRefusalCount>;
+  RefusedMessage: ResolverTypeWrapper<RefusedMessage>;
+  HeartbeatField: HeartbeatField;
+  FieldRefusalReason: FieldRefusalReason;
+  RefusedHeartbeatField: ResolverTypeWrapper<RefusedHeartbeatField>;
   DeviceConfiguration: ResolverTypeWrapper<Omit<DeviceConfiguration, 'desired' | 'reported'> & { desired: ResolversTypes['DeviceConfig'], reported?: Maybe<ResolversTypes['DeviceConfig']> }>;
   DeviceConfig: ResolverTypeWrapper<DeviceConfigModel>;
   MaintenanceWindow: ResolverTypeWrapper<MaintenanceWindow>;
@@ -1176,6 +1330,7 @@ export type ResolversTypes = {
   DeviceFilter: DeviceFilter;
   ClaimDevicesInput: ClaimDevicesInput;
   DeviceCredentials: ResolverTypeWrapper<DeviceCredentials>;
+  DeviceCredentialRotation: ResolverTypeWrapper<DeviceCredentialRotation>;
   ClaimDevicesPayload: ResolverTypeWrapper<Omit<ClaimDevicesPayload, 'devices'> & { devices: Array<ResolversTypes['Device']> }>;
   MaintenanceWindowInput: MaintenanceWindowInput;
   DeviceConfigInput: DeviceConfigInput;
@@ -1187,12 +1342,15 @@ export type ResolversTypes = {
   FirmwareSigningKey: ResolverTypeWrapper<FirmwareSigningKey>;
   FirmwareSigningKeys: ResolverTypeWrapper<FirmwareSigningKeys>;
   RegisterFirmwareSigningKeyInput: RegisterFirmwareSigningKeyInput;
+  AttachFirmwareSignatureInput: AttachFirmwareSignatureInput;
   DeploymentStatus: DeploymentStatus;
   DeploymentAction: DeploymentAction;
   DeploymentKind: DeploymentKind;
   Rollout: ResolverTypeWrapper<RolloutModel>;
   TagConcurrency: ResolverTypeWrapper<TagConcurrency>;
   DeploymentCounts: ResolverTypeWrapper<DeploymentCounts>;
+  OtaErrorCode: OtaErrorCode;
+  FailureCodeCount: ResolverTypeWrapper<FailureCodeCount>;
   DeploymentFilter: ResolverTypeWrapper<DeploymentFilter>;
   Deployment: ResolverTypeWrapper<DeploymentModel>;
   DeviceUpdateEdge: ResolverTypeWrapper<Omit<DeviceUpdateEdge, 'node'> & { node: ResolversTypes['DeviceUpdate'] }>;
@@ -1245,6 +1403,9 @@ export type ResolversParentTypes = {
   DeviceCertificate: DeviceCertificate;
   DeviceCa: DeviceCa;
   Device: DeviceModel;
+  MessageRefusalCount: MessageRefusalCount;
+  RefusedMessage: RefusedMessage;
+  RefusedHeartbeatField: RefusedHeartbeatField;
   DeviceConfiguration: Omit<DeviceConfiguration, 'desired' | 'reported'> & { desired: ResolversParentTypes['DeviceConfig'], reported?: Maybe<ResolversParentTypes['DeviceConfig']> };
   DeviceConfig: DeviceConfigModel;
   MaintenanceWindow: MaintenanceWindow;
@@ -1258,6 +1419,7 @@ export type ResolversParentTypes = {
   DeviceFilter: DeviceFilter;
   ClaimDevicesInput: ClaimDevicesInput;
   DeviceCredentials: DeviceCredentials;
+  DeviceCredentialRotation: DeviceCredentialRotation;
   ClaimDevicesPayload: Omit<ClaimDevicesPayload, 'devices'> & { devices: Array<ResolversParentTypes['Device']> };
   MaintenanceWindowInput: MaintenanceWindowInput;
   DeviceConfigInput: DeviceConfigInput;
@@ -1269,9 +1431,11 @@ export type ResolversParentTypes = {
   FirmwareSigningKey: FirmwareSigningKey;
   FirmwareSigningKeys: FirmwareSigningKeys;
   RegisterFirmwareSigningKeyInput: RegisterFirmwareSigningKeyInput;
+  AttachFirmwareSignatureInput: AttachFirmwareSignatureInput;
   Rollout: RolloutModel;
   TagConcurrency: TagConcurrency;
   DeploymentCounts: DeploymentCounts;
+  FailureCodeCount: FailureCodeCount;
   DeploymentFilter: DeploymentFilter;
   Deployment: DeploymentModel;
   DeviceUpdateEdge: Omit<DeviceUpdateEdge, 'node'> & { node: ResolversParentTypes['DeviceUpdate'] };
@@ -1348,8 +1512,10 @@ export type MutationResolvers<ContextType = GraphQLContext, ParentType extends R
   claimDevices?: Resolver<ResolversTypes['ClaimDevicesPayload'], ParentType, ContextType, RequireFields<MutationClaimDevicesArgs, 'input'>>;
   updateDevice?: Resolver<ResolversTypes['Device'], ParentType, ContextType, RequireFields<MutationUpdateDeviceArgs, 'serial' | 'input'>>;
   rotateDeviceCredentials?: Resolver<ResolversTypes['DeviceCredentials'], ParentType, ContextType, RequireFields<MutationRotateDeviceCredentialsArgs, 'serial'>>;
+  startDeviceCredentialRotation?: Resolver<ResolversTypes['DeviceCredentialRotation'], ParentType, ContextType, RequireFields<MutationStartDeviceCredentialRotationArgs, 'serial'>>;
   registerModel?: Resolver<ResolversTypes['Model'], ParentType, ContextType, RequireFields<MutationRegisterModelArgs, 'input'>>;
   registerFirmwareSigningKey?: Resolver<ResolversTypes['FirmwareSigningKeys'], ParentType, ContextType, RequireFields<MutationRegisterFirmwareSigningKeyArgs, 'input'>>;
+  attachFirmwareSignature?: Resolver<ResolversTypes['FirmwareVersion'], ParentType, ContextType, RequireFields<MutationAttachFirmwareSignatureArgs, 'id' | 'input'>>;
   deployFirmware?: Resolver<ResolversTypes['Deployment'], ParentType, ContextType, RequireFields<MutationDeployFirmwareArgs, 'input'>>;
   cancelDeployment?: Resolver<ResolversTypes['Deployment'], ParentType, ContextType, RequireFields<MutationCancelDeploymentArgs, 'id'>>;
   pauseDeployment?: Resolver<ResolversTypes['Deployment'], ParentType, ContextType, RequireFields<MutationPauseDeploymentArgs, 'id'>>;
@@ -1431,6 +1597,29 @@ export type DeviceResolvers<ContextType = GraphQLContext, ParentType extends Res
   rssi?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
   claimedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
   history?: Resolver<ResolversTypes['DeviceHistoryConnection'], ParentType, ContextType, RequireFields<DeviceHistoryArgs, 'first'>>;
+  firmwareReportedInvalid?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  refusedMessages?: Resolver<Array<ResolversTypes['MessageRefusalCount']>, ParentType, ContextType>;
+  lastRefusedMessage?: Resolver<Maybe<ResolversTypes['RefusedMessage']>, ParentType, ContextType>;
+  refusedFields?: Resolver<Array<ResolversTypes['RefusedHeartbeatField']>, ParentType, ContextType>;
+};
+
+export type MessageRefusalCountResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['MessageRefusalCount'] = ResolversParentTypes['MessageRefusalCount']> = {
+  reason?: Resolver<ResolversTypes['MessageRefusalReason'], ParentType, ContextType>;
+  count?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+};
+
+export type RefusedMessageResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['RefusedMessage'] = ResolversParentTypes['RefusedMessage']> = {
+  reason?: Resolver<ResolversTypes['MessageRefusalReason'], ParentType, ContextType>;
+  topic?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  at?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+};
+
+export type RefusedHeartbeatFieldResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['RefusedHeartbeatField'] = ResolversParentTypes['RefusedHeartbeatField']> = {
+  field?: Resolver<ResolversTypes['HeartbeatField'], ParentType, ContextType>;
+  count?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  reason?: Resolver<ResolversTypes['FieldRefusalReason'], ParentType, ContextType>;
+  value?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  at?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
 };
 
 export type DeviceConfigurationResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['DeviceConfiguration'] = ResolversParentTypes['DeviceConfiguration']> = {
@@ -1463,6 +1652,7 @@ export type DeviceUpdateResolvers<ContextType = GraphQLContext, ParentType exten
   state?: Resolver<ResolversTypes['UpdateState'], ParentType, ContextType>;
   progress?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   error?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  errorCode?: Resolver<Maybe<ResolversTypes['OtaErrorCode']>, ParentType, ContextType>;
   attempts?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
   stateChangedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
   deadlineAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
@@ -1507,6 +1697,16 @@ export type DeviceCredentialsResolvers<ContextType = GraphQLContext, ParentType 
   serial?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   username?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   password?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+};
+
+export type DeviceCredentialRotationResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['DeviceCredentialRotation'] = ResolversParentTypes['DeviceCredentialRotation']> = {
+  id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  serial?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  username?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  kind?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  state?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  createdAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  graceEndsAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
 };
 
 export type ClaimDevicesPayloadResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['ClaimDevicesPayload'] = ResolversParentTypes['ClaimDevicesPayload']> = {
@@ -1589,6 +1789,11 @@ export type DeploymentCountsResolvers<ContextType = GraphQLContext, ParentType e
   healthFailed?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
 };
 
+export type FailureCodeCountResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['FailureCodeCount'] = ResolversParentTypes['FailureCodeCount']> = {
+  code?: Resolver<Maybe<ResolversTypes['OtaErrorCode']>, ParentType, ContextType>;
+  count?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+};
+
 export type DeploymentFilterResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['DeploymentFilter'] = ResolversParentTypes['DeploymentFilter']> = {
   model?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   firmwareLt?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
@@ -1609,6 +1814,7 @@ export type DeploymentResolvers<ContextType = GraphQLContext, ParentType extends
   respectMaintenanceWindow?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   targetCount?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   counts?: Resolver<ResolversTypes['DeploymentCounts'], ParentType, ContextType>;
+  failureCodes?: Resolver<Array<ResolversTypes['FailureCodeCount']>, ParentType, ContextType>;
   progress?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
   currentBatch?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   batchCount?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
@@ -1781,6 +1987,9 @@ export type Resolvers<ContextType = GraphQLContext> = {
   DeviceCertificate?: DeviceCertificateResolvers<ContextType>;
   DeviceCa?: DeviceCaResolvers<ContextType>;
   Device?: DeviceResolvers<ContextType>;
+  MessageRefusalCount?: MessageRefusalCountResolvers<ContextType>;
+  RefusedMessage?: RefusedMessageResolvers<ContextType>;
+  RefusedHeartbeatField?: RefusedHeartbeatFieldResolvers<ContextType>;
   DeviceConfiguration?: DeviceConfigurationResolvers<ContextType>;
   DeviceConfig?: DeviceConfigResolvers<ContextType>;
   MaintenanceWindow?: MaintenanceWindowResolvers<ContextType>;
@@ -1791,6 +2000,7 @@ export type Resolvers<ContextType = GraphQLContext> = {
   DeviceEdge?: DeviceEdgeResolvers<ContextType>;
   DeviceConnection?: DeviceConnectionResolvers<ContextType>;
   DeviceCredentials?: DeviceCredentialsResolvers<ContextType>;
+  DeviceCredentialRotation?: DeviceCredentialRotationResolvers<ContextType>;
   ClaimDevicesPayload?: ClaimDevicesPayloadResolvers<ContextType>;
   DeviceChange?: DeviceChangeResolvers<ContextType>;
   Model?: ModelResolvers<ContextType>;
@@ -1800,6 +2010,7 @@ export type Resolvers<ContextType = GraphQLContext> = {
   Rollout?: RolloutResolvers<ContextType>;
   TagConcurrency?: TagConcurrencyResolvers<ContextType>;
   DeploymentCounts?: DeploymentCountsResolvers<ContextType>;
+  FailureCodeCount?: FailureCodeCountResolvers<ContextType>;
   DeploymentFilter?: DeploymentFilterResolvers<ContextType>;
   Deployment?: DeploymentResolvers<ContextType>;
   DeviceUpdateEdge?: DeviceUpdateEdgeResolvers<ContextType>;

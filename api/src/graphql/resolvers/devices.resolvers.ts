@@ -15,6 +15,8 @@ import type { DeviceUpdateParent } from '../mappers';
 import { MAX_DEVICE_PAGE } from '../limits';
 import { connection, liveField, money, oneOf, orDefault, orNull } from './presenters';
 import { presentCertificate } from './certificates.resolvers';
+import { MESSAGE_REFUSAL_REASONS } from '#core/devices/device-refusals';
+import { HEARTBEAT_FIELDS } from '#protocol/heartbeat-fields';
 
 /** GraphQL's filter to the service's (which also knows firmwareLt; `text` is its `q`). */
 export function toServiceFilter(filter: DeviceFilter | null | undefined) {
@@ -145,9 +147,25 @@ export const deviceResolvers: Resolvers = {
     },
     rotateDeviceCredentials: (_, args, ctx) =>
       ctx.services.devices.rotateCredentials(ctx.actor, { serial: args.serial }),
+    startDeviceCredentialRotation: (_, args, ctx) =>
+      ctx.services.rotations.startPasswordRotation(ctx.actor, {
+        serial: args.serial,
+        ...(args.graceS != null ? { graceS: args.graceS } : {}),
+      }),
   },
   Device: {
     update: (device) => (device.update ? { ...device.update, serial: device.serial } : null),
+    // The domain keeps these as maps (the REST document's shape); GraphQL lists them.
+    refusedMessages: (device) =>
+      Object.entries(device.refusedMessages).map(([reason, count]) => ({
+        reason: oneOf(MESSAGE_REFUSAL_REASONS, reason, 'Message refusal reason'),
+        count,
+      })),
+    refusedFields: (device) =>
+      Object.entries(device.refusedFields).map(([field, s]) => ({
+        ...s,
+        field: oneOf(HEARTBEAT_FIELDS, field, 'Heartbeat field'),
+      })),
     history: async (device, args, ctx) => {
       const limit = orDefault(args.first, 20);
       // First pages are batched across the devices of a list (DataLoader); later pages are per device.

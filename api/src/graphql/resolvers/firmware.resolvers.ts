@@ -12,6 +12,8 @@ export const firmwareResolvers: Resolvers = {
   Mutation: {
     registerModel: (_, args, ctx) => ctx.services.models.register(ctx.actor, withoutNulls(args.input)),
     registerFirmwareSigningKey: (_, args, ctx) =>
-      ctx.services.signingKeys.register(ctx.actor, { public_key: args.input.publicKey }),
+      ctx.services.signingKeys.register(ctx.actor, { publicKey: args.input.publicKey }),
+    attachFirmwareSignature: (_, args, ctx) =>
+      ctx.services.firmware.attachSignature(ctx.actor, { id: args.id, signature: args.input.signature }),
   },
 };

@@ -15,7 +15,7 @@ const PAGE = 1000;
 export type SortKey = 'serial' | 'name' | 'model' | 'firmware' | 'status' | 'lastSeen' | 'ip';
 
 /**
- * The rows of Fleet > Devices for one filter and order: a window over the server's connection
+ * The rows of the device list for one filter and order: a window over the server's connection
  * (sorted by the server, keyset-paged), filled page by page as the user scrolls towards rows
  * not loaded yet. Live changes (deviceChanged) patch loaded rows in place, batched per frame
  * (a row keeps its place until the next reload even when the change moves it in the order).
