@@ -223,11 +223,15 @@ async function brokerUrlToUse(): Promise<string> {
  * that accepts anyone, another one on 1883 say, would otherwise look like a working fleet).
  * Polls for up to 10 s; none seen is an error, fewer than connected a warning.
  */
-async function confirmOnline(devices: Array<{ serial: string }>, connected: number, brokerUrl: string): Promise<boolean> {
+async function confirmOnline(
+  devices: Array<{ serial: string }>,
+  connected: number,
+  brokerUrl: string,
+): Promise<boolean> {
   if (!api) return true;
   const q = commonPrefix(devices.map((d) => d.serial));
   const deadline = Date.now() + 10_000;
-  let seen = 0;
+  let seen: number;
   for (;;) {
     seen = Math.min(await countOnline({ ...api, ...(ca !== undefined ? { ca } : {}), q }), devices.length);
     if (seen >= connected || Date.now() >= deadline) break;

@@ -263,7 +263,7 @@ async function apiGet<T>(input: { apiUrl: string; apiKey: string; ca?: string },
     });
   } catch (err) {
     const cause = (err as Error & { cause?: Error }).cause;
-    throw new Error(`cannot reach ${url}: ${cause?.message ?? (err as Error).message}`);
+    throw new Error(`cannot reach ${url}: ${cause?.message ?? (err as Error).message}`, { cause: err });
   } finally {
     void agent?.close();
   }

@@ -80,10 +80,7 @@ describe.skipIf(missing.length > 0)('README production commands', () => {
       expect(clients.out).toContain('{"status":"ok"}');
       expect(JSON.parse(clients.out.slice(clients.out.indexOf('{"version"')))).toMatchObject({ version: 1 });
 
-      const certified = await bash(
-        `KEY=${account.apiKey}\n${ports(certificateBlock!)}`,
-        dir,
-      );
+      const certified = await bash(`KEY=${account.apiKey}\n${ports(certificateBlock!)}`, dir);
       expect(certified.code, `${certified.out}\n${certified.err}`).toBe(0);
       // The device CA came with the API key: a PEM certificate, not a 401 answer.
       expect(fs.readFileSync(path.join(dir, '.local', 'device-ca.pem'), 'utf8')).toMatch(

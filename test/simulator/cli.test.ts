@@ -201,7 +201,9 @@ describe('simulator command line', () => {
       '1',
     ]);
     expect(res.code, res.err).toBe(0);
-    expect(res.out).toContain(`broker: mqtt://127.0.0.1:${server.service.mqttPort} (from ${server.service.httpUrl}/api/v1/device-endpoints)`);
+    expect(res.out).toContain(
+      `broker: mqtt://127.0.0.1:${server.service.mqttPort} (from ${server.service.httpUrl}/api/v1/device-endpoints)`,
+    );
     expect(res.out).toContain('the service sees 2 online');
     // Neither --broker-url nor the API: nothing to connect to.
     const none = await run(['--count', '1', '--firmware', '1.0.0', '--credentials', 'x.json']);

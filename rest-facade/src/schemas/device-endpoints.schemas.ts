@@ -11,7 +11,9 @@ export const DeviceEndpointsSchema = z
       .string()
       .nullable()
       .describe('MQTT over TLS (`mqtts://host:port`); null without `TLS_CERT_FILE`/`TLS_KEY_FILE`'),
-    websocket_url: z.string().describe('MQTT over WebSocket on the HTTP port (`ws://host:port/mqtt`, `wss://` with TLS)'),
+    websocket_url: z
+      .string()
+      .describe('MQTT over WebSocket on the HTTP port (`ws://host:port/mqtt`, `wss://` with TLS)'),
   })
   .meta({ id: 'DeviceEndpoints' });
 
