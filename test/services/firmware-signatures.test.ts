@@ -180,11 +180,13 @@ describe('firmware signatures attached later, and no unsigned firmware sent once
   it('refuses a deploy and its dry run of an unsigned version with 422 firmware_unsigned, recording nothing; signed, it goes', async () => {
     const before = await deploymentCount(a);
     const input = { firmwareVersion: '1.0.5', serials: ['SG-0001'] };
+    // One call at a time: a second promise made up front rejects while the first is awaited,
+    // unhandled for that moment (PostgreSQL ran both at once and vitest failed the run on it).
     for (const work of [
-      harness.services.deployments.deploy(a.admin, input),
-      harness.services.deployments.preview(a.admin, input),
+      () => harness.services.deployments.deploy(a.admin, input),
+      () => harness.services.deployments.preview(a.admin, input),
     ]) {
-      const error = await refusal(work);
+      const error = await refusal(work());
       expect(error.code).toBe('firmware_unsigned');
       expect(error.details).toMatchObject({
         versions: ['1.0.5'],
