@@ -5,7 +5,7 @@ import { Aedes, type AedesOptions, type Client, type PublishPacket } from 'aedes
 import type { Logger } from '#core/logger';
 import type { Metrics } from '#core/metrics';
 import type { DeviceGateway, OtaDeviceListener, OtaJob } from '#core/devices/device-gateway';
-import type { DeviceAuthService, DeviceSession } from '#core/devices/device-auth.service';
+import type { DeviceAuthService } from '#core/devices/device-auth.service';
 import type { DeviceRotations } from '#core/devices/credential-rotation.service';
 import type { PresenceService } from '#core/devices/presence.service';
 import type { HeartbeatIngest } from '#core/devices/heartbeat-ingest';
@@ -21,7 +21,6 @@ import { assertAedesInternals, clientOf, destroyStore, routeOnlyUnconsumed, sess
 import { makeAuthenticate, makePreConnect } from './hooks/authenticate';
 import { withServedKeepalive } from './keepalive';
 import { AuthorizeHooks } from './hooks/authorize-hooks';
-import { LogThrottle } from './log-throttle';
 import { guardPacketSize } from './packet-size-guard';
 import { readWholeBuffer } from './whole-buffer-reads';
 import { createIndexedMemoryPersistence } from './retained-index';
@@ -33,6 +32,7 @@ import { OtaReadiness } from './ota-readiness';
 import { ConfigDelivery, type DesiredConfig } from './config-delivery';
 import { CredentialDelivery } from './credential-delivery';
 import { DeviceListeners } from './listeners';
+import { ConnectionLifecycle } from './connection-lifecycle';
 
 export interface DeviceBrokerOptions {
   metrics: Metrics;
@@ -99,7 +99,6 @@ export class DeviceBroker implements DeviceGateway {
   private stopDisconnects: (() => void) | undefined;
   private readonly disconnects: DisconnectRequests;
   private readonly connections = new Connections();
-  private readonly refuseLog = new LogThrottle();
   private readonly listeners: DeviceListeners;
   /** Marks devices offline whose heartbeats stopped. */
   private readonly presenceSweeps: SingleFlightLoop;
@@ -110,6 +109,7 @@ export class DeviceBroker implements DeviceGateway {
   private readonly config: ConfigDelivery;
   private readonly credentials: CredentialDelivery;
   private readonly authorize: AuthorizeHooks;
+  private readonly lifecycle: ConnectionLifecycle;
 
   private constructor(
     private readonly aedes: Aedes,
@@ -139,6 +139,17 @@ export class DeviceBroker implements DeviceGateway {
       readiness: this.readiness,
       config: this.config,
       credentials: this.credentials,
+      metrics: options.metrics,
+      logger: options.logger,
+    });
+    this.lifecycle = new ConnectionLifecycle({
+      aedes,
+      connections: this.connections,
+      readiness: this.readiness,
+      config: this.config,
+      credentials: this.credentials,
+      ingest: () => this.served.ingest,
+      closing: () => this.closed,
       metrics: options.metrics,
       logger: options.logger,
     });
@@ -176,8 +187,8 @@ export class DeviceBroker implements DeviceGateway {
           authenticate: (input) => self.served.auth.authenticate(input),
           authenticateCertificate: (input) => self.served.auth.authenticateCertificate(input),
         },
-        onAuthenticated: (client, session) => self.onAuthenticated(client, session),
-        onRefused: (client, reason, serial) => self.onRefused(client, reason, serial),
+        onAuthenticated: (client, session) => self.lifecycle.authenticated(client, session),
+        onRefused: (client, reason, serial) => self.lifecycle.refused(client, reason, serial),
         logger: options.logger,
       }),
       authorizePublish: (client, packet, callback) => self.authorize.publish(client, packet, callback),
@@ -191,7 +202,8 @@ export class DeviceBroker implements DeviceGateway {
     assertAedesInternals(aedes, options.backends);
     guardStoredSubscriptions(sessionStoreOf(aedes));
     const self = new DeviceBroker(aedes, options);
-    self.wire();
+    self.consumeDeviceReports();
+    self.lifecycle.wire();
     return self;
   }
 
@@ -434,68 +446,5 @@ export class DeviceBroker implements DeviceGateway {
       dup: false,
     };
     return new Promise((resolve, reject) => this.aedes.publish(packet, (err) => (err ? reject(err) : resolve())));
-  }
-
-  private wire(): void {
-    const { metrics, logger } = this.options;
-    this.consumeDeviceReports();
-    this.aedes.on('clientReady', (client) => this.onReady(client));
-    this.aedes.on('clientDisconnect', (client) => this.onDisconnect(client));
-    this.aedes.on('keepaliveTimeout', (client) => {
-      const conn = this.connections.of(client);
-      if (conn) conn.keepaliveTimedOut = true;
-    });
-    this.aedes.on('subscribe', (subs, client) => {
-      const conn = this.connections.of(client);
-      if (!conn || !conn.ready) return;
-      const granted = (topic: string) => subs.some((s) => (s.qos as number) !== 128 && s.topic === topic);
-      if (granted(topics.ota(conn.session.serial))) this.readiness.subscribed(conn);
-      if (granted(topics.config(conn.session.serial))) this.config.subscribed(conn);
-      if (granted(topics.credentials(conn.session.serial))) this.credentials.subscribed(client);
-    });
-    this.aedes.on('clientError', (client, err) =>
-      logger.debug({ serial: client.id, err: err.message }, 'MQTT client error'),
-    );
-    this.aedes.on('connectionError', (_client, err) => logger.debug({ err: err.message }, 'MQTT connection error'));
-    metrics.mqttConnectedDevices.set(0);
-  }
-
-  private onAuthenticated(client: Client, session: DeviceSession): void {
-    this.connections.authenticated({ client, session, existing: this.clientById(session.serial) });
-  }
-
-  private onRefused(client: Client, reason: string, serial: string | undefined): void {
-    this.options.metrics.mqttConnectionsRefused.inc({ reason });
-    const key = `${serial ?? '?'}:${reason}`;
-    if (this.refuseLog.shouldLog(key)) {
-      const address = (client.conn as { remoteAddress?: string } | undefined)?.remoteAddress;
-      this.options.logger.warn({ serial, reason, address }, 'MQTT connection refused');
-    }
-  }
-
-  private onReady(client: Client): void {
-    const conn = this.connections.ready(client);
-    if (!conn) return;
-    const { deviceId } = conn.session;
-    this.options.metrics.mqttConnectedDevices.set(this.connections.size);
-    this.served.ingest.connected(deviceId);
-    // A restored persistent session brings its `ota` and `config` subscriptions back without a
-    // SUBSCRIBE: the configuration goes out now (once for this connection), queued commands too.
-    this.config.subscribed(conn);
-    if (conn.subscribedOta) this.readiness.subscribed(conn);
-    // A connection with a pending password or a renewed certificate confirms that rotation; what
-    // is still pending is delivered (restored `credentials` subscription, or on its SUBSCRIBE).
-    this.credentials.connected(client);
-  }
-
-  private onDisconnect(client: Client): void {
-    const closed = this.connections.closed(client);
-    if (!closed) return;
-    this.options.metrics.mqttConnectedDevices.set(this.connections.size);
-    if (closed.takenOver) return;
-    this.served.ingest.offline(
-      closed.conn.session.deviceId,
-      this.closed ? 'shutdown' : closed.conn.keepaliveTimedOut ? 'keepalive_timeout' : 'disconnected',
-    );
   }
 }
