@@ -449,14 +449,18 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
     await page.waitForURL(/\/deployments\/[0-9a-f-]{36}$/);
     const status = page.getByTestId('deployment-status');
     await expect.poll(() => status.getAttribute('data-status')).toMatch(/scheduled|running/);
-    await page.getByRole('button', { name: 'Pause', exact: true }).click();
-    await page.getByRole('dialog').getByRole('button', { name: 'Pause', exact: true }).click();
+    // Each confirmation closes before the next button is pressed: a click on the page while the
+    // last dialog was still closing could land on its overlay instead (CI, a quiet 2-core run).
+    const confirm = async (button: string, ok: string) => {
+      await page.getByRole('button', { name: button, exact: true }).click();
+      await page.getByRole('dialog').getByRole('button', { name: ok, exact: true }).click();
+      await page.getByRole('dialog').waitFor({ state: 'hidden' });
+    };
+    await confirm('Pause', 'Pause');
     await expect.poll(() => status.getAttribute('data-status')).toBe('paused');
-    await page.getByRole('button', { name: 'Resume', exact: true }).click();
-    await page.getByRole('dialog').getByRole('button', { name: 'Resume', exact: true }).click();
+    await confirm('Resume', 'Resume');
     await expect.poll(() => status.getAttribute('data-status')).toMatch(/scheduled|running/);
-    await page.getByRole('button', { name: 'Cancel', exact: true }).click();
-    await page.getByRole('dialog').getByRole('button', { name: 'Cancel deployment', exact: true }).click();
+    await confirm('Cancel', 'Cancel deployment');
     await expect.poll(() => status.getAttribute('data-status')).toBe('cancelled');
     await expect.poll(() => page.locator('dd[data-state="cancelled"]').textContent()).toBe('1');
   });

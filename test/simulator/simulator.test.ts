@@ -311,7 +311,10 @@ describe('simulator engine', () => {
   });
 
   it('reports an outcome reached while disconnected once it is connected again', async () => {
-    const fleet = await newFleet('LOST', 1);
+    // Back no sooner than 2 s after the drop: the outcome (a 404 within 0.4 s) comes while it is away.
+    const fleet = await newFleet('LOST', 1, {
+      reconnect: { ...scaledReconnectPolicy(0.25), afterLossS: { min: 2, max: 3 } },
+    });
     await fleet.start();
     await expect.poll(() => ready.has('LOST-000001')).toBe(true);
     const jobId = '3b7e2a52-8f0c-4c57-9d0e-4e7f1f0b9a04';
