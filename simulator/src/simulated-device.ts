@@ -1,19 +1,14 @@
-import mqtt, { type MqttClient } from 'mqtt';
+import type { MqttClient } from 'mqtt';
 import type { KeyObject } from 'node:crypto';
 import { topics } from '#protocol/topics';
 import { ConfigMessage, OtaCommand, parsePayload } from '#protocol/payloads';
 import { OtaJobRunner, type OtaOutcome } from './ota-job-runner';
 import { DeviceSecrets, type DeviceCredentials } from './device-secrets';
 import { sleep } from './sim-helpers';
+import { closeDeviceConnection, openDeviceConnection } from './device-connection';
 import { DEVICE_RECONNECT_POLICY, ReconnectBackoff, type ReconnectPolicy } from './reconnect-backoff';
 
 export type { OtaOutcome } from './ota-job-runner';
-
-/** How long a closing connection waits for the PUBACKs of its last publishes (ms). */
-const END_GRACE_MS = 2000;
-
-/** mqtt.js's `log` option: nothing (see connect). */
-const noLog = (): void => undefined;
 
 export type { DeviceCredentials } from './device-secrets';
 
@@ -151,27 +146,8 @@ export class SimulatedDevice {
     this.clearTimers();
     const client = this.client;
     this.client = undefined;
-    if (client) await this.endClient(client);
+    if (client) await closeDeviceConnection(client);
     this.setConnected(false);
-  }
-
-  /**
-   * Ends a connection the way a module powering down would: a live one gets a moment for its
-   * last publishes' PUBACKs (a report is acknowledged once the service stored it), then closes
-   * with DISCONNECT; one already gone is dropped at once. mqtt.js's graceful end waits for those
-   * PUBACKs without limit, and on a closed connection they never come: a stop after a service
-   * restart then hung for ever, and so did a reboot once broken downloads were resumed.
-   */
-  private async endClient(client: MqttClient): Promise<void> {
-    if (!client.connected) {
-      client.end(true);
-      return;
-    }
-    let timer: NodeJS.Timeout | undefined;
-    const graceful = client.endAsync().catch(() => undefined);
-    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), END_GRACE_MS)));
-    if ((await Promise.race([graceful, late])) === 'late') client.end(true);
-    clearTimeout(timer);
   }
 
   /** After a refused or timed-out first connection: keep trying in the background, as a real device would. */
@@ -211,19 +187,12 @@ export class SimulatedDevice {
   private connectOnce(): Promise<void> {
     const { credentials } = this.options;
     return new Promise((resolve, reject) => {
-      const client = mqtt.connect(this.options.brokerUrl, {
-        clientId: credentials.serial,
-        ...this.secrets.connectOptions(),
-        ...(this.options.ca !== undefined ? { ca: this.options.ca } : {}),
-        clean: this.options.clean ?? false,
-        keepalive: 30,
-        reconnectPeriod: 0,
-        connectTimeout: 15_000,
-        will: { topic: topics.status(this.serial), payload: Buffer.from('{"state":"offline"}'), qos: 1, retain: false },
-        // mqtt.js logs every packet through `debug`; even switched off, those calls took 5% of a
-        // 10,000-device fleet's CPU (bench/devices-gateway.bench.ts, profiled). --verbose prints
-        // the protocol itself (trace).
-        log: noLog,
+      const client = openDeviceConnection({
+        brokerUrl: this.options.brokerUrl,
+        serial: credentials.serial,
+        secret: this.secrets.connectOptions(),
+        ca: this.options.ca,
+        clean: this.options.clean,
       });
       this.client = client;
       let settled = false;
@@ -421,7 +390,7 @@ export class SimulatedDevice {
     const client = this.client;
     this.rebooting = true;
     this.clearTimers();
-    if (client) await this.endClient(client);
+    if (client) await closeDeviceConnection(client);
     this.setConnected(false);
     this.rebooting = false;
     if (this.stopped) return;
@@ -434,7 +403,7 @@ export class SimulatedDevice {
     const client = this.client;
     this.clearTimers();
     await sleep(50);
-    if (client) await this.endClient(client);
+    if (client) await closeDeviceConnection(client);
     this.setConnected(false);
     await sleep(this.options.rebootMs ?? 1500);
     this.firmware = version;
