@@ -50,6 +50,9 @@ export interface BenchServer {
   /** A CPU profile of the server (100 µs sampling) between start and stop, written to `file` (.cpuprofile). */
   startProfile(): Promise<void>;
   stopProfile(file: string): Promise<void>;
+  /** The server's event-loop delay between start and stop (monitorEventLoopDelay, 5 ms resolution). */
+  startEventLoopDelay(): Promise<void>;
+  stopEventLoopDelay(): Promise<{ p50Ms: number; p99Ms: number; maxMs: number }>;
   /**
    * Stops the server process gracefully (its devices are disconnected) and starts a new one on
    * the same ports and database, at least `downMs` after the stop began; resolves when the new
@@ -117,6 +120,8 @@ export async function startBenchServer(options: { env?: Record<string, string> }
     gc: () => request({ cmd: 'gc' }),
     startProfile: () => request({ cmd: 'profile', action: 'start' }),
     stopProfile: (file) => request({ cmd: 'profile', action: 'stop', file }),
+    startEventLoopDelay: () => request({ cmd: 'eventLoopDelay', action: 'start' }),
+    stopEventLoopDelay: () => request({ cmd: 'eventLoopDelay', action: 'stop' }),
     startRssSampling: () => request({ cmd: 'sampleRss', action: 'start' }),
     stopRssSampling: () => request({ cmd: 'sampleRss', action: 'stop' }),
     async restart(restartOptions = {}) {

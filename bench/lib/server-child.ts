@@ -1,5 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { loadConfig } from '#core/config';
 import { startFleetService } from '#api/app';
 import { createLogger } from '#core/logger';
@@ -22,12 +23,14 @@ type Request =
   | { id: number; cmd: 'gc' }
   | { id: number; cmd: 'profile'; action: 'start' }
   | { id: number; cmd: 'profile'; action: 'stop'; file: string }
+  | { id: number; cmd: 'eventLoopDelay'; action: 'start' | 'stop' }
   | { id: number; cmd: 'stop' };
 
 let peakRss = 0;
 let sampler: NodeJS.Timeout | undefined;
 let accounts = 0;
 let profiler: Session | undefined;
+let loopDelay: IntervalHistogram | undefined;
 
 async function handle(req: Request): Promise<unknown> {
   switch (req.cmd) {
@@ -87,6 +90,25 @@ async function handle(req: Request): Promise<unknown> {
         profiler.disconnect();
         profiler = undefined;
         return { file: req.file };
+      }
+    case 'eventLoopDelay':
+      // How long the loop was blocked during one phase (flushes, sweeps, embedded queries).
+      if (req.action === 'start') {
+        loopDelay?.disable();
+        loopDelay = monitorEventLoopDelay({ resolution: 5 });
+        loopDelay.enable();
+        return {};
+      } else {
+        if (!loopDelay) throw new Error('no event-loop delay measurement was started');
+        loopDelay.disable();
+        const ms = (ns: number) => ns / 1e6;
+        const result = {
+          p50Ms: ms(loopDelay.percentile(50)),
+          p99Ms: ms(loopDelay.percentile(99)),
+          maxMs: ms(loopDelay.max),
+        };
+        loopDelay = undefined;
+        return result;
       }
     case 'stop':
       await service.stop();

@@ -1,0 +1,274 @@
+import net from 'node:net';
+import { execSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { startBenchServer } from './lib/bench-server';
+import { startBareAedes } from './lib/bare-aedes';
+import { PacketLoadPool, type PoolPhase } from './lib/packet-load-pool';
+import { isSmoke, recordResults, type CurrentFigure } from './lib/results';
+import type { LoadDevice } from './lib/packet-load';
+import { claimDevices, makeSerials } from '#simulator/fleet';
+
+/**
+ * Heartbeat capacity per broker process, against the baselines in the same run: the service
+ * (embedded database, or PostgreSQL with BENCH_DATABASE_URL), bare Aedes 1.2 with a handler that
+ * does nothing (bench/bare-aedes.server.ts), and Mosquitto on 127.0.0.1:1883. The load is the
+ * lean packet generator (bench/lib/packet-load.ts), several processes of it, connected devices
+ * publishing QoS 1 heartbeats at a paced rate stepped up until the broker falls behind
+ * (acknowledged < 0.95 x sent, or p99 > 1 s). Each step reports the broker's CPU per
+ * acknowledged heartbeat (its process; for the service, plus its PostgreSQL backends) and the
+ * generators' own CPU and lag: a step where the generators were the limit is marked
+ * generator-bound, and a rate reached that way is never reported as the broker's capacity.
+ * Then at 80 % of the sustained rate: the acknowledgement p99, and the service's event-loop delay.
+ *
+ *   node --import tsx bench/heartbeat-capacity.bench.ts [--devices 5000] [--seconds 8] [--generators 2]
+ *     [--rates 2000,4000,6000,8000,12000,16000,24000] [--dry]
+ */
+const smoke = isSmoke();
+const dry = process.argv.includes('--dry');
+const arg = (name: string, fallback: string) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1]! : fallback;
+};
+const DEVICES = smoke ? 40 : Number(arg('devices', '5000'));
+const SECONDS = smoke ? 1 : Number(arg('seconds', '8'));
+const GENERATORS = smoke ? 1 : Number(arg('generators', '2'));
+const RATES = (smoke ? '200,400' : arg('rates', '2000,4000,6000,8000,12000,16000,24000')).split(',').map(Number);
+
+interface Target {
+  name: string;
+  url: string;
+  clean: boolean;
+  devices: LoadDevice[];
+  /** A meter of the broker's CPU (for the service on PostgreSQL, plus its backends): µs between start and stop. */
+  cpu: { start(): Promise<void>; stop(): Promise<number> };
+  loopDelay?: { start(): Promise<void>; stop(): Promise<{ p99Ms: number; maxMs: number }> };
+  stop(): Promise<void>;
+}
+
+interface Step extends PoolPhase {
+  brokerCpuPerAckUs: number;
+  generatorCpuPerMessageUs: number;
+  ok: boolean;
+}
+
+interface Capacity {
+  name: string;
+  steps: Step[];
+  /** The highest step the broker kept up with (acked >= 0.95 sent, p99 <= 1 s). */
+  sustained: Step | undefined;
+  /** Why stepping ended: the broker fell behind, the generators were the limit, or no steps were left. */
+  endedBy: 'broker' | 'generator' | 'rates';
+  atEighty?: Step & { loopP99Ms?: number; loopMaxMs?: number };
+}
+
+/** A CPU meter from a reading of CPU µs so far. */
+function difference(read: () => Promise<number>): Target['cpu'] {
+  let atStart = 0;
+  return {
+    start: async () => {
+      atStart = await read();
+    },
+    stop: async () => (await read()) - atStart,
+  };
+}
+
+async function measure(target: Target): Promise<Capacity> {
+  const pool = await PacketLoadPool.start(GENERATORS);
+  try {
+    const connect = await pool.connect({ url: target.url, devices: target.devices, clean: target.clean });
+    console.log(
+      `${target.name}: ${connect.connected} connected (${connect.failed} failed) in ${connect.seconds.toFixed(1)} s`,
+    );
+    const phase = async (rate: number): Promise<Step> => {
+      await target.cpu.start();
+      const result = await pool.run(rate, SECONDS);
+      const used = await target.cpu.stop();
+      const step = {
+        ...result,
+        brokerCpuPerAckUs: used / Math.max(1, result.acked),
+        generatorCpuPerMessageUs: result.cpuUs / Math.max(1, result.sent),
+        ok: result.acked >= 0.95 * result.sent && result.p99Ms <= 1000,
+      };
+      console.log(
+        `${target.name} @ ${rate}/s: acked ${result.acked}/${result.sent}, p50 ${result.p50Ms.toFixed(1)} ms, p99 ${result.p99Ms.toFixed(1)} ms, broker ${step.brokerCpuPerAckUs.toFixed(1)} µs/ack, generators ${step.generatorCpuPerMessageUs.toFixed(1)} µs/msg, lag p99 ${result.generators.worstLagP99Ms.toFixed(1)} ms${result.generatorBound ? ' [GENERATOR-BOUND]' : ''}`,
+      );
+      return step;
+    };
+    const steps: Step[] = [];
+    let endedBy: Capacity['endedBy'] = 'rates';
+    for (const rate of RATES) {
+      const step = await phase(rate);
+      steps.push(step);
+      if (!step.ok) {
+        endedBy = step.generatorBound ? 'generator' : 'broker';
+        break;
+      }
+      if (step.generatorBound) {
+        endedBy = 'generator';
+        break;
+      }
+    }
+    const sustained = steps.filter((s) => s.ok && !s.generatorBound).at(-1);
+    let atEighty: Capacity['atEighty'];
+    if (sustained) {
+      await target.loopDelay?.start();
+      const step = await phase(Math.round(sustained.offered * 0.8));
+      const loop = await target.loopDelay?.stop();
+      atEighty = { ...step, loopP99Ms: loop?.p99Ms, loopMaxMs: loop?.maxMs };
+    }
+    return { name: target.name, steps, sustained, endedBy, atEighty };
+  } finally {
+    await pool.stop();
+    await target.stop();
+  }
+}
+
+async function serviceTarget(): Promise<Target> {
+  const server = await startBenchServer();
+  const account = await server.createAccount({ quota: DEVICES + 10 });
+  const res = await fetch(`${server.httpUrl}/api/v1/models`, {
+    method: 'POST',
+    headers: { ...account.headers, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'Luma-100' }),
+  });
+  if (res.status !== 201) throw new Error(`model: ${res.status}`);
+  const credentials = await claimDevices({
+    apiUrl: server.httpUrl,
+    apiKey: account.apiKey,
+    model: 'Luma-100',
+    firmware: '1.0.0',
+    serials: makeSerials('CAP', DEVICES),
+  });
+  const postgres = await server.postgresCpu();
+  const own = async () => {
+    const used = await server.cpu();
+    return used.user + used.system;
+  };
+  let ownAtStart = 0;
+  const cpu = {
+    start: async () => {
+      ownAtStart = await own();
+      await postgres?.start();
+    },
+    stop: async () => (await own()) - ownAtStart + ((await postgres?.stop()) ?? 0),
+  };
+  return {
+    name: `service (${server.database === 'postgres' ? 'PostgreSQL' : 'embedded database'})`,
+    url: server.mqttUrl,
+    clean: false,
+    devices: credentials.map((c) => ({ serial: c.serial, username: c.username, password: c.password })),
+    cpu,
+    loopDelay: {
+      start: () => server.startEventLoopDelay(),
+      stop: () => server.stopEventLoopDelay(),
+    },
+    stop: async () => {
+      await postgres?.close();
+      await server.stop();
+    },
+  };
+}
+
+async function bareAedesTarget(): Promise<Target> {
+  const bare = await startBareAedes();
+  return {
+    name: 'bare Aedes',
+    url: bare.url,
+    clean: false,
+    devices: makeSerials('CAPB', DEVICES).map((serial) => ({ serial, username: serial, password: 'x' })),
+    cpu: difference(() => bare.cpu()),
+    stop: () => bare.stop(),
+  };
+}
+
+async function mosquittoTarget(): Promise<Target | null> {
+  const reachable = await new Promise<boolean>((resolve) => {
+    const socket = net.connect({ host: '127.0.0.1', port: 1883 });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+  if (!reachable) return null;
+  // Mosquitto is a shared system service: its CPU is read from /proc by its PID.
+  const pid = Number(execSync('pgrep -o mosquitto').toString().trim());
+  const cpu = difference(() => {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return Promise.resolve((ticks / 100) * 1e6); // USER_HZ = 100 on Linux
+  });
+  return {
+    name: 'Mosquitto',
+    url: 'mqtt://127.0.0.1:1883',
+    clean: true, // leaves no persistent sessions in the machine's shared broker
+    devices: makeSerials(`CAPM${process.pid}`, DEVICES).map((serial) => ({ serial })),
+    cpu,
+    stop: () => Promise.resolve(),
+  };
+}
+
+const results: Capacity[] = [];
+results.push(await measure(await serviceTarget()));
+results.push(await measure(await bareAedesTarget()));
+const mosquitto = await mosquittoTarget();
+if (mosquitto) results.push(await measure(mosquitto));
+
+const describe = (c: Capacity) => {
+  const s = c.sustained;
+  if (!s) return `${c.name}: no step kept up`;
+  const bound = c.endedBy === 'generator' ? ' or more (GENERATOR-BOUND: the generators were the limit)' : '';
+  return `${c.name}: sustained ${s.offered}/s${bound}, ${s.brokerCpuPerAckUs.toFixed(1)} µs CPU per acknowledged heartbeat at that rate; at 80 % (${c.atEighty?.offered}/s) p50 ${c.atEighty?.p50Ms.toFixed(1)} ms, p99 ${c.atEighty?.p99Ms.toFixed(1)} ms, ${c.atEighty?.brokerCpuPerAckUs.toFixed(1)} µs per heartbeat${c.atEighty?.loopP99Ms !== undefined ? `, event-loop delay p99 ${c.atEighty.loopP99Ms.toFixed(1)} ms (max ${c.atEighty.loopMaxMs!.toFixed(0)} ms)` : ''}`;
+};
+for (const c of results) console.log(describe(c));
+const [ours, bare] = results as [Capacity, Capacity];
+const cpuRatio =
+  ours.atEighty && bare.atEighty ? ours.atEighty.brokerCpuPerAckUs / bare.atEighty.brokerCpuPerAckUs : NaN;
+const rateRatio = ours.sustained && bare.sustained ? ours.sustained.offered / bare.sustained.offered : NaN;
+const anyBound = results.slice(0, 2).some((c) => c.endedBy === 'generator');
+console.log(
+  `CPU per heartbeat, service / bare Aedes at 80 %: ${cpuRatio.toFixed(2)}; sustained rate ratio: ${rateRatio.toFixed(2)}${anyBound ? ' (a generator-bound rate: the ratio is a lower or upper bound, not a measurement)' : ''}`,
+);
+
+if (!smoke && !dry) {
+  const command = 'node --import tsx bench/heartbeat-capacity.bench.ts';
+  const current: CurrentFigure[] = [
+    {
+      id: `Heartbeat CPU per acknowledged heartbeat vs bare Aedes (${ours.name})`,
+      figure: `${ours.atEighty?.brokerCpuPerAckUs.toFixed(1)} µs against ${bare.atEighty?.brokerCpuPerAckUs.toFixed(1)} µs: ratio ${cpuRatio.toFixed(2)}`,
+      target: '<= 1.1x bare Aedes',
+      met: cpuRatio <= 1.1,
+    },
+    {
+      id: `Heartbeat sustained rate per process vs bare Aedes (${ours.name})`,
+      figure: `${ours.sustained?.offered ?? 0}/s against ${bare.sustained?.offered ?? 0}/s: ratio ${rateRatio.toFixed(2)}${anyBound ? ' (generator-bound)' : ''}`,
+      target: '>= 0.9x bare Aedes',
+      met: anyBound ? null : rateRatio >= 0.9,
+    },
+    {
+      id: `Heartbeat ack p99 at 80 % of the sustained rate (${ours.name})`,
+      figure: `${ours.atEighty?.p99Ms.toFixed(1)} ms; event-loop delay p99 ${ours.atEighty?.loopP99Ms?.toFixed(1)} ms (max ${ours.atEighty?.loopMaxMs?.toFixed(0)} ms)`,
+      target: 'ack p99 < 50 ms; event-loop delay < 20 ms',
+      met: (ours.atEighty?.p99Ms ?? Infinity) < 50 && (ours.atEighty?.loopMaxMs ?? Infinity) <= 20,
+    },
+  ];
+  recordResults({
+    title: `Heartbeat capacity: ${DEVICES} devices, ${GENERATORS} packet generators, steps of ${SECONDS} s`,
+    command,
+    figures: [
+      ...results.map(describe),
+      '',
+      '| broker | offered/s | acked | p50 ms | p99 ms | broker µs/ack | generator µs/msg | generator lag p99 ms | generator-bound |',
+      '|---|---|---|---|---|---|---|---|---|',
+      ...results.flatMap((c) =>
+        c.steps.map(
+          (s) =>
+            `| ${c.name} | ${s.offered} | ${s.acked}/${s.sent} | ${s.p50Ms.toFixed(1)} | ${s.p99Ms.toFixed(1)} | ${s.brokerCpuPerAckUs.toFixed(1)} | ${s.generatorCpuPerMessageUs.toFixed(1)} | ${s.generators.worstLagP99Ms.toFixed(1)} | ${s.generatorBound ? 'yes' : 'no'} |`,
+        ),
+      ),
+    ],
+    current,
+  });
+}
+process.exit(0);
