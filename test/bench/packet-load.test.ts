@@ -1,6 +1,6 @@
 import net from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
-import { PacketLoad } from '../../bench/lib/packet-load';
+import { PacketLoad } from '#bench/lib/packet-load';
 
 /** Mosquitto on 127.0.0.1:1883, as on every machine here and in CI; skipped (and said so) where absent. */
 const mosquitto = await new Promise<boolean>((resolve) => {
