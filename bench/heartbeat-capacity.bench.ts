@@ -21,7 +21,7 @@ import { claimDevices, makeSerials } from '#simulator/fleet';
  * Then at 80 % of the sustained rate: the acknowledgement p99, and the service's event-loop delay.
  *
  *   node --import tsx bench/heartbeat-capacity.bench.ts [--devices 5000] [--seconds 8] [--generators 2]
- *     [--rates 2000,4000,6000,8000,12000,16000,24000] [--dry]
+ *     [--rates 2000,4000,6000,8000,12000,16000,24000] [--dry] [--profile FILE.cpuprofile]
  */
 const smoke = isSmoke();
 const dry = process.argv.includes('--dry');
@@ -32,6 +32,8 @@ const arg = (name: string, fallback: string) => {
 const DEVICES = smoke ? 40 : Number(arg('devices', '5000'));
 const SECONDS = smoke ? 1 : Number(arg('seconds', '8'));
 const GENERATORS = smoke ? 1 : Number(arg('generators', '2'));
+/** A CPU profile of the service during its 80 % phase, written to this .cpuprofile (records nothing). */
+const profileFile = process.argv.includes('--profile') ? arg('profile', '') : undefined;
 const RATES = (smoke ? '200,400' : arg('rates', '2000,4000,6000,8000,12000,16000,24000')).split(',').map(Number);
 
 interface Target {
@@ -42,6 +44,7 @@ interface Target {
   /** A meter of the broker's CPU (for the service on PostgreSQL, plus its backends): µs between start and stop. */
   cpu: { start(): Promise<void>; stop(): Promise<number> };
   loopDelay?: { start(): Promise<void>; stop(): Promise<{ p99Ms: number; maxMs: number }> };
+  profile?: { start(): Promise<void>; stop(file: string): Promise<void> };
   stop(): Promise<void>;
 }
 
@@ -112,7 +115,9 @@ async function measure(target: Target): Promise<Capacity> {
     let atEighty: Capacity['atEighty'];
     if (sustained) {
       await target.loopDelay?.start();
+      if (profileFile) await target.profile?.start();
       const step = await phase(Math.round(sustained.offered * 0.8));
+      if (profileFile) await target.profile?.stop(profileFile);
       const loop = await target.loopDelay?.stop();
       atEighty = { ...step, loopP99Ms: loop?.p99Ms, loopMaxMs: loop?.maxMs };
     }
@@ -158,6 +163,7 @@ async function serviceTarget(): Promise<Target> {
     clean: false,
     devices: credentials.map((c) => ({ serial: c.serial, username: c.username, password: c.password })),
     cpu,
+    profile: { start: () => server.startProfile(), stop: (file) => server.stopProfile(file) },
     loopDelay: {
       start: () => server.startEventLoopDelay(),
       stop: () => server.stopEventLoopDelay(),
@@ -231,7 +237,7 @@ console.log(
   `CPU per heartbeat, service / bare Aedes at 80 %: ${cpuRatio.toFixed(2)}; sustained rate ratio: ${rateRatio.toFixed(2)}${anyBound ? ' (a generator-bound rate: the ratio is a lower or upper bound, not a measurement)' : ''}`,
 );
 
-if (!smoke && !dry) {
+if (!smoke && !dry && !profileFile) {
   const command = 'node --import tsx bench/heartbeat-capacity.bench.ts';
   const current: CurrentFigure[] = [
     {

@@ -41,6 +41,11 @@ export const Config = z
     /** Folder of the embedded database and the firmware files. Default ./data. */
     dataDir: z.string().min(1).default('./data'),
     /**
+     * Where the embedded database (PGlite) runs: `worker`, a thread of its own, so no query,
+     * flush or sweep blocks the event loop; `main`, the event loop's own thread. Default worker.
+     */
+    embeddedDatabaseThread: z.enum(['worker', 'main']).default('worker'),
+    /**
      * How devices and browsers reach the HTTP port (download links). Default http://localhost:<port>.
      * At most 512 characters: a download link (this plus about 125) must fit the OTA command's
      * URL limit (protocol MAX_OTA_URL_LENGTH, 1024).
@@ -88,6 +93,12 @@ export const Config = z
       .int()
       .positive()
       .default(256 * 1024 * 1024),
+    /** Largest image (old or new) a delta is built for, in bytes; larger ones are sent whole. Default 32 MiB (docs/ota.md "Delta images"). */
+    deltaMaxImageBytes: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .default(32 * 1024 * 1024),
     /** OTA: a non-final update step without news for this long ends `timed_out`. Seconds, default 900. */
     otaStepTimeoutS: z.coerce.number().positive().default(900),
     /** OTA: after `succeeded`, time to come back on the target version (boot confirmation). Seconds, default 600. */
@@ -106,6 +117,10 @@ export const Config = z
     historyRetentionDays: z.coerce.number().min(0).max(36500).default(365),
     /** Dispatched events (and their webhook deliveries) kept this many days; 0 keeps them forever. Default 30. */
     eventRetentionDays: z.coerce.number().min(0).max(36500).default(30),
+    /** Raw luminaire readings kept this many days (whole daily partitions dropped). Default 30. */
+    luminaireRawRetentionDays: z.coerce.number().int().min(1).max(3650).default(30),
+    /** Hourly luminaire roll-ups kept this many days (whole monthly partitions dropped). Default 365. */
+    luminaireHourlyRetentionDays: z.coerce.number().int().min(31).max(36500).default(365),
     /**
      * The manufacturer's device CA (PEM certificate with CA:TRUE, and its unencrypted PEM private
      * key), which signs device certificates. Both or neither; unset: a CA created once and kept in
@@ -180,6 +195,7 @@ export const SETTINGS: { readonly [K in ConfigKey]-?: Setting } = {
     allowed: 'a PostgreSQL URL: postgres://user:password@host:5432/database (or postgresql://)',
   },
   dataDir: { env: 'DATA_DIR', allowed: 'the path of a folder' },
+  embeddedDatabaseThread: { env: 'EMBEDDED_DATABASE_THREAD', allowed: 'worker or main' },
   publicUrl: { env: 'PUBLIC_URL', allowed: 'an http:// or https:// URL of at most 512 characters' },
   redisUrl: { env: 'REDIS_URL', allowed: 'a Redis URL: redis://host:6379 or rediss://host:6380' },
   redisKeyPrefix: { env: 'REDIS_KEY_PREFIX', allowed: '1 to 64 letters, digits, ":", "_" or "-"' },
@@ -189,6 +205,7 @@ export const SETTINGS: { readonly [K in ConfigKey]-?: Setting } = {
   demoAccount: { env: 'DEMO_ACCOUNT', allowed: BOOLEAN_ALLOWED },
   maxJsonBodyBytes: { env: 'MAX_JSON_BODY_BYTES', allowed: 'a whole number of bytes, at least 1' },
   maxFirmwareBytes: { env: 'MAX_FIRMWARE_BYTES', allowed: 'a whole number of bytes, at least 1' },
+  deltaMaxImageBytes: { env: 'DELTA_MAX_IMAGE_BYTES', allowed: 'a whole number of bytes (0 = no deltas)' },
   otaStepTimeoutS: { env: 'OTA_STEP_TIMEOUT_S', allowed: SECONDS_ALLOWED },
   otaBootTimeoutS: { env: 'OTA_BOOT_TIMEOUT_S', allowed: SECONDS_ALLOWED },
   otaResendAfterS: { env: 'OTA_RESEND_AFTER_S', allowed: SECONDS_ALLOWED },
@@ -198,6 +215,11 @@ export const SETTINGS: { readonly [K in ConfigKey]-?: Setting } = {
   otaDispatchMaxPage: { env: 'OTA_DISPATCH_MAX_PAGE', allowed: 'a whole number from 1 to 100000' },
   historyRetentionDays: { env: 'HISTORY_RETENTION_DAYS', allowed: RETENTION_ALLOWED },
   eventRetentionDays: { env: 'EVENT_RETENTION_DAYS', allowed: RETENTION_ALLOWED },
+  luminaireRawRetentionDays: { env: 'LUMINAIRE_RAW_RETENTION_DAYS', allowed: 'a whole number of days from 1 to 3650' },
+  luminaireHourlyRetentionDays: {
+    env: 'LUMINAIRE_HOURLY_RETENTION_DAYS',
+    allowed: 'a whole number of days from 31 to 36500',
+  },
   deviceCaCertFile: { env: 'DEVICE_CA_CERT_FILE', allowed: 'the path of a PEM CA certificate file' },
   deviceCaKeyFile: { env: 'DEVICE_CA_KEY_FILE', allowed: 'the path of an unencrypted PEM private key file' },
   deviceCertDays: { env: 'DEVICE_CERT_DAYS', allowed: 'a whole number of days from 1 to 36500' },

@@ -138,6 +138,12 @@ export function createMetrics() {
       help: 'OTA failure reports whose error_code is outside the protocol vocabulary (recorded as other)',
       registers: [registry],
     }),
+    otaLockMessages: new Counter({
+      name: 'fleet_ota_lock_messages_total',
+      help: 'Update lock messages stored, by reason (release for a release) and whether the request was cut to the 24 h cap',
+      labelNames: ['reason', 'capped'] as const,
+      registers: [registry],
+    }),
     otaUpdatesFinished: new Counter({
       name: 'fleet_ota_updates_finished_total',
       help: 'Device updates that reached a final state, by state',

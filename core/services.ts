@@ -23,12 +23,21 @@ import { FirmwareDownloads } from './firmware/firmware-downloads';
 import { FirmwareService } from './firmware/firmware.service';
 import { SigningKeyService } from './firmware/signing-key.service';
 import { DownloadLinkSigner } from './firmware/download-links';
+import { DeltaCache, type DeltaCacheOptions } from './firmware/delta/delta-cache';
+import { UpdateLockService } from './deployments/update-lock.service';
 import { DeploymentService } from './deployments/deployment.service';
 import { OtaEngine, type OtaEngineOptions, type OtaMetrics } from './deployments/ota-engine';
 import { RetentionService, DEFAULT_RETENTION, type RetentionPolicy } from './housekeeping/retention.service';
 import { randomBytes } from 'node:crypto';
 import { DeviceCa, type DeviceCaFiles } from './certificates/device-ca';
 import { DeviceCertificateService } from './certificates/device-certificate.service';
+import { LuminaireService } from './luminaire/luminaire.service';
+import { HealthService } from './health/health.service';
+import { WarrantyService, type WarrantyPolicy } from './health/warranty';
+import { FixtureGateService } from './deployments/fixture-gate.service';
+import { LuminaireLive } from './luminaire/luminaire-live';
+import { LuminairePartitions, type LuminaireRetention } from './luminaire/luminaire-partitions';
+import { SiteService } from './sites/site.service';
 
 /**
  * The one set of domain services. REST routes, GraphQL resolvers and MQTT handlers are thin
@@ -45,7 +54,14 @@ export interface ServiceOptions {
   /** Recorded in `devices.broker_node` for devices connected to this process. Default: a random id. */
   brokerNodeId?: string;
   /** Firmware files and the OTA engine (DATA_DIR, MAX_FIRMWARE_BYTES, OTA_* settings). */
-  firmware?: { dataDir: string; maxFirmwareBytes: number; engine?: Partial<OtaEngineOptions>; metrics?: OtaMetrics };
+  firmware?: {
+    dataDir: string;
+    maxFirmwareBytes: number;
+    engine?: Partial<OtaEngineOptions>;
+    metrics?: OtaMetrics;
+    /** Delta images: DELTA_MAX_IMAGE_BYTES, and the build function in tests. */
+    deltas?: DeltaCacheOptions;
+  };
   /** HISTORY_RETENTION_DAYS, EVENT_RETENTION_DAYS. */
   retention?: RetentionPolicy;
   /**
@@ -55,6 +71,10 @@ export interface ServiceOptions {
   deviceCertificates?: { caFiles?: DeviceCaFiles | undefined; days?: number | undefined };
   /** How services reach devices: the broker (app.ts builds it first). Default: none (tools). */
   gateway?: DeviceGateway;
+  /** LUMINAIRE_RAW_RETENTION_DAYS, LUMINAIRE_HOURLY_RETENTION_DAYS. */
+  luminaireRetention?: LuminaireRetention;
+  /** How long an unclaimed device's warranty evidence is kept for its owner (default 5 years). */
+  warranty?: WarrantyPolicy;
 }
 
 export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) {
@@ -72,7 +92,9 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) 
   const gateway = options.gateway ?? NO_BROKER;
   const allocation = new AllocationService(deps);
   const fleet = new FleetReadService(deps, { allocation });
-  const devices = new DeviceService(deps, { gateway });
+  // Warranty evidence outlives an unclaim (core/health/warranty.ts): the unclaim hands it over.
+  const warranty = new WarrantyService(deps, options.warranty);
+  const devices = new DeviceService(deps, { gateway, warranty });
   // Device certificates (mutual TLS): the CA is loaded or created once per process (app.ts loads it at start).
   const deviceCa = new DeviceCa(deps, {
     serverSecret: options.serverSecret,
@@ -96,15 +118,18 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) 
   const downloadLinks = new DownloadLinkSigner(options.serverSecret?.key('firmware-downloads') ?? randomBytes(32));
   const firmwareDownloads = new FirmwareDownloads(deps, { links: downloadLinks });
   const nodeId = options.brokerNodeId ?? newId();
+  // Delta images of deployments, cached in firmware storage for the whole cluster.
+  const deltas = new DeltaCache(deps, { storage: firmwareStorage, options: options.firmware?.deltas ?? {} });
   const ota = new OtaEngine(deps, {
     gateway,
     links: downloadLinks,
+    deltas,
     nodeId,
     warmFirmware: (key, size) => firmwareStorage.warm(key, size),
     ...(options.firmware?.engine ? { options: options.firmware.engine } : {}),
     ...(options.firmware?.metrics ? { metrics: options.firmware.metrics } : {}),
   });
-  const deployments = new DeploymentService(deps, { models, engine: ota });
+  const deployments = new DeploymentService(deps, { models, engine: ota, deltas });
   // Claims schedule their firmware through the deployment service (a deployment of kind `claim`).
   const claims = new ClaimService(deps, {
     models,
@@ -125,8 +150,24 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) 
     secrets: options.serverSecret ?? new ServerSecret(randomBytes(32)),
   });
   const presence = new PresenceService(deps, nodeId);
+  const sites = new SiteService(deps);
+  // Device update locks: what operators read of them, and the emergency-lighting flags.
+  const updateLocks = new UpdateLockService(deps);
   const retention = new RetentionService(deps, options.retention ?? DEFAULT_RETENTION);
+  // Luminaire data: series, summaries and fleet energy; the time partitions its tables live in.
+  const luminaireLive = new LuminaireLive();
+  const luminaire = new LuminaireService(deps, { devices, live: luminaireLive });
+  const luminairePartitions = new LuminairePartitions(deps, options.luminaireRetention);
+  // Fixture health, and the rollout gate's fixture signals judged from the same roll-ups.
+  const health = new HealthService(deps);
+  const fixtureGate = new FixtureGateService(deps, { health });
   return {
+    health,
+    fixtureGate,
+    warranty,
+    luminaire,
+    luminairePartitions,
+    luminaireLive,
     deviceCa,
     certificates,
     retention,
@@ -151,8 +192,11 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) 
     firmwareStorage,
     firmwareDownloads,
     downloadLinks,
+    deltas,
     deployments,
     ota,
+    sites,
+    updateLocks,
   };
 }
 

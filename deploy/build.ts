@@ -5,6 +5,7 @@
  *   DIR/package.json, package-lock.json  the runtime dependencies only, versions from the root lock
  *   DIR/server/main.js                   the service (api/src/main.ts), ESM, with source maps
  *   DIR/server/fleet.js, bin/fleet.js    the operator's CLI (api/src/cli/fleet.ts)
+ *   DIR/server/delta-worker.js           the worker thread that builds delta images
  *   DIR/api/src/graphql/schema/          the GraphQL SDL files the service reads at start
  *   DIR/portal/dist/                     the portal (vite build)
  *
@@ -92,7 +93,14 @@ function npm(args: string[], cwd: string): void {
 async function compileServer(out: string): Promise<Set<string>> {
   const result = await build({
     absWorkingDir: root,
-    entryPoints: { 'server/main': 'api/src/main.ts', 'server/fleet': 'api/src/cli/fleet.ts' },
+    entryPoints: {
+      'server/main': 'api/src/main.ts',
+      'server/fleet': 'api/src/cli/fleet.ts',
+      // The delta builder's worker thread (core/firmware/delta/delta-builder.ts loads it by this name).
+      'server/delta-worker': 'core/firmware/delta/delta-worker.ts',
+      // The embedded database's thread (core/db/pglite-worker-client.ts loads it by this name).
+      'server/pglite-thread': 'core/db/pglite-thread.ts',
+    },
     outdir: out,
     bundle: true,
     splitting: true,

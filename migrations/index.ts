@@ -16,6 +16,12 @@ import * as deviceMessageRefusals from './20261127010000_device_message_refusals
 import * as deviceCredentialRotations from './20261127040000_device_credential_rotations';
 import * as configMarksAndOtaReports from './20261127030000_config_marks_and_ota_reports';
 import * as deviceHeardAt from './20261127050000_device_heard_at';
+import * as sites from './20261127120000_sites';
+import * as updateLocks from './20261127121000_update_locks';
+import * as firmwareDeltas from './20261127122000_firmware_deltas';
+import * as upgradePaths from './20261127123000_upgrade_paths';
+import * as luminaireSeries from './20261127140000_luminaire_series';
+import * as fixtureHealth from './20261127160000_fixture_health';
 
 /**
  * Static list of migrations: knex's folder scanning cannot load .ts files under vitest,
@@ -39,6 +45,12 @@ const migrations: Array<{ name: string; module: Knex.Migration }> = [
   { name: '20261127040000_device_credential_rotations', module: deviceCredentialRotations },
   { name: '20261127030000_config_marks_and_ota_reports', module: configMarksAndOtaReports },
   { name: '20261127050000_device_heard_at', module: deviceHeardAt },
+  { name: '20261127120000_sites', module: sites },
+  { name: '20261127121000_update_locks', module: updateLocks },
+  { name: '20261127122000_firmware_deltas', module: firmwareDeltas },
+  { name: '20261127123000_upgrade_paths', module: upgradePaths },
+  { name: '20261127140000_luminaire_series', module: luminaireSeries },
+  { name: '20261127160000_fixture_health', module: fixtureHealth },
 ];
 
 export const migrationSource: Knex.MigrationSource<{ name: string; module: Knex.Migration }> = {

@@ -71,7 +71,8 @@ export function readHeartbeat(payload: Buffer | string): HeartbeatReading {
 
 type Issue = z.core.$ZodIssue;
 
-function reasonOf(issue: Issue | undefined): FieldRefusalReason {
+/** The refusal reason of a field's first zod issue (shared with luminaire-fields.ts). */
+export function reasonOf(issue: Issue | undefined): FieldRefusalReason {
   switch (issue?.code) {
     case 'invalid_type':
       return issue.expected === 'int' ? 'not_an_integer' : 'wrong_type';
@@ -87,7 +88,8 @@ function reasonOf(issue: Issue | undefined): FieldRefusalReason {
   }
 }
 
-function shown(value: unknown): string {
+/** What a refused field's value is shown as (shared with luminaire-fields.ts). */
+export function shown(value: unknown): string {
   // Parsed from JSON, so never undefined: JSON.stringify always answers a string here.
   const text = typeof value === 'string' ? value : JSON.stringify(value);
   return text.length > MAX_REFUSED_VALUE_LENGTH ? text.slice(0, MAX_REFUSED_VALUE_LENGTH) : text;

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { Heartbeat, StatusMessage, OtaCommand, OtaProgress, ConfigMessage, ConfigReported } from './payloads';
 import { CredentialsMessage, CredentialsAck, CertificateRequest } from './credential-payloads';
+import { UpdateLock } from './lock-payloads';
+import { LuminaireReading } from './luminaire-fields';
 
 /**
  * JSON Schemas of every protocol v1 payload, generated from the zod schemas the broker and the
@@ -18,6 +20,8 @@ export function protocolJsonSchemas(): Record<string, unknown> {
     CredentialsMessage,
     CredentialsAck,
     CertificateRequest,
+    UpdateLock,
+    LuminaireReading,
   };
   return Object.fromEntries(
     Object.entries(schemas).map(([name, schema]) => [

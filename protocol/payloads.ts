@@ -114,6 +114,9 @@ export const OTA_ERROR_CODES = [
   'boot_failed',
   'timeout',
   'other',
+  // The module could not apply the command's `delta` (no room, unknown format, corrupt, result
+  // digest wrong): the service sends the same job again with the full image only, once.
+  'delta_apply',
 ] as const;
 export type OtaErrorCode = (typeof OTA_ERROR_CODES)[number];
 
@@ -171,6 +174,35 @@ export const MAX_CONFIG_MESSAGE_BYTES = 1024;
 /** Longest download link in an OTA command (PUBLIC_URL plus about 125 characters of path and signature). */
 export const MAX_OTA_URL_LENGTH = 1024;
 
+/** The delta formats a command may offer (docs/ota.md "Delta images"); a module that knows none of them ignores `delta`. */
+export const DELTA_FORMATS = ['bsdiff40'] as const;
+
+/**
+ * A binary delta next to the full image of an OTA command (docs/device-protocol.md "Delta
+ * images"). Optional for a module: one that does not know the field downloads `url` as always.
+ * `sha256` and `size` are the delta file's; the command's own `sha256`, `size` and `signature`
+ * stay those of the full target image, which the module checks after applying the delta.
+ */
+export const OtaDelta = z
+  .object({
+    from: Firmware.meta({
+      description: 'The version the delta applies to: a module running another version ignores the delta.',
+    }),
+    url: z.url({ protocol: /^https?$/ }).max(MAX_OTA_URL_LENGTH),
+    sha256: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/)
+      .meta({ description: 'SHA-256 of the delta file (not of the image it produces).' }),
+    size: z.number().int().min(0).meta({ description: 'Size of the delta file in bytes.' }),
+    format: z.enum(DELTA_FORMATS),
+  })
+  .meta({
+    id: 'OtaDelta',
+    description:
+      "A delta from the running version `from` to the command's image: download it, apply it to the running image, then check the result against the command's sha256 and signature before installing.",
+  });
+export type OtaDelta = z.infer<typeof OtaDelta>;
+
 /**
  * Service to device. Open in the published JSON Schema (no `additionalProperties: false`): new
  * fields will come, and a module ignores the fields it does not know. The service itself builds
@@ -200,6 +232,7 @@ export const OtaCommand = z
       .regex(/^[0-9a-f]{16}$/)
       .optional()
       .meta({ description: 'The signing key: first 16 hex digits of SHA-256 over the public key in SPKI DER form.' }),
+    delta: OtaDelta.optional(),
   })
   .refine((c) => (c.signature === undefined) === (c.key_id === undefined), {
     message: 'signature and key_id come together',
@@ -223,7 +256,7 @@ export const ConfigMessage = z
     version: ConfigVersion,
     config: z.record(z.string(), z.unknown()).meta({
       description:
-        'The whole desired configuration (never a delta): heartbeat_interval_s, dim_level, power_on_level, timezone, maintenance_window.',
+        'The whole desired configuration (never a delta): heartbeat_interval_s, dim_level, power_on_level, timezone, maintenance_window, luminaire_interval_s.',
     }),
     server_time: z.iso.datetime().meta({
       description:

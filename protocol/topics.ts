@@ -13,6 +13,10 @@ export const DEVICE_PUBLISH_KINDS = [
   // Credentials rotation (docs/device-protocol.md): the device confirms a delivery, or asks for a certificate.
   'credentials/ack',
   'csr',
+  // Update locks (docs/device-protocol.md "Update locks"): the device says "not now".
+  'ota/lock',
+  // D4i luminaire data (docs/device-protocol.md "Luminaire data"): every reading is stored.
+  'luminaire',
 ] as const;
 export type DevicePublishKind = (typeof DEVICE_PUBLISH_KINDS)[number];
 
@@ -33,6 +37,9 @@ export const topics = {
   credentials: (serial: string) => `${TOPIC_ROOT}/${serial}/credentials`,
   credentialsAck: (serial: string) => `${TOPIC_ROOT}/${serial}/credentials/ack`,
   csr: (serial: string) => `${TOPIC_ROOT}/${serial}/csr`,
+  otaLock: (serial: string) => `${TOPIC_ROOT}/${serial}/ota/lock`,
+  /** Device to service, QoS 1: one D4i reading, acknowledged once stored. */
+  luminaire: (serial: string) => `${TOPIC_ROOT}/${serial}/luminaire`,
 } as const;
 
 const KINDS = new Set<string>([...DEVICE_PUBLISH_KINDS, ...DEVICE_SUBSCRIBE_KINDS]);

@@ -1,19 +1,19 @@
 import { createGraphQL } from './graphql/server';
 import { loadServerSecret } from '#core/shared/server-secret';
+import { createBackgroundWorkers } from './background-workers';
+import { throttledRedisErrorLog } from './redis-error-log';
 import { fanOutWebhookDeliveries } from '#core/webhooks/webhook-fanout';
-import { WebhookDeliveryWorker } from '#core/webhooks/delivery-worker';
-import { RetentionWorker } from '#core/housekeeping/retention-worker';
 import { HeartbeatIngest } from '#core/devices/heartbeat-ingest';
+import { LuminaireIngest } from '#core/luminaire/luminaire-ingest';
 import { InProcessDisconnectRequests } from '#core/devices/disconnect-requests';
-import { ADVISORY_LOCKS, withAdvisoryLock } from '#core/db/advisory-lock';
-import { tlsFiles, type Config, type PortFallback } from '#core/config';
+import { tlsFiles } from '#core/config';
 import { TlsCredentials } from './http/tls-credentials';
-import { createLogger, type Logger } from '#core/logger';
-import { openDatabase, type Database } from '#core/db/database';
+import { createLogger } from '#core/logger';
+import { openDatabase } from '#core/db/database';
 import { createTransactionRunner } from '#core/db/transaction';
-import { systemClock, type Clock } from '#core/shared/clock';
-import { createServices, type Services } from '#core/services';
-import { createMetrics, type Metrics } from '#core/metrics';
+import { systemClock } from '#core/shared/clock';
+import { createServices } from '#core/services';
+import { createMetrics } from '#core/metrics';
 import { InProcessEventBus, type EventBus } from '#core/events/event-bus';
 import { OutboxDispatcher, appendedEvents } from '#core/events/outbox';
 import { FlexibleRateLimiter, type RateLimiter } from '#core/rate-limit/rate-limiter';
@@ -27,7 +27,6 @@ import { seedDemoAccount, type DemoAccount } from './demo-seed';
 import { DatabaseHealth } from '#core/db/database-health';
 import { DeviceBroker } from '#broker/create-broker';
 import { createClusterBrokerBackends } from '#broker/cluster/aedes-cluster';
-import type { HostResolver } from '#core/webhooks/url-guard';
 import type { DeviceEndpoints } from '#rest/schemas/device-endpoints.schemas';
 import { HttpServer, HTTP_DRAIN_MS } from './http-server';
 import { Lifecycle } from './lifecycle';
@@ -35,57 +34,8 @@ import { listenWithFallback, type MqttPortFallback } from './port-fallback';
 
 export { HTTP_DRAIN_MS } from './http-server';
 
-export interface StartOptions {
-  config: Config;
-  clock?: Clock;
-  logger?: Logger;
-  /** Use this database instead of opening one from the config (tests that restart share it). */
-  database?: Database;
-  /** DNS for the creation check of webhook receiver names (tests pin answers). Default: the system resolver. */
-  resolveHost?: HostResolver;
-  /**
-   * A zero-configuration start (main.ts, core/config.ts portFallback): a taken MQTT port moves
-   * MQTT to a free one, remembered in DATA_DIR. Unset (every configured start, the tests): a
-   * taken port fails the start.
-   */
-  portFallback?: PortFallback;
-}
-
-/** A running service: what main.ts prints and what tests talk to. */
-export interface FleetService {
-  readonly httpUrl: string;
-  readonly httpPort: number;
-  /** mqtt://host:port of the device broker (set once the broker is wired in). */
-  readonly mqttUrl: string | null;
-  /** null with MQTT_PORT=off. */
-  readonly mqttPort: number | null;
-  /** mqtts://host:port when TLS is configured, else null. */
-  readonly mqttsUrl: string | null;
-  readonly mqttsPort: number | null;
-  /** The service's certificate (PEM) when TLS is configured: what a client adds to its trust store for a self-signed one. */
-  readonly tlsCertificate: string | null;
-  /** The embedded device broker (the presence sweep is reachable for tests and benchmarks). */
-  readonly broker: DeviceBroker;
-  /** Device news written in batches (tests and benchmarks flush it). */
-  readonly ingest: HeartbeatIngest;
-  readonly services: Services;
-  readonly database: Database;
-  readonly metrics: Metrics;
-  readonly bus: EventBus;
-  readonly outbox: OutboxDispatcher;
-  /** Sends webhook deliveries (tests call `settle()` after moving the clock). */
-  readonly webhookWorker: WebhookDeliveryWorker;
-  /** Deletes history and events past their retention (tests call `runNow()` for one pass now). */
-  readonly retentionWorker: RetentionWorker;
-  readonly logger: Logger;
-  readonly clock: Clock;
-  /** The demo account when this start created it, or when an earlier start created it and it was never used. */
-  readonly demo: DemoAccount | null;
-  /** Set when a zero-configuration start moved MQTT off its default port (or onto a remembered one); the banner says so. */
-  readonly mqttPortFallback: MqttPortFallback | null;
-  /** Stop accepting, finish in-flight work, flush, close the database (unless it was passed in). */
-  stop(): Promise<void>;
-}
+import type { FleetService, StartOptions } from './fleet-service';
+export type { FleetService, StartOptions } from './fleet-service';
 
 /**
  * The composition root: the only place that builds the object graph (main.ts and tests call it).
@@ -104,7 +54,13 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   const tlsCredentials = tlsConfig ? TlsCredentials.load(tlsConfig, logger) : null;
   const ownsDatabase = !options.database;
   const database =
-    options.database ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, logger }));
+    options.database ??
+    (await openDatabase({
+      databaseUrl: config.databaseUrl,
+      dataDir: config.dataDir,
+      embeddedThread: config.embeddedDatabaseThread,
+      logger,
+    }));
   const applied = await database.migrate();
   if (applied.length) logger.info({ migrations: applied }, 'database migrated');
 
@@ -157,6 +113,10 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
       webhookAllowPrivate: config.webhookAllowPrivate,
       ...(options.resolveHost ? { webhookResolveHost: options.resolveHost } : {}),
       retention: { historyDays: config.historyRetentionDays, eventDays: config.eventRetentionDays },
+      luminaireRetention: {
+        rawDays: config.luminaireRawRetentionDays,
+        hourlyDays: config.luminaireHourlyRetentionDays,
+      },
       deviceCertificates: {
         caFiles:
           config.deviceCaCertFile && config.deviceCaKeyFile
@@ -167,6 +127,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
       firmware: {
         dataDir: config.dataDir,
         maxFirmwareBytes: config.maxFirmwareBytes,
+        deltas: { maxImageBytes: config.deltaMaxImageBytes },
         engine: {
           stepTimeoutMs: config.otaStepTimeoutS * 1000,
           bootTimeoutMs: config.otaBootTimeoutS * 1000,
@@ -180,6 +141,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
           published: (n) => metrics.otaCommandsPublished.inc(n),
           ignored: (reason) => metrics.otaReportsIgnored.inc({ reason }),
           unknownErrorCode: () => metrics.otaUnknownErrorCodes.inc(),
+          lock: ({ reason, capped }) => metrics.otaLockMessages.inc({ reason, capped: String(capped) }),
           finished: (state, n) => n > 0 && metrics.otaUpdatesFinished.inc({ state }, n),
         },
       },
@@ -201,26 +163,24 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
       metrics.heartbeatFlushSeconds.observe(ms / 1000);
     },
   });
-  // Webhook deliveries are rows created in the dispatcher's transaction: never lost, never doubled.
-  const webhookWorker = new WebhookDeliveryWorker({
-    knex: database.knex,
+  // Luminaire readings: stored in batches, each PUBACK after its batch's commit; partitions made
+  // ahead and expired ones dropped hourly (one process of a cluster at a time is not needed: the DDL is idempotent).
+  const luminaireIngest = new LuminaireIngest({
+    deps: { knex: database.knex, clock, logger },
+    partitions: services.luminairePartitions,
+    onRecorded: (readings) => services.luminaireLive.publish(readings),
+  });
+  const { luminairePartitionLoop, webhookWorker, retentionWorker, healthWorker } = createBackgroundWorkers({
+    database,
+    services,
+    config,
     clock,
     logger,
+    metrics,
     serverSecret,
-    allowPrivate: config.webhookAllowPrivate,
-    onAttempt: (outcome) => metrics.webhookAttempts.inc({ outcome }),
+    bus,
   });
-  bus.subscribe(() => webhookWorker.kick());
-  bus.subscribe(() => metrics.eventsDispatched.inc());
-  const retentionWorker = new RetentionWorker({
-    retention: services.retention,
-    logger,
-    exclusive: (pass) => withAdvisoryLock(database.knex, database.kind, ADVISORY_LOCKS.retention, pass),
-    onPruned: (result) => {
-      for (const [table, rows] of Object.entries(result)) if (rows > 0) metrics.retentionDeleted.inc({ table }, rows);
-    },
-  });
-  const databaseHealth = new DatabaseHealth(database.knex, logger);
+  const databaseHealth = new DatabaseHealth(() => database.probe(), logger);
 
   const rateLimiter: RateLimiter = cluster
     ? createRedisRateLimiter(cluster.commands, config.redisKeyPrefix)
@@ -311,7 +271,23 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
             logger.info({ removed: removed.length }, 'removed temp files of interrupted firmware uploads');
         },
       },
+      // Before the database closes: a build cut short gives its claim back (DeltaCache.close).
+      { name: 'delta builds', stop: () => services.deltas.close() },
       { name: 'retention worker', start: () => retentionWorker.start(), stop: () => retentionWorker.stop() },
+      { name: 'fixture health worker', start: () => healthWorker.start(), stop: () => healthWorker.stop() },
+      {
+        name: 'luminaire ingest',
+        start: async () => {
+          await services.luminairePartitions.maintain();
+          luminairePartitionLoop.start();
+          luminaireIngest.start();
+        },
+        // After the broker closed (stopped later in the list, so earlier here): what it acknowledged is written.
+        stop: async () => {
+          await luminairePartitionLoop.stop();
+          await luminaireIngest.stop();
+        },
+      },
       { name: 'webhook worker', start: () => webhookWorker.start(), stop: () => webhookWorker.stop() },
       {
         name: 'outbox',
@@ -346,6 +322,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
             otaListener: services.ota,
             configs: services.desiredConfigs,
             rotations: services.rotations,
+            luminaire: { now: () => clock.now(), record: (report) => luminaireIngest.record(report) },
           });
           const listenMqtt = (port: number) => broker.listenTcp(port, config.host);
           if (config.mqttPort !== 'off' && options.portFallback) {
@@ -420,21 +397,11 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     outbox,
     webhookWorker,
     retentionWorker,
+    healthWorker,
     logger,
     clock,
     demo,
     mqttPortFallback,
     stop,
-  };
-}
-
-/** Redis errors of the broker's cluster backends: logged at most once a minute per source (ioredis reconnects). */
-function throttledRedisErrorLog(logger: Logger): (error: Error, what: string) => void {
-  const last = new Map<string, number>();
-  return (error, what) => {
-    const now = Date.now();
-    if (now - (last.get(what) ?? 0) < 60_000) return;
-    last.set(what, now);
-    logger.warn({ err: error, connection: what }, 'redis connection error (broker cluster backend)');
   };
 }

@@ -32,7 +32,12 @@ export function otaCommandPayload(job: OtaJob): OtaCommand {
     sha256: job.sha256,
     size: job.size,
     ...(job.signature ? { signature: job.signature.value, key_id: job.signature.keyId } : {}),
+    ...(job.delta ? { delta: job.delta } : {}),
   });
+  // Two long links (a PUBLIC_URL of hundreds of characters) can pass the limit: the delta is an
+  // offer, so the command goes without it rather than not at all.
+  if (command.delta && Buffer.byteLength(JSON.stringify(command)) > MAX_OTA_COMMAND_BYTES)
+    return otaCommandPayload({ ...job, delta: undefined });
   return withinLimit(command, MAX_OTA_COMMAND_BYTES, 'OTA command');
 }
 

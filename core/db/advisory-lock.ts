@@ -5,6 +5,8 @@ import type { DatabaseKind } from './database';
 export const ADVISORY_LOCKS = {
   /** The retention pass: one process of a cluster at a time walks history and the outbox. */
   retention: 0x666c_0001,
+  /** The fixture health pass (health states, the rollout gate's fixture signals, warranty expiry). */
+  fixtureHealth: 0x666c_0003,
 } as const;
 
 /**

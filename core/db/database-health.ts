@@ -1,4 +1,3 @@
-import type { Knex } from 'knex';
 import type { Logger } from '../logger';
 
 /**
@@ -16,7 +15,8 @@ export class DatabaseHealth {
   private readonly listeners = new Set<(up: boolean) => void>();
 
   constructor(
-    private readonly knex: Knex,
+    /** One probe: resolves when the database answers (Database.probe). */
+    private readonly answers: () => Promise<void>,
     private readonly logger: Logger,
     private readonly options: { intervalMs?: number; timeoutMs?: number; failuresToDown?: number } = {},
   ) {}
@@ -50,7 +50,7 @@ export class DatabaseHealth {
     let ok: boolean;
     try {
       await Promise.race([
-        this.knex.raw('select 1'),
+        this.answers(),
         new Promise<never>((_, reject) =>
           setTimeout(() => reject(new Error('probe timed out')), this.options.timeoutMs ?? 2000).unref(),
         ),

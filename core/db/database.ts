@@ -6,6 +6,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { createPgConfig } from '@electric-sql/pglite/node-postgres';
 import { migrationSource } from '#migrations/index';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock';
+import { EmbeddedDatabaseThread } from './pglite-worker-client';
 import type { Logger } from '../logger';
 import { ConfigurationError, settingError } from '../config';
 
@@ -29,6 +30,8 @@ export interface Database {
   readonly kind: DatabaseKind;
   /** Runs pending migrations; returns the names applied. */
   migrate(): Promise<string[]>;
+  /** Whether the database answers now (core/db/database-health.ts probes with it). */
+  probe(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -40,14 +43,21 @@ export interface OpenDatabaseOptions {
   poolSize?: number;
   /** Where knex's own warnings go (instead of the console). */
   logger?: Logger;
+  /**
+   * Where the embedded database runs: `worker` (default), a thread of its own, so its queries
+   * never block the event loop; `main`, the event loop's thread (EMBEDDED_DATABASE_THREAD).
+   */
+  embeddedThread?: EmbeddedThread;
 }
+
+export type EmbeddedThread = 'worker' | 'main';
 
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
   if (options.databaseUrl) {
     await probePostgres(options.databaseUrl);
     return openPostgres(options.databaseUrl, options.poolSize ?? 10, options.logger);
   }
-  return openEmbedded(options.dataDir);
+  return openEmbedded(options.dataDir, options.embeddedThread ?? 'worker', options.logger);
 }
 
 /**
@@ -74,10 +84,18 @@ async function probePostgres(url: string): Promise<void> {
   }
 }
 
-function withMigrations(knex: Knex, kind: DatabaseKind, close: () => Promise<void>): Database {
+function withMigrations(
+  knex: Knex,
+  kind: DatabaseKind,
+  close: () => Promise<void>,
+  probe: () => Promise<void> = async () => {
+    await knex.raw('select 1');
+  },
+): Database {
   return {
     knex,
     kind,
+    probe,
     async migrate() {
       const [, applied] = (await knex.migrate.latest({ migrationSource })) as [number, string[]];
       return applied;
@@ -106,26 +124,43 @@ function openPostgres(url: string, poolSize: number, logger: Logger | undefined)
   return withMigrations(knex, 'postgres', () => knex.destroy());
 }
 
-async function openEmbedded(dataDir: string): Promise<Database> {
+async function openEmbedded(dataDir: string, thread: EmbeddedThread, logger: Logger | undefined): Promise<Database> {
   fs.mkdirSync(dataDir, { recursive: true });
+  // The lock stays with this process whichever thread runs PGlite: it is the process that owns the files.
   const lock: DataDirLock = acquireDataDirLock(dataDir);
-  let pglite: PGlite;
+  let opened: { pgConfig(): object; close(): Promise<void>; ping?(): Promise<void> };
   try {
-    pglite = await PGlite.create(path.join(dataDir, 'pglite'));
+    opened =
+      thread === 'worker'
+        ? await EmbeddedDatabaseThread.open(path.join(dataDir, 'pglite'), logger)
+        : inMainThread(await PGlite.create(path.join(dataDir, 'pglite')));
   } catch (error) {
     lock.release();
     throw error;
   }
   const knex = knexFactory({
+    ...(logger ? { log: knexLog(logger) } : {}),
     client: 'pg',
-    connection: () => createPgConfig(pglite) as unknown as Knex.PgConnectionConfig,
+    connection: () => opened.pgConfig() as Knex.PgConnectionConfig,
     // PGlite is a single connection: inside a transaction, use the transaction object only.
     pool: { min: 1, max: 1 },
     acquireConnectionTimeout: 60_000,
   });
-  return withMigrations(knex, 'embedded', async () => {
-    await knex.destroy();
-    await pglite.close();
-    lock.release();
-  });
+  return withMigrations(
+    knex,
+    'embedded',
+    async () => {
+      try {
+        await knex.destroy();
+        await opened.close();
+      } finally {
+        lock.release();
+      }
+    },
+    opened.ping ? () => opened.ping!() : undefined,
+  );
+}
+
+function inMainThread(pglite: PGlite): { pgConfig(): object; close(): Promise<void> } {
+  return { pgConfig: () => createPgConfig(pglite), close: () => pglite.close() };
 }

@@ -6,20 +6,66 @@ import { requireVersion, versionKey } from '../shared/version';
 import { isValidSerial } from '../devices/device-types';
 import type { DeploymentFilter } from './deployment-types';
 import { DeployInput, fileMissing, versionNotFound, type DeploymentArea } from './deployment-inputs';
-import { previewTargets, type TargetQuery } from './store/targets.store';
+import { previewTargets, targetVersionsOf, targetWhere, type TargetQuery } from './store/targets.store';
+import { previewPaths, type UpgradePathsPreview } from './upgrade-paths';
+import { heldAmongTargets, type HeldSummary } from './held-updates';
+import type { DeltaPreview } from '../firmware/delta/delta-preview';
 import { firmwareRefsWithKey, requireSignedFirmware, type FirmwareRef } from '../firmware/firmware-records';
+import { resolveSiteRef } from '../sites/site.service';
 
 /** Dry run: what `deploy` would target now; writes nothing. */
 export async function previewDeploy(
-  area: Pick<DeploymentArea, 'deps' | 'models'>,
+  area: Pick<DeploymentArea, 'deps' | 'models' | 'deltas'>,
   actor: Actor,
   raw: DeployInput,
-): Promise<{ targetCount: number; sampleSerials: string[]; model: string; targetVersion: string }> {
+): Promise<{
+  targetCount: number;
+  sampleSerials: string[];
+  model: string;
+  targetVersion: string;
+  held: HeldSummary;
+  upgradePaths: UpgradePathsPreview;
+  deltas: DeltaPreview[];
+}> {
   const { deps, models } = area;
   const input = DeployInput.parse(raw);
   const { query, firmware } = await resolveDeployTargets(deps.knex, { actor, input, models });
-  const { count, sample } = await previewTargets(deps.knex, { query, sample: 10 });
-  return { targetCount: count, sampleSerials: sample, model: firmware.model, targetVersion: firmware.version };
+  const [{ count, sample }, held] = await Promise.all([
+    previewTargets(deps.knex, { query, sample: 10 }),
+    // Targets a device lock or a site freeze holds now: they are recorded all the same and wait.
+    heldAmongTargets(deps.knex, { where: targetWhere(query), now: deps.clock.now() }),
+  ]);
+  // The upgrade paths the deploy would plan, per version the targets report (upgrade-paths.ts).
+  const sources = await targetVersionsOf(deps.knex, query);
+  const upgradePaths = await previewPaths(deps.knex, {
+    accountId: actor.accountId,
+    modelId: firmware.modelId,
+    target: { id: firmware.id, version: firmware.version },
+    sources,
+  });
+  // As the deploy would: a path through an unsigned stepping stone is refused (firmware_unsigned).
+  if (upgradePaths.steppingStoneIds.length > 0)
+    await requireSignedFirmware(deps.knex, {
+      accountId: actor.accountId,
+      firmwareVersionIds: upgradePaths.steppingStoneIds,
+    });
+  // Per version the targets run: the delta to the target, its size or why none (delta-preview.ts).
+  const deltas =
+    (await area.deltas?.preview({
+      accountId: actor.accountId,
+      modelId: firmware.modelId,
+      firmwareId: firmware.id,
+      sources,
+    })) ?? [];
+  return {
+    targetCount: count,
+    sampleSerials: sample,
+    model: firmware.model,
+    targetVersion: firmware.version,
+    held,
+    upgradePaths,
+    deltas,
+  };
 }
 
 /**
@@ -71,6 +117,12 @@ export async function resolveDeployTargets(
   if (input.filter.firmwareLt !== undefined) filter.firmware_lt = input.filter.firmwareLt;
   if (input.filter.status !== undefined) filter.status = input.filter.status;
   if (serials) filter.serials = serials;
+  // Another account's site is not found (404), like an unknown one: never a silent empty deploy.
+  const site =
+    input.filter.site === undefined
+      ? undefined
+      : await resolveSiteRef(db, actor.accountId, input.filter.site, 'filter.site');
+  if (site) filter.site = site.id;
   return {
     query: {
       accountId: actor.accountId,
@@ -79,6 +131,7 @@ export async function resolveDeployTargets(
       firmwareLt: input.filter.firmwareLt,
       status: input.filter.status,
       serials,
+      siteId: site?.id,
     },
     firmware,
     filter,

@@ -13,6 +13,7 @@ import { lockAccount } from '../shared/store/account-lock.store';
 import { countFailures, insertDeployment, lockAccountDeployment, updateDeployment } from './store/deployments.store';
 import { insertTargets, supersedeQueued } from './store/targets.store';
 import { cancelQueuedOfDeployment } from './store/device-updates.store';
+import { planQueuedPaths } from './upgrade-paths';
 
 // The operator's commands on deployments: deploy, then cancel, pause and resume. Each writes in
 // one transaction with its events; the service reads the deployment back.
@@ -58,6 +59,8 @@ export async function recordDeployment(area: DeploymentArea, actor: Actor, raw: 
       now,
     });
     await updateDeployment(trx, { id, change: { targetCount: count } });
+    // Devices the target does not allow directly start an upgrade path, or are left alone (no_upgrade_path).
+    await planQueuedPaths(trx, deps.clock, { deploymentId: id, accountId: actor.accountId, modelId: firmware.modelId });
     await appendEvents(trx, deps.clock, [
       {
         accountId: actor.accountId,

@@ -2,6 +2,7 @@ import type { ServiceDeps } from '../service-deps';
 import type { OtaEngineOptions, OtaMetrics } from './ota-engine-options';
 import type { OtaCommandPublisher } from './ota-command-publisher';
 import { finishUpdates, markSent } from './update-transitions';
+import { needsReplan, replanQueued } from './upgrade-paths';
 import { mayGetCommandNow, selectForDispatch, type Candidate } from './dispatch-rules';
 import { readDeployment, takeDispatchTurn } from './store/deployments.store';
 import { inFlightPerTag, lockDispatchPage } from './store/dispatch.store';
@@ -26,7 +27,7 @@ export interface DispatchEngine {
  */
 export async function dispatchDeployment(
   engine: DispatchEngine,
-  input: { deploymentId: string; readyDeviceIds?: string[] },
+  input: { deploymentId: string; readyDeviceIds?: string[]; again?: boolean },
 ): Promise<number> {
   const { deps, options, commands, metrics, markDirty } = engine;
   const { clock } = deps;
@@ -36,6 +37,8 @@ export async function dispatchDeployment(
   // The largest page bounds every page, the first included.
   let pageSize = Math.min(dispatchFirstPage, dispatchMaxPage);
   const publishing: Array<Promise<void>> = [];
+  // Devices whose queued row changed here (re-planned, or next hop of a path queued): dispatched once more.
+  const again = new Set<string>();
   try {
     for (;;) {
       const result = await deps.transaction(async (trx) => {
@@ -54,8 +57,19 @@ export async function dispatchDeployment(
           ...(input.readyDeviceIds ? { readyDeviceIds: input.readyDeviceIds } : {}),
         });
         if (!page) return { sent: [] as Candidate[], more: false, last: after };
-        const candidates = page.candidates.filter((c) => mayGetCommandNow(c, input.readyDeviceIds !== undefined));
+        const ready = page.candidates.filter((c) => mayGetCommandNow(c, input.readyDeviceIds !== undefined));
         const next = { more: page.more, last: page.last };
+        // Upgrade paths: a target that does not allow what the device runs now is re-planned, not sent.
+        const stale = ready.filter((c) => c.path && needsReplan({ ...c, ...c.path }));
+        if (stale.length > 0) {
+          await replanQueued(
+            trx,
+            clock,
+            stale.map((c) => ({ ...c, ...c.path! })),
+          );
+          for (const c of stale) again.add(c.deviceId);
+        }
+        const candidates = stale.length > 0 ? ready.filter((c) => !stale.includes(c)) : ready;
         if (candidates.length === 0) return { sent: [] as Candidate[], ...next };
         const now = clock.now();
         const { already, noFile, send } = selectForDispatch(candidates, {
@@ -82,19 +96,28 @@ export async function dispatchDeployment(
           send.map((c) => ({ ...c, connection: engine.connectionOf?.(c.serial) ?? null })),
           new Date(now.getTime() + options.stepTimeoutMs),
         );
+        for (const r of done) if (r.nextHopQueued) again.add(r.deviceId);
         metrics?.finished('succeeded', done.length);
         if (done.length) markDirty(dep.id);
         return { sent: send, ...next };
       });
-      if (!result) return sentTotal;
+      if (!result) break;
       // Published after the commit: a crash in between leaves `sent` rows that the re-send covers.
       publishing.push(commands.publish(result.sent));
       sentTotal += result.sent.length;
-      if (!result.more) return sentTotal;
+      if (!result.more) break;
       after = result.last;
       pageSize = Math.min(dispatchMaxPage, pageSize * 2);
     }
   } finally {
     await Promise.all(publishing);
   }
+  // Once: what the second round re-plans waits for the next event (no loop).
+  if (again.size > 0 && !input.again)
+    sentTotal += await dispatchDeployment(engine, {
+      deploymentId: input.deploymentId,
+      readyDeviceIds: [...again],
+      again: true,
+    });
+  return sentTotal;
 }

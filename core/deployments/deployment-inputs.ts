@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { DomainError } from '../shared/errors';
 import { DEVICE_STATUSES } from '../devices/device-types';
 import { DEPLOYMENT_STATUSES, RolloutInput, UPDATE_STATES } from './deployment-types';
+import type { DeltaCache } from '../firmware/delta/delta-cache';
 import type { ServiceDeps } from '../service-deps';
 import type { ModelService } from '../models/model.service';
 
@@ -25,11 +26,13 @@ export const DeployInput = z
         firmwareLt: z.string().min(1).max(64).optional(),
         status: z.enum(DEVICE_STATUSES).optional(),
         serials: DeploySerials.optional(),
+        /** Only devices of this site (id, or name ignoring case). */
+        site: z.string().trim().min(1).max(100).optional(),
       })
       .default({}),
     serials: DeploySerials.optional(),
     rollout: RolloutInput.optional(),
-    respectMaintenanceWindow: z.boolean().default(false),
+    respectMaintenanceWindow: z.boolean().default(true),
     scheduledAt: z.iso.datetime({ offset: true }).optional(),
   })
   .refine((i) => !(i.serials && i.filter.serials), {
@@ -46,7 +49,7 @@ export const ListDeploymentsInput = z.strictObject({
 export type ListDeploymentsInput = z.input<typeof ListDeploymentsInput>;
 
 export const ListDeploymentDevicesInput = z.strictObject({
-  state: z.enum([...UPDATE_STATES, 'superseded'] as [string, ...string[]]).optional(),
+  state: z.enum([...UPDATE_STATES, 'superseded', 'no_upgrade_path'] as [string, ...string[]]).optional(),
   limit: z.number().int().min(1).max(1000).default(100),
   cursor: z.string().max(200).optional(),
 });
@@ -62,6 +65,8 @@ export interface DeploymentArea {
   deps: ServiceDeps;
   models: Pick<ModelService, 'requireByName'>;
   engine: DeploymentChangeListener;
+  /** Delta images: the dry run's `deltas` (firmware/delta/delta-cache.ts). Absent: the dry run lists none. */
+  deltas?: Pick<DeltaCache, 'preview'>;
 }
 
 export { stringKeysCursor as cursorCodec } from '../shared/cursor';

@@ -14,17 +14,25 @@ import {
   type NamedDeployment,
 } from './store/deployments.store';
 import { listDeploymentUpdates } from './store/update-views.store';
+import { heldOfDeployments } from './held-updates';
+import { transferOfDeployments } from './delta-transfer';
 
 // Reading deployments: one, a page of them, and a page of one deployment's per-device states.
 
 /** One deployment of the caller's account with its per-state counts and failures per error code. */
-export async function getDeployment(knex: Knex, actor: Actor, input: { id: string }): Promise<Deployment> {
+export async function getDeployment(knex: Knex, actor: Actor, input: { id: string }, now: Date): Promise<Deployment> {
   const { deployment, model } = await findNamedDeployment(knex, actor, input.id);
-  const [counts, failures] = await Promise.all([
+  const [counts, failures, held, transfer] = await Promise.all([
     countsFor(knex, [deployment.id]),
     failureCodesFor(knex, [deployment.id]),
+    heldOfDeployments(knex, { deploymentIds: [deployment.id], now }),
+    transferOfDeployments(knex, [deployment.id]),
   ]);
-  return toDeployment(deployment, counts.get(deployment.id)!, model, failures.get(deployment.id)!);
+  return {
+    ...toDeployment(deployment, counts.get(deployment.id)!, model, failures.get(deployment.id)!),
+    held: held.get(deployment.id)!,
+    transfer: transfer.get(deployment.id)!,
+  };
 }
 
 /** Newest first, keyset paged. */
@@ -32,6 +40,7 @@ export async function listDeploymentsPage(
   knex: Knex,
   actor: Actor,
   raw: ListDeploymentsInput,
+  now: Date,
 ): Promise<{ deployments: Deployment[]; cursors: string[]; nextCursor: string | null }> {
   const input = ListDeploymentsInput.parse(raw);
   let before: { createdAt: string; id: string } | undefined;
@@ -50,11 +59,18 @@ export async function listDeploymentsPage(
     cursorCodec.encode([r.deployment.createdAt.toISOString(), r.deployment.id]),
   );
   const ids = page.items.map((r) => r.deployment.id);
-  const [counts, failures] = await Promise.all([countsFor(knex, ids), failureCodesFor(knex, ids)]);
+  const [counts, failures, held, transfer] = await Promise.all([
+    countsFor(knex, ids),
+    failureCodesFor(knex, ids),
+    heldOfDeployments(knex, { deploymentIds: ids, now }),
+    transferOfDeployments(knex, ids),
+  ]);
   return {
-    deployments: page.items.map((r) =>
-      toDeployment(r.deployment, counts.get(r.deployment.id)!, r.model, failures.get(r.deployment.id)!),
-    ),
+    deployments: page.items.map((r) => ({
+      ...toDeployment(r.deployment, counts.get(r.deployment.id)!, r.model, failures.get(r.deployment.id)!),
+      held: held.get(r.deployment.id)!,
+      transfer: transfer.get(r.deployment.id)!,
+    })),
     cursors: page.cursors,
     nextCursor: page.nextCursor,
   };
@@ -65,6 +81,7 @@ export async function deploymentDevicesPage(
   knex: Knex,
   actor: Actor,
   input: { id: string } & ListDeploymentDevicesInput,
+  now: Date,
 ): Promise<{ devices: DeviceUpdateView[]; cursors: string[]; nextCursor: string | null }> {
   const { id, ...rest } = input;
   const page = ListDeploymentDevicesInput.parse(rest);
@@ -80,6 +97,7 @@ export async function deploymentDevicesPage(
     state: page.state,
     afterSerial,
     limit: page.limit + 1,
+    now,
   });
   const { items, cursors, nextCursor } = keysetPage(rows, page.limit, (r) => cursorCodec.encode([r.serial]));
   return { devices: items, cursors, nextCursor };

@@ -1,5 +1,9 @@
+import { MEASURED_SIGNALS } from '../health/fixture-gate';
 import { z } from 'zod';
 import type { OtaErrorCode } from '#protocol/payloads';
+import type { HeldSummary } from './held-updates';
+import type { TransferSummary } from './delta-transfer';
+import type { HoldReason } from './update-locks';
 
 /**
  * Per-device update states (docs/ota.md). Persisted values: never rename.
@@ -115,6 +119,9 @@ export const isActive = (status: DeploymentStatus): boolean =>
  *   update in flight at once (within the deployment); devices without the tag are not limited.
  * - `health_window_minutes` / `health_max_reconnects`: a device that reconnects more than that
  *   many times within that many minutes after its update succeeded counts as a failure.
+ * - `fixture_signals`, `fixture_max_ratio`, `fixture_min_device_days`, `fixture_min_events`,
+ *   `fixture_confidence`, `fixture_baseline_days`: the health gate's fixture signals (docs/ota.md
+ *   "Health gate"): pause when the updated devices are worse than control beyond the ratio.
  *
  * `ROLLOUT_RULES` holds the rule (and default) of each setting, under its input name: the deploy
  * input (`RolloutInput`), the stored rollout (`Rollout`) and the adapters' own schemas are all
@@ -139,6 +146,13 @@ export const ROLLOUT_RULES = {
     .max(24 * 60)
     .default(10),
   healthMaxReconnects: z.number().int().min(1).max(1000).default(3),
+  // Fixture signals of the health gate (docs/ota.md "Health gate"; core/health/fixture-gate.ts).
+  fixtureSignals: z.array(z.enum(MEASURED_SIGNALS)).max(MEASURED_SIGNALS.length).default([]),
+  fixtureMaxRatio: z.number().min(1).max(100).default(2),
+  fixtureMinDeviceDays: z.number().min(1).max(1_000_000).default(50),
+  fixtureMinEvents: z.number().int().min(1).max(1_000_000).default(3),
+  fixtureConfidence: z.number().min(0.5).max(0.9999).default(0.95),
+  fixtureBaselineDays: z.number().int().min(1).max(365).default(30),
 };
 
 /** The rollout of a deploy request (camelCase, like every input of the domain). */
@@ -156,6 +170,12 @@ export const Rollout = z.strictObject({
   max_concurrent_per_tag: ROLLOUT_RULES.maxConcurrentPerTag,
   health_window_minutes: ROLLOUT_RULES.healthWindowMinutes,
   health_max_reconnects: ROLLOUT_RULES.healthMaxReconnects,
+  fixture_signals: ROLLOUT_RULES.fixtureSignals,
+  fixture_max_ratio: ROLLOUT_RULES.fixtureMaxRatio,
+  fixture_min_device_days: ROLLOUT_RULES.fixtureMinDeviceDays,
+  fixture_min_events: ROLLOUT_RULES.fixtureMinEvents,
+  fixture_confidence: ROLLOUT_RULES.fixtureConfidence,
+  fixture_baseline_days: ROLLOUT_RULES.fixtureBaselineDays,
 });
 export type Rollout = z.output<typeof Rollout>;
 
@@ -172,6 +192,12 @@ export function toRollout(input: z.output<typeof RolloutInput>): Rollout {
     ...(input.maxConcurrentPerTag !== undefined ? { max_concurrent_per_tag: input.maxConcurrentPerTag } : {}),
     health_window_minutes: input.healthWindowMinutes,
     health_max_reconnects: input.healthMaxReconnects,
+    fixture_signals: input.fixtureSignals,
+    fixture_max_ratio: input.fixtureMaxRatio,
+    fixture_min_device_days: input.fixtureMinDeviceDays,
+    fixture_min_events: input.fixtureMinEvents,
+    fixture_confidence: input.fixtureConfidence,
+    fixture_baseline_days: input.fixtureBaselineDays,
   };
 }
 
@@ -190,6 +216,8 @@ export interface DeploymentCounts {
   superseded: number;
   /** Succeeded updates the health gate marked as failures. */
   health_failed: number;
+  /** Devices left alone: no upgrade path leads from their version to the target (not included in `cancelled`). */
+  no_upgrade_path: number;
 }
 
 export const emptyCounts = (): DeploymentCounts => ({
@@ -205,6 +233,7 @@ export const emptyCounts = (): DeploymentCounts => ({
   rolled_back: 0,
   superseded: 0,
   health_failed: 0,
+  no_upgrade_path: 0,
 });
 
 export interface DeploymentFilter {
@@ -212,6 +241,8 @@ export interface DeploymentFilter {
   firmware_lt?: string;
   status?: string;
   serials?: string[];
+  /** The id of the site the targets were limited to (docs/ota.md "Sites"). */
+  site?: string;
 }
 
 export interface Deployment {
@@ -239,6 +270,10 @@ export interface Deployment {
   finishedAt: string | null;
   createdAt: string;
   updatedAt: string;
+  /** Queued updates held now by a device lock or a site freeze (docs/ota.md "Update locks"); read views fill it. */
+  held?: HeldSummary;
+  /** Bytes sent against full-image bytes (docs/ota.md "Delta images"); read views fill it. */
+  transfer?: TransferSummary;
 }
 
 export interface DeviceUpdateView {
@@ -255,9 +290,15 @@ export interface DeviceUpdateView {
   attempts: number;
   supersededBy: string | null;
   healthFailed: boolean;
+  /** Upgrade paths: where the device's path ends (null: an ordinary one-hop update), and this hop's place in it. */
+  finalVersion: string | null;
+  hop: number | null;
+  hopCount: number | null;
   sentAt: string | null;
   stateChangedAt: string;
   finishedAt: string | null;
+  /** A queued update held now: why, and when the hold ends (null: unknown). Null otherwise. */
+  held?: { reason: HoldReason; until: string | null } | null;
 }
 
 /** A deployment as stored (the API's `Deployment` adds its counts and model name). */
@@ -356,4 +397,6 @@ export interface UpdateRef {
   serial: string;
   targetVersion: string;
   fromVersion: string | null;
+  /** Set by finishUpdates: this hop of an upgrade path succeeded and its next hop is queued. */
+  nextHopQueued?: boolean;
 }

@@ -34,15 +34,15 @@ export {
 export class DeploymentService implements ClaimFirmwareScheduler {
   private readonly area: DeploymentArea;
 
-  constructor(deps: ServiceDeps, area: { models: ModelService; engine: DeploymentChangeListener }) {
+  constructor(
+    deps: ServiceDeps,
+    area: { models: ModelService; engine: DeploymentChangeListener; deltas?: DeploymentArea['deltas'] },
+  ) {
     this.area = { deps, ...area };
   }
 
   /** Dry run: what `deploy` would target now; writes nothing. */
-  preview(
-    actor: Actor,
-    raw: DeployInput,
-  ): Promise<{ targetCount: number; sampleSerials: string[]; model: string; targetVersion: string }> {
+  preview(actor: Actor, raw: DeployInput): ReturnType<typeof previewDeploy> {
     return previewDeploy(this.area, actor, raw);
   }
 
@@ -53,7 +53,7 @@ export class DeploymentService implements ClaimFirmwareScheduler {
   }
 
   get(actor: Actor, input: { id: string }): Promise<Deployment> {
-    return getDeployment(this.area.deps.knex, actor, input);
+    return getDeployment(this.area.deps.knex, actor, input, this.area.deps.clock.now());
   }
 
   /** Newest first, keyset paged. */
@@ -61,7 +61,7 @@ export class DeploymentService implements ClaimFirmwareScheduler {
     actor: Actor,
     raw: ListDeploymentsInput,
   ): Promise<{ deployments: Deployment[]; cursors: string[]; nextCursor: string | null }> {
-    return listDeploymentsPage(this.area.deps.knex, actor, raw);
+    return listDeploymentsPage(this.area.deps.knex, actor, raw, this.area.deps.clock.now());
   }
 
   /** The per-device states of a deployment, by serial, paged; `state=superseded` lists the ones taken over. */
@@ -69,7 +69,7 @@ export class DeploymentService implements ClaimFirmwareScheduler {
     actor: Actor,
     input: { id: string } & ListDeploymentDevicesInput,
   ): Promise<{ devices: DeviceUpdateView[]; cursors: string[]; nextCursor: string | null }> {
-    return deploymentDevicesPage(this.area.deps.knex, actor, input);
+    return deploymentDevicesPage(this.area.deps.knex, actor, input, this.area.deps.clock.now());
   }
 
   /** Queued updates are cancelled (devices stay where they are); sent ones finish. */

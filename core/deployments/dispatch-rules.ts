@@ -2,8 +2,9 @@ import type { DeviceConfig } from '../devices/device-config';
 import { versionKey } from '../shared/version';
 import { ownValue } from '../shared/user-keyed';
 import type { Rollout, UpdateRef } from './deployment-types';
-import { insideMaintenanceWindow } from './maintenance-window';
+import { insideMaintenanceWindow, type SiteWindow } from './maintenance-window';
 import type { CommandJob } from './ota-command-publisher';
+import { holdOf, type HoldInputs } from './update-locks';
 
 /** A queued update with what its command and the dispatch rules need. */
 export interface Candidate extends UpdateRef, CommandJob {
@@ -16,8 +17,19 @@ export interface Candidate extends UpdateRef, CommandJob {
   online: boolean;
   /** Read only when the deployment respects maintenance windows (null otherwise). */
   desiredConfig: DeviceConfig | null;
+  /** The device's site (zone and window), read with `desiredConfig`; null without a site. */
+  site?: SiteWindow | null;
   /** Read only when the deployment has a tag limit (null otherwise). */
   tags: Record<string, string> | null;
+  /** The device's lock and its site's freezes: a held update is not sent (update-locks.ts). */
+  hold?: HoldInputs | null;
+  /** Upgrade paths: a row whose target does not allow the device's version is re-planned, not sent (upgrade-paths.ts). */
+  path?: {
+    firmware: string | null;
+    upgradeFrom: string | null;
+    finalFirmwareVersionId: string | null;
+    hop: number | null;
+  };
 }
 
 /**
@@ -42,12 +54,15 @@ export interface DispatchSelection<C> {
 /**
  * Which of the candidates (that may get a command now) are sent now, in their order: not those
  * already on the target, nor those without a binary, nor those outside their maintenance window
- * when the deployment respects windows, nor those over the tag limit (at most `max` devices with
+ * (their own, else their site's) when the deployment respects windows, nor those over the tag limit (at most `max` devices with
  * the same value of the tag in flight; devices without the tag are not limited). The others
  * stay queued.
  */
 export function selectForDispatch<
-  C extends Pick<Candidate, 'firmwareKey' | 'targetVersion' | 'storageKey' | 'desiredConfig' | 'tags'>,
+  C extends Pick<
+    Candidate,
+    'firmwareKey' | 'targetVersion' | 'storageKey' | 'desiredConfig' | 'tags' | 'site' | 'hold'
+  >,
 >(
   candidates: readonly C[],
   rules: {
@@ -70,7 +85,9 @@ export function selectForDispatch<
       selection.noFile.push(c);
       continue;
     }
-    if (rules.respectMaintenanceWindow && !insideMaintenanceWindow(rules.now, c.desiredConfig)) continue;
+    // Held (device lock, site freeze): stays queued, without a deadline; the sweep sends it once the hold ends.
+    if (c.hold && holdOf(c.hold, rules.now)) continue;
+    if (rules.respectMaintenanceWindow && !insideMaintenanceWindow(rules.now, c.desiredConfig, c.site)) continue;
     if (tagLimit) {
       // The tag name is the client's: `constructor` is a tag a device may lack.
       const value = ownValue(c.tags, tagLimit.tag);

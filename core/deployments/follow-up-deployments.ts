@@ -7,6 +7,7 @@ import { appendEvents } from '../events/outbox';
 import type { DeploymentRecord } from './deployment-types';
 import { fileMissing, type DeploymentArea } from './deployment-inputs';
 import { evaluateDeployment } from './deployment-progress';
+import { planQueuedPaths } from './upgrade-paths';
 import { findNamedDeployment } from './deployment-queries';
 import { lockAccount } from '../shared/store/account-lock.store';
 import { insertDeployment, updateDeployment } from './store/deployments.store';
@@ -176,6 +177,12 @@ async function insertFollowUp(
     targets: input.targets,
   });
   await updateDeployment(trx, { id: input.id, change: { targetCount: count } });
+  // Each device returns (or retries) from the version it runs now, through a path where needed.
+  await planQueuedPaths(trx, deps.clock, {
+    deploymentId: input.id,
+    accountId: actor.accountId,
+    modelId: input.parent.modelId,
+  });
   await appendEvents(trx, deps.clock, [
     {
       accountId: actor.accountId,

@@ -1,4 +1,5 @@
 import type { MaintenanceWindow } from '../devices/device-config';
+import { insideLocalWindow, isKnownTimeZone, type LocalWindow } from '../sites/site-schedule';
 
 const formatters = new Map<string, Intl.DateTimeFormat>();
 
@@ -15,26 +16,48 @@ export function localMinutes(at: Date, timeZone: string): number {
   return hour * 60 + minute;
 }
 
-const toMinutes = (hhmm: string): number => Number(hhmm.slice(0, 2)) * 60 + Number(hhmm.slice(3, 5));
+/** The site a device belongs to, as far as its window is concerned. */
+export interface SiteWindow {
+  timeZone: string;
+  window: LocalWindow | null;
+}
+
+/** The window that governs a device, and the zone it is read in. */
+export interface EffectiveWindow {
+  window: LocalWindow;
+  timeZone: string;
+  source: 'device' | 'site';
+}
+
+type DeviceWindowConfig =
+  { timezone?: string | null; maintenance_window?: MaintenanceWindow | null } | null | undefined;
 
 /**
- * Whether `at` falls inside the device's local maintenance window [start, end). A window whose
- * end is before its start spans midnight (22:00-04:00). A device without a window is not
- * restricted; an unknown zone counts as UTC (the PATCH refuses unknown zones anyway).
+ * The device's own window overrides its site's (docs/ota.md "Maintenance windows"). A device
+ * window is read in the device's own `timezone` when it has one, else in its site's zone, else
+ * UTC; a site window is read in the site's zone. Null: the device is not restricted.
  */
-export function insideMaintenanceWindow(
-  at: Date,
-  config: { timezone?: string | null; maintenance_window?: MaintenanceWindow | null } | null | undefined,
-): boolean {
-  const window = config?.maintenance_window;
-  if (!window) return true;
-  let minutes: number;
-  try {
-    minutes = localMinutes(at, config.timezone || 'UTC');
-  } catch {
-    minutes = localMinutes(at, 'UTC');
+export function effectiveWindow(
+  config: DeviceWindowConfig,
+  site: SiteWindow | null | undefined,
+): EffectiveWindow | null {
+  const own = config?.maintenance_window;
+  if (own) {
+    const zone = config.timezone && isKnownTimeZone(config.timezone) ? config.timezone : (site?.timeZone ?? 'UTC');
+    return { window: own, timeZone: zone, source: 'device' };
   }
-  const start = toMinutes(window.start);
-  const end = toMinutes(window.end);
-  return start < end ? minutes >= start && minutes < end : minutes >= start || minutes < end;
+  if (site?.window) return { window: site.window, timeZone: site.timeZone, source: 'site' };
+  return null;
+}
+
+/**
+ * Whether `at` falls inside the device's local maintenance window [start, end) (its own, else
+ * its site's), with the DST rules of core/sites/site-schedule.ts. A window whose end is before
+ * its start spans midnight (22:00-04:00). A device without a window is not restricted; an
+ * unknown zone counts as UTC (the API refuses unknown zones anyway).
+ */
+export function insideMaintenanceWindow(at: Date, config: DeviceWindowConfig, site?: SiteWindow | null): boolean {
+  const effective = effectiveWindow(config, site);
+  if (!effective) return true;
+  return insideLocalWindow(effective.window, effective.timeZone, at);
 }

@@ -1,6 +1,7 @@
 import type { DeviceGateway } from '../devices/device-gateway';
 import type { DownloadLinkSigner } from '../firmware/download-links';
 import type { Logger } from '../logger';
+import type { DeltaOffer } from '../firmware/delta/delta-cache';
 
 /** What a command needs of its update and firmware. */
 export interface CommandJob {
@@ -30,7 +31,7 @@ export class OtaCommandPublisher {
   private baseUrl = 'http://localhost:8080';
 
   /** Commands waiting for a place in the window (FIFO; `head` is the next one). */
-  private waiting: Array<{ row: CommandJob; expiresAt: number; done: () => void }> = [];
+  private waiting: Array<{ row: CommandJob; expiresAt: number; delta: DeltaOffer | undefined; done: () => void }> = [];
   private head = 0;
   private inFlight = 0;
 
@@ -46,6 +47,8 @@ export class OtaCommandPublisher {
       publishTimeoutMs?: number;
       /** Loads a binary into memory before devices are told to fetch it (FirmwareStorage.warm). */
       warm?: (storageKey: string, size: number) => Promise<void>;
+      /** The deltas these updates' commands offer (DeltaCache.offers); none when absent or when it fails. */
+      deltas?: (updateIds: string[]) => Promise<Map<string, DeltaOffer>>;
     },
   ) {}
 
@@ -63,13 +66,14 @@ export class OtaCommandPublisher {
     if (rows.length === 0) return;
     const files = new Map(rows.filter((r) => r.storageKey).map((r) => [r.storageKey!, r.size]));
     if (this.deps.warm) await Promise.all([...files].map(([key, size]) => this.deps.warm!(key, size)));
+    const deltas = await this.deltasOf(rows);
     const expiresAt = Math.floor((this.deps.now().getTime() + this.deps.linkTtlMs()) / 1000);
     await new Promise<void>((resolve) => {
       let left = rows.length;
       const done = () => {
         if (--left === 0) resolve();
       };
-      for (const row of rows) this.waiting.push({ row, expiresAt, done });
+      for (const row of rows) this.waiting.push({ row, expiresAt, delta: deltas.get(row.id), done });
       this.pump();
     });
   }
@@ -87,7 +91,7 @@ export class OtaCommandPublisher {
       const item = this.waiting[this.head++]!;
       this.inFlight++;
       // publishOne never throws; `finally` runs in a later microtask, so this never recurses deeply.
-      void this.publishOne(item.row, item.expiresAt).finally(() => {
+      void this.publishOne(item.row, item.expiresAt, item.delta).finally(() => {
         this.inFlight--;
         item.done();
         this.pump();
@@ -102,8 +106,19 @@ export class OtaCommandPublisher {
     }
   }
 
+  /** A delta is an offer: when they cannot be read, commands go with the full image only. */
+  private async deltasOf(rows: CommandJob[]): Promise<Map<string, DeltaOffer>> {
+    if (!this.deps.deltas) return new Map();
+    try {
+      return await this.deps.deltas(rows.map((r) => r.id));
+    } catch (err) {
+      this.deps.logger.warn({ err, jobs: rows.length }, 'delta offers unavailable; sending full images');
+      return new Map();
+    }
+  }
+
   /** Counts as published when the broker took it. */
-  private async publishOne(r: CommandJob, expiresAt: number): Promise<void> {
+  private async publishOne(r: CommandJob, expiresAt: number, delta: DeltaOffer | undefined): Promise<void> {
     const url = this.deps.links.url(this.baseUrl, {
       jobId: r.id,
       deviceId: r.deviceId,
@@ -131,6 +146,22 @@ export class OtaCommandPublisher {
           sha256: r.sha256,
           size: r.size,
           ...signed,
+          ...(delta
+            ? {
+                delta: {
+                  from: delta.from,
+                  url: this.deps.links.deltaUrl(this.baseUrl, {
+                    jobId: r.id,
+                    deviceId: r.deviceId,
+                    deltaId: delta.deltaId,
+                    expiresAt,
+                  }),
+                  sha256: delta.sha256,
+                  size: delta.size,
+                  format: delta.format,
+                },
+              }
+            : {}),
         }),
         gaveUp,
       ]);

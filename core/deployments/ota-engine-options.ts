@@ -39,4 +39,6 @@ export interface OtaMetrics {
   finished(state: string, n: number): void;
   /** A failure report whose `error_code` is outside the protocol's vocabulary (recorded as `other`). */
   unknownErrorCode?(): void;
+  /** A device's `ota/lock` message stored: its reason (`release` for a release), and whether it was cut to the cap. */
+  lock?(input: { reason: string; capped: boolean }): void;
 }

@@ -17,6 +17,16 @@ import { DeploymentEvaluations } from './deployment-evaluations';
 import { matchHeartbeats } from './report-rules';
 import { keepStillSent, staleSentCommands, unansweredCommands } from './resend';
 import { dueDeploymentIds } from './store/deployments.store';
+import { takeDeltaFallbacks } from './delta-fallback';
+import type { DeltaOffer } from '../firmware/delta/delta-cache';
+
+/** What the engine uses of the delta cache. */
+export interface DeltaSource {
+  offers(updateIds: string[]): Promise<Map<string, DeltaOffer>>;
+  prepareDeployment(deploymentId: string): void;
+}
+import { applyUpdateLock } from './update-lock-messages';
+import type { UpdateLock } from '#protocol/lock-payloads';
 import { lockActiveUpdatesOfDevices, lockOverdueUpdates, queuedUpdatesOfDevices } from './store/device-updates.store';
 
 export { DEFAULT_OTA_OPTIONS, type OtaEngineOptions, type OtaMetrics } from './ota-engine-options';
@@ -64,6 +74,8 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
       warmFirmware?: (storageKey: string, size: number) => Promise<void>;
       /** This process's `devices.broker_node`: the sweep re-sends only to devices connected here. */
       nodeId?: string;
+      /** Delta images (firmware/delta/delta-cache.ts): built for each deployment, offered in its commands. */
+      deltas?: DeltaSource;
     },
   ) {
     // The engine's transactions touch devices rows that the heartbeat flush updates in batches
@@ -77,6 +89,7 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
       linkTtlMs: () => this.options.linkTtlMs,
       onPublished: () => this.area.metrics?.published(1),
       ...(area.warmFirmware ? { warm: area.warmFirmware } : {}),
+      ...(area.deltas ? { deltas: (ids: string[]) => area.deltas!.offers(ids) } : {}),
     });
     const every = this.options.sweepIntervalMs;
     this.evaluations = new DeploymentEvaluations({
@@ -125,6 +138,7 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
   // ---- DeploymentChangeListener
 
   deploymentChanged(deploymentId: string): void {
+    this.area.deltas?.prepareDeployment(deploymentId);
     this.markDirty(deploymentId);
     void this.track(this.dispatch({ deploymentId }));
   }
@@ -180,6 +194,31 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     // closes the connection), not logged here a second time.
     void this.track(stored.catch(() => undefined));
     await stored;
+  }
+
+  /**
+   * A device's lock (update-lock-messages.ts): resolves once stored, rejects when it could not
+   * be (the broker acknowledges the message only then). A release dispatches the device's
+   * queued update now; a lock that ends by itself is caught by the sweep, like a window.
+   */
+  async onLock(input: { accountId: string; deviceId: string; serial: string; lock: UpdateLock }): Promise<void> {
+    if (this.stopped) throw new Error('the OTA engine is stopping');
+    const stored = applyUpdateLock(this.deps, {
+      accountId: input.accountId,
+      deviceId: input.deviceId,
+      serial: input.serial,
+      message: input.lock,
+    });
+    void this.track(stored.catch(() => undefined));
+    const outcome = await stored;
+    if (!outcome) return;
+    this.area.metrics?.lock?.({
+      reason: 'release' in input.lock ? 'release' : input.lock.reason,
+      capped: outcome.capped,
+    });
+    for (const id of outcome.requeued) this.markDirty(id);
+    if (outcome.until === null)
+      void this.track(this.readyQueue.add({ accountId: input.accountId, deviceId: input.deviceId }));
   }
 
   async onFirmwareReported(
@@ -303,13 +342,35 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     for (const id of await applyHealthGate(this.deps, deviceIds)) this.markDirty(id);
   }
 
-  private async progressBatch(items: ProgressItem[]): Promise<void> {
+  private async progressBatch(all: ProgressItem[]): Promise<void> {
+    // A first `delta_apply` failure is not one: the job goes again with the full image (delta-fallback.ts).
+    const {
+      rest: items,
+      stale,
+      resend,
+    } = await takeDeltaFallbacks(this.deps, {
+      items: all,
+      stepTimeoutMs: this.options.stepTimeoutMs,
+    });
+    for (let i = 0; i < stale; i++) this.area.metrics?.ignored('stale_delta_report');
+    if (resend.length > 0) void this.track(this.commands.publish(resend));
     const { ignored, finished } = await applyProgressBatch(this.deps, this.options, items);
     for (const reason of ignored) this.area.metrics?.ignored(reason);
     for (const r of finished) {
       this.area.metrics?.finished(r.final, 1);
       this.markDirty(r.deploymentId);
     }
+    await this.dispatchNextHops(finished);
+  }
+
+  /** Upgrade paths: devices whose hop just succeeded get their next hop now (upgrade-paths.ts). */
+  private async dispatchNextHops(
+    finished: ReadonlyArray<{ deploymentId: string; deviceId: string; nextHopQueued?: boolean }>,
+  ): Promise<void> {
+    const next = new Map<string, string[]>();
+    for (const r of finished)
+      if (r.nextHopQueued) next.set(r.deploymentId, [...(next.get(r.deploymentId) ?? []), r.deviceId]);
+    for (const [deploymentId, deviceIds] of next) await this.dispatch({ deploymentId, readyDeviceIds: deviceIds });
   }
 
   /**
@@ -343,6 +404,7 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     });
     // Queued updates of devices that just said what they run (first heartbeat): send them now.
     for (const [deploymentId, deviceIds] of waiting) await this.dispatch({ deploymentId, readyDeviceIds: deviceIds });
+    await this.dispatchNextHops(finished);
     this.area.metrics?.finished('succeeded', finished.length);
     for (const r of finished) this.markDirty(r.deploymentId);
   }

@@ -6,6 +6,7 @@ import type { UpdateRef, UpdateState } from './deployment-types';
 import type { StepWrite } from './report-rules';
 import type { OtaErrorCode } from '#protocol/payloads';
 import { finishUpdateRows, markUpdatesSent, writeSteps } from './store/device-updates.store';
+import { continuePaths } from './upgrade-paths';
 
 // The per-device state machine's transitions: the rows (device-updates.store.ts, set-based so
 // that thousands of devices cost a few statements) and their outbox events, in the caller's
@@ -62,9 +63,24 @@ export async function finishUpdates(
     },
   });
   if (rows.length === 0) return rows;
+  // A hop of an upgrade path that is not the last queues the next (upgrade-paths.ts).
+  const passed =
+    input.state === 'succeeded'
+      ? await continuePaths(
+          trx,
+          clock,
+          rows.map((r) => r.id),
+        )
+      : new Set<string>();
   const events: NewEvent[] = [];
   for (const r of rows) {
     if (input.state === 'cancelled') continue;
+    if (passed.has(r.id)) {
+      r.nextHopQueued = true;
+      // Not the update's completion: the device reached a stepping stone.
+      events.push(progressEvent(r, 'hop_succeeded', 100));
+      continue;
+    }
     const base = {
       serial: r.serial,
       device_id: r.deviceId,

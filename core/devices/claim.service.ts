@@ -19,6 +19,7 @@ import { appendDeviceEvents } from './store/history.store';
 import { Csr, type DeviceCertificate, type DeviceCertificateService } from '../certificates/device-certificate.service';
 import { insertCertificates } from '../certificates/certificate-records';
 import type { IssuedCertificate } from '../certificates/certificate-issuer';
+import { resolveSiteRef } from '../sites/site.service';
 
 export const MAX_SERIALS_PER_CLAIM = 1000;
 
@@ -46,6 +47,8 @@ export const ClaimDevicesInput = z
     name: Name.optional(),
     model: z.string().min(1).max(64),
     firmware: z.string().min(1).max(64).optional(),
+    /** Site id or name of the account: every claimed device is assigned to it. */
+    site: z.string().trim().min(1).max(100).optional(),
   })
   .superRefine((input, ctx) => {
     if ((input.serials === undefined) === (input.serial === undefined)) {
@@ -191,6 +194,7 @@ export class ClaimService {
     // Serializes claims of this account from here on (20 racing claims take turns).
     const snapshot = await this.area.allocation.lockForClaim(trx, actor.accountId);
     const model = await this.area.models.requireByName(actor, input.model, trx);
+    const site = input.site === undefined ? null : await resolveSiteRef(trx, actor.accountId, input.site, 'site');
     let firmwareVersionId: string | null = null;
     if (input.firmware !== undefined) {
       const version = await this.area.firmware.resolveVersion(trx, {
@@ -272,6 +276,7 @@ export class ClaimService {
       config: DEFAULT_DEVICE_CONFIG,
       now,
       devices,
+      siteId: site?.id ?? null,
     });
     await insertCredentials(trx, {
       now,
@@ -289,7 +294,13 @@ export class ClaimService {
           accountId: actor.accountId,
           deviceId: d.id,
           type: 'claimed' as const,
-          data: { model: model.name, firmware: input.firmware ?? null, by: actor.principal, claim_id: claimId },
+          data: {
+            model: model.name,
+            firmware: input.firmware ?? null,
+            by: actor.principal,
+            claim_id: claimId,
+            ...(site ? { site: { id: site.id, name: site.name } } : {}),
+          },
         })),
         ...withCertificate.map(({ deviceId, issued }) => ({
           accountId: actor.accountId,

@@ -45,6 +45,8 @@ export const DeviceConfig = z
       .refine(isIanaTimeZone, 'must be an IANA time zone name such as Europe/Berlin')
       .optional(),
     maintenance_window: MaintenanceWindow.nullable().optional(),
+    /** Seconds between luminaire readings (docs/device-protocol.md "Luminaire data"); absent: 900. */
+    luminaire_interval_s: z.number().int().min(60).max(86_400).optional(),
   })
   .meta({ id: 'DeviceConfig' });
 export type DeviceConfig = z.infer<typeof DeviceConfig>;
@@ -57,7 +59,10 @@ export const DeviceConfigPatch = DeviceConfig.meta({ id: 'DeviceConfigPatch' });
 export type DeviceConfigPatch = DeviceConfig;
 
 /** What a newly claimed device is told to run until someone changes it. */
-export const DEFAULT_DEVICE_CONFIG: Readonly<Required<Omit<DeviceConfig, 'maintenance_window'>>> & {
+// `luminaire_interval_s` is not sent unless set: a device takes 900 s when it is absent.
+export const DEFAULT_DEVICE_CONFIG: Readonly<
+  Required<Omit<DeviceConfig, 'maintenance_window' | 'luminaire_interval_s'>>
+> & {
   maintenance_window: null;
 } = Object.freeze({
   heartbeat_interval_s: 60,

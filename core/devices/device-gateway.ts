@@ -1,3 +1,4 @@
+import type { UpdateLock } from '#protocol/lock-payloads';
 import type { OtaErrorCode } from '#protocol/payloads';
 
 /**
@@ -20,6 +21,8 @@ export interface OtaJob {
   size: number;
   /** Versions uploaded signed: base64 Ed25519 signature over the image's SHA-256 digest, and the key that made it. */
   signature?: { value: string; keyId: string };
+  /** A delta from the device's running version to this image (docs/ota.md "Delta images"). */
+  delta?: { from: string; url: string; sha256: string; size: number; format: 'bsdiff40' };
 }
 
 export type OtaProgressState = 'downloading' | 'installing' | 'rebooting' | 'succeeded' | 'failed' | 'rolled_back';
@@ -104,6 +107,11 @@ export interface OtaDeviceListener {
     connection?: string | undefined;
   }): Promise<void>;
   onProgress(input: { accountId: string; deviceId: string; serial: string; report: OtaProgressReport }): Promise<void>;
+  /**
+   * The device's `ota/lock` message (validated): its updates are held until the lock ends, or
+   * released now. Resolves once stored. Absent: locks are not served (stand-ins in tests).
+   */
+  onLock?(input: { accountId: string; deviceId: string; serial: string; lock: UpdateLock }): Promise<void>;
   /**
    * After heartbeats were persisted, for each device whose reported firmware changed or that has
    * an update in progress (a heartbeat on the target version completes an update).

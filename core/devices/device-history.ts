@@ -20,6 +20,8 @@ export const DEVICE_EVENT_TYPES = [
   'renamed',
   'tags_changed',
   'update_step',
+  /** Assigned to a site, moved to another, or unassigned (`from` site id, `to` {id, name} or null). */
+  'site_changed',
 ] as const;
 export type DeviceEventType = (typeof DEVICE_EVENT_TYPES)[number];
 

@@ -16,6 +16,8 @@ export interface DeviceFilter {
   firmwareLt?: string | undefined;
   /** Case-insensitive substring of serial or name. */
   q?: string | undefined;
+  /** Site id, or site name (case-insensitive). An unknown site matches nothing. */
+  site?: string | undefined;
 }
 
 /** Columns a device list can be ordered by (serial breaks ties, so every order is total). */

@@ -12,7 +12,7 @@ import type { FieldRefusalReason, HeartbeatField, RefusedField } from '#protocol
  * - `topic_not_allowed`: a publish outside the device's own device-to-service topics (topic ACL);
  * - `too_large`: a payload above the size limit (a heartbeat still counts as heard);
  * - `not_json`, `not_object`: not a JSON object;
- * - `invalid`: a status, OTA progress or configuration report that fails its schema;
+ * - `invalid`: a status, OTA progress, update lock or configuration report that fails its schema;
  * - `rate_limited`: above the device's message rate.
  */
 export const MESSAGE_REFUSAL_REASONS = [

@@ -1,4 +1,5 @@
 import type { DeviceConfig } from './device-config';
+import type { SiteRef } from '../sites/site-types';
 import type { LastRefusedMessage, MessageRefusalCounts, RefusedFields } from './device-refusals';
 
 /** A serial: 1 to 64 characters of A-Z a-z 0-9 . _ : - (docs/rest-devices.md). */
@@ -69,6 +70,8 @@ export interface Device {
   lastRefusedMessage: LastRefusedMessage | null;
   /** Heartbeat fields refused since the claim (the rest of each heartbeat was recorded). */
   refusedFields: RefusedFields;
+  /** The site (building) the device is assigned to; null when none. */
+  site: SiteRef | null;
 }
 
 /** MQTT credentials, returned once (claim, rotation); only their SHA-256 is stored. */

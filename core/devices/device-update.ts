@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { DomainError } from '../shared/errors';
 import { DeviceConfigPatch, TagsPatch, TAG_LIMITS, mergeConfig, mergeTags, type DeviceConfig } from './device-config';
 import type { NewDeviceEvent } from './device-history';
+import type { SiteRef } from '../sites/site-types';
 
 /** Fields that exist on a device but are not the caller's to set (OWASP API3, mass assignment). */
 const READ_ONLY_FIELDS = new Set([
@@ -26,6 +27,8 @@ export const UpdateDeviceInput = z.strictObject(
     name: z.string().trim().min(1).max(200).optional(),
     tags: TagsPatch.optional(),
     config: DeviceConfigPatch.optional(),
+    /** A site id or name of the account; null unassigns. */
+    site: z.string().trim().min(1).max(100).nullable().optional(),
   },
   {
     error: (issue) => {
@@ -39,7 +42,7 @@ export const UpdateDeviceInput = z.strictObject(
           unknown.length ? `unknown: ${unknown.join(', ')}` : '',
         ]
           .filter(Boolean)
-          .join('; ') + ' (settable: name, tags, config)'
+          .join('; ') + ' (settable: name, tags, config, site)'
       );
     },
   },
@@ -54,9 +57,10 @@ export interface DeviceUpdateBase {
   tags: Record<string, string>;
   desiredConfig: DeviceConfig;
   desiredConfigVersion: number;
+  siteId?: string | null;
 }
 
-export type DeviceChange = 'name' | 'tags' | 'config';
+export type DeviceChange = 'name' | 'tags' | 'config' | 'site';
 
 /** The outcome of one PATCH: what to write, the history it leaves, and what changed. */
 export interface DeviceUpdatePlan {
@@ -64,7 +68,8 @@ export interface DeviceUpdatePlan {
   tags?: Record<string, string>;
   /** A configuration change bumps the desired version; the device is sent it after commit. */
   config?: { version: number; config: DeviceConfig };
-  /** In the order name, tags, config; empty when the PATCH changes nothing. */
+  site?: SiteRef | null;
+  /** In the order name, tags, config, site; empty when the PATCH changes nothing. */
   changes: DeviceChange[];
   history: NewDeviceEvent[];
 }
@@ -73,12 +78,14 @@ export interface DeviceUpdatePlan {
  * Applies a PATCH to a device (merge semantics): a name that differs renames it; tags merge (a
  * null value removes one) up to TAG_LIMITS.maxTags; configuration keys merge and, when any
  * value changed, the desired version goes up by one. Setting what is already there changes
- * nothing and writes no history.
+ * nothing and writes no history. `site` is the PATCH's `site` already resolved to one of the
+ * account's sites (null: unassign; undefined: not in the PATCH).
  */
 export function planDeviceUpdate(
   device: DeviceUpdateBase,
   patch: z.output<typeof UpdateDeviceInput>,
   by: { accountId: string; principal: string },
+  site?: SiteRef | null,
 ): DeviceUpdatePlan {
   const plan: DeviceUpdatePlan = { changes: [], history: [] };
   const base = { accountId: by.accountId, deviceId: device.id };
@@ -117,6 +124,15 @@ export function planDeviceUpdate(
         data: { version, changed: merged.changed, config: merged.config, by: by.principal },
       });
     }
+  }
+  if (site !== undefined && (site?.id ?? null) !== (device.siteId ?? null)) {
+    plan.site = site;
+    plan.changes.push('site');
+    plan.history.push({
+      ...base,
+      type: 'site_changed',
+      data: { from: device.siteId ?? null, to: site ? { id: site.id, name: site.name } : null, by: by.principal },
+    });
   }
   return plan;
 }

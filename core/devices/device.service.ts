@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import { z } from 'zod';
 import type { ServiceDeps } from '../service-deps';
 import { requireAdmin, type Actor } from '../shared/actor';
@@ -40,6 +41,7 @@ import { finishRotation, selectOpenRotations } from './store/credential-rotation
 import { appendDeviceEvents, deleteHistoryOfDevice, selectHistoryPage } from './store/history.store';
 import { raiseConfigVersionMark } from './store/config-version-marks.store';
 import { revokeCertificatesOfDevice } from '../certificates/certificate-records';
+import { resolveSiteRef } from '../sites/site.service';
 
 export { UpdateDeviceInput } from './device-update';
 
@@ -53,6 +55,8 @@ export const DeviceFilterInput = z.strictObject({
   firmware: z.string().min(1).max(64).optional(),
   firmwareLt: z.string().min(1).max(64).optional(),
   q: z.string().min(1).max(64).optional(),
+  /** A site id or name; an unknown one matches nothing. */
+  site: z.string().min(1).max(100).optional(),
 });
 export type DeviceFilterInput = z.infer<typeof DeviceFilterInput>;
 
@@ -111,7 +115,14 @@ export class DeviceService {
 
   constructor(
     private readonly deps: ServiceDeps,
-    private readonly area: { gateway: DeviceGateway; countCacheTtlMs?: number },
+    private readonly area: {
+      gateway: DeviceGateway;
+      countCacheTtlMs?: number;
+      /** Keeps the warranty evidence of an unclaimed device for its owner (core/health/warranty.ts). */
+      warranty?: {
+        keepOnUnclaim(trx: Knex.Transaction, input: { accountId: string; deviceId: string }): Promise<void>;
+      };
+    },
   ) {
     this.counts = new DeviceCountCache({ ttlMs: area.countCacheTtlMs ?? 1000 });
   }
@@ -156,7 +167,14 @@ export class DeviceService {
     const sort: DeviceSort = input.sort ?? DEFAULT_DEVICE_SORT;
     const cursor = deviceListCursor(sort);
     const after = input.cursor === undefined ? null : cursor.decode(input.cursor);
-    const filterKey = JSON.stringify([filter.model, filter.status, filter.firmware, filter.firmwareLt, filter.q]);
+    const filterKey = JSON.stringify([
+      filter.model,
+      filter.status,
+      filter.firmware,
+      filter.firmwareLt,
+      filter.q,
+      filter.site,
+    ]);
     const cached = this.counts.get(actor.accountId, filterKey);
     // Page and count run side by side (two pool connections on PostgreSQL).
     const [rows, counts] = await Promise.all([
@@ -240,7 +258,12 @@ export class DeviceService {
     const pushed = await this.deps.transaction(async (trx) => {
       const device = await lockDevice(trx, { accountId: actor.accountId, serial: input.serial });
       if (!device) throw notFound('Device');
-      const plan = planDeviceUpdate(device, patch, { accountId: actor.accountId, principal: actor.principal });
+      // Resolved inside the transaction, scoped to the account: another account's site is not found.
+      const site =
+        patch.site === undefined || patch.site === null
+          ? patch.site
+          : await resolveSiteRef(trx, actor.accountId, patch.site, 'site');
+      const plan = planDeviceUpdate(device, patch, { accountId: actor.accountId, principal: actor.principal }, site);
       if (plan.changes.length === 0) return null;
       const now = this.deps.clock.now();
       await updateDevice(trx, { deviceId: device.id, update: plan, now });
@@ -329,6 +352,7 @@ export class DeviceService {
       await shareLockAccount(trx, { accountId: actor.accountId });
       const device = await lockDevice(trx, { accountId: actor.accountId, serial: input.serial });
       if (!device) throw notFound('Device');
+      await this.area.warranty?.keepOnUnclaim(trx, { accountId: actor.accountId, deviceId: device.id });
       await deleteUpdatesOfDevice(trx, { deviceId: device.id });
       await deleteHistoryOfDevice(trx, { deviceId: device.id });
       // Certificates stay, revoked: whoever claims the serial next must not inherit them.

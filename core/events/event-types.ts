@@ -12,6 +12,8 @@ export const EVENT_TYPES = [
   'device.config_applied',
   /** A credential rotation took effect: emergency at once, planned once confirmed or its grace ended. */
   'device.credentials_rotated',
+  /** The health pass judged a device's state different from before (docs/fixture-health.md). */
+  'device.health_changed',
   'firmware.update.progress',
   'firmware.update.completed',
   'firmware.update.failed',
@@ -30,6 +32,7 @@ export const PUBLIC_EVENT_TYPES: readonly EventType[] = [
   'device.offline',
   'device.claimed',
   'device.credentials_rotated',
+  'device.health_changed',
   'firmware.update.completed',
   'firmware.update.failed',
   'deployment.paused',

@@ -14,6 +14,14 @@ export interface DownloadClaims {
   expiresAt: number;
 }
 
+/** A delta's link: one job (device) and the delta its command offered. */
+export interface DeltaClaims {
+  jobId: string;
+  deviceId: string;
+  deltaId: string;
+  expiresAt: number;
+}
+
 export class DownloadLinkSigner {
   constructor(private readonly key: Buffer) {}
 
@@ -25,6 +33,26 @@ export class DownloadLinkSigner {
 
   url(baseUrl: string, claims: DownloadClaims): string {
     return `${baseUrl.replace(/\/+$/, '')}/firmware/download/${claims.jobId}?e=${claims.expiresAt}&s=${this.signature(claims)}`;
+  }
+
+  /**
+   * The link of the delta an update's command offers: `<PUBLIC_URL>/firmware/download/<job_id>/delta?e=&s=`,
+   * signed over "v1d.<job_id>.<device_id>.<delta_id>.<e>" (a full-image link never opens a delta, nor the reverse).
+   */
+  deltaSignature(claims: DeltaClaims): string {
+    return createHmac('sha256', this.key)
+      .update(`v1d.${claims.jobId}.${claims.deviceId}.${claims.deltaId}.${claims.expiresAt}`)
+      .digest('base64url');
+  }
+
+  deltaUrl(baseUrl: string, claims: DeltaClaims): string {
+    return `${baseUrl.replace(/\/+$/, '')}/firmware/download/${claims.jobId}/delta?e=${claims.expiresAt}&s=${this.deltaSignature(claims)}`;
+  }
+
+  verifyDelta(claims: DeltaClaims, presented: string): boolean {
+    const expected = Buffer.from(this.deltaSignature(claims), 'utf8');
+    const given = Buffer.from(presented, 'utf8');
+    return expected.length === given.length && timingSafeEqual(expected, given);
   }
 
   /** Constant-time check of a presented signature. */

@@ -2,6 +2,7 @@ import { DomainError } from '../shared/errors';
 import { isUuid } from '../shared/ids';
 import { IN_FLIGHT_STATES, type UpdateState } from '../deployments/deployment-types';
 import type { DownloadLinkSigner } from './download-links';
+import type { DeltaDownloadJob } from './store/firmware-deltas.store';
 
 /** What a valid link gives access to: one binary, as the firmware record describes it. */
 export interface DownloadGrant {
@@ -73,5 +74,39 @@ export function judgeDownload(input: {
     );
   if (!DOWNLOADABLE.has(job.state)) throw new DomainError('gone', `The update is ${job.state}; nothing to download.`);
   if (!job.storageKey) throw new DomainError('gone', `The binary of firmware ${job.version} was deleted.`);
+  return { storageKey: job.storageKey, size: job.size, sha256: job.sha256 };
+}
+
+/**
+ * The rules of a delta's link (docs/ota.md "Delta images"): signed for one job and the delta its
+ * last command offered, until its expiry, while the job is under way. A job whose command no
+ * longer offers that delta (the device fell back to the full image) answers `gone`; an invalid,
+ * tampered or foreign link `forbidden`, as for full images.
+ */
+export function judgeDeltaDownload(input: {
+  link: PresentedLink;
+  job: DeltaDownloadJob | undefined;
+  links: DownloadLinkSigner;
+  now: Date;
+}): DownloadGrant {
+  const { link, job } = input;
+  if (!isWellFormedLink(link)) throw new DomainError('forbidden', 'This download link is not valid.');
+  const claims = (deltaId: string) => ({
+    jobId: link.jobId,
+    deviceId: job!.deviceId,
+    deltaId,
+    expiresAt: link.expiresAt,
+  });
+  if (!job || !job.deltaId || !input.links.verifyDelta(claims(job.deltaId), link.signature)) {
+    throw new DomainError('forbidden', 'This download link is not valid for this job.');
+  }
+  if (link.expiresAt * 1000 < input.now.getTime())
+    throw new DomainError(
+      'gone',
+      'This download link expired; the device gets a fresh one when the command is re-sent.',
+    );
+  if (!DOWNLOADABLE.has(job.state as UpdateState))
+    throw new DomainError('gone', `The update is ${job.state}; nothing to download.`);
+  if (!job.storageKey) throw new DomainError('gone', 'The delta is no longer offered; download the full image.');
   return { storageKey: job.storageKey, size: job.size, sha256: job.sha256 };
 }

@@ -1,7 +1,14 @@
 import DataLoader from 'dataloader';
 import type { ServiceDeps } from '../service-deps';
 import type { DownloadLinkSigner } from './download-links';
-import { isWellFormedLink, judgeDownload, type DownloadGrant, type PresentedLink } from './download-rules';
+import {
+  isWellFormedLink,
+  judgeDeltaDownload,
+  judgeDownload,
+  type DownloadGrant,
+  type PresentedLink,
+} from './download-rules';
+import { deltaDownloadJobs } from './store/firmware-deltas.store';
 import { DomainError } from '../shared/errors';
 import { downloadJobs, type DownloadJob } from './store/download-jobs.store';
 
@@ -29,6 +36,16 @@ export class FirmwareDownloads {
       },
       { cache: false, maxBatchSize: 500, batchScheduleFn: (run) => setTimeout(run, 2) },
     );
+  }
+
+  /**
+   * The delta a delta link grants (the one the job's last command offered), or why not, like
+   * `authorize`. Rare next to image downloads (one per device and update): no batching.
+   */
+  async authorizeDelta(link: PresentedLink): Promise<DownloadGrant> {
+    if (!isWellFormedLink(link)) throw new DomainError('forbidden', 'This download link is not valid.');
+    const [job] = await deltaDownloadJobs(this.deps.knex, [link.jobId]);
+    return judgeDeltaDownload({ link, job, links: this.area.links, now: this.deps.clock.now() });
   }
 
   /** The binary a link grants, or why not: `forbidden` (invalid, tampered, foreign, unknown job) or `gone`. */

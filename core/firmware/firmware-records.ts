@@ -10,6 +10,9 @@ export {
   firmwareRefsWithKey,
   firmwareVersionsWithKeys,
   firmwareVersionText,
+  pathFirmwareById,
+  pathFirmwareOf,
+  type PathFirmware,
   storageKeyOf,
   type FirmwareRef,
 } from './store/firmware-versions.store';

@@ -229,6 +229,11 @@ export class FirmwareStorage {
     this.cachedBytes -= entry.size;
   }
 
+  /** The file of a key, for a reader of its own (the delta builder's worker reads both images itself). */
+  pathFor(storageKey: string): string {
+    return this.pathOf(storageKey);
+  }
+
   private pathOf(storageKey: string): string {
     // Keys are ours, but a database row is still input to a file path: never let it escape the folder.
     if (!STORAGE_KEY.test(storageKey)) throw new Error('invalid storage key');

@@ -8,6 +8,7 @@ import { requireVersion, versionKey } from '../shared/version';
 import type { ModelService } from '../models/model.service';
 import type { FirmwareStorage, StoredTemp } from './firmware-storage';
 import type { SigningKeyService } from './signing-key.service';
+import { parseVersionRange } from './version-range';
 import { attachedSignature, sameSignature, uploadSignature } from './firmware-signature';
 import {
   clearStorageKey,
@@ -17,9 +18,29 @@ import {
   listFirmwareVersions,
   lockFirmwareVersion,
   saveSignature,
+  saveUpgradeFrom,
   versionWithKey,
   type FirmwareVersionRecord,
 } from './store/firmware-versions.store';
+
+/** A range in semver range syntax over our versions (version-range.ts), checked with its own message. */
+const UpgradeFromField = z
+  .string()
+  .max(256)
+  .superRefine((value, ctx) => {
+    const parsed = parseVersionRange(value);
+    if (!parsed.ok)
+      ctx.addIssue({
+        code: 'custom',
+        message: `is not a version range (e.g. ">=1.2.0 <2.0.0", "^1.4"): ${parsed.message}`,
+      });
+  });
+
+/** Stored form: trimmed; `*` and an absent range mean the same (any version) and are stored as null. */
+function normalizeUpgradeFrom(value: string | null | undefined): string | null {
+  const trimmed = value?.trim();
+  return trimmed === undefined || trimmed === '' || trimmed === '*' ? null : trimmed;
+}
 
 export const UploadFirmwareFields = z.strictObject({
   model: z.string().min(1).max(64),
@@ -34,8 +55,15 @@ export const UploadFirmwareFields = z.strictObject({
     .default(''),
   /** base64 Ed25519 signature over the binary's 32-byte SHA-256 digest; required once the account registered a signing key. */
   signature: z.string().optional(),
+  upgrade_from: UpgradeFromField.optional(),
 });
 export type UploadFirmwareFields = z.input<typeof UploadFirmwareFields>;
+
+/** PATCH of a firmware version: `upgrade_from` null (or `*`) allows any version again. */
+export const UpdateFirmwareInput = z.strictObject({
+  upgrade_from: UpgradeFromField.nullable(),
+});
+export type UpdateFirmwareInput = z.input<typeof UpdateFirmwareInput>;
 
 export const AttachSignatureInput = z.strictObject({
   signature: z
@@ -64,6 +92,8 @@ export interface FirmwareVersion {
   signature: string | null;
   /** The key it was signed with (retired keys stay valid for what they signed). */
   signingKeyId: string | null;
+  /** The versions that may install this one directly (docs/ota.md "Upgrade paths"); null: any. */
+  upgradeFrom: string | null;
   createdAt: string;
 }
 
@@ -80,6 +110,7 @@ export const toFirmwareVersion = (v: FirmwareVersionRecord): FirmwareVersion => 
   signed: v.signature !== null,
   signature: v.signature,
   signingKeyId: v.signingKeyId,
+  upgradeFrom: v.upgradeFrom,
   createdAt: v.createdAt.toISOString(),
 });
 
@@ -160,6 +191,7 @@ export class FirmwareService {
         storageKey,
         signature: signed?.signature ?? null,
         signingKeyId: signed?.keyId ?? null,
+        upgradeFrom: normalizeUpgradeFrom(fields.upgrade_from),
         createdAt: this.deps.clock.now(),
       };
       let outcome: 'inserted' | 'duplicate';
@@ -217,6 +249,26 @@ export class FirmwareService {
       });
       await saveSignature(trx, { id: found.id, signature: signed.signature, signingKeyId: signed.keyId });
       return { ...found, signature: signed.signature, signingKeyId: signed.keyId };
+    });
+    return toFirmwareVersion(version);
+  }
+
+  /**
+   * Changes what a version allows to install it directly (`upgrade_from`, docs/ota.md "Upgrade
+   * paths"); admin; 404 for another account's version, 422 validation_failed for a bad range.
+   * Deployments plan with the ranges of the moment they plan (each hop is planned when the one
+   * before it succeeded), so a change applies to hops not yet queued.
+   */
+  async update(actor: Actor, raw: { id: string } & UpdateFirmwareInput): Promise<FirmwareVersion> {
+    requireAdmin(actor);
+    const input = UpdateFirmwareInput.parse({ upgrade_from: raw.upgrade_from });
+    if (!isUuid(raw.id)) throw notFound('Firmware version');
+    const upgradeFrom = normalizeUpgradeFrom(input.upgrade_from);
+    const version = await this.deps.transaction(async (trx) => {
+      const found = await lockFirmwareVersion(trx, { accountId: actor.accountId, id: raw.id });
+      if (!found) throw notFound('Firmware version');
+      await saveUpgradeFrom(trx, { id: found.id, upgradeFrom });
+      return { ...found, upgradeFrom };
     });
     return toFirmwareVersion(version);
   }

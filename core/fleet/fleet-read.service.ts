@@ -5,7 +5,7 @@ import type { AllocationService } from '../accounts/allocation.service';
 import type { Device } from '../devices/device-types';
 import { historyPage, type HistoryPage } from '../devices/device-history';
 import { selectDevicesByIds, selectHistoryHeads } from '../devices/device-records';
-import { summarizeFleet } from './fleet-summary';
+import { summarizeFleet, type SiteCount } from './fleet-summary';
 import { countDevicesByGroup } from './store/fleet.store';
 
 export interface FleetSummary {
@@ -15,6 +15,7 @@ export interface FleetSummary {
   updating: number;
   byModel: Array<{ model: string; count: number }>;
   byFirmware: Array<{ firmware: string | null; count: number }>;
+  bySite: SiteCount[];
   quota: number;
   provisioned: number;
   budget: { amountMinor: number; spentMinor: number; currency: string };

@@ -64,6 +64,12 @@ const routes: RouteRecordRaw[] = [
         props: true,
         meta: { title: 'Deployment' },
       },
+      {
+        path: 'sites',
+        name: 'sites',
+        component: () => import('./features/sites/pages/SitesPage.vue'),
+        meta: { title: 'Sites' },
+      },
       { path: 'settings', redirect: { name: 'api-keys' } },
       {
         path: 'settings/api-keys',

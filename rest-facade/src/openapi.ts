@@ -51,8 +51,15 @@ export function buildOpenApiDocument(routes: RouteDef[], info: { version: string
     for (const [status, spec] of Object.entries(route.responses)) {
       responses[status] = {
         description: spec.description,
-        ...(spec.schema ? { content: { 'application/json': { schema: convert(spec.schema, 'output') } } } : {}),
-        ...(spec.contentType ? { content: { [spec.contentType]: {} } } : {}),
+        // A schema and a content type together: JSON by default, the other type on `Accept` (CSV).
+        ...(spec.schema || spec.contentType
+          ? {
+              content: {
+                ...(spec.schema ? { 'application/json': { schema: convert(spec.schema, 'output') } } : {}),
+                ...(spec.contentType ? { [spec.contentType]: {} } : {}),
+              },
+            }
+          : {}),
       };
     }
     const errorStatuses = route.auth === 'public' ? ['400', '422'] : ['400', '401', '403', '404', '422', '429'];

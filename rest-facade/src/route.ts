@@ -11,7 +11,7 @@ export interface ResponseSpec {
   description: string;
   /** JSON body schema (documented in OpenAPI; responses in tests are validated against it). */
   schema?: z.ZodType;
-  /** Non-JSON bodies (streams, files): the content type documented instead of a schema. */
+  /** Non-JSON bodies (streams, files): the content type documented instead of a schema, or besides it (answered on `Accept`). */
   contentType?: string;
 }
 

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import cliProgress from 'cli-progress';
 import {
   Fleet,
@@ -21,7 +22,8 @@ import { trustSigningKey, type TrustedSigningKey } from './firmware-trust';
 const USAGE = `Usage: npm run simulator -- --count N --api-url URL --api-key KEY --model M --firmware V [--broker-url URL]
          [--claim] [--serial-prefix P] [--heartbeat-s S] [--fail-rate R] [--download-kbps K]
          [--flap-rate R] [--duration S] [--credentials FILE] [--signing-key FILE]
-         [--ca FILE] [--cert-dir DIR] [--verbose]
+         [--ca FILE] [--cert-dir DIR] [--images DIR] [--fail-delta] [--luminaire on|S]
+         [--failing-drivers P%] [--bad-firmware V] [--verbose]
 
   --count N            virtual devices (1..10000 per process)
   --api-url URL        the service's HTTP(S) address: --claim uses it, the broker URL comes from it
@@ -48,6 +50,20 @@ const USAGE = `Usage: npm run simulator -- --count N --api-url URL --api-key KEY
   --cert-dir DIR       device certificates: with --claim, each device makes a key and CSR and
                        the claim signs them (DIR/<serial>.key and DIR/<serial>.pem); without,
                        devices with both files in DIR connect by certificate, no password
+  --images DIR         firmware images DIR/<version>.bin (at least the --firmware one): devices
+                       apply the delta of an OTA command to the image they run (BSDIFF40), check
+                       the result's sha256 and signature, and keep every image they install
+  --fail-delta         applying a delta fails (error_code delta_apply): the service must send
+                       the full image instead
+  --luminaire on|S     report D4i luminaire data (dimming schedule by local time, energy, temperatures,
+                       counters, a driver replaced now and then): every configured luminaire_interval_s
+                       (default 900 s) with "on", or every S seconds
+  --failing-drivers P% with --luminaire: P percent of the devices (at least one when P > 0, the same
+                       serials every run) have a driver that degrades over 48 readings: thermal
+                       derating, a hotter gear, supply faults, thermal shutdowns, then a light
+                       source failure (the fixture stays dark)
+  --bad-firmware V     with --luminaire: devices running version V (from the start or after an OTA
+                       update to it) report thermal derating and supply faults far more often
   --verbose            print every MQTT message (meant for --count 1)`;
 
 function fail(message: string): never {
@@ -73,6 +89,11 @@ const { values } = (() => {
         'api-key': { type: 'string' },
         model: { type: 'string' },
         firmware: { type: 'string' },
+        images: { type: 'string' },
+        'fail-delta': { type: 'boolean' },
+        luminaire: { type: 'string' },
+        'failing-drivers': { type: 'string' },
+        'bad-firmware': { type: 'string' },
         claim: { type: 'boolean', default: false },
         'serial-prefix': { type: 'string' },
         'heartbeat-s': { type: 'string' },
@@ -121,6 +142,31 @@ const duration = numberOption(values.duration, 'duration', 1, 365 * 24 * 3600);
 const signingKey = values['signing-key'] === undefined ? undefined : readSigningKey(values['signing-key']);
 const ca = values.ca === undefined ? undefined : readText(values.ca, '--ca');
 const certDir = values['cert-dir'];
+const images = values.images === undefined ? undefined : readImages(values.images);
+const failingDrivers =
+  values['failing-drivers'] === undefined
+    ? undefined
+    : numberOption(values['failing-drivers'].replace(/%$/, ''), 'failing-drivers', 0, 100)! / 100;
+const badFirmware = values['bad-firmware'];
+if (badFirmware !== undefined && !isValidVersion(badFirmware))
+  fail(`--bad-firmware "${badFirmware}" is not a dotted version such as 1.4.2`);
+// The faults are in the luminaire readings: without them the options would silently do nothing.
+if ((failingDrivers !== undefined || badFirmware !== undefined) && values.luminaire === undefined)
+  fail('--failing-drivers and --bad-firmware change the luminaire readings: add --luminaire on (or --luminaire S)');
+
+/** DIR/<version>.bin, by version: the images the simulated modules hold in flash. */
+function readImages(dir: string): Map<string, Uint8Array> {
+  const found = new Map<string, Uint8Array>();
+  try {
+    for (const name of readdirSync(dir)) {
+      const version = name.endsWith('.bin') ? name.slice(0, -4) : '';
+      if (isValidVersion(version)) found.set(version, readFileSync(join(dir, name)));
+    }
+  } catch (err) {
+    fail(`--images ${dir}: ${(err as Error).message}`);
+  }
+  return found;
+}
 
 function readText(file: string, option: string): string {
   try {
@@ -268,6 +314,17 @@ async function main(): Promise<void> {
     // The modules' own model: a command for another model is refused (wrong_model).
     ...(values.model !== undefined ? { model: values.model } : {}),
     ...(signingKey ? { signingKey: signingKey.key } : {}),
+    ...(images ? { images } : {}),
+    ...(values['fail-delta'] ? { failDeltaApply: true } : {}),
+    // `--luminaire on`: D4i readings every configured luminaire_interval_s; `--luminaire S`: every S seconds.
+    ...(values.luminaire !== undefined
+      ? {
+          luminaire:
+            values.luminaire === 'on' ? true : (numberOption(values.luminaire, 'luminaire', 0.05, 86_400) ?? true),
+        }
+      : {}),
+    ...(failingDrivers !== undefined ? { failingDrivers } : {}),
+    ...(badFirmware !== undefined ? { luminaireFaults: { badFirmware } } : {}),
     ...(ca !== undefined ? { ca } : {}),
     ...(values.verbose ? { trace: (l: string) => console.log(l) } : {}),
     // A planned rotation gave a device a new password: the file must hold it, or the next run
@@ -275,6 +332,10 @@ async function main(): Promise<void> {
     ...(values.credentials !== undefined ? { onCredentialsChange: () => void persistCredentials(devices) } : {}),
   });
 
+  const failing = fleet.devices.filter((d) => d.luminaire?.faults.failingDriver).map((d) => d.serial);
+  if (failing.length > 0) console.log(`failing drivers (--failing-drivers): ${failing.join(', ')}`);
+  if (badFirmware !== undefined)
+    console.log(`devices running ${badFirmware} report a raised fault rate (--bad-firmware)`);
   const tty = process.stdout.isTTY && !values.verbose;
   const bar = tty
     ? new cliProgress.SingleBar(

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { SimulatedDevice, type DeviceCredentials, type SimulatedDeviceOptions } from './simulated-device';
 import { makeKeyAndCsr, type DeviceKeyAndCsr } from './device-certificates';
+import { failingDriverSerials } from './luminaire-faults';
 
 export type { DeviceCredentials } from './simulated-device';
 
@@ -12,6 +13,8 @@ export interface FleetOptions extends Omit<SimulatedDeviceOptions, 'credentials'
   connectRatePerS?: number;
   /** Connections in flight at once. Default 500. */
   maxPendingConnects?: number;
+  /** Share (0..1) of the devices whose driver degrades and fails (`--failing-drivers`), chosen by serial. */
+  failingDrivers?: number;
 }
 
 export interface FleetStats {
@@ -53,7 +56,19 @@ export class Fleet {
       if (this.releaseSpreadMs > 0)
         await new Promise((resolve) => setTimeout(resolve, random() * this.releaseSpreadMs));
     };
-    this.devices = options.devices.map((credentials) => new SimulatedDevice({ ...options, credentials, downloadGate }));
+    const failing = failingDriverSerials(
+      options.devices.map((d) => d.serial),
+      options.failingDrivers ?? 0,
+    );
+    this.devices = options.devices.map(
+      (credentials) =>
+        new SimulatedDevice({
+          ...options,
+          credentials,
+          downloadGate,
+          luminaireFaults: { ...options.luminaireFaults, failingDriver: failing.has(credentials.serial) },
+        }),
+    );
   }
 
   /** From now on, devices accept OTA commands but start no download until releaseDownloads(). */

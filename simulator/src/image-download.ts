@@ -21,6 +21,8 @@ export interface ImageDownloadOptions {
   isStopped: () => boolean;
   trace: (message: string) => void;
   onProgress: (percent: number) => void;
+  /** Receives the file's bytes too (a module that keeps its image to apply deltas to it later). */
+  collect?: Buffer[] | undefined;
 }
 
 /** One GET of the image (or of its rest, with Range): the response, or an error that says why. */
@@ -44,7 +46,10 @@ function request(url: string, headers: Record<string, string>): Promise<http.Inc
  * 10,000 devices downloading at once cost the simulator's process several times more CPU with
  * fetch's web streams than the service spent serving them (bench/ota.bench.ts).
  */
-export async function downloadImage(command: OtaCommand, options: ImageDownloadOptions): Promise<string> {
+export async function downloadImage(
+  command: Pick<OtaCommand, 'url' | 'size'>,
+  options: ImageDownloadOptions,
+): Promise<string> {
   const { onProgress, failMidway, random } = options;
   let hash = createHash('sha256');
   const bytesPerS = (options.downloadKbps * 1000) / 8;
@@ -68,10 +73,12 @@ export async function downloadImage(command: OtaCommand, options: ImageDownloadO
         // The server sent the whole image again (the file changed or no range support): start over.
         hash = createHash('sha256');
         received = 0;
+        options.collect?.splice(0);
       }
       etag = typeof res.headers.etag === 'string' ? res.headers.etag : null;
       for await (const chunk of res as AsyncIterable<Buffer>) {
         hash.update(chunk);
+        options.collect?.push(chunk);
         received += chunk.length;
         const percent = command.size > 0 ? Math.min(100, Math.floor((received / command.size) * 100)) : 100;
         if (failMidway && percent >= 40) {

@@ -1,7 +1,8 @@
-import type { KeyObject } from 'node:crypto';
+import { createHash, type KeyObject } from 'node:crypto';
 import type { OtaCommand, OtaErrorCode, OtaProgress } from '#protocol/payloads';
 import { keyIdOf, signatureVerifies } from './firmware-trust';
 import { downloadImage, SizeMismatch } from './image-download';
+import { bspatch, DeltaApplyError } from './bspatch';
 import { pick, sleep } from './sim-helpers';
 
 export type OtaOutcome = 'succeeded' | 'failed' | 'rolled_back';
@@ -46,7 +47,18 @@ export interface OtaJobOptions {
   signingKey?: KeyObject | undefined;
   /** The module's own model: a command for another model is refused (`wrong_model`). Unset: not checked. */
   model?: string | undefined;
+  /**
+   * The images the module has in flash, by version (shared by a fleet: the same bytes for every
+   * device on a version). Given, the module applies a command's `delta` when it holds the image of
+   * `delta.from`, and keeps every image it installs; unset, it ignores deltas (full images only).
+   */
+  images?: Map<string, Uint8Array> | undefined;
+  /** Applying a delta fails (`delta_apply`), to exercise the service's fallback to the full image. Default false. */
+  failDeltaApply?: boolean | undefined;
 }
+
+/** What a download produced: the image's digest, and its bytes when the module keeps images. */
+type Fetched = { digest: string; bytes: Uint8Array | null } | { failed: OtaOutcome };
 
 /**
  * A module's OTA updates, carried out for real: download at the given speed, sha256 and signature
@@ -59,7 +71,7 @@ export class OtaJobRunner {
   updating = false;
   readonly outcomes: Record<OtaOutcome, number> = { succeeded: 0, failed: 0, rolled_back: 0 };
   /** job_id -> last report: a redelivered command is not applied twice. */
-  private readonly jobs = new Map<string, { state: OtaProgress['state']; payload: string }>();
+  private readonly jobs = new Map<string, { state: OtaProgress['state']; payload: string; deltaFailed?: boolean }>();
   /**
    * The latest progress report the service has not acknowledged: made while the connection was
    * down (a broker process died under it, Wi-Fi dropped), or sent on a connection that closed
@@ -89,7 +101,10 @@ export class OtaJobRunner {
    */
   async run(command: OtaCommand): Promise<OtaOutcome | 'duplicate'> {
     const previous = this.jobs.get(command.job_id);
-    if (previous) {
+    // The one exception to "never twice": after `delta_apply` the service sends the same job
+    // again without a delta (docs/device-protocol.md "Delta images"), and that is carried out.
+    if (previous?.deltaFailed && !command.delta) this.jobs.delete(command.job_id);
+    else if (previous) {
       // Already handled: repeat the final word, never the work.
       if (previous.state === 'succeeded' || previous.state === 'failed' || previous.state === 'rolled_back')
         void this.sendReport(previous.payload);
@@ -121,7 +136,7 @@ export class OtaJobRunner {
     extra: { progress?: number; error?: string; error_code?: OtaErrorCode } = {},
   ): Promise<void> {
     const payload = JSON.stringify({ job_id: job, state, ...extra });
-    this.jobs.set(job, { state, payload });
+    this.jobs.set(job, { state, payload, deltaFailed: extra.error_code === 'delta_apply' });
     return this.sendReport(payload);
   }
 
@@ -145,19 +160,12 @@ export class OtaJobRunner {
     };
     if (this.options.downloadGate) await this.options.downloadGate();
     void this.report(job, 'downloading', { progress: 0 });
-    let digest: string;
-    try {
-      digest = await downloadImage(command, {
-        downloadKbps: this.options.downloadKbps ?? 0,
-        failMidway: failAt === 'download',
-        random: host.random,
-        isStopped: host.isStopped,
-        trace: (message) => host.trace('!!', 'download', message),
-        onProgress: (progress) => void this.report(job, 'downloading', { progress }),
-      });
-    } catch (err) {
-      return fail(err instanceof SizeMismatch ? 'size_mismatch' : 'download', (err as Error).message);
-    }
+    const old = command.delta?.from === host.firmware() ? this.options.images?.get(command.delta.from) : undefined;
+    const fetched = await (command.delta?.format === 'bsdiff40' && old
+      ? this.fetchDelta(command, old, fail)
+      : this.fetchImage(command, failAt === 'download', fail));
+    if ('failed' in fetched) return fetched.failed;
+    const { digest } = fetched;
     if (digest !== command.sha256)
       return fail(
         'digest_mismatch',
@@ -181,9 +189,74 @@ export class OtaJobRunner {
       this.outcomes.rolled_back += 1;
       return 'rolled_back';
     }
+    if (fetched.bytes) this.options.images?.set(command.version, fetched.bytes);
     void this.report(job, 'succeeded');
     this.outcomes.succeeded += 1;
     return 'succeeded';
+  }
+
+  private download(target: { url: string; size: number }, job: string, failMidway: boolean, collect?: Buffer[]) {
+    const { host } = this;
+    return downloadImage(target, {
+      downloadKbps: this.options.downloadKbps ?? 0,
+      failMidway,
+      random: host.random,
+      isStopped: host.isStopped,
+      trace: (message) => host.trace('!!', 'download', message),
+      onProgress: (progress) => void this.report(job, 'downloading', { progress }),
+      collect,
+    });
+  }
+
+  /** The full image (`url`); kept in flash when the module keeps images. */
+  private async fetchImage(
+    command: OtaCommand,
+    failMidway: boolean,
+    fail: (code: OtaErrorCode, error: string) => OtaOutcome,
+  ): Promise<Fetched> {
+    const collect = this.options.images ? [] : undefined;
+    try {
+      const digest = await this.download(command, command.job_id, failMidway, collect);
+      return { digest, bytes: collect ? Buffer.concat(collect) : null };
+    } catch (err) {
+      return { failed: fail(err instanceof SizeMismatch ? 'size_mismatch' : 'download', (err as Error).message) };
+    }
+  }
+
+  /**
+   * The delta (docs/device-protocol.md "Delta images"): downloaded and checked against its own
+   * sha256, applied to the running image, and the result's digest returned for the same checks
+   * as a full image (sha256, then signature). Anything wrong with the delta itself is
+   * `delta_apply`, after which the service sends the same job with the full image only.
+   */
+  private async fetchDelta(
+    command: OtaCommand,
+    old: Uint8Array,
+    fail: (code: OtaErrorCode, error: string) => OtaOutcome,
+  ): Promise<Fetched> {
+    const delta = command.delta!;
+    const collect: Buffer[] = [];
+    let deltaDigest: string;
+    try {
+      deltaDigest = await this.download(delta, command.job_id, false, collect);
+    } catch (err) {
+      return { failed: fail(err instanceof SizeMismatch ? 'delta_apply' : 'download', (err as Error).message) };
+    }
+    if (deltaDigest !== delta.sha256)
+      return { failed: fail('delta_apply', `delta sha256 mismatch: expected ${delta.sha256.slice(0, 12)}…`) };
+    if (this.options.failDeltaApply)
+      return { failed: fail('delta_apply', 'delta apply failed: not enough RAM for the patch (simulated)') };
+    let image: Uint8Array;
+    try {
+      image = bspatch(old, Buffer.concat(collect));
+    } catch (err) {
+      if (!(err instanceof DeltaApplyError)) throw err;
+      return { failed: fail('delta_apply', `delta apply failed: ${err.message}`) };
+    }
+    const digest = createHash('sha256').update(image).digest('hex');
+    if (digest !== command.sha256)
+      return { failed: fail('delta_apply', `delta result sha256 mismatch: got ${digest.slice(0, 12)}…; discarded`) };
+    return { digest, bytes: image };
   }
 
   /**

@@ -1,64 +1,20 @@
 import type { MqttClient } from 'mqtt';
-import type { KeyObject } from 'node:crypto';
 import { topics } from '#protocol/topics';
+import { UpdateLock } from '#protocol/lock-payloads';
 import { ConfigMessage, OtaCommand, parsePayload } from '#protocol/payloads';
 import { OtaJobRunner, type OtaOutcome } from './ota-job-runner';
-import { DeviceSecrets, type DeviceCredentials } from './device-secrets';
+import { DeviceSecrets } from './device-secrets';
 import { sleep } from './sim-helpers';
 import { closeDeviceConnection, openDeviceConnection } from './device-connection';
-import { DEVICE_RECONNECT_POLICY, ReconnectBackoff, type ReconnectPolicy } from './reconnect-backoff';
+import { LuminaireReporter } from './luminaire-reporter';
+import type { SimulatedDeviceOptions } from './simulated-device-options';
+import { DEVICE_RECONNECT_POLICY, ReconnectBackoff } from './reconnect-backoff';
 
 export type { OtaOutcome } from './ota-job-runner';
 
 export type { DeviceCredentials } from './device-secrets';
 
-export interface SimulatedDeviceOptions {
-  credentials: DeviceCredentials;
-  /** mqtt://host:port, mqtts://host:port, ws://host:port/mqtt or wss://host:port/mqtt */
-  brokerUrl: string;
-  /** CA certificate(s) (PEM) the device trusts for the service's TLS certificate (`--ca`). */
-  ca?: string;
-  /** Version the device runs at start. */
-  firmware: string;
-  /** Heartbeat period in seconds (fractions allowed for load tests). Default: the configured `heartbeat_interval_s`, else 60. */
-  heartbeatS?: number;
-  /** Heartbeat QoS. Default 1. */
-  heartbeatQos?: 0 | 1;
-  /** Probability (0..1) that an OTA update fails. Default 0. */
-  failRate?: number;
-  /** The module's model (`--model`): an OTA command for another model is refused with `wrong_model`. Unset: not checked. */
-  model?: string;
-  /**
-   * The firmware signing public key (Ed25519) the module trusts (`--signing-key`). Set: every
-   * image must come with a signature by this key over its SHA-256 digest, or the update is
-   * reported `failed` with an error starting `signature_invalid`. Unset: no signature is checked.
-   */
-  signingKey?: KeyObject;
-  /** Download speed in kilobits per second; 0 = as fast as possible. Default 0. */
-  downloadKbps?: number;
-  /** Probability per minute that the connection drops abruptly (the Last Will fires). Default 0. */
-  flapRate?: number;
-  /** MQTT clean session. Default false (protocol v1); benchmarks against a shared Mosquitto use true. */
-  clean?: boolean;
-  /** Reboot duration in ms after an install. Default 1500. */
-  rebootMs?: number;
-  /** Every MQTT message in and out (`--verbose`). */
-  trace?: (line: string) => void;
-  /** State changes for the fleet's counters. */
-  onChange?: (device: SimulatedDevice) => void;
-  /** A rotation changed the device's credentials (`--credentials` saves them again). */
-  onCredentialsChange?: (credentials: DeviceCredentials) => void;
-  /** Random source (tests pass a seeded one). */
-  random?: () => number;
-  /** When to try again after a lost or refused connection. Default: the documented device policy. */
-  reconnect?: ReconnectPolicy;
-  /**
-   * Awaited after a command is accepted and before the download starts (Fleet.holdDownloads):
-   * a benchmark measures the service's publishing rate without the fleet's downloads and
-   * reports taking the same cores, then lets every device go at once.
-   */
-  downloadGate?: () => Promise<void>;
-}
+export type { SimulatedDeviceOptions } from './simulated-device-options';
 
 /**
  * One virtual lighting module speaking protocol v1: connects (client id = username = serial,
@@ -98,6 +54,7 @@ export class SimulatedDevice {
   private connectedAt = 0;
   private readonly ip: string;
   private readonly startedAt = Date.now();
+  readonly luminaire: LuminaireReporter | null;
 
   constructor(private readonly options: SimulatedDeviceOptions) {
     this.serial = options.credentials.serial;
@@ -105,6 +62,15 @@ export class SimulatedDevice {
     this.firmware = options.firmware;
     this.random = options.random ?? Math.random;
     this.backoff = new ReconnectBackoff(options.reconnect ?? DEVICE_RECONNECT_POLICY, this.random);
+    const publish = (topic: string, payload: string) => this.publish(topic, payload);
+    this.luminaire = LuminaireReporter.of(options.luminaire, {
+      serial: this.serial,
+      config: () => this.config,
+      publish,
+      random: this.random,
+      firmware: () => this.firmware,
+      faults: options.luminaireFaults,
+    });
     this.ip = `10.${Math.floor(this.random() * 256)}.${Math.floor(this.random() * 256)}.${1 + Math.floor(this.random() * 254)}`;
     this.ota = new OtaJobRunner(
       {
@@ -209,6 +175,7 @@ export class SimulatedDevice {
         this.ota.resendUnacknowledged();
         this.sendHeartbeat();
         this.scheduleHeartbeats();
+        this.luminaire?.start();
         this.scheduleFlap();
         resolve();
       });
@@ -293,6 +260,7 @@ export class SimulatedDevice {
   }
 
   private clearTimers(): void {
+    this.luminaire?.stop();
     clearInterval(this.heartbeatTimer);
     clearTimeout(this.heartbeatTimer);
     clearInterval(this.flapTimer);
@@ -383,6 +351,16 @@ export class SimulatedDevice {
     const request = await this.secrets.renewalRequest();
     if (request === null) return false;
     return this.publish(topics.csr(this.serial), request);
+  }
+
+  /**
+   * Says "not now" (docs/device-protocol.md "Update locks"): `{for_s, reason}` holds this
+   * device's updates for that long, `{release: true}` ends the lock; an emergency fixture
+   * reports a completed duration test with reason `emergency_test` and `duration_test_ended_s_ago`.
+   * False when it could not be published (not connected).
+   */
+  lockUpdates(lock: UpdateLock): Promise<boolean> {
+    return this.publish(topics.otaLock(this.serial), JSON.stringify(UpdateLock.parse(lock)));
   }
 
   /** Closes the connection cleanly and connects again at once (new credentials). */

@@ -21,6 +21,9 @@ interface Fixtures {
   firmwareVersionId: string;
   deploymentId: string;
   certificateFingerprint: string;
+  /** A model name only A has (both accounts have an `LX-200`). */
+  modelName: string;
+  siteId: string;
 }
 
 /** Which of A's ids each path parameter takes, by route path. */
@@ -28,6 +31,7 @@ const FIXTURE_BY_PATH: Record<string, (f: Fixtures) => Record<string, string>> =
   '/api-keys/:id': (f) => ({ id: f.apiKeyId }),
   '/devices/:serial': (f) => ({ serial: f.serial }),
   '/devices/:serial/history': (f) => ({ serial: f.serial }),
+  '/devices/:serial/luminaire': (f) => ({ serial: f.serial }),
   '/devices/:serial/credentials': (f) => ({ serial: f.serial }),
   '/devices/:serial/certificates': (f) => ({ serial: f.serial }),
   '/devices/:serial/certificates/:fingerprint': (f) => ({ serial: f.serial, fingerprint: f.certificateFingerprint }),
@@ -41,6 +45,14 @@ const FIXTURE_BY_PATH: Record<string, (f: Fixtures) => Record<string, string>> =
   '/firmware/deployments/:id/retry-failed': (f) => ({ id: f.deploymentId }),
   '/firmware/deployments/:id/rollback': (f) => ({ id: f.deploymentId }),
   '/webhooks/:id': (f) => ({ id: f.webhookId }),
+  '/sites/:id': (f) => ({ id: f.siteId }),
+  '/devices/:serial/warranty-report': (f) => ({ serial: f.serial }),
+  '/deployments/:id/fixture-gate': (f) => ({ id: f.deploymentId }),
+  '/models/:name/health-thresholds': (f) => ({ name: f.modelName }),
+  '/models/:name': (f) => ({ name: f.modelName }),
+  '/devices/:serial/update-lock': (f) => ({ serial: f.serial }),
+  '/devices/:serial/emergency-lighting': (f) => ({ serial: f.serial }),
+  '/models/:name/emergency-lighting': (f) => ({ name: f.modelName }),
   '/webhooks/:id/deliveries': (f) => ({ id: f.webhookId }),
   '/webhooks/:id/deliveries/:deliveryId/redeliver': (f) => ({ id: f.webhookId, deliveryId: f.deliveryId }),
 };
@@ -49,6 +61,11 @@ const FIXTURE_BY_PATH: Record<string, (f: Fixtures) => Record<string, string>> =
 const BODY_BY_OPERATION: Record<string, unknown> = {
   updateDevice: { name: 'stolen', config: { dim_level: 1 } },
   updateWebhook: { enabled: false },
+  setDeviceEmergencyLighting: { emergency_lighting: true },
+  setModelEmergencyLighting: { emergency_lighting: true },
+  updateSite: { name: 'stolen' },
+  updateModel: { health_thresholds: null },
+  updateFirmwareVersion: { upgrade_from: '>=0.1.0' },
   // Well-formed (64 bytes in base64): only the lookup can refuse it.
   attachFirmwareSignature: { signature: Buffer.alloc(64, 1).toString('base64') },
   // A valid CSR (set in beforeAll), so the answer cannot be a 422 about the request.
@@ -68,6 +85,7 @@ describe("another account's ids answer 404 on every route (generated from the ro
     b = await server.createAccount();
     await buildModel(a, 'LX-200');
     await buildModel(b, 'LX-200');
+    await buildModel(a, 'A-ONLY-1');
     const fw1 = await uploadFirmware(a, { model: 'LX-200', version: '1.0.0', expectStatus: 201 });
     await uploadFirmware(a, { model: 'LX-200', version: '1.1.0', expectStatus: 201 });
     const claimed = await claimDevices(a, { serials: ['TENANT-A-1', 'TENANT-A-2'], model: 'LX-200' });
@@ -94,14 +112,18 @@ describe("another account's ids answer 404 on every route (generated from the ro
       .knex('webhook_deliveries')
       .where({ webhook_id: webhookId })
       .first<{ id: string } | undefined>('id');
+    const site = await a.api.post('/api/v1/sites', { name: 'A HQ', time_zone: 'Europe/Berlin' });
+    expect(site.status, JSON.stringify(site.body)).toBe(201);
     fixtures = {
       serial: 'TENANT-A-1',
+      siteId: site.body.site.id as string,
       apiKeyId: a.apiKeyId,
       webhookId,
       deliveryId: delivery?.id ?? '00000000-0000-4000-8000-000000000001',
       firmwareVersionId: (fw1.body.firmware_version ?? fw1.body).id as string,
       deploymentId: deploy.body.deployment_id as string,
       certificateFingerprint: certificate.body.fingerprint_sha256 as string,
+      modelName: 'A-ONLY-1',
     };
     await server.service.services.apiKeys.setRateLimit(b.apiKeyId, 100_000);
     routes = allRoutes(server.service.services).filter((r) => r.path.includes(':'));
@@ -203,11 +225,17 @@ describe("another account's ids are not found through any GraphQL field (generat
     firmwareVersion: (f) => f.firmwareVersionId,
     deleteFirmwareVersion: (f) => f.firmwareVersionId,
     attachFirmwareSignature: (f) => f.firmwareVersionId,
+    updateFirmwareVersion: (f) => f.firmwareVersionId,
+    site: (f) => f.siteId,
+    updateSite: (f) => f.siteId,
+    deleteSite: (f) => f.siteId,
   };
   /** Valid values for the other required arguments. */
   const OTHER_ARGS: Record<string, Record<string, unknown>> = {
     updateDevice: { input: { name: 'stolen' } },
     updateWebhook: { input: { enabled: false } },
+    updateFirmwareVersion: { input: { upgradeFrom: '>=0.1.0' } },
+    updateSite: { input: { name: 'stolen' } },
     attachFirmwareSignature: { input: { signature: Buffer.alloc(64, 1).toString('base64') } },
     // Set in beforeAll: a valid CSR, and A's real certificate fingerprint.
     issueDeviceCertificate: {},
@@ -241,14 +269,19 @@ describe("another account's ids are not found through any GraphQL field (generat
       event_types: ['device.online'],
     });
     const webhookId = (hook.body.webhook ?? hook.body).id as string;
+    const site = await a.api.post('/api/v1/sites', { name: 'A HQ', time_zone: 'Europe/Berlin' });
+    expect(site.status, JSON.stringify(site.body)).toBe(201);
     fixtures = {
       serial: 'GQL-A-1',
+      siteId: site.body.site.id as string,
       apiKeyId: a.apiKeyId,
       webhookId,
       deliveryId: '00000000-0000-4000-8000-000000000001',
       firmwareVersionId: (fw1.body.firmware_version ?? fw1.body).id as string,
       deploymentId: deploy.body.deployment_id as string,
       certificateFingerprint: certificate.body.fingerprint_sha256 as string,
+      // No GraphQL field takes a model name; the REST routes use their own fixtures.
+      modelName: 'LX-200',
     };
     await server.service.services.apiKeys.setRateLimit(b.apiKeyId, 100_000);
   });

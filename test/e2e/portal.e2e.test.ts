@@ -215,7 +215,9 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
     await page.goto(`${base}/deployments`);
     // Top-level entries are the menu's own menuitems; groups (Settings) are submenus.
     const topLevel = page.locator('nav .n-menu > [role=menuitem]');
-    await expect.poll(() => topLevel.allTextContents()).toEqual(['Dashboard', 'Devices', 'Firmware', 'Deployments']);
+    await expect
+      .poll(() => topLevel.allTextContents())
+      .toEqual(['Dashboard', 'Devices', 'Sites', 'Firmware', 'Deployments']);
     expect(await topLevel.locator('a[href="/deployments"][aria-current="page"]').count()).toBe(1);
     expect(await page.locator('nav .n-submenu a[href="/deployments"]').count()).toBe(0);
   });
@@ -278,6 +280,12 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
       .poll(() => page.getByTestId('deploy-preview-count').textContent(), { timeout: 10_000 })
       .toBe(String(online - 0));
     await screenshot(page, 'deploy');
+    // The switch starts on (windows are respected by default); LUM-0001 has a 02:00-05:00 window
+    // from the configuration test above, and this update goes now, whatever the time.
+    const respectWindows = page.getByLabel("Install only inside each device's maintenance window");
+    expect(await respectWindows.getAttribute('aria-checked')).toBe('true');
+    await respectWindows.click();
+    expect(await respectWindows.getAttribute('aria-checked')).toBe('false');
     await page.getByTestId('deploy-submit').click();
     await page.getByRole('button', { name: 'Schedule update', exact: true }).click();
     await page.waitForURL(/\/deployments\/[0-9a-f-]{36}$/);

@@ -4,7 +4,7 @@ import { createServices, type Services, type ServiceOptions } from '#core/servic
 import { createLogger } from '#core/logger';
 import { systemClock, type Clock } from '#core/shared/clock';
 import type { Actor } from '#core/shared/actor';
-import { createTestDatabase, type TestDatabase } from './test-database';
+import { createTestDatabase, testEmbeddedThread, type TestDatabase } from './test-database';
 
 /**
  * The domain services over a test database of their own, without HTTP, GraphQL or MQTT: the
@@ -34,7 +34,12 @@ export async function startServiceHarness(
   options: { clock?: Clock; services?: Omit<ServiceOptions, 'firmware'> } = {},
 ): Promise<ServiceHarness> {
   const db: TestDatabase = await createTestDatabase();
-  const database = await openDatabase({ databaseUrl: db.databaseUrl, dataDir: db.dataDir, poolSize: 4 });
+  const database = await openDatabase({
+    databaseUrl: db.databaseUrl,
+    dataDir: db.dataDir,
+    embeddedThread: testEmbeddedThread(),
+    poolSize: 4,
+  });
   await database.migrate();
   const clock = options.clock ?? systemClock;
   const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');

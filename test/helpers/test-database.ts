@@ -18,6 +18,15 @@ export interface TestDatabase {
 
 export const usingPostgres = (): boolean => Boolean(process.env.TEST_DATABASE_URL);
 
+/** EMBEDDED_DATABASE_THREAD of the test run (`main` runs a suite the old way), passed to the servers it starts. */
+export function embeddedThreadEnv(): { EMBEDDED_DATABASE_THREAD?: string } {
+  const thread = process.env.EMBEDDED_DATABASE_THREAD;
+  return thread ? { EMBEDDED_DATABASE_THREAD: thread } : {};
+}
+
+export const testEmbeddedThread = (): 'worker' | 'main' =>
+  process.env.EMBEDDED_DATABASE_THREAD === 'main' ? 'main' : 'worker';
+
 export async function createTestDatabase(): Promise<TestDatabase> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fleet-test-'));
   const adminUrl = process.env.TEST_DATABASE_URL;

@@ -2,7 +2,7 @@ import { loadConfig, type Config } from '#core/config';
 import { startFleetService, type FleetService } from '#api/app';
 import { createLogger, type Logger } from '#core/logger';
 import type { Clock } from '#core/shared/clock';
-import { createTestDatabase, type TestDatabase } from './test-database';
+import { createTestDatabase, embeddedThreadEnv, type TestDatabase } from './test-database';
 import { ApiClient } from './api-client';
 import type { HostResolver } from '#core/webhooks/url-guard';
 
@@ -59,6 +59,7 @@ export async function startTestServer(
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     DEMO_ACCOUNT: 'false',
     WEBHOOK_ALLOW_PRIVATE: 'true',
+    ...embeddedThreadEnv(),
     ...options.env,
   });
   const logger = options.logger ?? createLogger(config.logLevel);
@@ -107,6 +108,7 @@ export async function startTestServer(
         LOG_LEVEL: config.logLevel,
         DEMO_ACCOUNT: 'false',
         WEBHOOK_ALLOW_PRIVATE: 'true',
+        ...embeddedThreadEnv(),
         ...options.env,
       });
       service = await startFleetService({ config: pinned, logger, ...extra });

@@ -15,6 +15,8 @@ export async function uploadFirmware(
     signature?: string | KeyObject;
     /** Put the signature after the file part (multipart fields may come in any order). */
     signatureAfterFile?: boolean;
+    /** The `upgrade_from` form field (docs/ota.md "Upgrade paths"). */
+    upgradeFrom?: string;
   },
   // Test bodies are asserted field by field.
 ): Promise<{ status: number; body: any; bytes: Buffer }> {
@@ -24,6 +26,7 @@ export async function uploadFirmware(
   form.append('version', input.version);
   form.append('release_notes', input.releaseNotes ?? `Release ${input.version}`);
   form.append('changelog', `- changes in ${input.version}`);
+  if (input.upgradeFrom !== undefined) form.append('upgrade_from', input.upgradeFrom);
   const signature = typeof input.signature === 'object' ? signFirmware(input.signature, bytes) : input.signature;
   if (signature !== undefined && !input.signatureAfterFile) form.append('signature', signature);
   form.append('file', new Blob([new Uint8Array(bytes)]), `fw-${input.version}.bin`);

@@ -49,7 +49,10 @@ describe('signed firmware in OTA commands', { timeout: 120_000 }, () => {
   const poll = { timeout: 45_000, interval: 100 };
 
   beforeAll(async () => {
-    server = await startTestServer({ env: { OTA_SWEEP_INTERVAL_MS: '0', OTA_RESEND_AFTER_S: '1' } });
+    // No delta images: the commands compared here are the full image's (deltas: ota-deltas.test.ts).
+    server = await startTestServer({
+      env: { OTA_SWEEP_INTERVAL_MS: '0', OTA_RESEND_AFTER_S: '1', DELTA_MAX_IMAGE_BYTES: '0' },
+    });
     a = await server.createAccount({ quota: 1000, budget: 10_000 });
     await server.service.database
       .knex('api_keys')

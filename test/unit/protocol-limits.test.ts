@@ -33,6 +33,7 @@ describe('maximum sizes of the messages to a device', () => {
     const timezone = DeviceConfig.shape.timezone.unwrap();
     const config = {
       heartbeat_interval_s: 3600,
+      luminaire_interval_s: 86_400,
       dim_level: 100,
       power_on_level: 100,
       // Longer than any real zone name: the schema's own bound.

@@ -78,7 +78,12 @@ async function run(argv: string[]): Promise<number> {
   }
   if (!COMMANDS.includes(command)) throw new UsageError(`unknown command "${command}"`);
   const config = loadConfig();
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
+  const database = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    embeddedThread: config.embeddedDatabaseThread,
+    poolSize: 2,
+  });
   try {
     await database.migrate();
     const logger = createLogger('warn');

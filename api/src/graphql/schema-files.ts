@@ -24,6 +24,11 @@ export const SCHEMA_FILES = [
   'accounts.graphql',
   'webhooks.graphql',
   'events.graphql',
+  'sites.graphql',
+  'update-locks.graphql',
+  'deltas.graphql',
+  'luminaire.graphql',
+  'health.graphql',
 ] as const;
 
 /** Every `schema/*.graphql` file's text in the order of SCHEMA_FILES; a file missing from the list (or from the folder) fails. */

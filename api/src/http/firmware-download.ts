@@ -21,14 +21,16 @@ export function firmwareDownloadRouter(deps: {
   onBytes?: (n: number) => void;
 }): Router {
   const router = express.Router();
-  const handler = async (req: Request, res: Response) => {
+  // The same answers for a delta (`.../delta`, docs/ota.md "Delta images") as for the full image.
+  const handler = (what: 'image' | 'delta') => async (req: Request, res: Response) => {
     const jobId = String(req.params.jobId ?? '');
     try {
-      const grant = await deps.downloads.authorize({
+      const link = {
         jobId,
         expiresAt: Number(typeof req.query.e === 'string' ? req.query.e : NaN),
         signature: typeof req.query.s === 'string' ? req.query.s : '',
-      });
+      };
+      const grant = await (what === 'delta' ? deps.downloads.authorizeDelta(link) : deps.downloads.authorize(link));
       const { size, storageKey } = grant;
       const etag = `"sha256-${grant.sha256}"`;
       res.setHeader('ETag', etag);
@@ -78,8 +80,10 @@ export function firmwareDownloadRouter(deps: {
       sendProblem(res, toProblem(err));
     }
   };
-  router.get('/firmware/download/:jobId', handler);
-  router.head('/firmware/download/:jobId', handler);
+  router.get('/firmware/download/:jobId', handler('image'));
+  router.head('/firmware/download/:jobId', handler('image'));
+  router.get('/firmware/download/:jobId/delta', handler('delta'));
+  router.head('/firmware/download/:jobId/delta', handler('delta'));
   return router;
 }
 

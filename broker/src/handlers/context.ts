@@ -3,6 +3,7 @@ import type { HeartbeatIngest } from '#core/devices/heartbeat-ingest';
 import type { OtaDeviceListener } from '#core/devices/device-gateway';
 import type { DeviceSession } from '#core/devices/device-auth.service';
 import type { RefusedField } from '#protocol/heartbeat-fields';
+import type { LuminaireReport } from '#core/luminaire/luminaire-ingest';
 
 /** What a topic handler may use. Handlers stay thin: validate, call one service, return. */
 export interface HandlerContext {
@@ -17,6 +18,15 @@ export interface HandlerContext {
   keepaliveTimedOut: boolean;
   /** Credentials rotation: acknowledgements and certificate requests (credential-delivery.ts). */
   credentials: CredentialRequests;
+  /** Luminaire readings (absent where the broker serves no luminaire store: such messages are dropped as invalid). */
+  luminaire?: LuminaireSink | undefined;
+}
+
+/** Where luminaire readings go; `record` settles once the reading is stored. */
+export interface LuminaireSink {
+  /** The service's clock (a reading's `at` is judged against it). */
+  now(): Date;
+  record(report: LuminaireReport): Promise<void>;
 }
 
 /** What the `credentials/ack` and `csr` handlers hand on; each settles once stored (or refused and counted). */

@@ -6,6 +6,8 @@ import { handleOtaProgress } from './ota-progress';
 import { handleConfigReported } from './config-reported';
 import { handleCredentialsAck } from './credentials-ack';
 import { handleCsr } from './csr';
+import { handleLuminaire } from './luminaire';
+import { handleOtaLock } from './ota-lock';
 
 /** One handler per device-to-service topic (Aedes style: one file per kind behind one table). */
 export const HANDLERS: Record<DevicePublishKind, TopicHandler> = {
@@ -15,4 +17,6 @@ export const HANDLERS: Record<DevicePublishKind, TopicHandler> = {
   'config/reported': handleConfigReported,
   'credentials/ack': handleCredentialsAck,
   csr: handleCsr,
+  luminaire: handleLuminaire,
+  'ota/lock': handleOtaLock,
 };

@@ -15,7 +15,7 @@ import { publishKindFor, publishRefusalOf, maySubscribe, mayReceive } from './au
 export interface AuthorizeHooksInput {
   connections: Connections;
   /** The services device messages go to; reached only from connections, which exist once started. */
-  served: () => Pick<HandlerContext, 'ingest' | 'otaListener'>;
+  served: () => Pick<HandlerContext, 'ingest' | 'otaListener' | 'luminaire'>;
   /** Device publishes handled here: Aedes does not route them (see routeOnlyUnconsumed). */
   consumed: WeakSet<PublishPacket>;
   readiness: Pick<OtaReadiness, 'firstHeartbeat'>;
@@ -145,10 +145,11 @@ export class AuthorizeHooks {
   ): HandlerResult {
     const { connections, metrics, logger } = this.input;
     const { serial, kind, isWill, conn } = publisher;
-    const { ingest, otaListener } = this.input.served();
+    const { ingest, otaListener, luminaire } = this.input.served();
     const ctx: HandlerContext = {
       ingest,
       otaListener,
+      luminaire,
       logger,
       isWill,
       keepaliveTimedOut: conn.keepaliveTimedOut,

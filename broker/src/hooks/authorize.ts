@@ -8,7 +8,7 @@ import {
 
 /**
  * Per-topic ACL of protocol v1 (docs/device-protocol.md): a device publishes only to its own `heartbeat`,
- * `status`, `ota/progress`, `config/reported`, `credentials/ack` and `csr`, and subscribes only
+ * `status`, `ota/progress`, `config/reported`, `credentials/ack`, `csr` and `luminaire` (DEVICE_PUBLISH_KINDS), and subscribes only
  * to its own `ota`, `config` and `credentials`. Filters with wildcards (`devices/#`, `#`, `devices/+/ota`) never match: the serial
  * part must equal the device's serial literally, and `+`/`#` are not serial characters.
  */

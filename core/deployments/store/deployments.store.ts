@@ -234,6 +234,8 @@ interface CountRow {
   state: UpdateState;
   superseded: boolean;
   health_failed: boolean;
+  /** Left alone: no upgrade path (upgrade-paths.ts). */
+  no_path: boolean;
   n: number;
 }
 
@@ -242,13 +244,15 @@ export async function countsFor(db: Db, deploymentIds: string[]): Promise<Map<st
   const map = new Map<string, DeploymentCounts>(deploymentIds.map((id) => [id, emptyCounts()]));
   if (deploymentIds.length === 0) return map;
   const result = await db.raw<{ rows: CountRow[] }>(
-    `SELECT deployment_id, state, (superseded_by IS NOT NULL) AS superseded, (health_failed_at IS NOT NULL) AS health_failed, count(*)::int AS n
-       FROM device_updates WHERE deployment_id = ANY(?::uuid[]) GROUP BY 1, 2, 3, 4`,
+    `SELECT deployment_id, state, (superseded_by IS NOT NULL) AS superseded, (health_failed_at IS NOT NULL) AS health_failed,
+            (state = 'cancelled' AND error IS NOT DISTINCT FROM 'no_upgrade_path') AS no_path, count(*)::int AS n
+       FROM device_updates WHERE deployment_id = ANY(?::uuid[]) AND next_hop_id IS NULL GROUP BY 1, 2, 3, 4, 5`,
     [deploymentIds],
   );
   for (const r of result.rows) {
     const c = map.get(r.deployment_id)!;
     if (r.superseded) c.superseded += r.n;
+    else if (r.no_path) c.no_upgrade_path += r.n;
     else c[r.state] += r.n;
     if (r.health_failed) c.health_failed += r.n;
   }
@@ -281,7 +285,7 @@ export async function tallyByBatch(db: Db, deploymentId: string): Promise<Map<nu
             count(*) FILTER (WHERE state IN (${sqlList(ACTIVE_STATES)}))::int AS active,
             count(*) FILTER (WHERE state = 'succeeded' AND health_failed_at IS NULL)::int AS succeeded,
             count(*) FILTER (WHERE state IN (${sqlList(FAILURE_STATES)}) OR health_failed_at IS NOT NULL)::int AS failures
-       FROM device_updates WHERE deployment_id = ? GROUP BY batch`,
+       FROM device_updates WHERE deployment_id = ? AND next_hop_id IS NULL GROUP BY batch`,
     [deploymentId],
   );
   const map = new Map<number, BatchTally>();
@@ -299,7 +303,7 @@ export async function tallyByBatch(db: Db, deploymentId: string): Promise<Map<nu
 /** The deployment's failures so far (failure states and health-gate failures): what resuming acknowledges. */
 export async function countFailures(db: Db, deploymentId: string): Promise<number> {
   const result = await db.raw<{ rows: Array<{ n: number }> }>(
-    `SELECT count(*)::int AS n FROM device_updates WHERE deployment_id = ? AND (state IN (${sqlList(FAILURE_STATES)}) OR health_failed_at IS NOT NULL)`,
+    `SELECT count(*)::int AS n FROM device_updates WHERE deployment_id = ? AND next_hop_id IS NULL AND (state IN (${sqlList(FAILURE_STATES)}) OR health_failed_at IS NOT NULL)`,
     [deploymentId],
   );
   return result.rows[0]!.n;

@@ -1,10 +1,12 @@
 import type { Knex } from 'knex';
 import { sqlList } from '../../shared/sql-list';
 import type { DeviceConfig } from '../../devices/device-config';
+import type { LocalWindow } from '../../sites/site-schedule';
 import { IN_FLIGHT_STATES, type UpdateRef } from '../deployment-types';
 import type { Candidate } from '../dispatch-rules';
 import type { CommandJob } from '../ota-command-publisher';
 import type { Db } from '../../db/db';
+import { HOLD_COLUMNS, LOCK_JOIN, toHoldInputs, type HoldRow } from './update-locks.store';
 
 /** What the OTA command of a `sent` update needs, and whose it is. */
 export type SentCommand = UpdateRef & CommandJob;
@@ -47,9 +49,18 @@ interface CandidateRow extends CommandJobRow {
   connectivity: string;
   desired_config: DeviceConfig | null;
   tags: Record<string, string> | null;
+  /** Upgrade paths (upgrade-paths.ts): what the device reports, its target's range, the row's path. */
+  device_firmware?: string | null;
+  upgrade_from?: string | null;
+  final_firmware_version_id?: string | null;
+  hop?: number | null;
+  site_time_zone?: string | null;
+  site_window?: LocalWindow | null;
 }
 
-const toCandidate = (r: CandidateRow): Candidate => ({
+type HeldCandidateRow = CandidateRow & HoldRow;
+
+const toCandidate = (r: HeldCandidateRow): Candidate => ({
   ...toCommandJob(r),
   accountId: r.account_id,
   deploymentId: r.deployment_id,
@@ -63,6 +74,14 @@ const toCandidate = (r: CandidateRow): Candidate => ({
   online: r.connectivity === 'online',
   desiredConfig: r.desired_config,
   tags: r.tags,
+  site: r.site_time_zone ? { timeZone: r.site_time_zone, window: r.site_window ?? null } : null,
+  hold: toHoldInputs(r),
+  path: {
+    firmware: r.device_firmware ?? null,
+    upgradeFrom: r.upgrade_from ?? null,
+    finalFirmwareVersionId: r.final_firmware_version_id ?? null,
+    hop: r.hop ?? null,
+  },
 });
 
 /**
@@ -104,14 +123,17 @@ export async function lockDispatchPage(
   ).rows;
   if (locked.length === 0) return null;
   const rows = (
-    await trx.raw<{ rows: CandidateRow[] }>(
+    await trx.raw<{ rows: HeldCandidateRow[] }>(
       `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.firmware_version_id,
-            CASE WHEN d.firmware IS NULL THEN NULL ELSE d.firmware_key END AS firmware_key, d.connectivity, ${input.withConfig ? 'd.desired_config' : 'NULL AS desired_config'}, ${input.withTags ? 'd.tags' : 'NULL AS tags'},
-            f.sha256, f.size, f.storage_key, f.signature, f.signing_key_id, m.name AS model
+            CASE WHEN d.firmware IS NULL THEN NULL ELSE d.firmware_key END AS firmware_key, d.connectivity, ${input.withConfig ? 'd.desired_config, s.time_zone AS site_time_zone, s.maintenance_window AS site_window' : 'NULL AS desired_config'}, ${input.withTags ? 'd.tags' : 'NULL AS tags'},
+            f.sha256, f.size, f.storage_key, f.signature, f.signing_key_id, m.name AS model, ${HOLD_COLUMNS},
+            d.firmware AS device_firmware, f.upgrade_from, u.final_firmware_version_id, u.hop
        FROM device_updates u
        JOIN devices d ON d.id = u.device_id
        JOIN firmware_versions f ON f.id = u.firmware_version_id
        JOIN models m ON m.id = f.model_id
+       LEFT JOIN sites s ON s.id = d.site_id
+       ${LOCK_JOIN}
       WHERE u.id = ANY(?::uuid[])
       ORDER BY u.id`,
       [locked.map((r) => r.id)],

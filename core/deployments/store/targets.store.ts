@@ -17,6 +17,7 @@ export interface TargetQuery {
   firmwareLt?: string | undefined;
   status?: string | undefined;
   serials?: string[] | undefined;
+  siteId?: string | undefined;
 }
 
 /** A device to update to its own version (claims, retries, rollbacks). */
@@ -28,7 +29,7 @@ export interface ExplicitTarget {
 }
 
 /** WHERE over `devices d` (with `?` bindings). */
-function targetWhere(q: TargetQuery): { sql: string; bindings: Knex.Value[] } {
+export function targetWhere(q: TargetQuery): { sql: string; bindings: Knex.Value[] } {
   const parts = ['d.account_id = ?', 'd.model_id = ?', 'd.firmware_key IS DISTINCT FROM ?'];
   const bindings: Knex.Value[] = [q.accountId, q.modelId, versionKey(q.targetVersion)];
   if (q.firmwareLt !== undefined) {
@@ -42,6 +43,10 @@ function targetWhere(q: TargetQuery): { sql: string; bindings: Knex.Value[] } {
   if (q.serials !== undefined) {
     parts.push('d.serial = ANY(?::text[])');
     bindings.push(q.serials);
+  }
+  if (q.siteId !== undefined) {
+    parts.push('d.site_id = ?');
+    bindings.push(q.siteId);
   }
   parts.push(
     `NOT EXISTS (SELECT 1 FROM device_updates x WHERE x.device_id = d.id AND x.state IN (${sqlList(IN_FLIGHT_STATES)}))`,
@@ -70,6 +75,19 @@ export async function previewTargets(
     count: countRow.rows[0]!.n,
     sample: sampleRows.rows.map((r) => r.serial),
   };
+}
+
+/** The deploy query's devices counted by the version they report (null: none yet): the dry run's upgrade paths. */
+export async function targetVersionsOf(
+  db: Knex | Knex.Transaction,
+  query: TargetQuery,
+): Promise<Array<{ firmware: string | null; devices: number }>> {
+  const where = targetWhere(query);
+  const rows = await db.raw<{ rows: Array<{ firmware: string | null; n: number }> }>(
+    `SELECT d.firmware, count(*)::int AS n FROM devices d WHERE ${where.sql} GROUP BY 1`,
+    where.bindings,
+  );
+  return rows.rows.map((r) => ({ firmware: r.firmware, devices: r.n }));
 }
 
 interface SupersededRow {
@@ -207,7 +225,11 @@ export async function supersedeQueuedOfDevices(
   return recordSuperseded(trx, result.rows, input.now);
 }
 
-/** The devices whose update of this deployment failed or timed out, again to the same version. */
+/**
+ * The devices whose update of this deployment failed or timed out, again to the same version:
+ * the end of their upgrade path when a hop failed, from the version they run now (the retry
+ * plans its own path from there).
+ */
 export async function retryTargetsOf(db: Knex | Knex.Transaction, deploymentId: string): Promise<ExplicitTarget[]> {
   const rows: Array<{
     device_id: string;
@@ -218,7 +240,13 @@ export async function retryTargetsOf(db: Knex | Knex.Transaction, deploymentId: 
     .join('devices as d', 'd.id', 'u.device_id')
     .where('u.deployment_id', deploymentId)
     .whereIn('u.state', RETRYABLE_STATES)
-    .select('u.device_id', 'd.firmware', 'u.firmware_version_id', 'u.target_version');
+    .whereNull('u.next_hop_id')
+    .select(
+      'u.device_id',
+      'd.firmware',
+      db.raw('COALESCE(u.final_firmware_version_id, u.firmware_version_id) AS firmware_version_id'),
+      db.raw('COALESCE(u.final_version, u.target_version) AS target_version'),
+    );
   return rows.map((r) => ({
     deviceId: r.device_id,
     firmwareVersionId: r.firmware_version_id,
@@ -243,7 +271,14 @@ export async function changedDevicesOf(db: Knex | Knex.Transaction, deploymentId
     .join('devices as d', 'd.id', 'u.device_id')
     .where('u.deployment_id', deploymentId)
     .where('u.state', 'succeeded')
-    .whereNotNull('u.from_version')
-    .select('u.device_id', 'u.from_version', 'd.firmware', 'd.model_id');
+    // The end of an upgrade path (a hop the next took over is not), and the version before its first hop.
+    .whereNull('u.next_hop_id')
+    .whereRaw('COALESCE(u.origin_version, u.from_version) IS NOT NULL')
+    .select(
+      'u.device_id',
+      db.raw('COALESCE(u.origin_version, u.from_version) AS from_version'),
+      'd.firmware',
+      'd.model_id',
+    );
   return rows.map((r) => ({ deviceId: r.device_id, previousVersion: r.from_version, firmware: r.firmware }));
 }

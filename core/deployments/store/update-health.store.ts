@@ -45,6 +45,7 @@ export async function countReconnects(
                 COALESCE((p.rollout ->> 'health_max_reconnects')::int, ?) AS max_reconnects
            FROM device_updates u JOIN deployments p ON p.id = u.deployment_id
           WHERE u.device_id = ANY(?::uuid[]) AND u.state = 'succeeded' AND u.finished_at IS NOT NULL AND u.health_failed_at IS NULL
+            AND u.next_hop_id IS NULL
             AND NOT EXISTS (SELECT 1 FROM device_updates y WHERE y.device_id = u.device_id AND y.id <> u.id AND y.sent_at >= u.finished_at)
           ORDER BY u.device_id, u.finished_at DESC),
        counted AS (

@@ -1,12 +1,14 @@
 import type { DeviceUpdateView, UpdateState } from '../deployment-types';
 import type { Db } from '../../db/db';
 import type { OtaErrorCode } from '#protocol/payloads';
+import { holdOf } from '../update-locks';
+import { HOLD_COLUMNS, HOLD_JOINS, toHoldInputs, type HoldRow } from './update-locks.store';
 
 // What a deployment's per-device list shows of each update row (GraphQL and REST alike).
 
 const iso = (v: Date | string | null): string | null => (v === null ? null : new Date(v).toISOString());
 
-interface UpdateViewRow {
+interface UpdateViewRow extends HoldRow {
   id: string;
   serial: string;
   state: UpdateState;
@@ -19,12 +21,20 @@ interface UpdateViewRow {
   attempts: number;
   superseded_by: string | null;
   health_failed_at: Date | null;
+  final_version: string | null;
+  hop: number | null;
+  hop_count: number | null;
   sent_at: Date | null;
   state_changed_at: Date;
   finished_at: Date | null;
 }
 
-const toUpdateView = (r: UpdateViewRow): DeviceUpdateView => ({
+function heldOf(r: UpdateViewRow, now: Date): DeviceUpdateView['held'] {
+  const hold = r.state === 'queued' ? holdOf(toHoldInputs(r), now) : null;
+  return hold ? { reason: hold.reason, until: hold.until?.toISOString() ?? null } : null;
+}
+
+const toUpdateView = (r: UpdateViewRow, now: Date): DeviceUpdateView => ({
   jobId: r.id,
   serial: r.serial,
   state: r.state,
@@ -37,9 +47,13 @@ const toUpdateView = (r: UpdateViewRow): DeviceUpdateView => ({
   attempts: r.attempts,
   supersededBy: r.superseded_by,
   healthFailed: r.health_failed_at !== null,
+  finalVersion: r.final_version ?? null,
+  hop: r.hop ?? null,
+  hopCount: r.hop_count ?? null,
   sentAt: iso(r.sent_at),
   stateChangedAt: iso(r.state_changed_at)!,
   finishedAt: iso(r.finished_at),
+  held: heldOf(r, now),
 });
 
 /**
@@ -48,18 +62,30 @@ const toUpdateView = (r: UpdateViewRow): DeviceUpdateView => ({
  */
 export async function listDeploymentUpdates(
   db: Db,
-  input: { deploymentId: string; state?: string | undefined; afterSerial?: string | undefined; limit: number },
+  input: {
+    deploymentId: string;
+    state?: string | undefined;
+    afterSerial?: string | undefined;
+    limit: number;
+    /** Whether a queued update is held is judged at this instant. */
+    now: Date;
+  },
 ): Promise<DeviceUpdateView[]> {
   const q = db('device_updates as u')
     .join('devices as d', 'd.id', 'u.device_id')
+    .joinRaw(HOLD_JOINS)
     .where('u.deployment_id', input.deploymentId)
-    .select<UpdateViewRow[]>('u.*', 'd.serial')
+    // One row per device: a hop of an upgrade path that the next hop took over is history.
+    .whereNull('u.next_hop_id')
+    .select<UpdateViewRow[]>('u.*', 'd.serial', db.raw(HOLD_COLUMNS))
     .orderBy('d.serial')
     .limit(input.limit);
   if (input.state === 'superseded') q.whereNotNull('u.superseded_by');
-  else if (input.state === 'cancelled') q.where('u.state', 'cancelled').whereNull('u.superseded_by');
+  else if (input.state === 'no_upgrade_path') q.where('u.state', 'cancelled').where('u.error', 'no_upgrade_path');
+  else if (input.state === 'cancelled')
+    q.where('u.state', 'cancelled').whereNull('u.superseded_by').whereRaw("u.error IS DISTINCT FROM 'no_upgrade_path'");
   else if (input.state) q.where('u.state', input.state);
   if (input.afterSerial !== undefined) q.andWhere('d.serial', '>', input.afterSerial);
   const rows = await q;
-  return rows.map(toUpdateView);
+  return rows.map((r) => toUpdateView(r, input.now));
 }

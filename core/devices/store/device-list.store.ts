@@ -5,6 +5,7 @@ import type { Device } from '../device-types';
 import { SELECT_DEVICE, toDevice, type DeviceRow } from './device-row';
 import { preparedRaw } from '../../db/prepared';
 import type { Db } from '../../db/db';
+import { isUuid } from '../../shared/ids';
 
 /**
  * SQL of the device list: one statement per page that joins the model name and the current
@@ -35,6 +36,15 @@ function whereClause(accountId: string, filter: DeviceFilter): { sql: string; bi
   if (filter.firmwareLt !== undefined) {
     parts.push('d.firmware_key < ?');
     bindings.push(versionKey(filter.firmwareLt));
+  }
+  if (filter.site !== undefined) {
+    if (isUuid(filter.site)) {
+      parts.push('d.site_id = ?');
+      bindings.push(filter.site);
+    } else {
+      parts.push('d.site_id = (SELECT id FROM sites WHERE account_id = ? AND lower(name) = lower(?))');
+      bindings.push(accountId, filter.site);
+    }
   }
   if (filter.q !== undefined && filter.q !== '') {
     parts.push('(d.serial ILIKE ? OR d.name ILIKE ?)');
@@ -109,7 +119,8 @@ export async function selectDeviceJsonPage(db: Db, input: DevicePageQuery): Prom
          s.reported_config AS reported, s.reported_config_version AS reported_version,
          COALESCE(s.reported_config_version = s.desired_config_version, false) AS in_sync) c) AS config,
        s.uptime_s, s.rssi, s.claimed_at, s.firmware_reported_invalid, s.refused_messages, s.last_refused_message,
-       s.refused_fields) r
+       s.refused_fields,
+       CASE WHEN s.site_id IS NULL THEN NULL ELSE (SELECT row_to_json(st) FROM (SELECT s.site_id AS id, s.site_name AS name) st) END AS site) r
      ORDER BY ${page.outerOrder}`,
     page.bindings,
   );

@@ -23,6 +23,7 @@ SELECT d.id, d.serial, d.name, m.name AS model, d.firmware, d.status, d.connecti
        d.uptime_s, d.rssi, d.tags, d.desired_config, d.desired_config_version, d.reported_config,
        d.reported_config_version, ${isoUtc('d.claimed_at')} AS claimed_at,
        d.firmware_reported_invalid, d.refused_messages, d.last_refused_message, d.refused_fields,
+       d.site_id, st.name AS site_name,
        COALESCE(a.id, c.id) AS u_id, COALESCE(a.deployment_id, c.deployment_id) AS u_deployment_id,
        COALESCE(a.state, c.state) AS u_state, COALESCE(a.progress, c.progress) AS u_progress,
        CASE WHEN a.id IS NOT NULL THEN a.from_version ELSE c.from_version END AS u_from_version,
@@ -31,6 +32,7 @@ SELECT d.id, d.serial, d.name, m.name AS model, d.firmware, d.status, d.connecti
        ${isoUtc('COALESCE(a.state_changed_at, c.state_changed_at)')} AS u_state_changed_at
   FROM devices d
   JOIN models m ON m.id = d.model_id
+  LEFT JOIN sites st ON st.id = d.site_id
   LEFT JOIN device_updates a ON a.device_id = d.id AND a.state IN (${sqlList(ACTIVE_UPDATE_STATES)})
   LEFT JOIN device_updates c ON c.id = d.current_update_id`;
 
@@ -57,6 +59,8 @@ export interface DeviceRow {
   refused_messages: MessageRefusalCounts;
   last_refused_message: LastRefusedMessage | null;
   refused_fields: RefusedFields;
+  site_id: string | null;
+  site_name: string | null;
   u_id: string | null;
   u_deployment_id: string | null;
   u_state: string | null;
@@ -106,5 +110,6 @@ export function toDevice(row: DeviceRow): Device {
     refusedMessages: row.refused_messages,
     lastRefusedMessage: row.last_refused_message,
     refusedFields: row.refused_fields,
+    site: row.site_id === null ? null : { id: row.site_id, name: row.site_name ?? '' },
   };
 }

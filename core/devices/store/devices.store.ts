@@ -52,6 +52,7 @@ interface LockedDeviceRow {
   tags: Record<string, string> | null;
   desired_config: DeviceConfig | null;
   desired_config_version: number;
+  site_id: string | null;
 }
 
 /** The device row, locked for the rest of the transaction (PATCH, rotation, unclaim). */
@@ -62,7 +63,7 @@ export async function lockDevice(
   const row: LockedDeviceRow | undefined = await trx('devices')
     .where({ account_id: input.accountId, serial: input.serial })
     .forUpdate()
-    .first('id', 'serial', 'name', 'tags', 'desired_config', 'desired_config_version');
+    .first('id', 'serial', 'name', 'tags', 'desired_config', 'desired_config_version', 'site_id');
   if (!row) return null;
   return {
     id: row.id,
@@ -71,6 +72,7 @@ export async function lockDevice(
     tags: row.tags ?? {},
     desiredConfig: row.desired_config ?? {},
     desiredConfigVersion: row.desired_config_version,
+    siteId: row.site_id,
   };
 }
 
@@ -80,6 +82,8 @@ export interface DeviceColumnsUpdate {
   tags?: Record<string, string>;
   /** A new desired configuration and its version; its heartbeat interval drives presence. */
   config?: { version: number; config: DeviceConfig };
+  /** The device's site (null: none). */
+  site?: { id: string } | null;
 }
 
 export async function updateDevice(
@@ -90,6 +94,7 @@ export async function updateDevice(
   const columns: Record<string, unknown> = {};
   if (update.name !== undefined) columns.name = update.name;
   if (update.tags !== undefined) columns.tags = JSON.stringify(update.tags);
+  if (update.site !== undefined) columns.site_id = update.site?.id ?? null;
   if (update.config !== undefined) {
     columns.desired_config = JSON.stringify(update.config.config);
     columns.desired_config_version = update.config.version;
@@ -119,6 +124,8 @@ export async function insertClaimedDevices(
     config: DeviceConfig & { heartbeat_interval_s: number };
     now: Date;
     devices: Array<{ id: string; serial: string; name: string }>;
+    /** The site every claimed device is assigned to (null: none). */
+    siteId?: string | null;
   },
 ): Promise<void> {
   const marks = await selectConfigVersionMarks(trx, { serials: input.devices.map((d) => d.serial) });
@@ -140,6 +147,7 @@ export async function insertClaimedDevices(
       firmware_key: input.firmwareKey,
       claimed_at: input.now,
       updated_at: input.now,
+      site_id: input.siteId ?? null,
     })),
   );
 }

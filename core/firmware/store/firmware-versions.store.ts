@@ -17,6 +17,8 @@ export interface FirmwareVersionRecord {
   storageKey: string | null;
   signature: string | null;
   signingKeyId: string | null;
+  /** The versions that may install this one directly (a range, version-range.ts); null: any. */
+  upgradeFrom: string | null;
   createdAt: Date;
 }
 
@@ -43,6 +45,7 @@ interface FirmwareRow {
   storage_key: string | null;
   signature: string | null;
   signing_key_id: string | null;
+  upgrade_from: string | null;
   created_at: Date;
 }
 
@@ -61,6 +64,7 @@ const toFirmwareVersionRecord = (row: FirmwareRow): FirmwareVersionRecord => ({
   storageKey: row.storage_key,
   signature: row.signature,
   signingKeyId: row.signing_key_id,
+  upgradeFrom: row.upgrade_from ?? null,
   createdAt: new Date(row.created_at),
 });
 
@@ -107,6 +111,7 @@ export async function insertFirmwareVersion(
       storage_key: record.storageKey,
       signature: record.signature,
       signing_key_id: record.signingKeyId,
+      upgrade_from: record.upgradeFrom,
       created_at: record.createdAt,
     });
     return 'inserted';
@@ -160,8 +165,9 @@ export async function lockFirmwareVersion(
 
 /** Whether an unfinished update (queued or in flight) installs this version. */
 export async function isTargetOfUnfinishedUpdates(db: Db, firmwareVersionId: string): Promise<boolean> {
+  // The last hop of an upgrade path under way needs the binary too (upgrade paths).
   const busy: { id: string } | undefined = await db('device_updates')
-    .where({ firmware_version_id: firmwareVersionId })
+    .whereRaw('(firmware_version_id = ? OR final_firmware_version_id = ?)', [firmwareVersionId, firmwareVersionId])
     .whereIn('state', ACTIVE_STATES)
     .first('id');
   return busy !== undefined;
@@ -253,4 +259,44 @@ export async function firmwareVersionsWithKeys(
     .whereIn('version_key', input.versionKeys)
     .select('id', 'version', 'version_key', 'storage_key');
   return rows.map((r) => ({ id: r.id, version: r.version, versionKey: r.version_key, storageKey: r.storage_key }));
+}
+
+/** Sets a version's `upgrade_from` (null: any version). */
+export async function saveUpgradeFrom(db: Db, input: { id: string; upgradeFrom: string | null }): Promise<void> {
+  await db('firmware_versions').where({ id: input.id }).update({ upgrade_from: input.upgradeFrom });
+}
+
+/** A version a device may be sent (it has a binary), with its `upgrade_from`: what upgrade paths are planned over. */
+export interface PathFirmware {
+  id: string;
+  version: string;
+  upgradeFrom: string | null;
+}
+
+/** The model's versions with a binary in the account, for planning upgrade paths. */
+export async function pathFirmwareOf(db: Db, input: { accountId: string; modelId: string }): Promise<PathFirmware[]> {
+  const rows: Array<{ id: string; version: string; upgrade_from: string | null }> = await db('firmware_versions')
+    .where({ account_id: input.accountId, model_id: input.modelId })
+    .whereNotNull('storage_key')
+    .select('id', 'version', 'upgrade_from');
+  return rows.map((r) => ({ id: r.id, version: r.version, upgradeFrom: r.upgrade_from }));
+}
+
+/** One version (any account: the caller checks), with its `upgrade_from`, whether or not it has a binary. */
+export async function pathFirmwareById(
+  db: Db,
+  id: string,
+): Promise<(PathFirmware & { accountId: string; modelId: string }) | null> {
+  const row:
+    { id: string; version: string; upgrade_from: string | null; account_id: string; model_id: string } | undefined =
+    await db('firmware_versions').where({ id }).first('id', 'version', 'upgrade_from', 'account_id', 'model_id');
+  return row
+    ? {
+        id: row.id,
+        version: row.version,
+        upgradeFrom: row.upgrade_from,
+        accountId: row.account_id,
+        modelId: row.model_id,
+      }
+    : null;
 }

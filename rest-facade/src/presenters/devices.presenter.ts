@@ -48,6 +48,7 @@ export function presentDevice(d: Device) {
     refused_messages: d.refusedMessages,
     last_refused_message: d.lastRefusedMessage,
     refused_fields: d.refusedFields,
+    site: d.site === null ? null : { id: d.site.id, name: d.site.name },
   };
 }
 

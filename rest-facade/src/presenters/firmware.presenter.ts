@@ -13,6 +13,7 @@ export const presentFirmwareVersion = (v: FirmwareVersion) => ({
   signed: v.signed,
   key_id: v.signingKeyId,
   signature: v.signature,
+  upgrade_from: v.upgradeFrom,
   created_at: v.createdAt,
 });
 

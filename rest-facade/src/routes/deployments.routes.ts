@@ -32,6 +32,7 @@ export function toDeployInput(body: DeployBody): DeployInput {
       ...(filter.firmware_lt !== undefined ? { firmwareLt: filter.firmware_lt } : {}),
       ...(filter.status !== undefined ? { status: filter.status } : {}),
       ...(filter.serials !== undefined ? { serials: filter.serials } : {}),
+      ...(filter.site !== undefined ? { site: filter.site } : {}),
     },
     ...(body.serials !== undefined ? { serials: body.serials } : {}),
     ...(rollout
@@ -47,6 +48,12 @@ export function toDeployInput(body: DeployBody): DeployInput {
               : {}),
             healthWindowMinutes: rollout.health_window_minutes,
             healthMaxReconnects: rollout.health_max_reconnects,
+            fixtureSignals: rollout.fixture_signals,
+            fixtureMaxRatio: rollout.fixture_max_ratio,
+            fixtureMinDeviceDays: rollout.fixture_min_device_days,
+            fixtureMinEvents: rollout.fixture_min_events,
+            fixtureConfidence: rollout.fixture_confidence,
+            fixtureBaselineDays: rollout.fixture_baseline_days,
           },
         }
       : {}),

@@ -16,6 +16,8 @@ import {
   ClaimResponseSchema,
   HistorySchema,
 } from '../schemas/devices.schemas';
+import { presentSummary } from '../presenters/luminaire.presenter';
+import { presentDeviceHealth } from '../presenters/health.presenter';
 import { presentDevice, presentClaim, presentHistory, presentRotation } from '../presenters/devices.presenter';
 import { streamDeviceList, sendDevicePage } from '../presenters/device-stream';
 
@@ -25,6 +27,7 @@ const filterOf = (q: ListDevicesQuery) => ({
   firmware: q.firmware,
   firmwareLt: q.firmware_lt,
   q: q.q,
+  site: q.site,
 });
 
 /** Devices: list (paged or streamed), claim, read, configure, history, credentials, unclaim. */
@@ -79,7 +82,7 @@ export function deviceRoutes(services: Services): RouteDef[] {
       path: '/devices/claim',
       operationId: 'claimDevices',
       summary:
-        'Claim devices, all or nothing: batch `{serials, model, firmware?, names?, csrs?}` (at most 1000) or single `{serial, model, firmware?, name?}`. ' +
+        'Claim devices, all or nothing: batch `{serials, model, firmware?, names?, csrs?, site?}` (at most 1000) or single `{serial, model, firmware?, name?, site?}`. ' +
         'Returns each device with its MQTT credentials (shown once) and, for each serial in `csrs` (PEM certificate requests), its signed certificate; schedules `firmware` for installation.',
       tag: 'Devices',
       body: ClaimDevicesInput,
@@ -94,14 +97,19 @@ export function deviceRoutes(services: Services): RouteDef[] {
       method: 'get',
       path: '/devices/:serial',
       operationId: 'getDevice',
-      summary: 'One device of the account (404 for unknown serials and other accounts alike)',
+      summary:
+        'One device of the account (404 for unknown serials and other accounts alike), with its `luminaire` summary (latest values, burn hours, lifetime energy)',
       tag: 'Devices',
       params: SerialParams,
       responses: { 200: { description: 'The device', schema: DeviceSchema } },
-      handler: async ({ actor, params }) => ({
-        status: 200,
-        body: presentDevice(await services.devices.get(actor, { serial: params.serial })),
-      }),
+      handler: async ({ actor, params }) => {
+        const { device, luminaire } = await services.luminaire.deviceRecord(actor, { serial: params.serial });
+        const health = await services.health.deviceHealth(actor, { serial: params.serial });
+        return {
+          status: 200,
+          body: { ...presentDevice(device), luminaire: presentSummary(luminaire), health: presentDeviceHealth(health) },
+        };
+      },
     }),
     defineRoute({
       method: 'patch',

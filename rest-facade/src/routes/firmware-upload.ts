@@ -4,7 +4,7 @@ import type { Readable } from 'node:stream';
 import { DomainError } from '#core/shared/errors';
 import type { StoredTemp } from '#core/firmware/firmware-storage';
 
-const ALLOWED_FIELDS = new Set(['model', 'version', 'release_notes', 'changelog', 'signature']);
+const ALLOWED_FIELDS = new Set(['model', 'version', 'release_notes', 'changelog', 'signature', 'upgrade_from']);
 /** Room for the text fields and multipart framing on top of the binary. */
 const FORM_OVERHEAD_BYTES = 1024 * 1024;
 
@@ -80,7 +80,8 @@ export async function readFirmwareUpload(
             errors: [
               {
                 field: name,
-                message: 'is not a field of this form (model, version, release_notes, changelog, signature, file)',
+                message:
+                  'is not a field of this form (model, version, release_notes, changelog, signature, upgrade_from, file)',
               },
             ],
           }),

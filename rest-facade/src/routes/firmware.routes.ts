@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../route';
 import type { Services } from '#core/services';
-import { AttachSignatureInput, UploadFirmwareFields } from '#core/firmware/firmware.service';
+import { AttachSignatureInput, UpdateFirmwareInput, UploadFirmwareFields } from '#core/firmware/firmware.service';
 import { requireAdmin } from '#core/shared/actor';
 import { IdParams } from '../schemas/common';
 import {
@@ -132,6 +132,28 @@ export function firmwareRoutes(services: Services): RouteDef[] {
         body: {
           firmware_version: presentFirmwareVersion(
             await services.firmware.attachSignature(actor, { id: params.id, signature: body.signature }),
+          ),
+        },
+      }),
+    }),
+    defineRoute({
+      method: 'patch',
+      path: '/firmware/versions/:id',
+      operationId: 'updateFirmwareVersion',
+      summary:
+        'Change which versions may install this one directly (admin): JSON {"upgrade_from": ">=1.2.0 <2.0.0"}, null or "*" for any. ' +
+        'Hops not yet queued are planned with the new range (docs/ota.md "Upgrade paths"). 422 validation_failed for a bad range; 404 for unknown ids and other accounts',
+      tag: 'Firmware',
+      params: IdParams,
+      body: UpdateFirmwareInput,
+      responses: {
+        200: { description: 'The version', schema: z.object({ firmware_version: FirmwareVersionSchema }) },
+      },
+      handler: async ({ actor, params, body }) => ({
+        status: 200,
+        body: {
+          firmware_version: presentFirmwareVersion(
+            await services.firmware.update(actor, { id: params.id, upgrade_from: body.upgrade_from }),
           ),
         },
       }),

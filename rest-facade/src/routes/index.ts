@@ -9,7 +9,11 @@ import { allocationRoutes } from './allocation.routes';
 import { firmwareRoutes } from './firmware.routes';
 import { deploymentRoutes } from './deployments.routes';
 import { certificateRoutes } from './certificates.routes';
+import { siteRoutes } from './sites.routes';
+import { updateLockRoutes } from './update-locks.routes';
 import { deviceEndpointRoutes, type DeviceEndpointsSource } from './device-endpoints.routes';
+import { luminaireRoutes } from './luminaire.routes';
+import { healthRoutes } from './health.routes';
 
 /** Before the service is bound (route listings in tests): no broker URL is known yet. */
 const notBound: DeviceEndpointsSource = () => ({ mqtt_url: null, mqtts_url: null, websocket_url: '' });
@@ -27,5 +31,9 @@ export function allRoutes(services: Services, deviceEndpoints: DeviceEndpointsSo
     ...webhookRoutes(services),
     ...firmwareRoutes(services),
     ...deploymentRoutes(services),
+    ...luminaireRoutes(services),
+    ...healthRoutes(services),
+    ...siteRoutes(services),
+    ...updateLockRoutes(services),
   ];
 }

@@ -5,6 +5,8 @@ import {
   ROLLOUT_RULES,
   UPDATE_STATES,
 } from '#core/deployments/deployment-types';
+import { HOLD_REASONS } from '#core/deployments/update-locks';
+import { HELD_SAMPLE } from '#core/deployments/held-updates';
 import { DeploySerials } from '#core/deployments/deployment-inputs';
 import { DEVICE_STATUSES } from '#core/devices/device-types';
 import { OTA_ERROR_CODES } from '#protocol/payloads';
@@ -23,6 +25,12 @@ export const RolloutBody = z
     max_concurrent_per_tag: ROLLOUT_RULES.maxConcurrentPerTag,
     health_window_minutes: ROLLOUT_RULES.healthWindowMinutes,
     health_max_reconnects: ROLLOUT_RULES.healthMaxReconnects,
+    fixture_signals: ROLLOUT_RULES.fixtureSignals,
+    fixture_max_ratio: ROLLOUT_RULES.fixtureMaxRatio,
+    fixture_min_device_days: ROLLOUT_RULES.fixtureMinDeviceDays,
+    fixture_min_events: ROLLOUT_RULES.fixtureMinEvents,
+    fixture_confidence: ROLLOUT_RULES.fixtureConfidence,
+    fixture_baseline_days: ROLLOUT_RULES.fixtureBaselineDays,
   })
   .meta({ id: 'RolloutInput' });
 
@@ -40,11 +48,17 @@ export const DeployBody = z
         firmware_lt: z.string().min(1).max(64).optional(),
         status: z.enum(DEVICE_STATUSES).optional(),
         serials: DeploySerials.optional(),
+        site: z
+          .string()
+          .min(1)
+          .max(100)
+          .optional()
+          .describe('Only devices of this site: its id, or its name (case-insensitive); 404 for an unknown site'),
       })
       .default({}),
     serials: DeploySerials.optional(),
     rollout: RolloutBody.optional(),
-    respect_maintenance_window: z.boolean().default(false),
+    respect_maintenance_window: z.boolean().default(true),
     scheduled_at: z.iso.datetime({ offset: true }).optional(),
     dry_run: z.boolean().default(false),
   })
@@ -62,7 +76,7 @@ export const ListDeploymentsQuery = z.strictObject({
 });
 
 export const DeploymentDevicesQuery = z.strictObject({
-  state: z.enum([...UPDATE_STATES, 'superseded']).optional(),
+  state: z.enum([...UPDATE_STATES, 'superseded', 'no_upgrade_path']).optional(),
   limit: z.coerce.number().int().min(1).max(1000).default(100),
   cursor: z.string().max(200).optional(),
 });
@@ -81,8 +95,64 @@ export const DeploymentCountsSchema = z
     rolled_back: z.number().int(),
     superseded: z.number().int(),
     health_failed: z.number().int(),
+    no_upgrade_path: z
+      .number()
+      .int()
+      .describe(
+        'Devices left alone: no upgrade path leads from their version to the target (docs/ota.md "Upgrade paths"); not in cancelled',
+      ),
   })
   .meta({ id: 'DeploymentCounts' });
+
+/** The dry run's plan of upgrade paths (docs/ota.md "Upgrade paths"). */
+export const UpgradePathsSchema = z
+  .object({
+    direct: z
+      .number()
+      .int()
+      .describe('Targets the version allows directly (or whose version is not known yet: planned when they report it)'),
+    paths: z
+      .array(
+        z.object({
+          from_version: z.string(),
+          hops: z.array(z.string()).describe('The versions installed in turn; the last is the target'),
+          devices: z.number().int(),
+        }),
+      )
+      .describe('Per version the targets run: the planned path and how many devices take it, most devices first'),
+    no_upgrade_path: z
+      .array(z.object({ from_version: z.string(), devices: z.number().int() }))
+      .describe(
+        'Versions from which no path leads to the target: those devices are listed as no_upgrade_path and left alone',
+      ),
+    no_upgrade_path_count: z.number().int(),
+  })
+  .meta({ id: 'UpgradePaths' });
+
+/** Updates held by a device lock or a site freeze (docs/ota.md "Update locks"). */
+export const HeldSchema = z
+  .object({
+    count: z.number().int(),
+    reasons: z
+      .partialRecord(z.enum(HOLD_REASONS), z.number().int())
+      .describe('Held updates per reason: emergency_test, recharging, occupied, other (device locks), site_frozen'),
+    serials: z.array(z.string()).describe(`The first ${HELD_SAMPLE} serials held, by serial`),
+  })
+  .meta({ id: 'HeldUpdates' });
+
+/** Bytes sent against full images (docs/ota.md "Delta images"). */
+export const DeploymentTransferSchema = z
+  .object({
+    bytes_sent: z
+      .number()
+      .int()
+      .describe(
+        'Per update whose command went out: the size of the delta it was offered, or of the full image (both for one that fell back from its delta)',
+      ),
+    full_image_bytes: z.number().int().describe('The full images of the same updates: what was sent without deltas'),
+    delta_updates: z.number().int().describe('Updates offered a delta that did not fall back to the full image'),
+  })
+  .meta({ id: 'DeploymentTransfer' });
 
 export const DeploymentSchema = z
   .object({
@@ -128,6 +198,10 @@ export const DeploymentSchema = z
     finished_at: z.string().nullable(),
     created_at: z.string(),
     updated_at: z.string(),
+    held: HeldSchema.describe(
+      'Queued updates held now by a device lock or a site freeze: not sent, no deadline, never a failure; sent once the hold ends',
+    ),
+    transfer: DeploymentTransferSchema.describe('Bytes sent to devices against full-image bytes (delta images)'),
   })
   .meta({ id: 'Deployment' });
 
@@ -148,9 +222,21 @@ export const DeviceUpdateSchema = z
     attempts: z.number().int(),
     superseded_by: z.string().nullable(),
     health_failed: z.boolean(),
+    final_version: z
+      .string()
+      .nullable()
+      .describe(
+        "Upgrade paths: the version the device's path ends at (target_version is the current hop); null for a one-hop update",
+      ),
+    hop: z.number().int().nullable().describe("This hop's number in the path (1 = first); null for a one-hop update"),
+    hop_count: z.number().int().nullable().describe('Hops in the path as planned; null for a one-hop update'),
     sent_at: z.string().nullable(),
     state_changed_at: z.string(),
     finished_at: z.string().nullable(),
+    held: z
+      .object({ reason: z.enum(HOLD_REASONS), until: z.string().nullable() })
+      .nullable()
+      .describe('A queued update held now (device lock or site freeze): why, and until when; null otherwise'),
   })
   .meta({ id: 'DeviceUpdate' });
 
@@ -171,5 +257,24 @@ export const DeployDryRunSchema = z
     sample_serials: z.array(z.string()),
     model: z.string(),
     target_version: z.string(),
+    held: HeldSchema.describe('Targets held now by a device lock or a site freeze: they are recorded and wait'),
+    upgrade_paths: UpgradePathsSchema,
+    deltas: z
+      .array(
+        z.object({
+          from_version: z.string(),
+          devices: z.number().int(),
+          status: z
+            .enum(['ready', 'building', 'will_be_built', 'too_large', 'no_gain', 'failed', 'no_source_image'])
+            .describe(
+              'ready: built (delta_size); building / will_be_built: not yet (the dry run starts the build); too_large: an image is above DELTA_MAX_IMAGE_BYTES; no_gain: not smaller than the image; failed: the build failed; no_source_image: the running version has no binary here. Without a ready delta devices get the full image',
+            ),
+          delta_size: z.number().int().nullable(),
+          full_size: z.number().int(),
+        }),
+      )
+      .describe(
+        'Per version the targets run (most devices first): the delta to the target version, against the full image (docs/ota.md "Delta images")',
+      ),
   })
   .meta({ id: 'DeployDryRun' });

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { LuminaireSummarySchema } from './luminaire.schemas';
+import { DeviceHealthSchema } from './health.schemas';
 import { DEVICE_STATUSES } from '#core/devices/device-types';
 import { MESSAGE_REFUSAL_REASONS } from '#core/devices/device-refusals';
 import { FIELD_REFUSAL_REASONS, HEARTBEAT_FIELDS } from '#protocol/heartbeat-fields';
@@ -30,6 +32,12 @@ export const ListDevicesQuery = z.strictObject({
       'Installed firmware older than this version, compared as versions (1.9.0 < 1.10.0, 2.0.0-rc.1 < 2.0.0). Devices that never reported are not matched.',
     ),
   q: z.string().min(1).max(64).optional().describe('Case-insensitive substring of serial or name'),
+  site: z
+    .string()
+    .min(1)
+    .max(100)
+    .optional()
+    .describe('Site id, or site name (case-insensitive); an unknown site matches nothing'),
   limit: z.coerce
     .number()
     .int()
@@ -80,6 +88,7 @@ const ConfigView = z
     power_on_level: z.number().int().optional(),
     timezone: z.string().optional(),
     maintenance_window: z.object({ start: z.string(), end: z.string() }).nullable().optional(),
+    luminaire_interval_s: z.number().int().optional(),
   })
   .meta({ id: 'DeviceConfigView' });
 
@@ -162,6 +171,20 @@ export const DeviceSchema = z
     refused_messages: RefusedMessageCounts,
     last_refused_message: LastRefusedMessageSchema.nullable(),
     refused_fields: RefusedFieldsSchema,
+    site: z
+      .object({ id: z.string(), name: z.string() })
+      .nullable()
+      .describe('The site (building) the device is assigned to; null when none (docs/ota.md "Sites")'),
+    luminaire: LuminaireSummarySchema.nullable()
+      .optional()
+      .describe(
+        'GET /devices/{serial} only (not in lists): latest luminaire values, burn hours, lifetime energy; null until the first reading (docs/luminaire-data.md)',
+      ),
+    health: DeviceHealthSchema.nullable()
+      .optional()
+      .describe(
+        'GET /devices/{serial} only (not in lists): fixture health state and its reasons; null until the health pass judged the device (docs/fixture-health.md)',
+      ),
   })
   .meta({ id: 'Device' });
 

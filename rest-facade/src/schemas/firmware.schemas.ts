@@ -25,6 +25,12 @@ export const FirmwareVersionSchema = z
       .string()
       .nullable()
       .describe('base64 Ed25519 signature over the 32-byte SHA-256 digest of the binary (null when unsigned)'),
+    upgrade_from: z
+      .string()
+      .nullable()
+      .describe(
+        'The versions that may install this one directly, a semver-style range over our versions (">=1.2.0 <2.0.0", "^1.4", "1.2.x || 1.3.x"); null: any. Devices outside it get a planned path (docs/ota.md "Upgrade paths")',
+      ),
     created_at: z.string(),
   })
   .meta({ id: 'FirmwareVersion' });
@@ -67,6 +73,10 @@ export const FirmwareUploadForm = z
       .describe(
         'base64 Ed25519 signature over the 32-byte SHA-256 digest of the file; required once a signing key is registered',
       ),
+    upgrade_from: z
+      .string()
+      .optional()
+      .describe('Range of versions that may install this one directly (">=1.2.0 <2.0.0", "^1.4"); absent or "*": any'),
     file: z.string().describe('The binary (format: binary)'),
   })
   .meta({ id: 'FirmwareUpload' });

@@ -46,9 +46,11 @@ describe('maintenance windows', () => {
     ['Europe/Berlin', '02:00', '04:00', '2024-01-15T03:00:00Z', false],
     ['Europe/Berlin', '02:00', '04:00', '2024-07-15T01:30:00Z', true],
     ['Europe/Berlin', '02:00', '04:00', '2024-07-15T02:30:00Z', false],
-    // Spring forward: 02:00-03:00 local does not exist that night, so the window never opens.
+    // Spring forward: 02:00-03:00 local does not exist that night; the window opens at the first
+    // valid local time (03:00 CEST = 01:00Z) for its usual hour (core/sites/site-schedule.ts).
     ['Europe/Berlin', '02:00', '03:00', '2024-03-31T00:59:00Z', false],
-    ['Europe/Berlin', '02:00', '03:00', '2024-03-31T01:00:00Z', false],
+    ['Europe/Berlin', '02:00', '03:00', '2024-03-31T01:00:00Z', true],
+    ['Europe/Berlin', '02:00', '03:00', '2024-03-31T02:00:00Z', false],
     // Behind UTC, across midnight: 22:30 on the 15th in New York is 03:30 UTC on the 16th.
     ['America/New_York', '22:00', '04:00', '2024-01-16T03:30:00Z', true],
     ['America/New_York', '22:00', '04:00', '2024-01-16T09:00:00Z', false],

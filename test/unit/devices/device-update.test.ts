@@ -82,12 +82,12 @@ describe('device PATCH', () => {
   });
 
   it.each<[string, unknown, string]>([
-    ['a read-only field', { status: 'online' }, 'read-only: status (settable: name, tags, config)'],
-    ['an unknown field', { colour: 'red' }, 'unknown: colour (settable: name, tags, config)'],
+    ['a read-only field', { status: 'online' }, 'read-only: status (settable: name, tags, config, site)'],
+    ['an unknown field', { colour: 'red' }, 'unknown: colour (settable: name, tags, config, site)'],
     [
       'both',
       { serial: 'X', colour: 'red', firmware: '1.0' },
-      'read-only: serial, firmware; unknown: colour (settable: name, tags, config)',
+      'read-only: serial, firmware; unknown: colour (settable: name, tags, config, site)',
     ],
   ])('refuses %s, saying which', (_, patch, message) => {
     const result = UpdateDeviceInput.safeParse(patch);

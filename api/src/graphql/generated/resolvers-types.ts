@@ -73,6 +73,19 @@ export type Query = {
   webhookDeliveries: WebhookDeliveryConnection;
   /** Recent events of the account, newest first (first: 1..500). */
   events: Array<Event>;
+  /** Sites of the account in name order (first: 1..200, default 50); search: case-insensitive substring of the name. */
+  sites: SiteConnection;
+  /** null when the account has no site with this id. */
+  site?: Maybe<Site>;
+  /** The account's energy in kWh per UTC day, each reading counted under what its device was when it was taken. `from`/`to`: YYYY-MM-DD, inclusive (default the last 30 days). */
+  fleetEnergy: FleetEnergy;
+  /** Devices whose health is not ok, most urgent first. tag: key=value. */
+  maintenance: MaintenanceList;
+  /** Null for serials this account never owned. */
+  warrantyReport?: Maybe<WarrantyReport>;
+  /** Per model and firmware version: fixture events per 1,000 device-days (default: the last 30 days). */
+  firmwareRates: Array<FirmwareVersionRates>;
+  modelHealthThresholds?: Maybe<ModelHealthThresholds>;
 };
 
 
@@ -124,6 +137,51 @@ export type QueryEventsArgs = {
   types?: InputMaybe<Array<Scalars['String']['input']>>;
 };
 
+
+export type QuerySitesArgs = {
+  first?: InputMaybe<Scalars['Int']['input']>;
+  after?: InputMaybe<Scalars['String']['input']>;
+  search?: InputMaybe<Scalars['String']['input']>;
+};
+
+
+export type QuerySiteArgs = {
+  id: Scalars['ID']['input'];
+};
+
+
+export type QueryFleetEnergyArgs = {
+  from?: InputMaybe<Scalars['String']['input']>;
+  to?: InputMaybe<Scalars['String']['input']>;
+  groupBy?: InputMaybe<EnergyGroupBy>;
+  tag?: InputMaybe<Scalars['String']['input']>;
+};
+
+
+export type QueryMaintenanceArgs = {
+  model?: InputMaybe<Scalars['String']['input']>;
+  tag?: InputMaybe<Scalars['String']['input']>;
+  site?: InputMaybe<Scalars['ID']['input']>;
+  limit?: InputMaybe<Scalars['Int']['input']>;
+};
+
+
+export type QueryWarrantyReportArgs = {
+  serial: Scalars['String']['input'];
+};
+
+
+export type QueryFirmwareRatesArgs = {
+  from?: InputMaybe<Scalars['DateTime']['input']>;
+  to?: InputMaybe<Scalars['DateTime']['input']>;
+  model?: InputMaybe<Scalars['String']['input']>;
+};
+
+
+export type QueryModelHealthThresholdsArgs = {
+  model: Scalars['String']['input'];
+};
+
 export type Mutation = {
   __typename?: 'Mutation';
   /** Create a portal user in the caller's account (admin). */
@@ -151,6 +209,8 @@ export type Mutation = {
    * signature again answers the version unchanged; a version signed with a retired key is re-signed.
    */
   attachFirmwareSignature: FirmwareVersion;
+  /** Changes which versions may install this one directly (admin); validation_failed for a bad range. Applies to hops planned from now on. */
+  updateFirmwareVersion: FirmwareVersion;
   /** Schedules an OTA update for every matching device (admin). */
   deployFirmware: Deployment;
   /** Devices not yet sent stay where they are. */
@@ -170,6 +230,14 @@ export type Mutation = {
   deleteWebhook: Webhook;
   /** Sends the delivery's event again now (a new attempt on the same delivery, same event id). */
   redeliverWebhookDelivery: WebhookDelivery;
+  /** Create a site (admin). */
+  createSite: Site;
+  /** Change a site (admin). */
+  updateSite: Site;
+  /** Delete a site (admin); its devices stay, unassigned. Returns it as it was. */
+  deleteSite: Site;
+  /** Replace a model's health threshold overrides (admin); null or {} goes back to the defaults. The devices are judged again at once. */
+  setModelHealthThresholds: ModelHealthThresholds;
 };
 
 
@@ -225,6 +293,12 @@ export type MutationRegisterFirmwareSigningKeyArgs = {
 export type MutationAttachFirmwareSignatureArgs = {
   id: Scalars['ID']['input'];
   input: AttachFirmwareSignatureInput;
+};
+
+
+export type MutationUpdateFirmwareVersionArgs = {
+  id: Scalars['ID']['input'];
+  input: UpdateFirmwareVersionInput;
 };
 
 
@@ -288,6 +362,28 @@ export type MutationRedeliverWebhookDeliveryArgs = {
   id: Scalars['ID']['input'];
 };
 
+
+export type MutationCreateSiteArgs = {
+  input: CreateSiteInput;
+};
+
+
+export type MutationUpdateSiteArgs = {
+  id: Scalars['ID']['input'];
+  input: UpdateSiteInput;
+};
+
+
+export type MutationDeleteSiteArgs = {
+  id: Scalars['ID']['input'];
+};
+
+
+export type MutationSetModelHealthThresholdsArgs = {
+  model: Scalars['String']['input'];
+  overrides?: InputMaybe<Scalars['JSON']['input']>;
+};
+
 /** Live updates over graphql-ws on the same path (/graphql). */
 export type Subscription = {
   __typename?: 'Subscription';
@@ -299,6 +395,8 @@ export type Subscription = {
   fleetSummaryChanged: FleetSummary;
   /** Events of the account as they happen, optionally only these types. */
   events: Event;
+  /** A device's luminaire readings as they are stored (the device must be of the caller's account). */
+  luminaireReadings: LuminaireReading;
 };
 
 
@@ -317,6 +415,12 @@ export type SubscriptionDeploymentProgressArgs = {
 /** Live updates over graphql-ws on the same path (/graphql). */
 export type SubscriptionEventsArgs = {
   types?: InputMaybe<Array<Scalars['String']['input']>>;
+};
+
+
+/** Live updates over graphql-ws on the same path (/graphql). */
+export type SubscriptionLuminaireReadingsArgs = {
+  serial: Scalars['String']['input'];
 };
 
 export type Viewer = {
@@ -433,6 +537,14 @@ export type Device = {
   lastRefusedMessage?: Maybe<RefusedMessage>;
   /** Heartbeat fields refused since the claim (the rest of each heartbeat was recorded); fields never refused are absent. */
   refusedFields: Array<RefusedHeartbeatField>;
+  /** The site (building) the device is assigned to; null when none. */
+  site?: Maybe<SiteRef>;
+  /** Latest luminaire values, burn hours and lifetime energy; null until the first reading. */
+  luminaire?: Maybe<LuminaireSummary>;
+  /** The luminaire series (ranges: raw 31 days, hour 366 days, day 3660 days at most; `to` exclusive, default now). */
+  luminaireSeries: LuminaireSeries;
+  /** Null until the health pass judged the device (it needs luminaire readings). */
+  health?: Maybe<DeviceHealth>;
 };
 
 
@@ -440,6 +552,14 @@ export type Device = {
 export type DeviceHistoryArgs = {
   first?: InputMaybe<Scalars['Int']['input']>;
   after?: InputMaybe<Scalars['String']['input']>;
+};
+
+
+/** A claimed device. Offline until it connects; until its first heartbeat, `firmware`, `ip` and `lastSeen` are null. */
+export type DeviceLuminaireSeriesArgs = {
+  from?: InputMaybe<Scalars['DateTime']['input']>;
+  to?: InputMaybe<Scalars['DateTime']['input']>;
+  resolution?: InputMaybe<LuminaireResolution>;
 };
 
 /** online: connected and heartbeating; offline; updating: an OTA update is in progress (wins while connected). */
@@ -528,6 +648,8 @@ export type DeviceConfig = {
   timezone?: Maybe<Scalars['String']['output']>;
   /** Local time window in which updates may be installed. */
   maintenanceWindow?: Maybe<MaintenanceWindow>;
+  /** Seconds between luminaire readings, 60..86400 (absent: the device reports every 900 s). */
+  luminaireIntervalS?: Maybe<Scalars['Int']['output']>;
 };
 
 export type MaintenanceWindow = {
@@ -550,7 +672,9 @@ export type UpdateState =
   | 'timed_out'
   | 'cancelled'
   | 'rolled_back'
-  | 'superseded';
+  | 'superseded'
+  /** Filter only: devices left alone because no upgrade path leads to the target (their state is cancelled). */
+  | 'no_upgrade_path';
 
 /** One device's update within a deployment (its id is the job_id sent to the device). */
 export type DeviceUpdate = {
@@ -578,8 +702,18 @@ export type DeviceUpdate = {
   supersededBy?: Maybe<Scalars['ID']['output']>;
   /** Succeeded, then failed the health gate. */
   healthFailed?: Maybe<Scalars['Boolean']['output']>;
+  /** Upgrade paths: the version the device's path ends at (targetVersion is the current hop); null for a one-hop update. */
+  finalVersion?: Maybe<Scalars['String']['output']>;
+  /** This hop's number in the path (1 = first); null for a one-hop update. */
+  hop?: Maybe<Scalars['Int']['output']>;
+  /** Hops in the path as planned; null for a one-hop update. */
+  hopCount?: Maybe<Scalars['Int']['output']>;
   /** True once the update reached a final state (succeeded, failed, timed_out, cancelled, rolled_back; superseded ones are cancelled): nothing moves it on afterwards. */
   final: Scalars['Boolean']['output'];
+  /** A queued update held now: why (null when not held). Filled in a deployment's update list; a device's current update (Device.update) leaves it null: GET /api/v1/devices/{serial}/update-lock tells the device's lock. */
+  heldReason?: Maybe<HoldReason>;
+  /** When the hold ends (null when not held, or unknown). */
+  heldUntil?: Maybe<Scalars['DateTime']['output']>;
 };
 
 export type DeviceHistoryEvent = {
@@ -648,6 +782,8 @@ export type DeviceFilter = {
   firmware?: InputMaybe<Scalars['String']['input']>;
   /** Case-insensitive match on serial or name. */
   text?: InputMaybe<Scalars['String']['input']>;
+  /** Site id, or site name (case-insensitive); an unknown site matches nothing. */
+  site?: InputMaybe<Scalars['String']['input']>;
 };
 
 export type ClaimDevicesInput = {
@@ -663,6 +799,8 @@ export type ClaimDevicesInput = {
   csrs?: InputMaybe<Scalars['JSON']['input']>;
   /** Same semantics as the REST Idempotency-Key header: a retry returns the original result. */
   idempotencyKey?: InputMaybe<Scalars['String']['input']>;
+  /** Site id or name of the account: every claimed device is assigned to it (NOT_FOUND for another account's). */
+  site?: InputMaybe<Scalars['String']['input']>;
 };
 
 /** MQTT credentials of a device: username = serial. The password is shown only in this response. */
@@ -719,6 +857,8 @@ export type DeviceConfigInput = {
   powerOnLevel?: InputMaybe<Scalars['Int']['input']>;
   timezone?: InputMaybe<Scalars['String']['input']>;
   maintenanceWindow?: InputMaybe<MaintenanceWindowInput>;
+  /** 60..86400 */
+  luminaireIntervalS?: InputMaybe<Scalars['Int']['input']>;
 };
 
 export type UpdateDeviceInput = {
@@ -726,6 +866,8 @@ export type UpdateDeviceInput = {
   /** String-to-string map, merged into the device's tags (a null value removes a tag). */
   tags?: InputMaybe<Scalars['JSON']['input']>;
   config?: InputMaybe<DeviceConfigInput>;
+  /** Site id or name of the account; null unassigns the device. */
+  site?: InputMaybe<Scalars['String']['input']>;
 };
 
 /** A change pushed by `deviceChanged`: the device as it is now, re-read after the event. */
@@ -774,7 +916,14 @@ export type FirmwareVersion = {
   signingKeyId?: Maybe<Scalars['String']['output']>;
   /** base64 Ed25519 signature over the 32-byte SHA-256 digest of the binary (null when unsigned). */
   signature?: Maybe<Scalars['String']['output']>;
+  /** The versions that may install this one directly: a semver-style range over our versions (e.g. ">=1.2.0 <2.0.0", "^1.4"); null: any (docs/ota.md, Upgrade paths). */
+  upgradeFrom?: Maybe<Scalars['String']['output']>;
   createdAt: Scalars['DateTime']['output'];
+};
+
+export type UpdateFirmwareVersionInput = {
+  /** A range (">=1.2.0 <2.0.0", "^1.4", "1.2.x || 1.3.x"); null or "*": any version. */
+  upgradeFrom?: InputMaybe<Scalars['String']['input']>;
 };
 
 /**
@@ -859,6 +1008,12 @@ export type Rollout = {
   /** Health gate: a device reconnecting more than healthMaxReconnects times within this many minutes after succeeding counts as failed. */
   healthWindowMinutes: Scalars['Float']['output'];
   healthMaxReconnects: Scalars['Int']['output'];
+  fixtureSignals: Array<Scalars['String']['output']>;
+  fixtureMaxRatio: Scalars['Float']['output'];
+  fixtureMinDeviceDays: Scalars['Float']['output'];
+  fixtureMinEvents: Scalars['Int']['output'];
+  fixtureConfidence: Scalars['Float']['output'];
+  fixtureBaselineDays: Scalars['Int']['output'];
 };
 
 export type TagConcurrency = {
@@ -884,6 +1039,8 @@ export type DeploymentCounts = {
   superseded: Scalars['Int']['output'];
   /** Succeeded updates that the health gate marked as failures. */
   healthFailed: Scalars['Int']['output'];
+  /** Devices left alone: no upgrade path leads from their version to the target (not counted in cancelled). */
+  noUpgradePath: Scalars['Int']['output'];
 };
 
 /** Why an OTA update failed, as the device reported it (docs/device-protocol.md, Error codes). */
@@ -894,6 +1051,8 @@ export type OtaErrorCode =
   | 'size_mismatch'
   /** Its SHA-256 is not the command's sha256. */
   | 'digest_mismatch'
+  /** The module could not apply the delta image; the service sent the full image instead (once). */
+  | 'delta_apply'
   /** Unsigned, signed with a key the module does not trust, or the signature does not verify. */
   | 'signature'
   /** The command is for another model. */
@@ -923,6 +1082,8 @@ export type DeploymentFilter = {
   firmwareLt?: Maybe<Scalars['String']['output']>;
   status?: Maybe<DeviceStatus>;
   serials?: Maybe<Array<Scalars['String']['output']>>;
+  /** Id of the site the targets were limited to. */
+  site?: Maybe<Scalars['ID']['output']>;
 };
 
 export type Deployment = {
@@ -957,6 +1118,9 @@ export type Deployment = {
   updatedAt: Scalars['DateTime']['output'];
   /** Per-device updates of this deployment. */
   updates: DeviceUpdateConnection;
+  held: HeldUpdates;
+  transfer: DeploymentTransfer;
+  fixtureGate: FixtureGate;
 };
 
 
@@ -1000,6 +1164,8 @@ export type DeploymentFilterInput = {
   status?: InputMaybe<DeviceStatus>;
   /** Only these devices (1..1000). */
   serials?: InputMaybe<Array<Scalars['String']['input']>>;
+  /** Only devices of this site: its id, or its name (case-insensitive). An unknown site is NOT_FOUND. */
+  site?: InputMaybe<Scalars['String']['input']>;
 };
 
 export type RolloutInput = {
@@ -1013,6 +1179,18 @@ export type RolloutInput = {
   healthWindowMinutes?: InputMaybe<Scalars['Float']['input']>;
   /** Default 3. */
   healthMaxReconnects?: InputMaybe<Scalars['Int']['input']>;
+  /** Health gate (docs/ota.md): fixture signals that pause the rollout when the updated devices are worse than control: thermal_derating, thermal_shutdown, supply_faults, source_failures. Default none. */
+  fixtureSignals?: InputMaybe<Array<Scalars['String']['input']>>;
+  /** Pause when updated/control is above this with the gate's confidence. Default 2. */
+  fixtureMaxRatio?: InputMaybe<Scalars['Float']['input']>;
+  /** Device-days each group needs before the gate judges. Default 50. */
+  fixtureMinDeviceDays?: InputMaybe<Scalars['Float']['input']>;
+  /** Events the updated group needs before a signal can pause. Default 3. */
+  fixtureMinEvents?: InputMaybe<Scalars['Int']['input']>;
+  /** Default 0.95. */
+  fixtureConfidence?: InputMaybe<Scalars['Float']['input']>;
+  /** Days before the deployment compared with when control is too small (the last batch). Default 30. */
+  fixtureBaselineDays?: InputMaybe<Scalars['Int']['input']>;
 };
 
 export type TagConcurrencyInput = {
@@ -1024,10 +1202,36 @@ export type DeployFirmwareInput = {
   firmwareVersion: Scalars['String']['input'];
   filter: DeploymentFilterInput;
   rollout?: InputMaybe<RolloutInput>;
-  /** Install only inside each device's local maintenance window. */
+  /** Install only inside each device's local maintenance window (its own, else its site's). Default true: say false to ignore windows. */
   respectMaintenanceWindow?: InputMaybe<Scalars['Boolean']['input']>;
   /** Start later (ISO 8601); default now. */
   scheduledAt?: InputMaybe<Scalars['DateTime']['input']>;
+};
+
+/** One planned upgrade path: the devices on fromVersion install hops in turn (the last is the target). */
+export type UpgradePath = {
+  __typename?: 'UpgradePath';
+  fromVersion: Scalars['String']['output'];
+  hops: Array<Scalars['String']['output']>;
+  devices: Scalars['Int']['output'];
+};
+
+export type VersionDeviceCount = {
+  __typename?: 'VersionDeviceCount';
+  fromVersion: Scalars['String']['output'];
+  devices: Scalars['Int']['output'];
+};
+
+/** What a deploy would plan (docs/ota.md, Upgrade paths). */
+export type UpgradePaths = {
+  __typename?: 'UpgradePaths';
+  /** Targets the version allows directly (or whose version is not known yet: planned when they report it). */
+  direct: Scalars['Int']['output'];
+  /** Per version the targets run, most devices first. */
+  paths: Array<UpgradePath>;
+  /** Versions from which no path leads to the target: those devices would be left alone. */
+  noUpgradePath: Array<VersionDeviceCount>;
+  noUpgradePathCount: Scalars['Int']['output'];
 };
 
 /** What a deployFirmware with the same input would target now (nothing is created). */
@@ -1038,12 +1242,28 @@ export type DeployPreview = {
   sampleSerials: Array<Scalars['String']['output']>;
   model?: Maybe<Scalars['String']['output']>;
   targetVersion: Scalars['String']['output'];
+  /** The upgrade paths the deploy would plan. */
+  upgradePaths: UpgradePaths;
+  /** Targets held now by a device lock or a site freeze: they are recorded all the same and wait. */
+  held: HeldUpdates;
+  /** Per version the targets run, most devices first. */
+  deltas: Array<DeltaPreview>;
 };
 
 export type ModelCount = {
   __typename?: 'ModelCount';
   model: Scalars['String']['output'];
   count: Scalars['Int']['output'];
+};
+
+export type SiteCount = {
+  __typename?: 'SiteCount';
+  /** null: devices without a site. */
+  site?: Maybe<SiteRef>;
+  count: Scalars['Int']['output'];
+  online: Scalars['Int']['output'];
+  offline: Scalars['Int']['output'];
+  updating: Scalars['Int']['output'];
 };
 
 export type FirmwareCount = {
@@ -1063,6 +1283,8 @@ export type FleetSummary = {
   updating: Scalars['Int']['output'];
   byModel: Array<ModelCount>;
   byFirmware: Array<FirmwareCount>;
+  /** Devices per site, largest first; devices without a site last (site null). */
+  bySite: Array<SiteCount>;
   quota: Scalars['Int']['output'];
   provisioned: Scalars['Int']['output'];
   budget: Money;
@@ -1212,6 +1434,494 @@ export type Event = {
   data: Scalars['JSON']['output'];
 };
 
+/** A local-time window `[start, end)`, HH:MM in the site's zone; an end before the start spans midnight. */
+export type LocalWindow = {
+  __typename?: 'LocalWindow';
+  start: Scalars['String']['output'];
+  end: Scalars['String']['output'];
+};
+
+/** An update freeze `[from, to)` as local date-times (YYYY-MM-DDTHH:MM) in the site's zone. */
+export type SiteFreeze = {
+  __typename?: 'SiteFreeze';
+  from: Scalars['String']['output'];
+  to: Scalars['String']['output'];
+  reason?: Maybe<Scalars['String']['output']>;
+};
+
+/**
+ * A site (building) of the account: devices assigned to it are updated inside its maintenance
+ * window, in its own time zone, unless a device has a window of its own (docs/ota.md "Sites").
+ */
+export type Site = {
+  __typename?: 'Site';
+  id: Scalars['ID']['output'];
+  /** Unique per account, ignoring case. */
+  name: Scalars['String']['output'];
+  /** IANA time zone, e.g. Europe/Berlin. */
+  timeZone: Scalars['String']['output'];
+  address?: Maybe<Scalars['String']['output']>;
+  customerRef?: Maybe<Scalars['String']['output']>;
+  maintenanceWindow?: Maybe<LocalWindow>;
+  freezes: Array<SiteFreeze>;
+  /** Devices assigned to the site now. */
+  deviceCount: Scalars['Int']['output'];
+  createdAt: Scalars['DateTime']['output'];
+  updatedAt: Scalars['DateTime']['output'];
+};
+
+/** How a device names its site. */
+export type SiteRef = {
+  __typename?: 'SiteRef';
+  id: Scalars['ID']['output'];
+  name: Scalars['String']['output'];
+};
+
+export type SiteEdge = {
+  __typename?: 'SiteEdge';
+  node: Site;
+  cursor: Scalars['String']['output'];
+};
+
+export type SiteConnection = {
+  __typename?: 'SiteConnection';
+  edges: Array<SiteEdge>;
+  pageInfo: PageInfo;
+  /** Sites matching the search (all pages). */
+  totalCount: Scalars['Int']['output'];
+};
+
+export type LocalWindowInput = {
+  /** HH:MM */
+  start: Scalars['String']['input'];
+  /** HH:MM */
+  end: Scalars['String']['input'];
+};
+
+export type SiteFreezeInput = {
+  /** YYYY-MM-DDTHH:MM, site time */
+  from: Scalars['String']['input'];
+  /** YYYY-MM-DDTHH:MM, site time, after from */
+  to: Scalars['String']['input'];
+  reason?: InputMaybe<Scalars['String']['input']>;
+};
+
+export type CreateSiteInput = {
+  name: Scalars['String']['input'];
+  timeZone: Scalars['String']['input'];
+  address?: InputMaybe<Scalars['String']['input']>;
+  customerRef?: InputMaybe<Scalars['String']['input']>;
+  maintenanceWindow?: InputMaybe<LocalWindowInput>;
+  freezes?: InputMaybe<Array<SiteFreezeInput>>;
+};
+
+/** Omitted fields are unchanged; null clears address, customerRef or maintenanceWindow; freezes replaces the list. */
+export type UpdateSiteInput = {
+  name?: InputMaybe<Scalars['String']['input']>;
+  timeZone?: InputMaybe<Scalars['String']['input']>;
+  address?: InputMaybe<Scalars['String']['input']>;
+  customerRef?: InputMaybe<Scalars['String']['input']>;
+  maintenanceWindow?: InputMaybe<LocalWindowInput>;
+  freezes?: InputMaybe<Array<SiteFreezeInput>>;
+};
+
+/** Why an update is held (docs/ota.md, Update locks): the device's lock reason, or its site's freeze. */
+export type HoldReason =
+  /** An emergency-lighting test runs or is due; for an emergency fixture, at least 24 h after a duration test (EN 62034). */
+  | 'emergency_test'
+  | 'recharging'
+  | 'occupied'
+  | 'other'
+  /** The device's site is in an update freeze. */
+  | 'site_frozen';
+
+export type HeldReasonCount = {
+  __typename?: 'HeldReasonCount';
+  reason: HoldReason;
+  count: Scalars['Int']['output'];
+};
+
+/** Queued updates held now by a device lock or a site freeze: not sent, no deadline, never a failure; sent once the hold ends. */
+export type HeldUpdates = {
+  __typename?: 'HeldUpdates';
+  count: Scalars['Int']['output'];
+  /** Per reason, most frequent first. */
+  reasons: Array<HeldReasonCount>;
+  /** The first 20 serials held, by serial. */
+  serials: Array<Scalars['String']['output']>;
+};
+
+/** Bytes a deployment's devices were sent to download, against full images (docs/ota.md, Delta images). */
+export type DeploymentTransfer = {
+  __typename?: 'DeploymentTransfer';
+  /** Per update whose command went out: the delta it was offered, or the full image (both for one that fell back from its delta). */
+  bytesSent: Scalars['Float']['output'];
+  /** The full images of the same updates: what was sent without deltas. */
+  fullImageBytes: Scalars['Float']['output'];
+  /** Updates offered a delta that did not fall back to the full image. */
+  deltaUpdates: Scalars['Int']['output'];
+};
+
+/** Why a version's devices would (not) get a delta (docs/ota.md, Delta images). */
+export type DeltaPreviewStatus =
+  /** Built: deltaSize against fullSize. */
+  | 'ready'
+  | 'building'
+  /** Not built yet: the dry run starts the build. */
+  | 'will_be_built'
+  /** An image is above DELTA_MAX_IMAGE_BYTES: the full image is sent. */
+  | 'too_large'
+  /** The delta is not smaller than the image: the full image is sent. */
+  | 'no_gain'
+  | 'failed'
+  /** The version the devices run has no binary here (never uploaded, or deleted). */
+  | 'no_source_image';
+
+export type DeltaPreview = {
+  __typename?: 'DeltaPreview';
+  fromVersion: Scalars['String']['output'];
+  devices: Scalars['Int']['output'];
+  status: DeltaPreviewStatus;
+  /** Bytes; null unless built. */
+  deltaSize?: Maybe<Scalars['Float']['output']>;
+  fullSize: Scalars['Float']['output'];
+};
+
+/** The values of a D4i reading (or the latest of each). A field the device did not send is null. */
+export type LuminaireValues = {
+  __typename?: 'LuminaireValues';
+  /** Cumulative active energy of the control gear (Wh, MB202); restarts when the driver is replaced. */
+  energyWh?: Maybe<Scalars['Float']['output']>;
+  /** Active power (W). */
+  powerW?: Maybe<Scalars['Float']['output']>;
+  gearOperatingS?: Maybe<Scalars['Float']['output']>;
+  gearStarts?: Maybe<Scalars['Float']['output']>;
+  gearTempC?: Maybe<Scalars['Float']['output']>;
+  gearThermalDerating?: Maybe<Scalars['Float']['output']>;
+  gearThermalShutdown?: Maybe<Scalars['Float']['output']>;
+  supplyVoltageV?: Maybe<Scalars['Float']['output']>;
+  supplyUndervoltage?: Maybe<Scalars['Float']['output']>;
+  supplyOvervoltage?: Maybe<Scalars['Float']['output']>;
+  /** Light source on-time (s, MB206). */
+  sourceOnS?: Maybe<Scalars['Float']['output']>;
+  sourceStarts?: Maybe<Scalars['Float']['output']>;
+  sourceTempC?: Maybe<Scalars['Float']['output']>;
+  sourceFailures?: Maybe<Scalars['Float']['output']>;
+  /** 0..100 */
+  outputLevelPct?: Maybe<Scalars['Float']['output']>;
+  /** Rated median useful life of the light source (h, MB207). */
+  ratedLifeH?: Maybe<Scalars['Float']['output']>;
+};
+
+/** One stored reading. */
+export type LuminaireReading = {
+  __typename?: 'LuminaireReading';
+  at: Scalars['DateTime']['output'];
+  /** The device's `at` was missing or more than 300 s off: `at` is the time of receipt. */
+  badClock: Scalars['Boolean']['output'];
+  /** Energy over every driver the luminaire had (Wh), when the reading carried `energy_wh`. */
+  lifetimeEnergyWh?: Maybe<Scalars['Float']['output']>;
+  values: LuminaireValues;
+};
+
+/** An hour or a UTC day of a device: energy and counters as deltas (never negative), gauges as average and extremes. */
+export type LuminaireBucket = {
+  __typename?: 'LuminaireBucket';
+  at: Scalars['DateTime']['output'];
+  points: Scalars['Int']['output'];
+  energyWh: Scalars['Float']['output'];
+  lifetimeEnergyWh?: Maybe<Scalars['Float']['output']>;
+  burnHours?: Maybe<Scalars['Float']['output']>;
+  powerAvgW?: Maybe<Scalars['Float']['output']>;
+  powerMaxW?: Maybe<Scalars['Float']['output']>;
+  gearTempAvgC?: Maybe<Scalars['Float']['output']>;
+  gearTempMaxC?: Maybe<Scalars['Float']['output']>;
+  sourceTempAvgC?: Maybe<Scalars['Float']['output']>;
+  sourceTempMaxC?: Maybe<Scalars['Float']['output']>;
+  outputLevelAvgPct?: Maybe<Scalars['Float']['output']>;
+  supplyVoltageMinV?: Maybe<Scalars['Float']['output']>;
+  supplyVoltageMaxV?: Maybe<Scalars['Float']['output']>;
+  gearOperatingS: Scalars['Float']['output'];
+  gearStarts: Scalars['Float']['output'];
+  gearThermalDerating: Scalars['Float']['output'];
+  gearThermalShutdown: Scalars['Float']['output'];
+  supplyUndervoltage: Scalars['Float']['output'];
+  supplyOvervoltage: Scalars['Float']['output'];
+  sourceOnS: Scalars['Float']['output'];
+  sourceStarts: Scalars['Float']['output'];
+  sourceFailures: Scalars['Float']['output'];
+  /** Readings in the bucket that showed a counter going down (a driver replaced). */
+  counterResets: Scalars['Int']['output'];
+};
+
+/** raw: every reading (kept 30 days); hour (kept 1 year); day (kept as long as the account). */
+export type LuminaireResolution =
+  | 'raw'
+  | 'hour'
+  | 'day';
+
+export type LuminaireSeries = {
+  __typename?: 'LuminaireSeries';
+  resolution: LuminaireResolution;
+  from: Scalars['DateTime']['output'];
+  to: Scalars['DateTime']['output'];
+  /** More than 50,000 points: ask for a shorter range or a coarser resolution. */
+  truncated: Scalars['Boolean']['output'];
+  /** resolution raw: the readings, oldest first (empty otherwise). */
+  readings: Array<LuminaireReading>;
+  /** resolution hour or day: the buckets, oldest first (empty otherwise). */
+  buckets: Array<LuminaireBucket>;
+};
+
+export type RefusedLuminaireField = {
+  __typename?: 'RefusedLuminaireField';
+  /** The field as the device spells it (power_w, at, ...). */
+  field: Scalars['String']['output'];
+  count: Scalars['Int']['output'];
+  reason: FieldRefusalReason;
+  value: Scalars['String']['output'];
+  at: Scalars['DateTime']['output'];
+};
+
+/** On the device record: latest values, lifetime figures and what was refused. */
+export type LuminaireSummary = {
+  __typename?: 'LuminaireSummary';
+  latest: LuminaireValues;
+  latestAt?: Maybe<Scalars['DateTime']['output']>;
+  /** Energy over every driver the luminaire had (kWh). */
+  lifetimeEnergyKwh?: Maybe<Scalars['Float']['output']>;
+  /** Light source on-time over every driver (h). */
+  burnHours?: Maybe<Scalars['Float']['output']>;
+  ratedLifeH?: Maybe<Scalars['Float']['output']>;
+  points: Scalars['Int']['output'];
+  counterResets: Scalars['Int']['output'];
+  /** Readings whose `at` was missing or further than 300 s from the service's clock. */
+  badClockCount: Scalars['Int']['output'];
+  lastBadClockAt?: Maybe<Scalars['DateTime']['output']>;
+  refusedFields: Array<RefusedLuminaireField>;
+};
+
+export type EnergyGroupBy =
+  | 'model'
+  | 'firmware'
+  | 'site'
+  /** A tag's value: name the tag in `tag`. */
+  | 'tag';
+
+export type EnergyGroup = {
+  __typename?: 'EnergyGroup';
+  /** null: readings without a value for the grouping. */
+  key?: Maybe<Scalars['String']['output']>;
+  totalKwh: Scalars['Float']['output'];
+  /** kWh per day, in the order of `days`. */
+  kwh: Array<Scalars['Float']['output']>;
+};
+
+export type FleetEnergy = {
+  __typename?: 'FleetEnergy';
+  from: Scalars['String']['output'];
+  to: Scalars['String']['output'];
+  groupBy: Scalars['String']['output'];
+  /** Every UTC day from `from` to `to` (YYYY-MM-DD). */
+  days: Array<Scalars['String']['output']>;
+  /** Largest first. */
+  groups: Array<EnergyGroup>;
+};
+
+export type HealthState =
+  | 'ok'
+  | 'watch'
+  | 'replace_soon'
+  | 'failed';
+
+/** One rule that fired, in words with its figures. */
+export type HealthReason = {
+  __typename?: 'HealthReason';
+  /** rated_life, gear_temperature, thermal_derating, thermal_shutdown, supply_faults or source_failures. */
+  rule: Scalars['String']['output'];
+  /** The state this reason alone calls for. */
+  state: HealthState;
+  text: Scalars['String']['output'];
+  value: Scalars['Float']['output'];
+  limit: Scalars['Float']['output'];
+};
+
+export type DeviceHealth = {
+  __typename?: 'DeviceHealth';
+  state: HealthState;
+  /** Worst first; empty when ok. */
+  reasons: Array<HealthReason>;
+  /** Sort key of the maintenance list: the state's rank x 10 plus how far the worst reason is past its limit. */
+  urgency: Scalars['Float']['output'];
+  changedAt: Scalars['DateTime']['output'];
+  evaluatedAt: Scalars['DateTime']['output'];
+};
+
+export type MaintenanceItem = {
+  __typename?: 'MaintenanceItem';
+  serial: Scalars['String']['output'];
+  name: Scalars['String']['output'];
+  model: Scalars['String']['output'];
+  firmware?: Maybe<Scalars['String']['output']>;
+  tags: Scalars['JSON']['output'];
+  siteId?: Maybe<Scalars['ID']['output']>;
+  siteName?: Maybe<Scalars['String']['output']>;
+  state: HealthState;
+  reasons: Array<HealthReason>;
+  urgency: Scalars['Float']['output'];
+  changedAt: Scalars['DateTime']['output'];
+  evaluatedAt: Scalars['DateTime']['output'];
+};
+
+/** Devices per health state in the account (unfiltered). */
+export type HealthCounts = {
+  __typename?: 'HealthCounts';
+  ok: Scalars['Int']['output'];
+  watch: Scalars['Int']['output'];
+  replaceSoon: Scalars['Int']['output'];
+  failed: Scalars['Int']['output'];
+};
+
+export type MaintenanceList = {
+  __typename?: 'MaintenanceList';
+  counts: HealthCounts;
+  /** Devices not ok, most urgent first. */
+  items: Array<MaintenanceItem>;
+};
+
+/** Per fixture signal; null where the signal is not measured yet (unexpected reboots, reconnects). */
+export type FixtureSignalValues = {
+  __typename?: 'FixtureSignalValues';
+  thermalDerating?: Maybe<Scalars['Float']['output']>;
+  thermalShutdown?: Maybe<Scalars['Float']['output']>;
+  supplyFaults?: Maybe<Scalars['Float']['output']>;
+  sourceFailures?: Maybe<Scalars['Float']['output']>;
+  unexpectedReboots?: Maybe<Scalars['Float']['output']>;
+  reconnects?: Maybe<Scalars['Float']['output']>;
+};
+
+export type FirmwareVersionRates = {
+  __typename?: 'FirmwareVersionRates';
+  model: Scalars['String']['output'];
+  firmware?: Maybe<Scalars['String']['output']>;
+  devices: Scalars['Int']['output'];
+  deviceDays: Scalars['Float']['output'];
+  events: FixtureSignalValues;
+  per1000DeviceDays: FixtureSignalValues;
+};
+
+export type WarrantyClaim = {
+  __typename?: 'WarrantyClaim';
+  claimedAt: Scalars['DateTime']['output'];
+  unclaimedAt?: Maybe<Scalars['DateTime']['output']>;
+};
+
+export type WarrantyFirmwarePeriod = {
+  __typename?: 'WarrantyFirmwarePeriod';
+  firmware?: Maybe<Scalars['String']['output']>;
+  from: Scalars['DateTime']['output'];
+  to: Scalars['DateTime']['output'];
+  /** readings: first and last day of readings on the version; update: a succeeded update. */
+  source: Scalars['String']['output'];
+};
+
+export type WarrantyMonth = {
+  __typename?: 'WarrantyMonth';
+  /** YYYY-MM */
+  month: Scalars['String']['output'];
+  days: Scalars['Int']['output'];
+  energyKwh: Scalars['Float']['output'];
+  thermalDerating: Scalars['Float']['output'];
+  thermalShutdown: Scalars['Float']['output'];
+  supplyUndervoltage: Scalars['Float']['output'];
+  supplyOvervoltage: Scalars['Float']['output'];
+  sourceFailures: Scalars['Float']['output'];
+  counterResets: Scalars['Float']['output'];
+};
+
+/** A device's warranty evidence, from the days this account owned it; kept for the warranty period after an unclaim. */
+export type WarrantyReport = {
+  __typename?: 'WarrantyReport';
+  serial: Scalars['String']['output'];
+  model: Scalars['String']['output'];
+  claimDate: Scalars['DateTime']['output'];
+  claims: Array<WarrantyClaim>;
+  generatedAt: Scalars['DateTime']['output'];
+  operatingHours?: Maybe<Scalars['Float']['output']>;
+  lifetimeEnergyKwh?: Maybe<Scalars['Float']['output']>;
+  firmwareHistory: Array<WarrantyFirmwarePeriod>;
+  faultCounters: Array<WarrantyMonth>;
+  warrantyYears: Scalars['Int']['output'];
+};
+
+export type FixtureGateState =
+  | 'off'
+  | 'insufficient_exposure'
+  | 'pass'
+  | 'pause';
+
+export type FixtureGateGroup = {
+  __typename?: 'FixtureGateGroup';
+  devices: Scalars['Int']['output'];
+  deviceDays: Scalars['Float']['output'];
+};
+
+export type FixtureGateCount = {
+  __typename?: 'FixtureGateCount';
+  events: Scalars['Float']['output'];
+  per1000DeviceDays: Scalars['Float']['output'];
+};
+
+export type FixtureGateSignal = {
+  __typename?: 'FixtureGateSignal';
+  /** thermal_derating, thermal_shutdown, supply_faults or source_failures. */
+  signal: Scalars['String']['output'];
+  updated: FixtureGateCount;
+  control: FixtureGateCount;
+  ratio: Scalars['Float']['output'];
+  /** Lower confidence bound of the ratio updated/control. */
+  ratioLowerBound: Scalars['Float']['output'];
+  pValue: Scalars['Float']['output'];
+  /** worse, within_ratio or too_few_events. */
+  verdict: Scalars['String']['output'];
+};
+
+export type FixtureGateDecision = {
+  __typename?: 'FixtureGateDecision';
+  state: FixtureGateState;
+  /** control (not-yet-updated devices of the model) or baseline (the model before the deployment). */
+  comparedWith?: Maybe<Scalars['String']['output']>;
+  updated: FixtureGateGroup;
+  control?: Maybe<FixtureGateGroup>;
+  signals: Array<FixtureGateSignal>;
+  summary: Scalars['String']['output'];
+};
+
+export type RecordedFixtureGateDecision = {
+  __typename?: 'RecordedFixtureGateDecision';
+  decision: FixtureGateDecision;
+  evaluatedAt: Scalars['DateTime']['output'];
+  /** When the gate paused the deployment; null: it did not. */
+  pausedAt?: Maybe<Scalars['DateTime']['output']>;
+};
+
+/** Canary against control of a deployment: now, and as the gate pass last recorded it. */
+export type FixtureGate = {
+  __typename?: 'FixtureGate';
+  /** Whether the rollout names fixture signals (otherwise current is for information and never pauses). */
+  gated: Scalars['Boolean']['output'];
+  current: FixtureGateDecision;
+  recorded?: Maybe<RecordedFixtureGateDecision>;
+};
+
+/** A model's health thresholds: its overrides, and the defaults with them on top. */
+export type ModelHealthThresholds = {
+  __typename?: 'ModelHealthThresholds';
+  model: Scalars['String']['output'];
+  overrides: Scalars['JSON']['output'];
+  effective: Scalars['JSON']['output'];
+};
+
 
 
 export type ResolverTypeWrapper<T> = Promise<T> | T;
@@ -1339,6 +2049,7 @@ export type ResolversTypes = {
   Model: ResolverTypeWrapper<Model>;
   RegisterModelInput: RegisterModelInput;
   FirmwareVersion: ResolverTypeWrapper<FirmwareVersion>;
+  UpdateFirmwareVersionInput: UpdateFirmwareVersionInput;
   FirmwareSigningKey: ResolverTypeWrapper<FirmwareSigningKey>;
   FirmwareSigningKeys: ResolverTypeWrapper<FirmwareSigningKeys>;
   RegisterFirmwareSigningKeyInput: RegisterFirmwareSigningKeyInput;
@@ -1361,8 +2072,12 @@ export type ResolversTypes = {
   RolloutInput: RolloutInput;
   TagConcurrencyInput: TagConcurrencyInput;
   DeployFirmwareInput: DeployFirmwareInput;
+  UpgradePath: ResolverTypeWrapper<UpgradePath>;
+  VersionDeviceCount: ResolverTypeWrapper<VersionDeviceCount>;
+  UpgradePaths: ResolverTypeWrapper<UpgradePaths>;
   DeployPreview: ResolverTypeWrapper<DeployPreview>;
   ModelCount: ResolverTypeWrapper<ModelCount>;
+  SiteCount: ResolverTypeWrapper<SiteCount>;
   FirmwareCount: ResolverTypeWrapper<FirmwareCount>;
   FleetSummary: ResolverTypeWrapper<FleetSummary>;
   ThresholdReached: ResolverTypeWrapper<ThresholdReached>;
@@ -1380,6 +2095,52 @@ export type ResolversTypes = {
   WebhookDeliveryEdge: ResolverTypeWrapper<WebhookDeliveryEdge>;
   WebhookDeliveryConnection: ResolverTypeWrapper<WebhookDeliveryConnection>;
   Event: ResolverTypeWrapper<Event>;
+  LocalWindow: ResolverTypeWrapper<LocalWindow>;
+  SiteFreeze: ResolverTypeWrapper<SiteFreeze>;
+  Site: ResolverTypeWrapper<Site>;
+  SiteRef: ResolverTypeWrapper<SiteRef>;
+  SiteEdge: ResolverTypeWrapper<SiteEdge>;
+  SiteConnection: ResolverTypeWrapper<SiteConnection>;
+  LocalWindowInput: LocalWindowInput;
+  SiteFreezeInput: SiteFreezeInput;
+  CreateSiteInput: CreateSiteInput;
+  UpdateSiteInput: UpdateSiteInput;
+  HoldReason: HoldReason;
+  HeldReasonCount: ResolverTypeWrapper<HeldReasonCount>;
+  HeldUpdates: ResolverTypeWrapper<HeldUpdates>;
+  DeploymentTransfer: ResolverTypeWrapper<DeploymentTransfer>;
+  DeltaPreviewStatus: DeltaPreviewStatus;
+  DeltaPreview: ResolverTypeWrapper<DeltaPreview>;
+  LuminaireValues: ResolverTypeWrapper<LuminaireValues>;
+  LuminaireReading: ResolverTypeWrapper<LuminaireReading>;
+  LuminaireBucket: ResolverTypeWrapper<LuminaireBucket>;
+  LuminaireResolution: LuminaireResolution;
+  LuminaireSeries: ResolverTypeWrapper<LuminaireSeries>;
+  RefusedLuminaireField: ResolverTypeWrapper<RefusedLuminaireField>;
+  LuminaireSummary: ResolverTypeWrapper<LuminaireSummary>;
+  EnergyGroupBy: EnergyGroupBy;
+  EnergyGroup: ResolverTypeWrapper<EnergyGroup>;
+  FleetEnergy: ResolverTypeWrapper<FleetEnergy>;
+  HealthState: HealthState;
+  HealthReason: ResolverTypeWrapper<HealthReason>;
+  DeviceHealth: ResolverTypeWrapper<DeviceHealth>;
+  MaintenanceItem: ResolverTypeWrapper<MaintenanceItem>;
+  HealthCounts: ResolverTypeWrapper<HealthCounts>;
+  MaintenanceList: ResolverTypeWrapper<MaintenanceList>;
+  FixtureSignalValues: ResolverTypeWrapper<FixtureSignalValues>;
+  FirmwareVersionRates: ResolverTypeWrapper<FirmwareVersionRates>;
+  WarrantyClaim: ResolverTypeWrapper<WarrantyClaim>;
+  WarrantyFirmwarePeriod: ResolverTypeWrapper<WarrantyFirmwarePeriod>;
+  WarrantyMonth: ResolverTypeWrapper<WarrantyMonth>;
+  WarrantyReport: ResolverTypeWrapper<WarrantyReport>;
+  FixtureGateState: FixtureGateState;
+  FixtureGateGroup: ResolverTypeWrapper<FixtureGateGroup>;
+  FixtureGateCount: ResolverTypeWrapper<FixtureGateCount>;
+  FixtureGateSignal: ResolverTypeWrapper<FixtureGateSignal>;
+  FixtureGateDecision: ResolverTypeWrapper<FixtureGateDecision>;
+  RecordedFixtureGateDecision: ResolverTypeWrapper<RecordedFixtureGateDecision>;
+  FixtureGate: ResolverTypeWrapper<FixtureGate>;
+  ModelHealthThresholds: ResolverTypeWrapper<ModelHealthThresholds>;
 };
 
 /** Mapping between all available schema types and the resolvers parents */
@@ -1428,6 +2189,7 @@ export type ResolversParentTypes = {
   Model: Model;
   RegisterModelInput: RegisterModelInput;
   FirmwareVersion: FirmwareVersion;
+  UpdateFirmwareVersionInput: UpdateFirmwareVersionInput;
   FirmwareSigningKey: FirmwareSigningKey;
   FirmwareSigningKeys: FirmwareSigningKeys;
   RegisterFirmwareSigningKeyInput: RegisterFirmwareSigningKeyInput;
@@ -1446,8 +2208,12 @@ export type ResolversParentTypes = {
   RolloutInput: RolloutInput;
   TagConcurrencyInput: TagConcurrencyInput;
   DeployFirmwareInput: DeployFirmwareInput;
+  UpgradePath: UpgradePath;
+  VersionDeviceCount: VersionDeviceCount;
+  UpgradePaths: UpgradePaths;
   DeployPreview: DeployPreview;
   ModelCount: ModelCount;
+  SiteCount: SiteCount;
   FirmwareCount: FirmwareCount;
   FleetSummary: FleetSummary;
   ThresholdReached: ThresholdReached;
@@ -1464,6 +2230,46 @@ export type ResolversParentTypes = {
   WebhookDeliveryEdge: WebhookDeliveryEdge;
   WebhookDeliveryConnection: WebhookDeliveryConnection;
   Event: Event;
+  LocalWindow: LocalWindow;
+  SiteFreeze: SiteFreeze;
+  Site: Site;
+  SiteRef: SiteRef;
+  SiteEdge: SiteEdge;
+  SiteConnection: SiteConnection;
+  LocalWindowInput: LocalWindowInput;
+  SiteFreezeInput: SiteFreezeInput;
+  CreateSiteInput: CreateSiteInput;
+  UpdateSiteInput: UpdateSiteInput;
+  HeldReasonCount: HeldReasonCount;
+  HeldUpdates: HeldUpdates;
+  DeploymentTransfer: DeploymentTransfer;
+  DeltaPreview: DeltaPreview;
+  LuminaireValues: LuminaireValues;
+  LuminaireReading: LuminaireReading;
+  LuminaireBucket: LuminaireBucket;
+  LuminaireSeries: LuminaireSeries;
+  RefusedLuminaireField: RefusedLuminaireField;
+  LuminaireSummary: LuminaireSummary;
+  EnergyGroup: EnergyGroup;
+  FleetEnergy: FleetEnergy;
+  HealthReason: HealthReason;
+  DeviceHealth: DeviceHealth;
+  MaintenanceItem: MaintenanceItem;
+  HealthCounts: HealthCounts;
+  MaintenanceList: MaintenanceList;
+  FixtureSignalValues: FixtureSignalValues;
+  FirmwareVersionRates: FirmwareVersionRates;
+  WarrantyClaim: WarrantyClaim;
+  WarrantyFirmwarePeriod: WarrantyFirmwarePeriod;
+  WarrantyMonth: WarrantyMonth;
+  WarrantyReport: WarrantyReport;
+  FixtureGateGroup: FixtureGateGroup;
+  FixtureGateCount: FixtureGateCount;
+  FixtureGateSignal: FixtureGateSignal;
+  FixtureGateDecision: FixtureGateDecision;
+  RecordedFixtureGateDecision: RecordedFixtureGateDecision;
+  FixtureGate: FixtureGate;
+  ModelHealthThresholds: ModelHealthThresholds;
 };
 
 export interface DateTimeScalarConfig extends GraphQLScalarTypeConfig<ResolversTypes['DateTime'], any> {
@@ -1503,6 +2309,13 @@ export type QueryResolvers<ContextType = GraphQLContext, ParentType extends Reso
   webhookEventTypes?: Resolver<Array<ResolversTypes['String']>, ParentType, ContextType>;
   webhookDeliveries?: Resolver<ResolversTypes['WebhookDeliveryConnection'], ParentType, ContextType, RequireFields<QueryWebhookDeliveriesArgs, 'webhookId' | 'first'>>;
   events?: Resolver<Array<ResolversTypes['Event']>, ParentType, ContextType, RequireFields<QueryEventsArgs, 'first'>>;
+  sites?: Resolver<ResolversTypes['SiteConnection'], ParentType, ContextType, RequireFields<QuerySitesArgs, 'first'>>;
+  site?: Resolver<Maybe<ResolversTypes['Site']>, ParentType, ContextType, RequireFields<QuerySiteArgs, 'id'>>;
+  fleetEnergy?: Resolver<ResolversTypes['FleetEnergy'], ParentType, ContextType, RequireFields<QueryFleetEnergyArgs, 'groupBy'>>;
+  maintenance?: Resolver<ResolversTypes['MaintenanceList'], ParentType, ContextType, Partial<QueryMaintenanceArgs>>;
+  warrantyReport?: Resolver<Maybe<ResolversTypes['WarrantyReport']>, ParentType, ContextType, RequireFields<QueryWarrantyReportArgs, 'serial'>>;
+  firmwareRates?: Resolver<Array<ResolversTypes['FirmwareVersionRates']>, ParentType, ContextType, Partial<QueryFirmwareRatesArgs>>;
+  modelHealthThresholds?: Resolver<Maybe<ResolversTypes['ModelHealthThresholds']>, ParentType, ContextType, RequireFields<QueryModelHealthThresholdsArgs, 'model'>>;
 };
 
 export type MutationResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['Mutation'] = ResolversParentTypes['Mutation']> = {
@@ -1516,6 +2329,7 @@ export type MutationResolvers<ContextType = GraphQLContext, ParentType extends R
   registerModel?: Resolver<ResolversTypes['Model'], ParentType, ContextType, RequireFields<MutationRegisterModelArgs, 'input'>>;
   registerFirmwareSigningKey?: Resolver<ResolversTypes['FirmwareSigningKeys'], ParentType, ContextType, RequireFields<MutationRegisterFirmwareSigningKeyArgs, 'input'>>;
   attachFirmwareSignature?: Resolver<ResolversTypes['FirmwareVersion'], ParentType, ContextType, RequireFields<MutationAttachFirmwareSignatureArgs, 'id' | 'input'>>;
+  updateFirmwareVersion?: Resolver<ResolversTypes['FirmwareVersion'], ParentType, ContextType, RequireFields<MutationUpdateFirmwareVersionArgs, 'id' | 'input'>>;
   deployFirmware?: Resolver<ResolversTypes['Deployment'], ParentType, ContextType, RequireFields<MutationDeployFirmwareArgs, 'input'>>;
   cancelDeployment?: Resolver<ResolversTypes['Deployment'], ParentType, ContextType, RequireFields<MutationCancelDeploymentArgs, 'id'>>;
   pauseDeployment?: Resolver<ResolversTypes['Deployment'], ParentType, ContextType, RequireFields<MutationPauseDeploymentArgs, 'id'>>;
@@ -1528,6 +2342,10 @@ export type MutationResolvers<ContextType = GraphQLContext, ParentType extends R
   updateWebhook?: Resolver<ResolversTypes['Webhook'], ParentType, ContextType, RequireFields<MutationUpdateWebhookArgs, 'id' | 'input'>>;
   deleteWebhook?: Resolver<ResolversTypes['Webhook'], ParentType, ContextType, RequireFields<MutationDeleteWebhookArgs, 'id'>>;
   redeliverWebhookDelivery?: Resolver<ResolversTypes['WebhookDelivery'], ParentType, ContextType, RequireFields<MutationRedeliverWebhookDeliveryArgs, 'id'>>;
+  createSite?: Resolver<ResolversTypes['Site'], ParentType, ContextType, RequireFields<MutationCreateSiteArgs, 'input'>>;
+  updateSite?: Resolver<ResolversTypes['Site'], ParentType, ContextType, RequireFields<MutationUpdateSiteArgs, 'id' | 'input'>>;
+  deleteSite?: Resolver<ResolversTypes['Site'], ParentType, ContextType, RequireFields<MutationDeleteSiteArgs, 'id'>>;
+  setModelHealthThresholds?: Resolver<ResolversTypes['ModelHealthThresholds'], ParentType, ContextType, RequireFields<MutationSetModelHealthThresholdsArgs, 'model'>>;
 };
 
 export type SubscriptionResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['Subscription'] = ResolversParentTypes['Subscription']> = {
@@ -1535,6 +2353,7 @@ export type SubscriptionResolvers<ContextType = GraphQLContext, ParentType exten
   deploymentProgress?: SubscriptionResolver<ResolversTypes['Deployment'], "deploymentProgress", ParentType, ContextType, RequireFields<SubscriptionDeploymentProgressArgs, 'id'>>;
   fleetSummaryChanged?: SubscriptionResolver<ResolversTypes['FleetSummary'], "fleetSummaryChanged", ParentType, ContextType>;
   events?: SubscriptionResolver<ResolversTypes['Event'], "events", ParentType, ContextType, Partial<SubscriptionEventsArgs>>;
+  luminaireReadings?: SubscriptionResolver<ResolversTypes['LuminaireReading'], "luminaireReadings", ParentType, ContextType, RequireFields<SubscriptionLuminaireReadingsArgs, 'serial'>>;
 };
 
 export type ViewerResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['Viewer'] = ResolversParentTypes['Viewer']> = {
@@ -1601,6 +2420,10 @@ export type DeviceResolvers<ContextType = GraphQLContext, ParentType extends Res
   refusedMessages?: Resolver<Array<ResolversTypes['MessageRefusalCount']>, ParentType, ContextType>;
   lastRefusedMessage?: Resolver<Maybe<ResolversTypes['RefusedMessage']>, ParentType, ContextType>;
   refusedFields?: Resolver<Array<ResolversTypes['RefusedHeartbeatField']>, ParentType, ContextType>;
+  site?: Resolver<Maybe<ResolversTypes['SiteRef']>, ParentType, ContextType>;
+  luminaire?: Resolver<Maybe<ResolversTypes['LuminaireSummary']>, ParentType, ContextType>;
+  luminaireSeries?: Resolver<ResolversTypes['LuminaireSeries'], ParentType, ContextType, RequireFields<DeviceLuminaireSeriesArgs, 'resolution'>>;
+  health?: Resolver<Maybe<ResolversTypes['DeviceHealth']>, ParentType, ContextType>;
 };
 
 export type MessageRefusalCountResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['MessageRefusalCount'] = ResolversParentTypes['MessageRefusalCount']> = {
@@ -1636,6 +2459,7 @@ export type DeviceConfigResolvers<ContextType = GraphQLContext, ParentType exten
   powerOnLevel?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
   timezone?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   maintenanceWindow?: Resolver<Maybe<ResolversTypes['MaintenanceWindow']>, ParentType, ContextType>;
+  luminaireIntervalS?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
 };
 
 export type MaintenanceWindowResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['MaintenanceWindow'] = ResolversParentTypes['MaintenanceWindow']> = {
@@ -1661,7 +2485,12 @@ export type DeviceUpdateResolvers<ContextType = GraphQLContext, ParentType exten
   sentAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
   supersededBy?: Resolver<Maybe<ResolversTypes['ID']>, ParentType, ContextType>;
   healthFailed?: Resolver<Maybe<ResolversTypes['Boolean']>, ParentType, ContextType>;
+  finalVersion?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  hop?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
+  hopCount?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
   final?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  heldReason?: Resolver<Maybe<ResolversTypes['HoldReason']>, ParentType, ContextType>;
+  heldUntil?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
 };
 
 export type DeviceHistoryEventResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['DeviceHistoryEvent'] = ResolversParentTypes['DeviceHistoryEvent']> = {
@@ -1743,6 +2572,7 @@ export type FirmwareVersionResolvers<ContextType = GraphQLContext, ParentType ex
   signed?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   signingKeyId?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   signature?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  upgradeFrom?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   createdAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
 };
 
@@ -1767,6 +2597,12 @@ export type RolloutResolvers<ContextType = GraphQLContext, ParentType extends Re
   maxConcurrentPerTag?: Resolver<Maybe<ResolversTypes['TagConcurrency']>, ParentType, ContextType>;
   healthWindowMinutes?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
   healthMaxReconnects?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  fixtureSignals?: Resolver<Array<ResolversTypes['String']>, ParentType, ContextType>;
+  fixtureMaxRatio?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  fixtureMinDeviceDays?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  fixtureMinEvents?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  fixtureConfidence?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  fixtureBaselineDays?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
 };
 
 export type TagConcurrencyResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['TagConcurrency'] = ResolversParentTypes['TagConcurrency']> = {
@@ -1787,6 +2623,7 @@ export type DeploymentCountsResolvers<ContextType = GraphQLContext, ParentType e
   rolledBack?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   superseded?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   healthFailed?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  noUpgradePath?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
 };
 
 export type FailureCodeCountResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['FailureCodeCount'] = ResolversParentTypes['FailureCodeCount']> = {
@@ -1799,6 +2636,7 @@ export type DeploymentFilterResolvers<ContextType = GraphQLContext, ParentType e
   firmwareLt?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   status?: Resolver<Maybe<ResolversTypes['DeviceStatus']>, ParentType, ContextType>;
   serials?: Resolver<Maybe<Array<ResolversTypes['String']>>, ParentType, ContextType>;
+  site?: Resolver<Maybe<ResolversTypes['ID']>, ParentType, ContextType>;
 };
 
 export type DeploymentResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['Deployment'] = ResolversParentTypes['Deployment']> = {
@@ -1827,6 +2665,9 @@ export type DeploymentResolvers<ContextType = GraphQLContext, ParentType extends
   createdAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
   updatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
   updates?: Resolver<ResolversTypes['DeviceUpdateConnection'], ParentType, ContextType, RequireFields<DeploymentUpdatesArgs, 'first'>>;
+  held?: Resolver<ResolversTypes['HeldUpdates'], ParentType, ContextType>;
+  transfer?: Resolver<ResolversTypes['DeploymentTransfer'], ParentType, ContextType>;
+  fixtureGate?: Resolver<ResolversTypes['FixtureGate'], ParentType, ContextType>;
 };
 
 export type DeviceUpdateEdgeResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['DeviceUpdateEdge'] = ResolversParentTypes['DeviceUpdateEdge']> = {
@@ -1851,16 +2692,45 @@ export type DeploymentConnectionResolvers<ContextType = GraphQLContext, ParentTy
   pageInfo?: Resolver<ResolversTypes['PageInfo'], ParentType, ContextType>;
 };
 
+export type UpgradePathResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['UpgradePath'] = ResolversParentTypes['UpgradePath']> = {
+  fromVersion?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  hops?: Resolver<Array<ResolversTypes['String']>, ParentType, ContextType>;
+  devices?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+};
+
+export type VersionDeviceCountResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['VersionDeviceCount'] = ResolversParentTypes['VersionDeviceCount']> = {
+  fromVersion?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  devices?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+};
+
+export type UpgradePathsResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['UpgradePaths'] = ResolversParentTypes['UpgradePaths']> = {
+  direct?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  paths?: Resolver<Array<ResolversTypes['UpgradePath']>, ParentType, ContextType>;
+  noUpgradePath?: Resolver<Array<ResolversTypes['VersionDeviceCount']>, ParentType, ContextType>;
+  noUpgradePathCount?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+};
+
 export type DeployPreviewResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['DeployPreview'] = ResolversParentTypes['DeployPreview']> = {
   targetCount?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   sampleSerials?: Resolver<Array<ResolversTypes['String']>, ParentType, ContextType>;
   model?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   targetVersion?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  upgradePaths?: Resolver<ResolversTypes['UpgradePaths'], ParentType, ContextType>;
+  held?: Resolver<ResolversTypes['HeldUpdates'], ParentType, ContextType>;
+  deltas?: Resolver<Array<ResolversTypes['DeltaPreview']>, ParentType, ContextType>;
 };
 
 export type ModelCountResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['ModelCount'] = ResolversParentTypes['ModelCount']> = {
   model?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   count?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+};
+
+export type SiteCountResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['SiteCount'] = ResolversParentTypes['SiteCount']> = {
+  site?: Resolver<Maybe<ResolversTypes['SiteRef']>, ParentType, ContextType>;
+  count?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  online?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  offline?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  updating?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
 };
 
 export type FirmwareCountResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['FirmwareCount'] = ResolversParentTypes['FirmwareCount']> = {
@@ -1875,6 +2745,7 @@ export type FleetSummaryResolvers<ContextType = GraphQLContext, ParentType exten
   updating?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   byModel?: Resolver<Array<ResolversTypes['ModelCount']>, ParentType, ContextType>;
   byFirmware?: Resolver<Array<ResolversTypes['FirmwareCount']>, ParentType, ContextType>;
+  bySite?: Resolver<Array<ResolversTypes['SiteCount']>, ParentType, ContextType>;
   quota?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   provisioned?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   budget?: Resolver<ResolversTypes['Money'], ParentType, ContextType>;
@@ -1973,6 +2844,313 @@ export type EventResolvers<ContextType = GraphQLContext, ParentType extends Reso
   data?: Resolver<ResolversTypes['JSON'], ParentType, ContextType>;
 };
 
+export type LocalWindowResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['LocalWindow'] = ResolversParentTypes['LocalWindow']> = {
+  start?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  end?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+};
+
+export type SiteFreezeResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['SiteFreeze'] = ResolversParentTypes['SiteFreeze']> = {
+  from?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  to?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  reason?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+};
+
+export type SiteResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['Site'] = ResolversParentTypes['Site']> = {
+  id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  name?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  timeZone?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  address?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  customerRef?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  maintenanceWindow?: Resolver<Maybe<ResolversTypes['LocalWindow']>, ParentType, ContextType>;
+  freezes?: Resolver<Array<ResolversTypes['SiteFreeze']>, ParentType, ContextType>;
+  deviceCount?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  createdAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  updatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+};
+
+export type SiteRefResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['SiteRef'] = ResolversParentTypes['SiteRef']> = {
+  id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  name?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+};
+
+export type SiteEdgeResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['SiteEdge'] = ResolversParentTypes['SiteEdge']> = {
+  node?: Resolver<ResolversTypes['Site'], ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+};
+
+export type SiteConnectionResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['SiteConnection'] = ResolversParentTypes['SiteConnection']> = {
+  edges?: Resolver<Array<ResolversTypes['SiteEdge']>, ParentType, ContextType>;
+  pageInfo?: Resolver<ResolversTypes['PageInfo'], ParentType, ContextType>;
+  totalCount?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+};
+
+export type HeldReasonCountResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['HeldReasonCount'] = ResolversParentTypes['HeldReasonCount']> = {
+  reason?: Resolver<ResolversTypes['HoldReason'], ParentType, ContextType>;
+  count?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+};
+
+export type HeldUpdatesResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['HeldUpdates'] = ResolversParentTypes['HeldUpdates']> = {
+  count?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  reasons?: Resolver<Array<ResolversTypes['HeldReasonCount']>, ParentType, ContextType>;
+  serials?: Resolver<Array<ResolversTypes['String']>, ParentType, ContextType>;
+};
+
+export type DeploymentTransferResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['DeploymentTransfer'] = ResolversParentTypes['DeploymentTransfer']> = {
+  bytesSent?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  fullImageBytes?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  deltaUpdates?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+};
+
+export type DeltaPreviewResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['DeltaPreview'] = ResolversParentTypes['DeltaPreview']> = {
+  fromVersion?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  devices?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  status?: Resolver<ResolversTypes['DeltaPreviewStatus'], ParentType, ContextType>;
+  deltaSize?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  fullSize?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+};
+
+export type LuminaireValuesResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['LuminaireValues'] = ResolversParentTypes['LuminaireValues']> = {
+  energyWh?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  powerW?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  gearOperatingS?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  gearStarts?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  gearTempC?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  gearThermalDerating?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  gearThermalShutdown?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  supplyVoltageV?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  supplyUndervoltage?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  supplyOvervoltage?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  sourceOnS?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  sourceStarts?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  sourceTempC?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  sourceFailures?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  outputLevelPct?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  ratedLifeH?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+};
+
+export type LuminaireReadingResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['LuminaireReading'] = ResolversParentTypes['LuminaireReading']> = {
+  at?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  badClock?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  lifetimeEnergyWh?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  values?: Resolver<ResolversTypes['LuminaireValues'], ParentType, ContextType>;
+};
+
+export type LuminaireBucketResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['LuminaireBucket'] = ResolversParentTypes['LuminaireBucket']> = {
+  at?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  points?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  energyWh?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  lifetimeEnergyWh?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  burnHours?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  powerAvgW?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  powerMaxW?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  gearTempAvgC?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  gearTempMaxC?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  sourceTempAvgC?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  sourceTempMaxC?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  outputLevelAvgPct?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  supplyVoltageMinV?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  supplyVoltageMaxV?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  gearOperatingS?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  gearStarts?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  gearThermalDerating?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  gearThermalShutdown?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  supplyUndervoltage?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  supplyOvervoltage?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  sourceOnS?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  sourceStarts?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  sourceFailures?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  counterResets?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+};
+
+export type LuminaireSeriesResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['LuminaireSeries'] = ResolversParentTypes['LuminaireSeries']> = {
+  resolution?: Resolver<ResolversTypes['LuminaireResolution'], ParentType, ContextType>;
+  from?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  to?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  truncated?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  readings?: Resolver<Array<ResolversTypes['LuminaireReading']>, ParentType, ContextType>;
+  buckets?: Resolver<Array<ResolversTypes['LuminaireBucket']>, ParentType, ContextType>;
+};
+
+export type RefusedLuminaireFieldResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['RefusedLuminaireField'] = ResolversParentTypes['RefusedLuminaireField']> = {
+  field?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  count?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  reason?: Resolver<ResolversTypes['FieldRefusalReason'], ParentType, ContextType>;
+  value?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  at?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+};
+
+export type LuminaireSummaryResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['LuminaireSummary'] = ResolversParentTypes['LuminaireSummary']> = {
+  latest?: Resolver<ResolversTypes['LuminaireValues'], ParentType, ContextType>;
+  latestAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
+  lifetimeEnergyKwh?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  burnHours?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  ratedLifeH?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  points?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  counterResets?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  badClockCount?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  lastBadClockAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
+  refusedFields?: Resolver<Array<ResolversTypes['RefusedLuminaireField']>, ParentType, ContextType>;
+};
+
+export type EnergyGroupResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['EnergyGroup'] = ResolversParentTypes['EnergyGroup']> = {
+  key?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  totalKwh?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  kwh?: Resolver<Array<ResolversTypes['Float']>, ParentType, ContextType>;
+};
+
+export type FleetEnergyResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['FleetEnergy'] = ResolversParentTypes['FleetEnergy']> = {
+  from?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  to?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  groupBy?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  days?: Resolver<Array<ResolversTypes['String']>, ParentType, ContextType>;
+  groups?: Resolver<Array<ResolversTypes['EnergyGroup']>, ParentType, ContextType>;
+};
+
+export type HealthReasonResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['HealthReason'] = ResolversParentTypes['HealthReason']> = {
+  rule?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  state?: Resolver<ResolversTypes['HealthState'], ParentType, ContextType>;
+  text?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  value?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  limit?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+};
+
+export type DeviceHealthResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['DeviceHealth'] = ResolversParentTypes['DeviceHealth']> = {
+  state?: Resolver<ResolversTypes['HealthState'], ParentType, ContextType>;
+  reasons?: Resolver<Array<ResolversTypes['HealthReason']>, ParentType, ContextType>;
+  urgency?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  changedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  evaluatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+};
+
+export type MaintenanceItemResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['MaintenanceItem'] = ResolversParentTypes['MaintenanceItem']> = {
+  serial?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  name?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  model?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  firmware?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  tags?: Resolver<ResolversTypes['JSON'], ParentType, ContextType>;
+  siteId?: Resolver<Maybe<ResolversTypes['ID']>, ParentType, ContextType>;
+  siteName?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  state?: Resolver<ResolversTypes['HealthState'], ParentType, ContextType>;
+  reasons?: Resolver<Array<ResolversTypes['HealthReason']>, ParentType, ContextType>;
+  urgency?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  changedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  evaluatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+};
+
+export type HealthCountsResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['HealthCounts'] = ResolversParentTypes['HealthCounts']> = {
+  ok?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  watch?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  replaceSoon?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  failed?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+};
+
+export type MaintenanceListResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['MaintenanceList'] = ResolversParentTypes['MaintenanceList']> = {
+  counts?: Resolver<ResolversTypes['HealthCounts'], ParentType, ContextType>;
+  items?: Resolver<Array<ResolversTypes['MaintenanceItem']>, ParentType, ContextType>;
+};
+
+export type FixtureSignalValuesResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['FixtureSignalValues'] = ResolversParentTypes['FixtureSignalValues']> = {
+  thermalDerating?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  thermalShutdown?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  supplyFaults?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  sourceFailures?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  unexpectedReboots?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  reconnects?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+};
+
+export type FirmwareVersionRatesResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['FirmwareVersionRates'] = ResolversParentTypes['FirmwareVersionRates']> = {
+  model?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  firmware?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  devices?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  deviceDays?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  events?: Resolver<ResolversTypes['FixtureSignalValues'], ParentType, ContextType>;
+  per1000DeviceDays?: Resolver<ResolversTypes['FixtureSignalValues'], ParentType, ContextType>;
+};
+
+export type WarrantyClaimResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['WarrantyClaim'] = ResolversParentTypes['WarrantyClaim']> = {
+  claimedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  unclaimedAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
+};
+
+export type WarrantyFirmwarePeriodResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['WarrantyFirmwarePeriod'] = ResolversParentTypes['WarrantyFirmwarePeriod']> = {
+  firmware?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  from?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  to?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  source?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+};
+
+export type WarrantyMonthResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['WarrantyMonth'] = ResolversParentTypes['WarrantyMonth']> = {
+  month?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  days?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  energyKwh?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  thermalDerating?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  thermalShutdown?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  supplyUndervoltage?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  supplyOvervoltage?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  sourceFailures?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  counterResets?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+};
+
+export type WarrantyReportResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['WarrantyReport'] = ResolversParentTypes['WarrantyReport']> = {
+  serial?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  model?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  claimDate?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  claims?: Resolver<Array<ResolversTypes['WarrantyClaim']>, ParentType, ContextType>;
+  generatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  operatingHours?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  lifetimeEnergyKwh?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  firmwareHistory?: Resolver<Array<ResolversTypes['WarrantyFirmwarePeriod']>, ParentType, ContextType>;
+  faultCounters?: Resolver<Array<ResolversTypes['WarrantyMonth']>, ParentType, ContextType>;
+  warrantyYears?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+};
+
+export type FixtureGateGroupResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['FixtureGateGroup'] = ResolversParentTypes['FixtureGateGroup']> = {
+  devices?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  deviceDays?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+};
+
+export type FixtureGateCountResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['FixtureGateCount'] = ResolversParentTypes['FixtureGateCount']> = {
+  events?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  per1000DeviceDays?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+};
+
+export type FixtureGateSignalResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['FixtureGateSignal'] = ResolversParentTypes['FixtureGateSignal']> = {
+  signal?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  updated?: Resolver<ResolversTypes['FixtureGateCount'], ParentType, ContextType>;
+  control?: Resolver<ResolversTypes['FixtureGateCount'], ParentType, ContextType>;
+  ratio?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  ratioLowerBound?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  pValue?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  verdict?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+};
+
+export type FixtureGateDecisionResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['FixtureGateDecision'] = ResolversParentTypes['FixtureGateDecision']> = {
+  state?: Resolver<ResolversTypes['FixtureGateState'], ParentType, ContextType>;
+  comparedWith?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  updated?: Resolver<ResolversTypes['FixtureGateGroup'], ParentType, ContextType>;
+  control?: Resolver<Maybe<ResolversTypes['FixtureGateGroup']>, ParentType, ContextType>;
+  signals?: Resolver<Array<ResolversTypes['FixtureGateSignal']>, ParentType, ContextType>;
+  summary?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+};
+
+export type RecordedFixtureGateDecisionResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['RecordedFixtureGateDecision'] = ResolversParentTypes['RecordedFixtureGateDecision']> = {
+  decision?: Resolver<ResolversTypes['FixtureGateDecision'], ParentType, ContextType>;
+  evaluatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  pausedAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
+};
+
+export type FixtureGateResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['FixtureGate'] = ResolversParentTypes['FixtureGate']> = {
+  gated?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  current?: Resolver<ResolversTypes['FixtureGateDecision'], ParentType, ContextType>;
+  recorded?: Resolver<Maybe<ResolversTypes['RecordedFixtureGateDecision']>, ParentType, ContextType>;
+};
+
+export type ModelHealthThresholdsResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['ModelHealthThresholds'] = ResolversParentTypes['ModelHealthThresholds']> = {
+  model?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  overrides?: Resolver<ResolversTypes['JSON'], ParentType, ContextType>;
+  effective?: Resolver<ResolversTypes['JSON'], ParentType, ContextType>;
+};
+
 export type Resolvers<ContextType = GraphQLContext> = {
   DateTime?: GraphQLScalarType;
   JSON?: GraphQLScalarType;
@@ -2017,8 +3195,12 @@ export type Resolvers<ContextType = GraphQLContext> = {
   DeviceUpdateConnection?: DeviceUpdateConnectionResolvers<ContextType>;
   DeploymentEdge?: DeploymentEdgeResolvers<ContextType>;
   DeploymentConnection?: DeploymentConnectionResolvers<ContextType>;
+  UpgradePath?: UpgradePathResolvers<ContextType>;
+  VersionDeviceCount?: VersionDeviceCountResolvers<ContextType>;
+  UpgradePaths?: UpgradePathsResolvers<ContextType>;
   DeployPreview?: DeployPreviewResolvers<ContextType>;
   ModelCount?: ModelCountResolvers<ContextType>;
+  SiteCount?: SiteCountResolvers<ContextType>;
   FirmwareCount?: FirmwareCountResolvers<ContextType>;
   FleetSummary?: FleetSummaryResolvers<ContextType>;
   ThresholdReached?: ThresholdReachedResolvers<ContextType>;
@@ -2032,5 +3214,41 @@ export type Resolvers<ContextType = GraphQLContext> = {
   WebhookDeliveryEdge?: WebhookDeliveryEdgeResolvers<ContextType>;
   WebhookDeliveryConnection?: WebhookDeliveryConnectionResolvers<ContextType>;
   Event?: EventResolvers<ContextType>;
+  LocalWindow?: LocalWindowResolvers<ContextType>;
+  SiteFreeze?: SiteFreezeResolvers<ContextType>;
+  Site?: SiteResolvers<ContextType>;
+  SiteRef?: SiteRefResolvers<ContextType>;
+  SiteEdge?: SiteEdgeResolvers<ContextType>;
+  SiteConnection?: SiteConnectionResolvers<ContextType>;
+  HeldReasonCount?: HeldReasonCountResolvers<ContextType>;
+  HeldUpdates?: HeldUpdatesResolvers<ContextType>;
+  DeploymentTransfer?: DeploymentTransferResolvers<ContextType>;
+  DeltaPreview?: DeltaPreviewResolvers<ContextType>;
+  LuminaireValues?: LuminaireValuesResolvers<ContextType>;
+  LuminaireReading?: LuminaireReadingResolvers<ContextType>;
+  LuminaireBucket?: LuminaireBucketResolvers<ContextType>;
+  LuminaireSeries?: LuminaireSeriesResolvers<ContextType>;
+  RefusedLuminaireField?: RefusedLuminaireFieldResolvers<ContextType>;
+  LuminaireSummary?: LuminaireSummaryResolvers<ContextType>;
+  EnergyGroup?: EnergyGroupResolvers<ContextType>;
+  FleetEnergy?: FleetEnergyResolvers<ContextType>;
+  HealthReason?: HealthReasonResolvers<ContextType>;
+  DeviceHealth?: DeviceHealthResolvers<ContextType>;
+  MaintenanceItem?: MaintenanceItemResolvers<ContextType>;
+  HealthCounts?: HealthCountsResolvers<ContextType>;
+  MaintenanceList?: MaintenanceListResolvers<ContextType>;
+  FixtureSignalValues?: FixtureSignalValuesResolvers<ContextType>;
+  FirmwareVersionRates?: FirmwareVersionRatesResolvers<ContextType>;
+  WarrantyClaim?: WarrantyClaimResolvers<ContextType>;
+  WarrantyFirmwarePeriod?: WarrantyFirmwarePeriodResolvers<ContextType>;
+  WarrantyMonth?: WarrantyMonthResolvers<ContextType>;
+  WarrantyReport?: WarrantyReportResolvers<ContextType>;
+  FixtureGateGroup?: FixtureGateGroupResolvers<ContextType>;
+  FixtureGateCount?: FixtureGateCountResolvers<ContextType>;
+  FixtureGateSignal?: FixtureGateSignalResolvers<ContextType>;
+  FixtureGateDecision?: FixtureGateDecisionResolvers<ContextType>;
+  RecordedFixtureGateDecision?: RecordedFixtureGateDecisionResolvers<ContextType>;
+  FixtureGate?: FixtureGateResolvers<ContextType>;
+  ModelHealthThresholds?: ModelHealthThresholdsResolvers<ContextType>;
 };
 

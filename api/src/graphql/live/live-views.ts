@@ -21,6 +21,7 @@ export interface DeviceFilterInput {
   status?: string | null;
   firmware?: string | null;
   text?: string | null;
+  site?: string | null;
 }
 
 /**
@@ -50,6 +51,10 @@ export const matchesDeviceFilter = (device: Device, filter: DeviceFilterInput | 
   if (filter.model && device.model !== filter.model) return false;
   if (filter.status && device.status !== filter.status) return false;
   if (filter.firmware && device.firmware !== filter.firmware) return false;
+  if (filter.site) {
+    const site = filter.site.toLowerCase();
+    if (!device.site || (device.site.id !== filter.site && device.site.name.toLowerCase() !== site)) return false;
+  }
   if (filter.text) {
     const text = filter.text.toLowerCase();
     if (!device.serial.toLowerCase().includes(text) && !device.name.toLowerCase().includes(text)) return false;

@@ -6,6 +6,7 @@ import type { DeployInput } from '#core/deployments/deployment.service';
 import type { DeployFirmwareInput, Resolvers } from '../generated/resolvers-types';
 import { MAX_PAGE } from '../limits';
 import { connection, liveField, oneOf, orDefault, orNull } from './presenters';
+import { fixtureRolloutInput } from './health.resolvers';
 
 /** GraphQL's deploy input to the service's DeployInput (both camelCase; GraphQL's nulls mean "not given"). */
 export function toDeployInput(input: DeployFirmwareInput): DeployInput {
@@ -18,6 +19,7 @@ export function toDeployInput(input: DeployFirmwareInput): DeployInput {
       ...(f.firmwareLt != null ? { firmwareLt: f.firmwareLt } : {}),
       ...(f.status != null ? { status: f.status } : {}),
       ...(f.serials != null ? { serials: f.serials } : {}),
+      ...(f.site != null ? { site: f.site } : {}),
     },
     ...(r
       ? {
@@ -28,6 +30,7 @@ export function toDeployInput(input: DeployFirmwareInput): DeployInput {
             ...(r.maxConcurrentPerTag != null ? { maxConcurrentPerTag: r.maxConcurrentPerTag } : {}),
             ...(r.healthWindowMinutes != null ? { healthWindowMinutes: r.healthWindowMinutes } : {}),
             ...(r.healthMaxReconnects != null ? { healthMaxReconnects: r.healthMaxReconnects } : {}),
+            ...fixtureRolloutInput(r),
           },
         }
       : {}),
@@ -64,12 +67,14 @@ export const deploymentResolvers: Resolvers = {
       // Stored as text; deploy only accepts device statuses.
       status: d.filter.status !== undefined ? oneOf(DEVICE_STATUSES, d.filter.status, 'Filter status') : null,
       serials: d.filter.serials ?? null,
+      site: d.filter.site ?? null,
     }),
     counts: (d) => ({
       ...d.counts,
       timedOut: d.counts.timed_out,
       rolledBack: d.counts.rolled_back,
       healthFailed: d.counts.health_failed,
+      noUpgradePath: d.counts.no_upgrade_path,
     }),
     progress: (d) => progressPercent(d),
     active: (d) => isActive(d.status),

@@ -26,6 +26,7 @@ export function toServiceFilter(filter: DeviceFilter | null | undefined) {
     ...(f.status != null ? { status: f.status } : {}),
     ...(f.firmware != null ? { firmware: f.firmware } : {}),
     ...(f.text != null && f.text !== '' ? { q: f.text } : {}),
+    ...(f.site != null && f.site !== '' ? { site: f.site } : {}),
   };
 }
 
@@ -47,6 +48,7 @@ function toConfigPatch(input: DeviceConfigInput): DeviceConfigPatch {
     ...(input.dimLevel != null ? { dim_level: input.dimLevel } : {}),
     ...(input.powerOnLevel != null ? { power_on_level: input.powerOnLevel } : {}),
     ...(input.timezone != null ? { timezone: input.timezone } : {}),
+    ...(input.luminaireIntervalS != null ? { luminaire_interval_s: input.luminaireIntervalS } : {}),
     // null removes the window (the only key that may be removed).
     ...(input.maintenanceWindow !== undefined ? { maintenance_window: input.maintenanceWindow } : {}),
   };
@@ -103,12 +105,13 @@ export const deviceResolvers: Resolvers = {
   },
   Mutation: {
     claimDevices: async (_, args, ctx) => {
-      const { idempotencyKey, serials, model, firmware, ...json } = args.input;
+      const { idempotencyKey, serials, model, firmware, site, ...json } = args.input;
       const { names, csrs } = ClaimJson.parse(json);
       const input = {
         serials,
         model,
         ...(firmware != null ? { firmware } : {}),
+        ...(site != null ? { site } : {}),
         ...(names !== undefined ? { names } : {}),
         ...(csrs !== undefined ? { csrs } : {}),
       };
@@ -135,13 +138,15 @@ export const deviceResolvers: Resolvers = {
       return outcome.body as ResolversParentTypes['ClaimDevicesPayload'];
     },
     updateDevice: (_, args, ctx) => {
-      const { name, tags, config } = args.input;
+      const { name, tags, config, site } = args.input;
       return ctx.services.devices.update(ctx.actor, {
         serial: args.serial,
         patch: {
           ...(name != null ? { name } : {}),
           ...(tags != null ? UpdateJson.parse({ tags }) : {}),
           ...(config != null ? { config: toConfigPatch(config) } : {}),
+          // null unassigns; absent leaves the site as it is.
+          ...(site !== undefined ? { site } : {}),
         },
       });
     },
@@ -191,6 +196,7 @@ export const deviceResolvers: Resolvers = {
     powerOnLevel: (c) => c.power_on_level ?? null,
     timezone: (c) => c.timezone ?? null,
     maintenanceWindow: (c) => c.maintenance_window ?? null,
+    luminaireIntervalS: (c) => c.luminaire_interval_s ?? null,
   },
   Subscription: {
     deviceChanged: liveField(

@@ -15,5 +15,7 @@ export const firmwareResolvers: Resolvers = {
       ctx.services.signingKeys.register(ctx.actor, { publicKey: args.input.publicKey }),
     attachFirmwareSignature: (_, args, ctx) =>
       ctx.services.firmware.attachSignature(ctx.actor, { id: args.id, signature: args.input.signature }),
+    updateFirmwareVersion: (_, args, ctx) =>
+      ctx.services.firmware.update(ctx.actor, { id: args.id, upgrade_from: args.input.upgradeFrom ?? null }),
   },
 };

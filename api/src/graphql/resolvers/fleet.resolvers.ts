@@ -14,6 +14,7 @@ export const presentSummary = (s: FleetSummary): FleetSummaryType => ({
   updating: s.updating,
   byModel: s.byModel,
   byFirmware: s.byFirmware,
+  bySite: s.bySite,
   quota: s.quota,
   provisioned: s.provisioned,
   budget: money(s.budget.amountMinor, s.budget.currency),

@@ -10,6 +10,11 @@ import { fleetResolvers, presentSummary } from './fleet.resolvers';
 import { deploymentResolvers } from './deployments.resolvers';
 import { firmwareResolvers } from './firmware.resolvers';
 import { certificateResolvers } from './certificates.resolvers';
+import { luminaireResolvers } from './luminaire.resolvers';
+import { healthResolvers } from './health.resolvers';
+import { siteResolvers } from './sites.resolvers';
+import { updateLockResolvers } from './update-locks.resolvers';
+import { deltaResolvers } from './deltas.resolvers';
 import { orNull } from './presenters';
 
 /** What the live views read again when something changed: the same service calls as the queries, presented alike. */
@@ -36,5 +41,10 @@ export function createResolvers(): Resolvers[] {
     deploymentResolvers,
     firmwareResolvers,
     certificateResolvers,
+    siteResolvers,
+    updateLockResolvers,
+    deltaResolvers,
+    luminaireResolvers,
+    healthResolvers,
   ];
 }

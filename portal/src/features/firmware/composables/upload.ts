@@ -8,6 +8,8 @@ export interface UploadFields {
   changelog: string;
   /** base64 Ed25519 signature over the file's SHA-256 digest; empty when the account signs nothing. */
   signature: string;
+  /** Versions that may install this one directly (docs/ota.md "Upgrade paths"); empty: any. */
+  upgradeFrom?: string;
   file: File;
 }
 
@@ -27,6 +29,7 @@ export function uploadFirmware(
     body.append('release_notes', fields.releaseNotes);
     body.append('changelog', fields.changelog);
     if (fields.signature.trim()) body.append('signature', fields.signature.trim());
+    if (fields.upgradeFrom?.trim()) body.append('upgrade_from', fields.upgradeFrom.trim());
     body.append('file', fields.file, fields.file.name);
     xhr.open('POST', '/api/v1/firmware/versions');
     xhr.setRequestHeader('x-csrf-token', session.csrfToken);

@@ -1,0 +1,146 @@
+import { describe, it, expect, afterEach } from 'vitest';
+import knexFactory, { type Knex } from 'knex';
+import path from 'node:path';
+import { openDatabase, type Database } from '#core/db/database';
+import { EmbeddedDatabaseThread } from '#core/db/pglite-worker-client';
+import { ConfigurationError, loadConfig } from '#core/config';
+import { createTestDatabase, usingPostgres, type TestDatabase } from '../helpers/test-database';
+
+/**
+ * The embedded database in its own thread (EMBEDDED_DATABASE_THREAD=worker, the default): a long
+ * query leaves the event loop free, SQL errors reach knex as from a server, what was committed
+ * survives a close and a crash of the thread, and a crashed thread fails its queries instead of
+ * hanging them, then comes back on the next query.
+ */
+
+/** The longest the event loop went without running a 5 ms timer while `work` ran. */
+async function longestStall(work: () => Promise<unknown>): Promise<number> {
+  let last = performance.now();
+  let longest = 0;
+  const timer = setInterval(() => {
+    const now = performance.now();
+    longest = Math.max(longest, now - last);
+    last = now;
+  }, 5);
+  try {
+    await work();
+    // A loop blocked until now has not ticked yet: let it, so the stall is counted.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  } finally {
+    clearInterval(timer);
+  }
+  return Math.max(longest, performance.now() - last);
+}
+
+const QUERY_MS = 600;
+
+describe.skipIf(usingPostgres())('embedded database thread', () => {
+  const cleanups: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+
+  async function open(thread: 'worker' | 'main'): Promise<{ db: TestDatabase; database: Database }> {
+    const db = await createTestDatabase();
+    cleanups.push(() => db.drop());
+    const database = await openDatabase({ dataDir: db.dataDir, embeddedThread: thread });
+    cleanups.push(() => database.close());
+    await database.migrate();
+    return { db, database };
+  }
+
+  it('keeps the event loop running during a long query in worker mode, and blocks it in main mode', async () => {
+    const worker = await open('worker');
+    const main = await open('main');
+    const query = (database: Database) => database.knex.raw(`SELECT pg_sleep(${QUERY_MS / 1000})`);
+    // Warm both (first query plans, first pages read) before measuring.
+    await query(worker.database);
+    await query(main.database);
+
+    const workerStall = await longestStall(() => query(worker.database));
+    const mainStall = await longestStall(() => query(main.database));
+
+    // The main thread's stall is the whole query; the worker's is what two busy shared cores add
+    // to any timer (up to 50 ms measured on an idle loop there), never the query's length.
+    expect(mainStall).toBeGreaterThan(QUERY_MS * 0.9);
+    expect(workerStall).toBeLessThan(100);
+  });
+
+  it('gives knex the database error of a unique violation, with its code and constraint', async () => {
+    const { database } = await open('worker');
+    const knex = database.knex;
+    await knex.raw('CREATE TABLE thread_probe (id int PRIMARY KEY, note text)');
+    await knex('thread_probe').insert({ id: 1, note: 'first' });
+    const error = await knex('thread_probe')
+      .insert({ id: 1, note: 'again' })
+      .then(
+        () => null,
+        (e: unknown) => e as { code?: string; constraint?: string },
+      );
+    expect(error).toMatchObject({ code: '23505', constraint: 'thread_probe_pkey' });
+    // The connection is usable after the error, inside a transaction too.
+    await knex.transaction(async (trx) => {
+      await trx('thread_probe').insert({ id: 2, note: 'second' });
+    });
+    expect(await knex('thread_probe').orderBy('id').pluck('id')).toEqual([1, 2]);
+  });
+
+  it('keeps what was committed through a close, and the main-thread mode reads the same folder', async () => {
+    const db = await createTestDatabase();
+    cleanups.push(() => db.drop());
+    const first = await openDatabase({ dataDir: db.dataDir, embeddedThread: 'worker' });
+    await first.migrate();
+    await first.knex.raw('CREATE TABLE thread_probe (id int PRIMARY KEY)');
+    await first.knex('thread_probe').insert([{ id: 1 }, { id: 2 }, { id: 3 }]);
+    await first.close();
+
+    const again = await openDatabase({ dataDir: db.dataDir, embeddedThread: 'main' });
+    cleanups.push(() => again.close());
+    expect(await again.knex('thread_probe').orderBy('id').pluck('id')).toEqual([1, 2, 3]);
+  });
+
+  it('fails the query in flight when the thread dies, then serves the next query from a new thread', async () => {
+    const db = await createTestDatabase();
+    cleanups.push(() => db.drop());
+    const thread = await EmbeddedDatabaseThread.open(path.join(db.dataDir, 'pglite'));
+    cleanups.push(() => thread.close());
+    const quiet = () => undefined;
+    const knex: Knex = knexFactory({
+      // The crash's "Connection Error" is what this test expects: not for the console.
+      log: { warn: quiet, error: quiet, debug: quiet, deprecate: quiet },
+      client: 'pg',
+      connection: () => thread.pgConfig() as Knex.PgConnectionConfig,
+      pool: { min: 1, max: 1 },
+      acquireConnectionTimeout: 60_000,
+    });
+    cleanups.push(() => knex.destroy());
+    await knex.raw('CREATE TABLE thread_probe (id int PRIMARY KEY)');
+    await knex('thread_probe').insert({ id: 1 });
+
+    const inFlight = knex.raw('SELECT pg_sleep(5)').then(
+      () => null,
+      (e: unknown) => e as Error,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const crashedAt = performance.now();
+    await thread.terminate();
+    const error = await inFlight;
+    expect(error?.message).toMatch(/embedded database thread exited/);
+    // Failed at once, not after the 5 s query or a pool timeout.
+    expect(performance.now() - crashedAt).toBeLessThan(2000);
+
+    // The next query gets a new connection, on a new thread that recovered the folder.
+    expect(await knex('thread_probe').pluck('id')).toEqual([1]);
+  });
+});
+
+describe('EMBEDDED_DATABASE_THREAD', () => {
+  it('refuses a value it does not know, naming the variable', () => {
+    expect(loadConfig({ EMBEDDED_DATABASE_THREAD: 'main' }).embeddedDatabaseThread).toBe('main');
+    expect(loadConfig({}).embeddedDatabaseThread).toBe('worker');
+    expect(() => loadConfig({ EMBEDDED_DATABASE_THREAD: 'threads' })).toThrow(ConfigurationError);
+    expect(() => loadConfig({ EMBEDDED_DATABASE_THREAD: 'threads' })).toThrow(
+      'EMBEDDED_DATABASE_THREAD=threads: expected worker or main',
+    );
+  });
+});
