@@ -297,6 +297,8 @@ try {
   });
 
   for (const f of figures) console.log(f);
+  // Its own client on the admin database: left open, it kept the process from exiting.
+  await pgCpu.close();
   if (!smoke && !dry)
     recordResults({
       title: `Luminaire data: ingest CPU, a year of hourly series, fleet energy (${DEVICES.toLocaleString('en')} fixtures)`,
