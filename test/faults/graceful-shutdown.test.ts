@@ -1,8 +1,5 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
-import path from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-database';
 import { ServiceProcess } from '../helpers/service-process';
 import { ApiClient } from '../helpers/api-client';
@@ -11,6 +8,7 @@ import { uploadFirmware } from '../ota/ota-helpers';
 import { topics } from '#protocol/topics';
 import { HTTP_DRAIN_MS } from '#api/app';
 import { ifStarted } from '../helpers/teardown';
+import { createAccountWithCli } from '../helpers/operator-cli';
 
 /**
  * SIGTERM as an orchestrator sends it (`npm start`'s entry point as a real process): an idle
@@ -33,31 +31,7 @@ describe('graceful shutdown on SIGTERM', () => {
       // SIGTERM wait for the 15 s watchdog.
       NODE_ENV: 'production',
     };
-    const { stdout } = await promisify(execFile)(
-      process.execPath,
-      [
-        path.resolve('bin/fleet.js'),
-        'account',
-        'create',
-        '--name',
-        'Stop Co',
-        '--quota',
-        '10',
-        '--budget',
-        '100',
-        '--currency',
-        'EUR',
-        '--unit-price',
-        '1',
-        '--admin-email',
-        `stop-${Date.now()}@example.test`,
-        '--admin-password',
-        'correct horse battery',
-        '--json',
-      ],
-      { env: { ...process.env, ...env } },
-    );
-    apiKey = (JSON.parse(stdout) as { api_key: string }).api_key;
+    apiKey = (await createAccountWithCli(env, { name: 'Stop Co', quota: 10, budget: 100 })).api_key;
   }, 120_000);
   afterAll(async () => ifStarted(db)?.drop());
 

@@ -1,8 +1,5 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
-import path from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-database';
 import { ServiceProcess } from '../helpers/service-process';
 import { ApiClient, type ApiResponse } from '../helpers/api-client';
@@ -10,6 +7,7 @@ import { serials } from '../helpers/factories';
 import { openDatabase } from '#core/db/database';
 import { sha256Hex } from '#core/shared/secrets';
 import { ifStarted } from '../helpers/teardown';
+import { createAccountWithCli } from '../helpers/operator-cli';
 
 const CLAIMS = 40;
 const PER_CLAIM = 100;
@@ -34,32 +32,12 @@ describe('idempotent claims across a kill -9', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     const env = { DATA_DIR: db.dataDir, ...(db.databaseUrl ? { DATABASE_URL: db.databaseUrl } : {}) };
-    // The operator tool opens the embedded database itself, so it runs before the service does.
-    const fleet = (args: string[]) =>
-      promisify(execFile)(process.execPath, [path.resolve('bin/fleet.js'), ...args], {
-        env: { ...process.env, ...env },
-      });
-    const { stdout } = await fleet([
-      'account',
-      'create',
-      '--name',
-      'Crash Co',
-      '--quota',
-      '5000',
-      '--budget',
-      '100000',
-      '--currency',
-      'EUR',
-      '--unit-price',
-      '1',
-      '--admin-email',
-      `crash-${Date.now()}@example.test`,
-      '--admin-password',
-      'correct horse battery',
-      '--json',
-    ]);
-    const account = JSON.parse(stdout) as { api_key: string; api_key_id: string };
-    await fleet(['api-key', 'rate-limit', '--key', account.api_key_id, '--per-minute', '10000']);
+    const account = await createAccountWithCli(env, {
+      name: 'Crash Co',
+      quota: 5000,
+      budget: 100000,
+      perMinute: 10000,
+    });
     node = new ServiceProcess({ ...env, FLEET_SECRET: randomBytes(32).toString('hex') });
     await node.start();
     api = new ApiClient(node.httpUrl, account.api_key);

@@ -1,14 +1,12 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
-import path from 'node:path';
 import mqtt, { type MqttClient } from 'mqtt';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-database';
 import { ServiceProcess } from '../helpers/service-process';
 import { ApiClient } from '../helpers/api-client';
 import { serials } from '../helpers/factories';
 import { ifStarted } from '../helpers/teardown';
+import { createAccountWithCli } from '../helpers/operator-cli';
 import { topics } from '#protocol/topics';
 
 const DEVICES = 20;
@@ -30,31 +28,12 @@ describe('luminaire readings across a kill -9', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     const env = { DATA_DIR: db.dataDir, ...(db.databaseUrl ? { DATABASE_URL: db.databaseUrl } : {}) };
-    const fleet = (args: string[]) =>
-      promisify(execFile)(process.execPath, [path.resolve('bin/fleet.js'), ...args], {
-        env: { ...process.env, ...env },
-      });
-    const { stdout } = await fleet([
-      'account',
-      'create',
-      '--name',
-      'Kill Lux',
-      '--quota',
-      '1000',
-      '--budget',
-      '100000',
-      '--currency',
-      'EUR',
-      '--unit-price',
-      '1',
-      '--admin-email',
-      `lux-${Date.now()}@example.test`,
-      '--admin-password',
-      'correct horse battery',
-      '--json',
-    ]);
-    const account = JSON.parse(stdout) as { api_key: string; api_key_id: string };
-    await fleet(['api-key', 'rate-limit', '--key', account.api_key_id, '--per-minute', '10000']);
+    const account = await createAccountWithCli(env, {
+      name: 'Kill Lux',
+      quota: 1000,
+      budget: 100000,
+      perMinute: 10000,
+    });
     node = new ServiceProcess({ ...env, FLEET_SECRET: randomBytes(32).toString('hex') });
     await node.start();
     api = new ApiClient(node.httpUrl, account.api_key);

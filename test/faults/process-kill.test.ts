@@ -1,8 +1,5 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
-import path from 'node:path';
 import { clusterAvailable, REDIS_URL } from '../helpers/cluster';
 import { haproxyAvailable, startHaproxy, freePort } from '../helpers/haproxy';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-database';
@@ -11,6 +8,7 @@ import { ApiClient } from '../helpers/api-client';
 import { uploadFirmware } from '../ota/ota-helpers';
 import { Fleet, claimDevices, makeSerials } from '#simulator/fleet';
 import { ifStarted } from '../helpers/teardown';
+import { createAccountWithCli } from '../helpers/operator-cli';
 import { scaledReconnectPolicy } from '#simulator/reconnect-backoff';
 
 // Runs where PostgreSQL (TEST_DATABASE_URL), Redis and haproxy exist: CI's PostgreSQL run,
@@ -74,36 +72,9 @@ describe.skipIf(!canRun)('kill -9 of one of two processes during a staged deploy
     'completes the deployment on the survivor with every device updated exactly once',
     { timeout: 240_000 },
     async () => {
-      const run = promisify(execFile);
-      const { stdout } = await run(
-        process.execPath,
-        [
-          path.resolve('bin/fleet.js'),
-          'account',
-          'create',
-          '--name',
-          'Kill Co',
-          '--quota',
-          '5000',
-          '--budget',
-          '100000',
-          '--currency',
-          'EUR',
-          '--unit-price',
-          '1',
-          '--admin-email',
-          `kill-${Date.now()}@example.test`,
-          '--admin-password',
-          'correct horse battery',
-          '--json',
-        ],
-        { env: { ...process.env, DATABASE_URL: db.databaseUrl!, DATA_DIR: db.dataDir } },
-      );
-      const account = JSON.parse(stdout) as { api_key: string; api_key_id: string };
-      await run(
-        process.execPath,
-        [path.resolve('bin/fleet.js'), 'api-key', 'rate-limit', '--key', account.api_key_id, '--per-minute', '100000'],
-        { env: { ...process.env, DATABASE_URL: db.databaseUrl!, DATA_DIR: db.dataDir } },
+      const account = await createAccountWithCli(
+        { DATABASE_URL: db.databaseUrl!, DATA_DIR: db.dataDir },
+        { name: 'Kill Co', quota: 5000, budget: 100000, perMinute: 100000 },
       );
       const apiUrl = `http://127.0.0.1:${lb.httpPort}`;
       const api = new ApiClient(apiUrl, account.api_key);

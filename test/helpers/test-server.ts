@@ -25,6 +25,8 @@ export interface AccountOverrides {
   currency: string;
   adminEmail: string;
   adminPassword: string;
+  /** The API key's requests per minute, where a test polls faster than the default allows (the operator can lift it). */
+  rateLimitPerMinute: number;
 }
 
 export interface TestAccount {
@@ -88,6 +90,11 @@ export async function startTestServer(
         adminEmail,
         adminPassword,
       });
+      if (overrides.rateLimitPerMinute !== undefined)
+        await service.database
+          .knex('api_keys')
+          .where({ id: created.apiKeyId })
+          .update({ rate_limit_per_minute: overrides.rateLimitPerMinute });
       return {
         accountId: created.accountId,
         apiKey: created.apiKey,

@@ -31,18 +31,14 @@ describe('delta images', { timeout: 180_000 }, () => {
 
   beforeAll(async () => {
     server = await startTestServer({ env: { OTA_SWEEP_INTERVAL_MS: '250', OTA_RESEND_AFTER_S: '3' } });
-    a = await server.createAccount({ quota: 100, budget: 1000 });
-    b = await server.createAccount({ quota: 100, budget: 1000 });
+    a = await server.createAccount({ quota: 100, budget: 1000, rateLimitPerMinute: 1_000_000 });
+    b = await server.createAccount({ quota: 100, budget: 1000, rateLimitPerMinute: 1_000_000 });
     // Account B has images of its own (a cached delta is shared by content: B's job gets B's delta).
     const images = new Map([
       [a, [v1, v2]],
       [b, [randomBytes(1_000), randomBytes(1_000)]],
     ]);
     for (const [acc, [old, neu]] of images) {
-      await server.service.database
-        .knex('api_keys')
-        .where({ id: acc.apiKeyId })
-        .update({ rate_limit_per_minute: 1_000_000 });
       await buildModel(acc, 'LX-200');
       await uploadFirmware(acc, { model: 'LX-200', version: '1.0.0', bytes: old!, expectStatus: 201 });
       await uploadFirmware(acc, { model: 'LX-200', version: '1.1.0', bytes: neu!, expectStatus: 201 });

@@ -38,11 +38,7 @@ describe('OTA: a finished job is not sent again when its device comes back', { t
         OTA_BOOT_TIMEOUT_S: '600',
       },
     });
-    a = await server.createAccount({ quota: 100, budget: 10_000 });
-    await server.service.database
-      .knex('api_keys')
-      .where({ id: a.apiKeyId })
-      .update({ rate_limit_per_minute: 1_000_000 });
+    a = await server.createAccount({ quota: 100, budget: 10_000, rateLimitPerMinute: 1_000_000 });
     await buildModel(a, 'LX-200');
     for (const v of ['1.0.0', '2.0.0'])
       await uploadFirmware(a, { model: 'LX-200', version: v, bytes: Buffer.alloc(2000, v), expectStatus: 201 });

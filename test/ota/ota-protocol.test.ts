@@ -36,11 +36,7 @@ describe('OTA protocol and timing (manual clock)', { timeout: 90_000 }, () => {
         OTA_DISPATCH_MAX_PAGE: '4',
       },
     });
-    a = await server.createAccount({ quota: 1000, budget: 10_000 });
-    await server.service.database
-      .knex('api_keys')
-      .where({ id: a.apiKeyId })
-      .update({ rate_limit_per_minute: 1_000_000 });
+    a = await server.createAccount({ quota: 1000, budget: 10_000, rateLimitPerMinute: 1_000_000 });
     await buildModel(a, 'LX-200');
     for (const v of ['1.0.0', '2.0.0'])
       await uploadFirmware(a, { model: 'LX-200', version: v, bytes: Buffer.alloc(2000, v), expectStatus: 201 });

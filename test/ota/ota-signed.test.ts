@@ -53,11 +53,7 @@ describe('signed firmware in OTA commands', { timeout: 120_000 }, () => {
     server = await startTestServer({
       env: { OTA_SWEEP_INTERVAL_MS: '0', OTA_RESEND_AFTER_S: '1', DELTA_MAX_IMAGE_BYTES: '0' },
     });
-    a = await server.createAccount({ quota: 1000, budget: 10_000 });
-    await server.service.database
-      .knex('api_keys')
-      .where({ id: a.apiKeyId })
-      .update({ rate_limit_per_minute: 1_000_000 });
+    a = await server.createAccount({ quota: 1000, budget: 10_000, rateLimitPerMinute: 1_000_000 });
     await buildModel(a, 'LX-200');
     u = await server.createAccount();
     await buildModel(u, 'LX-200');

@@ -22,12 +22,7 @@ describe('OTA with simulated devices', { timeout: 120_000 }, () => {
 
   beforeAll(async () => {
     server = await startTestServer({ env: { OTA_SWEEP_INTERVAL_MS: '250', OTA_RESEND_AFTER_S: '3' } });
-    a = await server.createAccount({ quota: 1000, budget: 10_000 });
-    // Polling the API is the user's view here; lift this key's 100/min limit (the operator can).
-    await server.service.database
-      .knex('api_keys')
-      .where({ id: a.apiKeyId })
-      .update({ rate_limit_per_minute: 1_000_000 });
+    a = await server.createAccount({ quota: 1000, budget: 10_000, rateLimitPerMinute: 1_000_000 });
     await buildModel(a, 'LX-200');
     for (const v of ['1.0.0', '1.1.0', '1.2.0'])
       await uploadFirmware(a, { model: 'LX-200', version: v, bytes: Buffer.alloc(50_000, v), expectStatus: 201 });

@@ -39,13 +39,8 @@ describe('update locks (manual clock)', { timeout: 120_000 }, () => {
         OTA_RESEND_AFTER_S: '3600',
       },
     });
-    a = await server.createAccount({ quota: 1000, budget: 10_000 });
-    other = await server.createAccount({ quota: 1000, budget: 10_000 });
-    for (const acc of [a, other])
-      await server.service.database
-        .knex('api_keys')
-        .where({ id: acc.apiKeyId })
-        .update({ rate_limit_per_minute: 1_000_000 });
+    a = await server.createAccount({ quota: 1000, budget: 10_000, rateLimitPerMinute: 1_000_000 });
+    other = await server.createAccount({ quota: 1000, budget: 10_000, rateLimitPerMinute: 1_000_000 });
     await buildModel(a, 'LX-200');
     await buildModel(a, 'EM-1');
     const flagged = await a.api.request('PUT', '/api/v1/models/EM-1/emergency-lighting', {

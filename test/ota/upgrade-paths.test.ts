@@ -22,11 +22,7 @@ describe('upgrade paths with simulated devices', { timeout: 180_000 }, () => {
 
   beforeAll(async () => {
     server = await startTestServer({ env: { OTA_SWEEP_INTERVAL_MS: '250', OTA_RESEND_AFTER_S: '3' } });
-    a = await server.createAccount({ quota: 1000, budget: 10_000 });
-    await server.service.database
-      .knex('api_keys')
-      .where({ id: a.apiKeyId })
-      .update({ rate_limit_per_minute: 1_000_000 });
+    a = await server.createAccount({ quota: 1000, budget: 10_000, rateLimitPerMinute: 1_000_000 });
     await buildModel(a, 'UP-1');
     const ranges: Array<[string, string]> = [
       ['1.0.0', '>=0.9 <1.9'],

@@ -32,8 +32,7 @@ describe('buildings demo: a site in Tokyo, a held emergency fixture, a delta, a 
 
   beforeAll(async () => {
     server = await startTestServer({ env: { OTA_SWEEP_INTERVAL_MS: '250' } });
-    a = await server.createAccount({ quota: 20 });
-    await server.service.database.knex('api_keys').where({ id: a.apiKeyId }).update({ rate_limit_per_minute: 100_000 });
+    a = await server.createAccount({ quota: 20, rateLimitPerMinute: 100_000 });
     await buildModel(a, 'LX-200');
     await uploadFirmware(a, { model: 'LX-200', version: '1.0.0', bytes: v100, expectStatus: 201 });
     await uploadFirmware(a, { model: 'LX-200', version: '1.5.0', bytes: v150, expectStatus: 201 });
