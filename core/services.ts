@@ -35,7 +35,7 @@ import { LuminaireService } from './luminaire/luminaire.service';
 import { HealthService } from './health/health.service';
 import { WarrantyService, type WarrantyPolicy } from './health/warranty';
 import { FixtureGateService } from './deployments/fixture-gate.service';
-import { LuminaireLive } from './luminaire/luminaire-live';
+import { LuminaireLive, type LuminaireLiveFeed } from './luminaire/luminaire-live';
 import { LuminairePartitions, type LuminaireRetention } from './luminaire/luminaire-partitions';
 import { SiteService } from './sites/site.service';
 
@@ -73,6 +73,8 @@ export interface ServiceOptions {
   gateway?: DeviceGateway;
   /** LUMINAIRE_RAW_RETENTION_DAYS, LUMINAIRE_HOURLY_RETENTION_DAYS. */
   luminaireRetention?: LuminaireRetention;
+  /** Live luminaire readings; in cluster mode the Redis-backed one (app.ts). Default: this process only. */
+  luminaireLive?: LuminaireLiveFeed;
   /** How long an unclaimed device's warranty evidence is kept for its owner (default 5 years). */
   warranty?: WarrantyPolicy;
 }
@@ -155,7 +157,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) 
   const updateLocks = new UpdateLockService(deps);
   const retention = new RetentionService(deps, options.retention ?? DEFAULT_RETENTION);
   // Luminaire data: series, summaries and fleet energy; the time partitions its tables live in.
-  const luminaireLive = new LuminaireLive();
+  const luminaireLive: LuminaireLiveFeed = options.luminaireLive ?? new LuminaireLive();
   const luminaire = new LuminaireService(deps, { devices, live: luminaireLive });
   const luminairePartitions = new LuminairePartitions(deps, options.luminaireRetention);
   // Fixture health, and the rollout gate's fixture signals judged from the same roll-ups.

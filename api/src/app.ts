@@ -21,6 +21,7 @@ import { createRedisRateLimiter } from '#core/rate-limit/redis-rate-limiter';
 import { RedisEventBus } from '#core/events/redis-event-bus';
 import { createClusterConnections } from '#core/cluster/cluster-connections';
 import { RedisDisconnectRequests } from '#core/cluster/redis-disconnect-requests';
+import { RedisLuminaireLive } from '#core/cluster/redis-luminaire-live';
 import { redisHealthy } from '#core/cluster/redis-connection';
 import { CallerRateLimit } from './edge/rate-limit';
 import { seedDemoAccount, type DemoAccount } from './demo-seed';
@@ -113,6 +114,11 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
       webhookAllowPrivate: config.webhookAllowPrivate,
       ...(options.resolveHost ? { webhookResolveHost: options.resolveHost } : {}),
       retention: { historyDays: config.historyRetentionDays, eventDays: config.eventRetentionDays },
+      ...(cluster
+        ? {
+            luminaireLive: new RedisLuminaireLive(cluster.publisher, cluster.subscriber, logger, config.redisKeyPrefix),
+          }
+        : {}),
       luminaireRetention: {
         rawDays: config.luminaireRawRetentionDays,
         hourlyDays: config.luminaireHourlyRetentionDays,

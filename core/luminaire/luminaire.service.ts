@@ -3,7 +3,7 @@ import type { Actor } from '../shared/actor';
 import { DomainError } from '../shared/errors';
 import type { Device } from '../devices/device-types';
 import type { PushQueue } from '../events/push-queue';
-import type { LuminaireLive } from './luminaire-live';
+import type { LuminaireLiveFeed } from './luminaire-live';
 import type { RecordedReading } from './luminaire-ingest';
 import {
   selectFleetEnergy,
@@ -43,7 +43,7 @@ export class LuminaireService {
     private readonly deps: Pick<ServiceDeps, 'knex' | 'clock'>,
     private readonly area: {
       devices: { get(actor: Actor, input: { serial: string }): Promise<Device> };
-      live: LuminaireLive;
+      live: LuminaireLiveFeed;
     },
   ) {}
 
