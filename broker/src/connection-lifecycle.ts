@@ -79,7 +79,7 @@ export class ConnectionLifecycle {
     const conn = connections.ready(client);
     if (!conn) return;
     metrics.mqttConnectedDevices.set(connections.size);
-    this.input.ingest().connected(conn.session.deviceId);
+    this.input.ingest().sessionStarted(conn.session.deviceId);
     // A restored persistent session brings its `ota` and `config` subscriptions back without a
     // SUBSCRIBE: the configuration goes out now (once for this connection), queued commands too.
     config.subscribed(conn);

@@ -41,6 +41,15 @@ export interface PresenceRow {
   firmwareInvalid?: string | null;
   /** Messages and heartbeat fields refused since the last flush (added to the device's counts). */
   refusals?: PendingRefusals | null;
+  /**
+   * The first `uptime_s` of this row: the write compares it with the stored one (a lower value is
+   * a reboot), while `uptimeS` holds the last. Absent or null: no uptime in this row.
+   */
+  firstUptimeS?: number | null;
+  /** Times `uptime_s` went down between the heartbeats coalesced in this row (reboots between flushes). */
+  uptimeDrops?: number;
+  /** MQTT sessions the device opened since the last flush (a status `online` is not one). */
+  connects?: number;
 }
 
 /** A device whose firmware was reported (for the OTA engine), after commit. */

@@ -15,25 +15,34 @@ export const FIXTURE_SIGNALS = [
 ] as const;
 export type FixtureSignal = (typeof FIXTURE_SIGNALS)[number];
 
+/** The signals a rollout may name (all of them are measured; kept as a name of its own for the validation). */
+export const MEASURED_SIGNALS = FIXTURE_SIGNALS;
+
 /**
- * The signals measured from the luminaire roll-ups today, which a rollout may name. Unexpected
- * reboots and reconnects per device-day are not yet rolled up per firmware version (the
- * reconnect rule of the gate judges each updated device on its own meanwhile).
+ * The signals counted in the device's connection days (device_connection_days) rather than the
+ * luminaire roll-ups: their exposure is the days the device was heard (connected or reporting),
+ * which also covers devices that send no luminaire data.
  */
-export const MEASURED_SIGNALS = [
-  'thermal_derating',
-  'thermal_shutdown',
-  'supply_faults',
-  'source_failures',
-] as const satisfies readonly FixtureSignal[];
+export const CONNECTION_SIGNALS = ['unexpected_reboots', 'reconnects'] as const satisfies readonly FixtureSignal[];
+export const isConnectionSignal = (s: FixtureSignal): boolean => (CONNECTION_SIGNALS as readonly string[]).includes(s);
 
 /** Events and exposure of a group of devices (updated, control or baseline). */
 export interface GroupExposure {
   devices: number;
-  /** Device-days with readings (hourly roll-ups / 24). */
+  /** Device-days with luminaire readings (hourly roll-ups / 24): the exposure of the luminaire signals. */
   deviceDays: number;
+  /** Device-days the devices were heard (connection days): the exposure of reboots and reconnects. */
+  connectedDeviceDays: number;
   counts: Record<FixtureSignal, number>;
 }
+
+/** The exposure a signal's rate is over (device-days). */
+export const exposureOf = (g: GroupExposure, signal: FixtureSignal): number =>
+  isConnectionSignal(signal) ? g.connectedDeviceDays : g.deviceDays;
+
+/** The smallest exposure of a group over the named signals: what the minimum is checked against. */
+const judgedExposure = (g: GroupExposure, signals: FixtureSignal[]): number =>
+  Math.min(...signals.map((signal) => exposureOf(g, signal)));
 
 export interface FixtureGateSettings {
   signals: FixtureSignal[];
@@ -52,8 +61,9 @@ export type SignalVerdict = (typeof SIGNAL_VERDICTS)[number];
 
 export interface SignalEvidence {
   signal: FixtureSignal;
-  updated: { events: number; per1000DeviceDays: number };
-  control: { events: number; per1000DeviceDays: number };
+  /** `deviceDays`: the exposure of this signal (luminaire days, or connection days for reboots and reconnects). */
+  updated: { events: number; deviceDays: number; per1000DeviceDays: number };
+  control: { events: number; deviceDays: number; per1000DeviceDays: number };
   /** Updated rate / control rate, 0.5 added to both counts (finite when control saw none). */
   ratio: number;
   /** The ratio's one-sided lower confidence bound at the gate's (per-signal) confidence. */
@@ -76,12 +86,25 @@ export interface GateDecision {
   state: GateState;
   /** What the updated group was compared with: the not-yet-updated devices of the model, or, when those are too few (the last batch), the same model before the deployment. */
   comparedWith: 'control' | 'baseline' | null;
-  updated: { devices: number; deviceDays: number };
-  control: { devices: number; deviceDays: number } | null;
+  updated: GroupSize;
+  control: GroupSize | null;
   signals: SignalEvidence[];
   /** In words, for the deployment page and the pause's history entry. */
   summary: string;
 }
+
+export interface GroupSize {
+  devices: number;
+  deviceDays: number;
+  connectedDeviceDays: number;
+}
+
+/**
+ * A decision as stored (deployment_fixture_gate, the `deployment.paused` event): decisions
+ * recorded before reboots and reconnects were measured lack their exposures.
+ */
+export type RecordedGroupSize = Omit<GroupSize, 'connectedDeviceDays'> & { connectedDeviceDays?: number };
+export type RecordedSignalCount = Omit<SignalEvidence['updated'], 'deviceDays'> & { deviceDays?: number };
 
 export const per1000 = (events: number, deviceDays: number): number =>
   deviceDays > 0 ? Math.round((events / deviceDays) * 1000 * 100) / 100 : 0;
@@ -93,7 +116,12 @@ export function decideFixtureGate(
   input: { updated: GroupExposure; control: GroupExposure | null; baseline: GroupExposure | null },
   s: FixtureGateSettings,
 ): GateDecision {
-  const updatedSize = { devices: input.updated.devices, deviceDays: sig(input.updated.deviceDays) };
+  const size = (g: GroupExposure): GroupSize => ({
+    devices: g.devices,
+    deviceDays: sig(g.deviceDays),
+    connectedDeviceDays: sig(g.connectedDeviceDays),
+  });
+  const updatedSize = size(input.updated);
   const none = (state: GateState, summary: string): GateDecision => ({
     state,
     comparedWith: null,
@@ -103,34 +131,36 @@ export function decideFixtureGate(
     summary,
   });
   if (s.signals.length === 0) return none('off', 'No fixture signals named: the gate watches reconnects only.');
-  if (input.updated.deviceDays < s.minDeviceDays)
+  const updatedExposure = judgedExposure(input.updated, s.signals);
+  if (updatedExposure < s.minDeviceDays)
     return none(
       'insufficient_exposure',
-      `Updated devices have ${sig(input.updated.deviceDays)} of the ${s.minDeviceDays} device-days the gate needs.`,
+      `Updated devices have ${sig(updatedExposure)} of the ${s.minDeviceDays} device-days the gate needs.`,
     );
-  const enough = (g: GroupExposure | null): g is GroupExposure => g !== null && g.deviceDays >= s.minDeviceDays;
+  const enough = (g: GroupExposure | null): g is GroupExposure =>
+    g !== null && judgedExposure(g, s.signals) >= s.minDeviceDays;
   const comparedWith = enough(input.control) ? 'control' : enough(input.baseline) ? 'baseline' : null;
   if (comparedWith === null)
     return none(
       'insufficient_exposure',
-      `Neither the not-yet-updated devices (${sig(input.control?.deviceDays ?? 0)}) nor the model before the deployment (${sig(input.baseline?.deviceDays ?? 0)}) have the ${s.minDeviceDays} device-days the gate needs.`,
+      `Neither the not-yet-updated devices (${sig(input.control ? judgedExposure(input.control, s.signals) : 0)}) nor the model before the deployment (${sig(input.baseline ? judgedExposure(input.baseline, s.signals) : 0)}) have the ${s.minDeviceDays} device-days the gate needs.`,
     );
   const other = comparedWith === 'control' ? input.control! : input.baseline!;
   const alpha = (1 - s.confidence) / s.signals.length;
   const signals = s.signals.map((signal): SignalEvidence => {
     const counts = {
       x1: input.updated.counts[signal],
-      t1: input.updated.deviceDays,
+      t1: exposureOf(input.updated, signal),
       x2: other.counts[signal],
-      t2: other.deviceDays,
+      t2: exposureOf(other, signal),
     };
     const pValue = ratioPValue(counts, s.maxRatio);
     const verdict: SignalVerdict =
       counts.x1 < s.minEvents ? 'too_few_events' : pValue < alpha ? 'worse' : 'within_ratio';
     return {
       signal,
-      updated: { events: counts.x1, per1000DeviceDays: per1000(counts.x1, counts.t1) },
-      control: { events: counts.x2, per1000DeviceDays: per1000(counts.x2, counts.t2) },
+      updated: { events: counts.x1, deviceDays: sig(counts.t1), per1000DeviceDays: per1000(counts.x1, counts.t1) },
+      control: { events: counts.x2, deviceDays: sig(counts.t2), per1000DeviceDays: per1000(counts.x2, counts.t2) },
       ratio: sig(ratioEstimate(counts)),
       ratioLowerBound: sig(ratioLowerBound(counts, alpha)),
       pValue: sig(pValue),
@@ -152,7 +182,7 @@ export function decideFixtureGate(
     state: worse.length > 0 ? 'pause' : 'pass',
     comparedWith,
     updated: updatedSize,
-    control: { devices: other.devices, deviceDays: sig(other.deviceDays) },
+    control: size(other),
     signals,
     summary,
   };

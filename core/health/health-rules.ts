@@ -42,6 +42,26 @@ export interface HealthInput {
     /** Highest control gear temperature read in the window (°C), null: none read. */
     gearTempMaxC: number | null;
   };
+  /**
+   * The light source failure counter (D4i), for the `failed` state that sticks until the counter
+   * restarts (docs/fixture-health.md "Failed sticks"). Absent or null: the device never reported it.
+   */
+  sourceFailureCounter?: {
+    /** Which segment of the counter is current (its offset, core/luminaire/counter-segments.ts): it changes only when the counter restarts. */
+    segment: number;
+    /** The counter's value in the current segment: failures since it restarted (meaningful once it has restarted). */
+    value: number;
+  } | null;
+  /** Where an earlier verdict found the light source failed (stored with the verdict); null: never. */
+  failedMark?: FailureMark | null;
+}
+
+/** The counter segment in which a device was judged failed by its light source failure counter. */
+export interface FailureMark {
+  segment: number;
+  failures: number;
+  /** When it was first judged failed in that segment (ISO 8601). */
+  at: string;
 }
 
 export interface HealthReason {
@@ -56,6 +76,13 @@ export interface HealthReason {
 
 export interface HealthVerdict {
   state: HealthState;
+  /**
+   * What to store for the next verdict: the segment in which the light source failure counter
+   * made the device `failed` (`at` is filled in by the caller when the mark is new), the earlier
+   * mark when the counter has restarted since (it keeps the old driver's failures out of the
+   * window), null when never failed.
+   */
+  failedMark: (Omit<FailureMark, 'at'> & { at: string | null }) | null;
   /** Worst first. */
   reasons: HealthReason[];
   /**
@@ -65,6 +92,10 @@ export interface HealthVerdict {
    */
   urgency: number;
 }
+
+/** "1 time", "2 times": reason texts are read by people. */
+export const plural = (n: number, one: string, many = `${one}s`): string =>
+  `${n.toLocaleString('en-US')} ${n === 1 ? one : many}`;
 
 const round = (n: number, digits = 1): number => Math.round(n * 10 ** digits) / 10 ** digits;
 const fmt = (n: number): string => round(n).toLocaleString('en-US');
@@ -92,14 +123,8 @@ export function evaluateHealth(input: HealthInput, t: HealthThresholds): HealthV
   };
 
   const w = input.window;
-  if (w.sourceFailures >= t.source_failures_failed_count)
-    reasons.push({
-      rule: 'source_failures',
-      state: 'failed',
-      value: w.sourceFailures,
-      limit: t.source_failures_failed_count,
-      text: `Light source failed ${w.sourceFailures} time(s) in the last ${t.window_days} days`,
-    });
+  const failed = sourceFailureRule(input, t);
+  if (failed.reason) reasons.push(failed.reason);
 
   if (input.operatingHours !== null) {
     const rated = input.ratedLifeH ?? t.rated_life_h;
@@ -118,7 +143,8 @@ export function evaluateHealth(input: HealthInput, t: HealthThresholds): HealthV
       'gear_temperature',
       graded(w.gearTempMaxC, { watch: t.gear_temp_watch_c, worse: t.gear_temp_replace_c, worseState: 'replace_soon' }),
       w.gearTempMaxC,
-      (limit) => `Driver reached ${fmt(w.gearTempMaxC!)} °C in the last ${t.window_days} days (limit ${fmt(limit)} °C)`,
+      (limit) =>
+        `Driver reached ${fmt(w.gearTempMaxC!)} °C in the last ${plural(t.window_days, 'day')} (limit ${fmt(limit)} °C)`,
     );
 
   // Rates need days of data: a fixture with no reading in the window is judged on lifetime figures only.
@@ -133,7 +159,7 @@ export function evaluateHealth(input: HealthInput, t: HealthThresholds): HealthV
         worseState: 'replace_soon',
       }),
       derating,
-      (limit) => `Thermal derating ${fmt(derating)} times a day over ${w.days} days (limit ${fmt(limit)})`,
+      (limit) => `Thermal derating ${fmt(derating)} times a day over ${plural(w.days, 'day')} (limit ${fmt(limit)})`,
     );
     const shutdownRate = perDay(w.thermalShutdown);
     if (w.thermalShutdown > 0 && shutdownRate >= t.shutdown_replace_per_day && t.shutdown_replace_per_day > 0)
@@ -142,7 +168,7 @@ export function evaluateHealth(input: HealthInput, t: HealthThresholds): HealthV
         state: 'replace_soon',
         value: round(shutdownRate, 3),
         limit: t.shutdown_replace_per_day,
-        text: `Thermal shutdown ${fmt(shutdownRate)} times a day over ${w.days} days (limit ${fmt(t.shutdown_replace_per_day)})`,
+        text: `Thermal shutdown ${fmt(shutdownRate)} times a day over ${plural(w.days, 'day')} (limit ${fmt(t.shutdown_replace_per_day)})`,
       });
     else if (w.thermalShutdown >= t.shutdown_watch_count)
       reasons.push({
@@ -150,7 +176,7 @@ export function evaluateHealth(input: HealthInput, t: HealthThresholds): HealthV
         state: 'watch',
         value: w.thermalShutdown,
         limit: t.shutdown_watch_count,
-        text: `${w.thermalShutdown} thermal shutdown(s) in ${w.days} days (limit ${t.shutdown_watch_count})`,
+        text: `${plural(w.thermalShutdown, 'thermal shutdown')} in ${plural(w.days, 'day')} (limit ${t.shutdown_watch_count})`,
       });
     const supply = perDay(w.supplyUndervoltage + w.supplyOvervoltage);
     add(
@@ -158,7 +184,7 @@ export function evaluateHealth(input: HealthInput, t: HealthThresholds): HealthV
       graded(supply, { watch: t.supply_watch_per_day, worse: t.supply_replace_per_day, worseState: 'replace_soon' }),
       supply,
       (limit) =>
-        `Supply voltage faults ${fmt(supply)} times a day (${w.supplyUndervoltage} under, ${w.supplyOvervoltage} over in ${w.days} days; limit ${fmt(limit)}): mains or the driver's input stage`,
+        `Supply voltage faults ${fmt(supply)} times a day (${w.supplyUndervoltage} under, ${w.supplyOvervoltage} over in ${plural(w.days, 'day')}; limit ${fmt(limit)}): mains or the driver's input stage`,
     );
   }
 
@@ -168,5 +194,48 @@ export function evaluateHealth(input: HealthInput, t: HealthThresholds): HealthV
   const state = reasons.reduce<HealthState>((s, r) => worseOf(s, r.state), 'ok');
   const worst = reasons[0];
   const past = worst ? Math.min(9.99, worst.value / (worst.limit || 1)) : 0;
-  return { state, reasons, urgency: round(healthRank(state) * 10 + past, 3) };
+  return { state, reasons, urgency: round(healthRank(state) * 10 + past, 3), failedMark: failed.mark };
+}
+
+/**
+ * `source_failures` (docs/fixture-health.md "Failed sticks"): failures in the window make the
+ * device `failed`, and it stays failed while the counter stays in the segment it failed in,
+ * however far the window moves; a restart of the counter (a driver replaced) ends it. After a
+ * restart, only the new segment's failures count (the window's sum still holds the old driver's).
+ */
+function sourceFailureRule(
+  input: HealthInput,
+  t: HealthThresholds,
+): { reason: HealthReason | null; mark: HealthVerdict['failedMark'] } {
+  const counter = input.sourceFailureCounter ?? null;
+  const mark = input.failedMark ?? null;
+  const limit = t.source_failures_failed_count;
+  const sameSegment = mark !== null && counter !== null && counter.segment === mark.segment;
+  const restarted = mark !== null && counter !== null && counter.segment !== mark.segment;
+  const recent = restarted ? Math.min(input.window.sourceFailures, counter.value) : input.window.sourceFailures;
+  if (recent >= limit) {
+    const failures = sameSegment ? Math.max(recent, mark.failures) : recent;
+    return {
+      reason: {
+        rule: 'source_failures',
+        state: 'failed',
+        value: recent,
+        limit,
+        text: `Light source failed ${plural(recent, 'time')} in the last ${plural(t.window_days, 'day')}`,
+      },
+      mark: { segment: counter?.segment ?? 0, failures, at: sameSegment ? mark.at : null },
+    };
+  }
+  if (sameSegment)
+    return {
+      reason: {
+        rule: 'source_failures',
+        state: 'failed',
+        value: mark.failures,
+        limit,
+        text: `Light source failed ${plural(mark.failures, 'time')} (first judged failed on ${mark.at.slice(0, 10)}); failed until its failure counter restarts (driver replaced)`,
+      },
+      mark,
+    };
+  return { reason: null, mark };
 }

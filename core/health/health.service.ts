@@ -5,16 +5,23 @@ import { appendEvents } from '../events/outbox';
 import type { ServiceDeps } from '../service-deps';
 import { evaluateHealth, HEALTH_STATES, type HealthReason, type HealthState } from './health-rules';
 import { HealthThresholdOverrides, thresholdsFor, type HealthThresholds } from './health-thresholds';
-import { FIXTURE_SIGNALS, per1000, type FixtureSignal, type GroupExposure } from './fixture-gate';
+import { FIXTURE_SIGNALS, isConnectionSignal, per1000, type FixtureSignal, type GroupExposure } from './fixture-gate';
 import { selectAccountsWithLuminaires, selectHealthInputs, type HealthInputRow } from './store/health-inputs.store';
 import {
   countByState,
   saveVerdicts,
-  selectDeviceHealth,
+  selectDeviceHealths,
   selectMaintenance,
   type MaintenanceRow,
 } from './store/device-health.store';
-import { selectDeploymentGroups, selectVersionRates, type ExposureRow } from './store/fixture-rates.store';
+import {
+  selectDeploymentConnections,
+  selectDeploymentGroups,
+  selectVersionConnections,
+  selectVersionRates,
+  type ConnectionRow,
+  type ExposureRow,
+} from './store/fixture-rates.store';
 import { selectModelThresholds, updateModelThresholds, selectDeviceIdOf } from './store/model-thresholds.store';
 
 const DAY_MS = 86_400_000;
@@ -22,48 +29,79 @@ const num = (v: string | number | null | undefined): number => (v === null || v 
 const numOrNull = (v: string | number | null | undefined): number | null =>
   v === null || v === undefined ? null : Number(v);
 
-/** Counts of one roll-up group as the gate's signals (reboots and reconnects are not rolled up yet: null). */
-export function signalCounts(row: ExposureRow): Record<FixtureSignal, number> {
+/** Counts of one group as the gate's signals: the luminaire roll-ups', and the connection days' (reboots, reconnects). */
+export function signalCounts(row: ExposureRow, connections: ConnectionRow | null): Record<FixtureSignal, number> {
   return {
     thermal_derating: num(row.gear_thermal_derating),
     thermal_shutdown: num(row.gear_thermal_shutdown),
     supply_faults: num(row.supply_undervoltage) + num(row.supply_overvoltage),
     source_failures: num(row.source_failures),
-    unexpected_reboots: 0,
-    reconnects: 0,
+    unexpected_reboots: num(connections?.unexpected_reboots),
+    reconnects: num(connections?.reconnects),
   };
 }
 
 export interface VersionRates {
   model: string;
   firmware: string | null;
+  /** Devices with luminaire readings or heard on the version. */
   devices: number;
+  /** Device-days with luminaire readings: the exposure of the luminaire signals. */
   deviceDays: number;
-  /** Events per 1,000 device-days; null where the signal is not measured yet. */
+  /** Device-days the devices were heard (connected or reporting): the exposure of unexpected reboots and reconnects. */
+  connectedDeviceDays: number;
+  /** Events per 1,000 device-days of the signal's exposure; null where that exposure is zero (nothing measured). */
   per1000DeviceDays: Record<FixtureSignal, number | null>;
   events: Record<FixtureSignal, number | null>;
 }
 
-export function toVersionRates(
-  row: ExposureRow & { model: string; firmware: string | null },
-  rowsPerDay: number,
-): VersionRates {
-  const deviceDays = num(row.rows) / rowsPerDay;
-  const counts = signalCounts(row);
-  const measured = (s: FixtureSignal) => s !== 'unexpected_reboots' && s !== 'reconnects';
+const round2 = (n: number): number => Math.round(n * 100) / 100;
+
+/** One version's rates from its luminaire roll-ups and its connection days (either may be missing). */
+export function toVersionRates(input: {
+  model: string;
+  firmware: string | null;
+  luminaire: ExposureRow | null;
+  luminaireRowsPerDay: number;
+  connections: ConnectionRow | null;
+}): VersionRates {
+  const deviceDays = input.luminaire ? num(input.luminaire.rows) / input.luminaireRowsPerDay : 0;
+  const connectedDeviceDays = num(input.connections?.days);
+  const counts = signalCounts(input.luminaire ?? EMPTY_EXPOSURE, input.connections);
+  const exposure = (s: FixtureSignal): number => (isConnectionSignal(s) ? connectedDeviceDays : deviceDays);
   return {
-    model: row.model,
-    firmware: row.firmware,
-    devices: num(row.devices),
-    deviceDays: Math.round(deviceDays * 100) / 100,
-    events: Object.fromEntries(FIXTURE_SIGNALS.map((s) => [s, measured(s) ? counts[s] : null])) as Record<
+    model: input.model,
+    firmware: input.firmware,
+    devices: Math.max(num(input.luminaire?.devices), num(input.connections?.devices)),
+    deviceDays: round2(deviceDays),
+    connectedDeviceDays,
+    events: Object.fromEntries(FIXTURE_SIGNALS.map((s) => [s, exposure(s) > 0 ? counts[s] : null])) as Record<
       FixtureSignal,
       number | null
     >,
     per1000DeviceDays: Object.fromEntries(
-      FIXTURE_SIGNALS.map((s) => [s, measured(s) ? per1000(counts[s], deviceDays) : null]),
+      FIXTURE_SIGNALS.map((s) => [s, exposure(s) > 0 ? per1000(counts[s], exposure(s)) : null]),
     ) as Record<FixtureSignal, number | null>,
   };
+}
+
+const EMPTY_EXPOSURE: ExposureRow = {
+  devices: 0,
+  rows: 0,
+  gear_thermal_derating: 0,
+  gear_thermal_shutdown: 0,
+  supply_undervoltage: 0,
+  supply_overvoltage: 0,
+  source_failures: 0,
+};
+
+/** A device's verdict as the APIs show it. */
+export interface DeviceHealthView {
+  state: HealthState;
+  reasons: HealthReason[];
+  urgency: number;
+  changedAt: string;
+  evaluatedAt: string;
 }
 
 export interface MaintenanceItem {
@@ -135,6 +173,11 @@ export class HealthService {
             sourceFailures: num(row.source_failures),
             gearTempMaxC: numOrNull(row.gear_temp_max),
           },
+          sourceFailureCounter:
+            row.source_failure_segment === null
+              ? null
+              : { segment: num(row.source_failure_segment), value: num(row.source_failure_value) },
+          failedMark: row.failed_mark,
         },
         thresholds,
       );
@@ -149,6 +192,7 @@ export class HealthService {
           state: v.state,
           reasons: v.reasons,
           urgency: v.urgency,
+          failedMark: v.failedMark ? { ...v.failedMark, at: v.failedMark.at ?? now.toISOString() } : null,
         })),
       });
       const byId = new Map(verdicts.map((x) => [x.row.device_id, x]));
@@ -213,19 +257,27 @@ export class HealthService {
     return Object.fromEntries(HEALTH_STATES.map((s) => [s, counts[s] ?? 0])) as Record<HealthState, number>;
   }
 
-  async deviceHealth(actor: Actor, input: { serial: string }) {
+  async deviceHealth(actor: Actor, input: { serial: string }): Promise<DeviceHealthView | null> {
     const deviceId = await selectDeviceIdOf(this.deps.knex, { accountId: actor.accountId, serial: input.serial });
     if (!deviceId) throw notFound('Device');
-    const h = await selectDeviceHealth(this.deps.knex, { accountId: actor.accountId, deviceId });
-    return h
-      ? {
+    return (await this.healthOf(actor, { deviceIds: [deviceId] })).get(deviceId) ?? null;
+  }
+
+  /** The verdicts of devices of the caller's account, by device id (absent: never judged, or not the caller's). */
+  async healthOf(actor: Actor, input: { deviceIds: readonly string[] }): Promise<Map<string, DeviceHealthView>> {
+    const rows = await selectDeviceHealths(this.deps.knex, { accountId: actor.accountId, deviceIds: input.deviceIds });
+    return new Map(
+      rows.map((h) => [
+        h.device_id,
+        {
           state: h.state,
           reasons: h.reasons,
           urgency: h.urgency,
           changedAt: new Date(h.changed_at).toISOString(),
           evaluatedAt: new Date(h.evaluated_at).toISOString(),
-        }
-      : null;
+        },
+      ]),
+    );
   }
 
   /** Rates per firmware version and model over [from, to) (default: the last 30 days). */
@@ -233,13 +285,36 @@ export class HealthService {
     const to = input.to ?? this.deps.clock.now();
     const from = input.from ?? new Date(to.getTime() - 30 * DAY_MS);
     if (from >= to) throw new DomainError('validation_failed', '`from` must be before `to`.');
-    const rows = await selectVersionRates(this.deps.knex, {
+    const query = {
       accountId: actor.accountId,
       from,
       to,
       ...(input.model !== undefined ? { model: input.model } : {}),
-    });
-    return rows.map((r) => toVersionRates(r, 1));
+    };
+    const [luminaire, connections] = await Promise.all([
+      selectVersionRates(this.deps.knex, query),
+      selectVersionConnections(this.deps.knex, query),
+    ]);
+    // One row per model and version seen in either source, in that order.
+    const key = (r: { model: string; firmware: string | null }): string => JSON.stringify([r.model, r.firmware ?? '']);
+    const byKey = new Map<string, { model: string; firmware: string | null; l?: ExposureRow; c?: ConnectionRow }>();
+    for (const r of luminaire) byKey.set(key(r), { model: r.model, firmware: r.firmware, l: r });
+    for (const r of connections) {
+      const found = byKey.get(key(r));
+      if (found) found.c = r;
+      else byKey.set(key(r), { model: r.model, firmware: r.firmware, c: r });
+    }
+    return [...byKey.values()]
+      .sort((a, b) => a.model.localeCompare(b.model) || (a.firmware ?? '').localeCompare(b.firmware ?? ''))
+      .map((r) =>
+        toVersionRates({
+          model: r.model,
+          firmware: r.firmware,
+          luminaire: r.l ?? null,
+          luminaireRowsPerDay: 1,
+          connections: r.c ?? null,
+        }),
+      );
   }
 
   /**
@@ -254,16 +329,22 @@ export class HealthService {
     since: Date;
     baselineDays: number;
   }): Promise<DeploymentGroups> {
-    const g = await selectDeploymentGroups(this.deps.knex, {
-      ...input,
-      baselineFrom: new Date(input.since.getTime() - input.baselineDays * DAY_MS),
-    });
-    const exposure = (row: ExposureRow, rowsPerDay: number): GroupExposure => ({
-      devices: num(row.devices),
+    const query = { ...input, baselineFrom: new Date(input.since.getTime() - input.baselineDays * DAY_MS) };
+    const [g, c] = await Promise.all([
+      selectDeploymentGroups(this.deps.knex, query),
+      selectDeploymentConnections(this.deps.knex, query),
+    ]);
+    const exposure = (row: ExposureRow, rowsPerDay: number, connections: ConnectionRow): GroupExposure => ({
+      devices: Math.max(num(row.devices), num(connections.devices)),
       deviceDays: num(row.rows) / rowsPerDay,
-      counts: signalCounts(row),
+      connectedDeviceDays: num(connections.days),
+      counts: signalCounts(row, connections),
     });
-    return { updated: exposure(g.updated, 24), control: exposure(g.control, 24), baseline: exposure(g.baseline, 1) };
+    return {
+      updated: exposure(g.updated, 24, c.updated),
+      control: exposure(g.control, 24, c.control),
+      baseline: exposure(g.baseline, 1, c.baseline),
+    };
   }
 
   /** A model's thresholds: the defaults with its overrides, and the overrides alone. */

@@ -40,6 +40,13 @@ const routes: RouteRecordRaw[] = [
         meta: { title: 'Device' },
       },
       {
+        path: 'devices/:serial/warranty',
+        name: 'device-warranty',
+        component: () => import('./features/health/pages/WarrantyPage.vue'),
+        props: true,
+        meta: { title: 'Warranty evidence' },
+      },
+      {
         path: 'firmware',
         name: 'firmware',
         component: () => import('./features/firmware/pages/FirmwarePage.vue'),

@@ -118,7 +118,7 @@ describe.skipIf(!hasChromium)('fixture health in the portal', () => {
     expect(
       await card.locator('tr[data-serial]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-serial'))),
     ).toEqual(['HEALTH-DEAD', 'HEALTH-HOT']);
-    expect(await card.locator('tr[data-serial="HEALTH-DEAD"]').innerText()).toContain('Light source failed 1 time(s)');
+    expect(await card.locator('tr[data-serial="HEALTH-DEAD"]').innerText()).toContain('Light source failed 1 time in');
     await card.scrollIntoViewIfNeeded();
     await screenshot(page, 'dashboard-maintenance');
     await card.getByRole('link', { name: 'HEALTH-DEAD' }).click();

@@ -166,6 +166,8 @@ describe('fixture health over REST', () => {
       expect.objectContaining({ model: 'LX-200', firmware: null, devices: 3, device_days: 21 }),
     ]);
     expect(rates.body.versions[0].events.thermal_derating).toBe(72);
+    // These devices never connected (readings only): no connection days, so reboots are not measured.
+    expect(rates.body.versions[0].connected_device_days).toBe(0);
     expect(rates.body.versions[0].per_1000_device_days.unexpected_reboots).toBeNull();
     expect(
       (await acme.api.get('/api/v1/firmware-rates?from=2026-11-28T00:00:00Z&to=2026-11-19T00:00:00Z')).status,
@@ -261,7 +263,7 @@ describe('fixture health over REST', () => {
       maintenance(model: "GW-10") { counts { ok replaceSoon failed } items { serial state urgency } }
       warrantyReport(serial: "HA-1") { serial warrantyYears faultCounters { month thermalDerating } }
       firmwareRates(from: "2026-11-19T00:00:00Z", to: "2026-11-28T00:00:00Z", model: "LX-200") {
-        firmware devices deviceDays per1000DeviceDays { thermalDerating unexpectedReboots } }
+        firmware devices deviceDays connectedDeviceDays per1000DeviceDays { thermalDerating unexpectedReboots } }
       deployment(id: "${pausedId}") { rollout { fixtureSignals fixtureMaxRatio }
         fixtureGate { gated recorded { pausedAt decision { state comparedWith signals { signal verdict } } } } }
     }`;
@@ -297,6 +299,7 @@ describe('fixture health over REST', () => {
         firmware: null,
         devices: 3,
         deviceDays: 21,
+        connectedDeviceDays: 0,
         per1000DeviceDays: { thermalDerating: expect.closeTo(3428.57, 1), unexpectedReboots: null },
       },
     ]);
@@ -333,7 +336,35 @@ describe('fixture health over REST', () => {
       `{ warrantyReport(serial: "HA-1") { serial } maintenance { items { serial } } deployment(id: "${pausedId}") { id } }`,
       { apiKey: rival.apiKey },
     );
-    // HR-1's failures are past the look-back window by now: the rival's list is empty, and never shows acme's devices.
-    expect(rival$.body.data).toEqual({ warrantyReport: null, maintenance: { items: [] }, deployment: null });
+    // HR-1's failures are past the look-back window by now, but its failure counter never restarted:
+    // still failed (docs/fixture-health.md "Failed sticks"); the rival never sees acme's devices.
+    expect(rival$.body.data).toEqual({
+      warrantyReport: null,
+      maintenance: { items: [{ serial: 'HR-1' }] },
+      deployment: null,
+    });
+  });
+
+  it('reads the health of a list of devices in one statement, each device its own verdict', async () => {
+    const knex = server.service.database.knex;
+    let statements = 0;
+    const onQuery = (q: { sql: string }) => {
+      if (/device_health/.test(q.sql)) statements += 1;
+    };
+    knex.on('query', onQuery);
+    const res = await gql(
+      server.service.httpUrl,
+      '{ devices(first: 50) { edges { node { serial health { state } } } } }',
+      { apiKey: acme.apiKey },
+    );
+    knex.off('query', onQuery);
+    expect(res.body.errors).toBeUndefined();
+    const edges = res.body.data.devices.edges as Array<{ node: { serial: string; health: { state: string } | null } }>;
+    expect(edges.length).toBeGreaterThanOrEqual(3);
+    expect(statements).toBe(1);
+    for (const serial of ['HA-1', 'HA-2', 'HA-3']) {
+      const rest = (await acme.api.get(`/api/v1/devices/${serial}`)).body.health as { state: string } | null;
+      expect(edges.find((e) => e.node.serial === serial)?.node.health?.state ?? null).toBe(rest?.state ?? null);
+    }
   });
 });

@@ -80,7 +80,7 @@ describe('fixture health', () => {
       ['H-1', 'replace_soon'],
     ]);
     expect(list[1]!.reasons.map((r) => r.rule)).toEqual(['thermal_derating', 'gear_temperature']);
-    expect(list[0]!.reasons.map((r) => r.text)).toContain('Light source failed 1 time(s) in the last 7 days');
+    expect(list[0]!.reasons.map((r) => r.text)).toContain('Light source failed 1 time in the last 7 days');
     expect(await harness.services.health.countsByState(acme.admin)).toEqual({
       ok: 1,
       watch: 0,

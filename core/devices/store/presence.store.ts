@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { arrayLiteral } from '../../db/array-literal';
 import type { Connectivity, DeviceStatus } from '../device-types';
 import type { PresenceChange, PresenceRow } from '../presence-changes';
 
@@ -115,41 +116,70 @@ export async function applyPresenceBatch(
                       old.connectivity AS prev_connectivity, old.status AS prev_status, old.firmware AS prev_firmware,
                       old.reported_config_version AS prev_reported_config_version,
                       -- The exact presence deadline this news gives (null without a sighting).
-                      x.heard_at + make_interval(secs => old.heartbeat_interval_s * 3) AS deadline
+                      x.heard_at + make_interval(secs => old.heartbeat_interval_s * 3) AS deadline,
+                      -- Unexpected reboots: uptime went back (against the stored value, or between the
+                      -- heartbeats of this row) with no update in progress (an update reboots the device).
+                      CASE WHEN old.current_update_id IS NOT NULL THEN 0
+                           ELSE COALESCE(x.uptime_drops, 0) + CASE WHEN x.first_uptime_s < old.uptime_s THEN 1 ELSE 0 END
+                      END AS reboots,
+                      -- Reconnects: sessions opened by a device heard before, outside an update in progress.
+                      CASE WHEN old.current_update_id IS NOT NULL THEN 0
+                           ELSE GREATEST(COALESCE(x.connects, 0) - CASE WHEN old.heard_at IS NULL THEN 1 ELSE 0 END, 0)
+                      END AS reconnects,
+                      x.heard_at IS NOT NULL AND (old.heard_at IS NULL
+                        OR (x.heard_at AT TIME ZONE 'UTC')::date <> (old.heard_at AT TIME ZONE 'UTC')::date
+                        OR (x.firmware IS NOT NULL AND x.firmware IS DISTINCT FROM old.firmware)) AS new_day_or_version
                FROM unnest(?::uuid[], ?::timestamptz[], ?::timestamptz[], ?::text[], ?::text[], ?::text[], ?::int[], ?::int[], ?::text[], ?::int[],
-                           ?::text[], ?::text[], ?::text[], ?::text[])
+                           ?::text[], ?::text[], ?::text[], ?::text[], ?::int[], ?::int[], ?::int[])
                       AS x(id, seen_at, heard_at, firmware, firmware_key, ip, uptime_s, rssi, connectivity, reported_version,
-                           firmware_invalid, refused_messages, last_refused_message, refused_fields)
+                           firmware_invalid, refused_messages, last_refused_message, refused_fields,
+                           first_uptime_s, uptime_drops, connects)
                JOIN devices old ON old.id = x.id) u
          WHERE d.id = u.id
          RETURNING d.id, d.account_id, d.serial, u.prev_connectivity, u.prev_status,
                    u.prev_firmware, d.connectivity, d.status, d.firmware, d.ip, d.last_seen,
                    d.current_update_id, (u.firmware IS NOT NULL) AS firmware_reported,
-                   u.prev_reported_config_version, d.reported_config_version)
+                   u.prev_reported_config_version, d.reported_config_version,
+                   d.model_id, d.heard_at, u.reboots, u.reconnects, u.new_day_or_version),
+       -- Connection days (docs/fixture-health.md "Unexpected reboots and reconnects"): a row per
+       -- device, UTC day and firmware, made by the first news of the day or of a new version and
+       -- counting reboots and reconnects; a steady heartbeat matches none of this (no write).
+       counted AS (
+         INSERT INTO device_connection_days AS c (device_id, day, firmware, account_id, model, unexpected_reboots, reconnects)
+         SELECT w.id, (w.heard_at AT TIME ZONE 'UTC')::date, COALESCE(w.firmware, ''), w.account_id, m.name, w.reboots, w.reconnects
+           FROM written w JOIN models m ON m.id = w.model_id
+          WHERE w.heard_at IS NOT NULL AND (w.new_day_or_version OR w.reboots > 0 OR w.reconnects > 0)
+         ON CONFLICT (device_id, day, firmware) DO UPDATE
+            SET unexpected_reboots = c.unexpected_reboots + EXCLUDED.unexpected_reboots,
+                reconnects = c.reconnects + EXCLUDED.reconnects)
          -- Only what changed comes back: a steady heartbeat (nearly every row) is not sent to Node.
          SELECT * FROM written
           WHERE status <> prev_status OR connectivity <> prev_connectivity
              OR (firmware_reported AND (firmware IS DISTINCT FROM prev_firmware OR current_update_id IS NOT NULL))
              OR reported_config_version IS DISTINCT FROM prev_reported_config_version`,
-    // knex's RawBinding typing does not admit arrays of nullable values; pg serializes them.
+    // Whole columns as array literals, built in one pass (core/db/array-literal.ts): node-postgres's
+    // own formatting of these arrays took milliseconds of the event loop per flush.
     [
       nodeId,
       now,
       nodeId,
-      rows.map((r) => r.deviceId),
-      rows.map((r) => r.seenAt),
-      rows.map((r) => r.heardAt),
-      rows.map((r) => r.firmware),
-      rows.map((r) => r.firmwareKey),
-      rows.map((r) => r.ip),
-      rows.map((r) => r.uptimeS),
-      rows.map((r) => r.rssi),
-      rows.map((r) => r.connectivity),
-      rows.map((r) => r.reportedConfigVersion),
-      rows.map((r) => r.firmwareInvalid ?? null),
-      rows.map((r) => jsonOrNull(r.refusals?.messages)),
-      rows.map((r) => jsonOrNull(r.refusals?.lastMessage)),
-      rows.map((r) => jsonOrNull(r.refusals?.fields)),
+      arrayLiteral(rows.map((r) => r.deviceId)),
+      arrayLiteral(rows.map((r) => r.seenAt)),
+      arrayLiteral(rows.map((r) => r.heardAt)),
+      arrayLiteral(rows.map((r) => r.firmware)),
+      arrayLiteral(rows.map((r) => r.firmwareKey)),
+      arrayLiteral(rows.map((r) => r.ip)),
+      arrayLiteral(rows.map((r) => r.uptimeS)),
+      arrayLiteral(rows.map((r) => r.rssi)),
+      arrayLiteral(rows.map((r) => r.connectivity)),
+      arrayLiteral(rows.map((r) => r.reportedConfigVersion)),
+      arrayLiteral(rows.map((r) => r.firmwareInvalid ?? null)),
+      arrayLiteral(rows.map((r) => jsonOrNull(r.refusals?.messages))),
+      arrayLiteral(rows.map((r) => jsonOrNull(r.refusals?.lastMessage))),
+      arrayLiteral(rows.map((r) => jsonOrNull(r.refusals?.fields))),
+      arrayLiteral(rows.map((r) => r.firstUptimeS ?? r.uptimeS)),
+      arrayLiteral(rows.map((r) => r.uptimeDrops ?? 0)),
+      arrayLiteral(rows.map((r) => r.connects ?? 0)),
     ] as unknown as readonly string[],
   );
   return result.rows.map(toChange);

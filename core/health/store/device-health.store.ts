@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { HealthReason, HealthState } from '../health-rules';
+import type { FailureMark, HealthReason, HealthState } from '../health-rules';
 
 export interface HealthWrite {
   deviceId: string;
@@ -7,6 +7,7 @@ export interface HealthWrite {
   state: HealthState;
   reasons: HealthReason[];
   urgency: number;
+  failedMark: FailureMark | null;
 }
 
 /**
@@ -26,19 +27,21 @@ export async function saveVerdicts(
       state: r.state,
       reasons: r.reasons,
       urgency: r.urgency,
+      failed_mark: r.failedMark,
     })),
   );
   const result = await db.raw<{ rows: Array<{ device_id: string; previous: string | null; state: string }> }>(
     `WITH incoming AS (
-       SELECT * FROM jsonb_to_recordset(?::jsonb) AS x(device_id uuid, account_id uuid, state text, reasons jsonb, urgency real)),
+       SELECT * FROM jsonb_to_recordset(?::jsonb) AS x(device_id uuid, account_id uuid, state text, reasons jsonb, urgency real, failed_mark jsonb)),
      before AS (
        SELECT h.device_id, h.state FROM device_health h JOIN incoming i ON i.device_id = h.device_id),
      saved AS (
-       INSERT INTO device_health (device_id, account_id, state, reasons, urgency, evaluated_at, changed_at)
-       SELECT i.device_id, i.account_id, i.state, i.reasons, i.urgency, ?, ?
+       INSERT INTO device_health (device_id, account_id, state, reasons, urgency, failed_mark, evaluated_at, changed_at)
+       SELECT i.device_id, i.account_id, i.state, i.reasons, i.urgency, i.failed_mark, ?, ?
          FROM incoming i JOIN devices d ON d.id = i.device_id AND d.account_id = i.account_id
        ON CONFLICT (device_id) DO UPDATE
           SET state = EXCLUDED.state, reasons = EXCLUDED.reasons, urgency = EXCLUDED.urgency,
+              failed_mark = EXCLUDED.failed_mark,
               evaluated_at = EXCLUDED.evaluated_at,
               changed_at = CASE WHEN device_health.state = EXCLUDED.state THEN device_health.changed_at ELSE EXCLUDED.changed_at END,
               account_id = EXCLUDED.account_id
@@ -102,14 +105,23 @@ export async function countByState(knex: Knex, input: { accountId: string }): Pr
   return Object.fromEntries(result.rows.map((r) => [r.state, Number(r.n)]));
 }
 
-/** One device's verdict. */
-export async function selectDeviceHealth(
+export interface DeviceHealthRow {
+  device_id: string;
+  state: HealthState;
+  reasons: HealthReason[];
+  urgency: number;
+  changed_at: Date;
+  evaluated_at: Date;
+}
+
+/** The verdicts of some devices of the account (a device never judged has no row). */
+export async function selectDeviceHealths(
   knex: Knex,
-  input: { accountId: string; deviceId: string },
-): Promise<
-  { state: HealthState; reasons: HealthReason[]; urgency: number; changed_at: Date; evaluated_at: Date } | undefined
-> {
+  input: { accountId: string; deviceIds: readonly string[] },
+): Promise<DeviceHealthRow[]> {
+  if (input.deviceIds.length === 0) return [];
   return knex('device_health')
-    .where({ account_id: input.accountId, device_id: input.deviceId })
-    .first('state', 'reasons', 'urgency', 'changed_at', 'evaluated_at');
+    .where({ account_id: input.accountId })
+    .whereIn('device_id', input.deviceIds)
+    .select('device_id', 'state', 'reasons', 'urgency', 'changed_at', 'evaluated_at');
 }

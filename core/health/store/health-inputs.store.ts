@@ -18,6 +18,11 @@ export interface HealthInputRow {
   supply_overvoltage: Num;
   source_failures: Num;
   gear_temp_max: Num;
+  /** The light source failure counter's segment (its offset) and value (counter-segments.ts); null: never reported. */
+  source_failure_segment: Num;
+  source_failure_value: Num;
+  /** The previous verdict's failure mark (health-rules.ts FailureMark). */
+  failed_mark: { segment: number; failures: number; at: string } | null;
 }
 
 /**
@@ -35,10 +40,14 @@ export async function selectHealthInputs(
     `SELECT d.id AS device_id, d.account_id, d.serial, m.name AS model, m.health_thresholds,
             (s.latest ->> 'rated_life_h')::float8 AS rated_life_h,
             w.lifetime_burn_s, w.days, w.gear_thermal_derating, w.gear_thermal_shutdown,
-            w.supply_undervoltage, w.supply_overvoltage, w.source_failures, w.gear_temp_max
+            w.supply_undervoltage, w.supply_overvoltage, w.source_failures, w.gear_temp_max,
+            (s.counters -> 'source_failures' ->> 'offset')::float8 AS source_failure_segment,
+            (s.counters -> 'source_failures' ->> 'last')::float8 AS source_failure_value,
+            h.failed_mark
        FROM luminaire_state s
        JOIN devices d ON d.id = s.device_id AND d.account_id = s.account_id
        JOIN models m ON m.id = d.model_id
+       LEFT JOIN device_health h ON h.device_id = d.id AND h.account_id = d.account_id
        LEFT JOIN LATERAL (
          SELECT max(r.lifetime_burn_s) AS lifetime_burn_s, count(DISTINCT r.bucket) AS days,
                 sum(r.gear_thermal_derating) AS gear_thermal_derating, sum(r.gear_thermal_shutdown) AS gear_thermal_shutdown,

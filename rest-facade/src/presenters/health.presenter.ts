@@ -1,5 +1,5 @@
 import type { MaintenanceItem, VersionRates } from '#core/health/health.service';
-import type { GateDecision } from '#core/health/fixture-gate';
+import type { GateDecision, RecordedGroupSize, RecordedSignalCount } from '#core/health/fixture-gate';
 import type { FixtureGateView } from '#core/deployments/fixture-gate.service';
 import type { WarrantyReport } from '#core/health/warranty';
 
@@ -53,19 +53,32 @@ export const presentVersionRates = (v: VersionRates) => ({
   firmware: v.firmware,
   devices: v.devices,
   device_days: v.deviceDays,
+  connected_device_days: v.connectedDeviceDays,
   events: v.events,
   per_1000_device_days: v.per1000DeviceDays,
+});
+
+// Decisions recorded before reboots and reconnects were measured lack their exposures: null.
+const presentGroup = (g: RecordedGroupSize) => ({
+  devices: g.devices,
+  device_days: g.deviceDays,
+  connected_device_days: g.connectedDeviceDays ?? null,
+});
+const presentCount = (c: RecordedSignalCount) => ({
+  events: c.events,
+  device_days: c.deviceDays ?? null,
+  per_1000_device_days: c.per1000DeviceDays,
 });
 
 export const presentGateDecision = (d: GateDecision) => ({
   state: d.state,
   compared_with: d.comparedWith,
-  updated: { devices: d.updated.devices, device_days: d.updated.deviceDays },
-  control: d.control ? { devices: d.control.devices, device_days: d.control.deviceDays } : null,
+  updated: presentGroup(d.updated),
+  control: d.control ? presentGroup(d.control) : null,
   signals: d.signals.map((s) => ({
     signal: s.signal,
-    updated: { events: s.updated.events, per_1000_device_days: s.updated.per1000DeviceDays },
-    control: { events: s.control.events, per_1000_device_days: s.control.per1000DeviceDays },
+    updated: presentCount(s.updated),
+    control: presentCount(s.control),
     ratio: s.ratio,
     ratio_lower_bound: s.ratioLowerBound,
     p_value: s.pValue,

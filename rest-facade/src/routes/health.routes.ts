@@ -81,7 +81,7 @@ export function healthRoutes(services: Services): RouteDef[] {
       path: '/firmware-rates',
       operationId: 'getFirmwareRates',
       summary:
-        'Per model and firmware version: fixture events (thermal derating, thermal shutdowns, supply faults, light source failures) per 1,000 device-days, from the daily roll-ups (attributed to the version the device ran that day).',
+        'Per model and firmware version: fixture events (thermal derating, thermal shutdowns, supply faults, light source failures) per 1,000 device-days, from the daily roll-ups (attributed to the version the device ran that day), and unexpected reboots and reconnects per 1,000 days the devices were heard.',
       tag: 'Fixture health',
       query: VersionRatesQuery,
       responses: { 200: { description: 'Rates per version', schema: VersionRatesSchema } },

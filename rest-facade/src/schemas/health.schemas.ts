@@ -59,14 +59,28 @@ export const VersionRatesSchema = z.object({
       model: z.string(),
       firmware: z.string().nullable(),
       devices: z.number().int(),
-      device_days: z.number(),
+      device_days: z.number().describe('Device-days with luminaire readings: the exposure of the luminaire signals'),
+      connected_device_days: z
+        .number()
+        .describe(
+          'Device-days the devices were heard (connected or reporting): the exposure of unexpected_reboots and reconnects',
+        ),
       events: signalRecord,
-      per_1000_device_days: signalRecord.describe('null: not measured yet (unexpected reboots, reconnects)'),
+      per_1000_device_days: signalRecord.describe("null: the signal's exposure is zero (nothing measured)"),
     }),
   ),
 });
 
-const GroupSchema = z.object({ devices: z.number().int(), device_days: z.number() });
+const GroupSchema = z.object({
+  devices: z.number().int(),
+  device_days: z.number(),
+  connected_device_days: z.number().nullable().describe('null in decisions recorded before it was measured'),
+});
+const CountSchema = z.object({
+  events: z.number(),
+  device_days: z.number().nullable().describe("This signal's exposure; null in decisions recorded before it was shown"),
+  per_1000_device_days: z.number(),
+});
 const GateDecisionSchema = z.object({
   state: z.enum(GATE_STATES),
   compared_with: z.enum(['control', 'baseline']).nullable(),
@@ -75,8 +89,8 @@ const GateDecisionSchema = z.object({
   signals: z.array(
     z.object({
       signal: z.enum(FIXTURE_SIGNALS),
-      updated: z.object({ events: z.number(), per_1000_device_days: z.number() }),
-      control: z.object({ events: z.number(), per_1000_device_days: z.number() }),
+      updated: CountSchema,
+      control: CountSchema,
       ratio: z.number(),
       ratio_lower_bound: z.number(),
       p_value: z.number(),

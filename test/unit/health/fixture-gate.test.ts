@@ -8,6 +8,7 @@ import {
   type GroupExposure,
 } from '#core/health/fixture-gate';
 import { binomialUpperTail, ratioLowerBound, ratioPValue } from '#core/health/rate-ratio';
+import { RolloutInput } from '#core/deployments/deployment-types';
 
 const settings: FixtureGateSettings = {
   signals: ['thermal_derating', 'supply_faults'],
@@ -24,6 +25,7 @@ const group = (
 ): GroupExposure => ({
   devices,
   deviceDays,
+  connectedDeviceDays: deviceDays,
   counts: { ...zero, ...counts },
 });
 
@@ -105,6 +107,45 @@ describe('fixture health gate', () => {
     expect(d.comparedWith).toBe('baseline');
     expect(d.state).toBe('pause');
     expect(d.summary).toContain('the model before the deployment');
+  });
+
+  it('judges unexpected reboots and reconnects over the days the devices were heard, not their luminaire days', () => {
+    // Devices without luminaire data: no luminaire device-days, but heard every day.
+    const heard = (days: number, counts: Partial<Record<FixtureSignal, number>>): GroupExposure => ({
+      ...group(0, counts, days),
+      connectedDeviceDays: days,
+    });
+    const reboots = { ...settings, signals: ['unexpected_reboots', 'reconnects'] as FixtureSignal[] };
+    const d = decideFixtureGate(
+      {
+        updated: heard(100, { unexpected_reboots: 30, reconnects: 4 }),
+        control: heard(400, { unexpected_reboots: 8, reconnects: 16 }),
+        baseline: null,
+      },
+      reboots,
+    );
+    expect(d.state).toBe('pause');
+    expect(d.signals.map((s) => [s.signal, s.verdict])).toEqual([
+      ['unexpected_reboots', 'worse'],
+      ['reconnects', 'within_ratio'],
+    ]);
+    expect(d.signals[0]).toMatchObject({
+      updated: { events: 30, deviceDays: 100, per1000DeviceDays: 300 },
+      control: { events: 8, deviceDays: 400, per1000DeviceDays: 20 },
+    });
+    // Naming a luminaire signal too: those devices have no luminaire exposure, so the gate holds.
+    expect(
+      decideFixtureGate(
+        { updated: heard(100, { unexpected_reboots: 30 }), control: heard(400, {}), baseline: null },
+        { ...reboots, signals: ['unexpected_reboots', 'thermal_derating'] },
+      ).state,
+    ).toBe('insufficient_exposure');
+  });
+
+  it('a rollout may name every signal, reboots and reconnects included; an unknown name is refused', () => {
+    expect(RolloutInput.safeParse({ fixtureSignals: [...FIXTURE_SIGNALS] }).success).toBe(true);
+    expect(RolloutInput.safeParse({ fixtureSignals: ['unexpected_reboots', 'reconnects'] }).success).toBe(true);
+    expect(RolloutInput.safeParse({ fixtureSignals: ['reboots'] }).success).toBe(false);
   });
 
   it('holds when neither control nor baseline has the exposure', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { evaluateHealth, type HealthInput, type HealthState } from '#core/health/health-rules';
+import { evaluateHealth, type HealthInput, type HealthState, type HealthVerdict } from '#core/health/health-rules';
 import { DEFAULT_HEALTH_THRESHOLDS, HealthThresholdOverrides, thresholdsFor } from '#core/health/health-thresholds';
 
 const quiet: HealthInput['window'] = {
@@ -127,5 +127,91 @@ describe('fixture health rules (defaults of docs/fixture-health.md)', () => {
     const bad = HealthThresholdOverrides.safeParse({ gear_temp_watch_c: 95 });
     expect(bad.success).toBe(false);
     expect(bad.error?.issues[0]?.message).toContain('gear_temp_replace_c');
+  });
+});
+
+describe('failed sticks until the light source failure counter restarts (docs/fixture-health.md "Failed sticks")', () => {
+  const mark = { segment: 0, failures: 1, at: '2026-11-01T10:00:00.000Z' };
+  const cases: Array<[string, HealthInput, HealthState, HealthVerdict['failedMark']]> = [
+    [
+      'a failure in the window: failed, marked in the current segment (when: set by the caller)',
+      input({ window: { sourceFailures: 1 }, sourceFailureCounter: { segment: 0, value: 1 } }),
+      'failed',
+      { segment: 0, failures: 1, at: null },
+    ],
+    [
+      'the window moved past the failure, same segment: still failed, the mark kept',
+      input({ window: { sourceFailures: 0 }, sourceFailureCounter: { segment: 0, value: 1 }, failedMark: mark }),
+      'failed',
+      mark,
+    ],
+    [
+      'another failure in the same segment: failed, the first date kept, the larger count',
+      input({ window: { sourceFailures: 2 }, sourceFailureCounter: { segment: 0, value: 3 }, failedMark: mark }),
+      'failed',
+      { segment: 0, failures: 2, at: mark.at },
+    ],
+    [
+      'the counter restarted (driver replaced) at 0: ok, though the window still holds the old failure',
+      input({ window: { sourceFailures: 1 }, sourceFailureCounter: { segment: 1, value: 0 }, failedMark: mark }),
+      'ok',
+      mark,
+    ],
+    [
+      'the new driver fails too: failed again, marked in the new segment',
+      input({ window: { sourceFailures: 2 }, sourceFailureCounter: { segment: 1, value: 1 }, failedMark: mark }),
+      'failed',
+      { segment: 1, failures: 1, at: null },
+    ],
+    ['never failed, never reported the counter: ok, no mark', input(), 'ok', null],
+  ];
+  it.each(cases)('%s', (_name, i, state, failedMark) => {
+    const v = evaluateHealth(i, DEFAULT_HEALTH_THRESHOLDS);
+    expect(v.state).toBe(state);
+    expect(v.failedMark).toEqual(failedMark);
+  });
+
+  it('says why a device is still failed', () => {
+    const v = evaluateHealth(
+      input({ sourceFailureCounter: { segment: 0, value: 2 }, failedMark: { ...mark, failures: 2 } }),
+      DEFAULT_HEALTH_THRESHOLDS,
+    );
+    expect(v.reasons[0]!.text).toBe(
+      'Light source failed 2 times (first judged failed on 2026-11-01); failed until its failure counter restarts (driver replaced)',
+    );
+  });
+});
+
+describe('reason texts count in words', () => {
+  const texts = (i: HealthInput): string[] => evaluateHealth(i, DEFAULT_HEALTH_THRESHOLDS).reasons.map((r) => r.text);
+  it.each([
+    [input({ window: { sourceFailures: 1 } }), 'Light source failed 1 time in the last 7 days'],
+    [input({ window: { sourceFailures: 2 } }), 'Light source failed 2 times in the last 7 days'],
+    [input({ window: { thermalShutdown: 1 } }), '1 thermal shutdown in 7 days (limit 1)'],
+    [
+      input({ window: { days: 1, thermalShutdown: 0, gearTempMaxC: 76 } }),
+      'Driver reached 76 °C in the last 7 days (limit 75 °C)',
+    ],
+    [input({ window: { days: 1, thermalDerating: 2 } }), 'Thermal derating 2 times a day over 1 day (limit 1)'],
+  ])('%#: %s', (i, text) => {
+    expect(texts(i)).toContain(text);
+  });
+  it('no reason says "(s)"', () => {
+    const all = texts(
+      input({
+        operatingHours: 60_000,
+        window: {
+          days: 1,
+          sourceFailures: 1,
+          thermalShutdown: 1,
+          thermalDerating: 1,
+          supplyUndervoltage: 1,
+          supplyOvervoltage: 2,
+          gearTempMaxC: 95,
+        },
+      }),
+    );
+    expect(all.length).toBeGreaterThan(4);
+    for (const t of all) expect(t).not.toMatch(/\(s\)/);
   });
 });

@@ -1179,7 +1179,7 @@ export type RolloutInput = {
   healthWindowMinutes?: InputMaybe<Scalars['Float']['input']>;
   /** Default 3. */
   healthMaxReconnects?: InputMaybe<Scalars['Int']['input']>;
-  /** Health gate (docs/ota.md): fixture signals that pause the rollout when the updated devices are worse than control: thermal_derating, thermal_shutdown, supply_faults, source_failures. Default none. */
+  /** Health gate (docs/ota.md): fixture signals that pause the rollout when the updated devices are worse than control: thermal_derating, thermal_shutdown, supply_faults, source_failures, unexpected_reboots, reconnects. Default none. */
   fixtureSignals?: InputMaybe<Array<Scalars['String']['input']>>;
   /** Pause when updated/control is above this with the gate's confidence. Default 2. */
   fixtureMaxRatio?: InputMaybe<Scalars['Float']['input']>;
@@ -1789,7 +1789,7 @@ export type MaintenanceList = {
   items: Array<MaintenanceItem>;
 };
 
-/** Per fixture signal; null where the signal is not measured yet (unexpected reboots, reconnects). */
+/** Per fixture signal; null where the signal's exposure is zero (nothing measured). */
 export type FixtureSignalValues = {
   __typename?: 'FixtureSignalValues';
   thermalDerating?: Maybe<Scalars['Float']['output']>;
@@ -1805,7 +1805,10 @@ export type FirmwareVersionRates = {
   model: Scalars['String']['output'];
   firmware?: Maybe<Scalars['String']['output']>;
   devices: Scalars['Int']['output'];
+  /** Device-days with luminaire readings: the exposure of thermal derating, shutdowns, supply faults and source failures. */
   deviceDays: Scalars['Float']['output'];
+  /** Device-days the devices were heard (connected or reporting): the exposure of unexpected reboots and reconnects. */
+  connectedDeviceDays: Scalars['Float']['output'];
   events: FixtureSignalValues;
   per1000DeviceDays: FixtureSignalValues;
 };
@@ -1864,17 +1867,21 @@ export type FixtureGateGroup = {
   __typename?: 'FixtureGateGroup';
   devices: Scalars['Int']['output'];
   deviceDays: Scalars['Float']['output'];
+  /** Device-days heard (the exposure of unexpected_reboots and reconnects); null in decisions recorded before it was measured. */
+  connectedDeviceDays?: Maybe<Scalars['Float']['output']>;
 };
 
 export type FixtureGateCount = {
   __typename?: 'FixtureGateCount';
   events: Scalars['Float']['output'];
+  /** The exposure of this signal in this group; null in decisions recorded before it was shown. */
+  deviceDays?: Maybe<Scalars['Float']['output']>;
   per1000DeviceDays: Scalars['Float']['output'];
 };
 
 export type FixtureGateSignal = {
   __typename?: 'FixtureGateSignal';
-  /** thermal_derating, thermal_shutdown, supply_faults or source_failures. */
+  /** thermal_derating, thermal_shutdown, supply_faults, source_failures, unexpected_reboots or reconnects. */
   signal: Scalars['String']['output'];
   updated: FixtureGateCount;
   control: FixtureGateCount;
@@ -3063,6 +3070,7 @@ export type FirmwareVersionRatesResolvers<ContextType = GraphQLContext, ParentTy
   firmware?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   devices?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   deviceDays?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  connectedDeviceDays?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
   events?: Resolver<ResolversTypes['FixtureSignalValues'], ParentType, ContextType>;
   per1000DeviceDays?: Resolver<ResolversTypes['FixtureSignalValues'], ParentType, ContextType>;
 };
@@ -3107,10 +3115,12 @@ export type WarrantyReportResolvers<ContextType = GraphQLContext, ParentType ext
 export type FixtureGateGroupResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['FixtureGateGroup'] = ResolversParentTypes['FixtureGateGroup']> = {
   devices?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   deviceDays?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  connectedDeviceDays?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
 };
 
 export type FixtureGateCountResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['FixtureGateCount'] = ResolversParentTypes['FixtureGateCount']> = {
   events?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  deviceDays?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
   per1000DeviceDays?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
 };
 

@@ -5,7 +5,7 @@ import type {
   FixtureSignalValues,
   MaintenanceItem as GqlItem,
 } from '../generated/resolvers-types';
-import type { GateDecision, FixtureSignal } from '#core/health/fixture-gate';
+import type { GateDecision, FixtureSignal, RecordedGroupSize, RecordedSignalCount } from '#core/health/fixture-gate';
 import type { MaintenanceItem } from '#core/health/health.service';
 import { DomainError } from '#core/shared/errors';
 import type { RolloutInput } from '#core/deployments/deployment-types';
@@ -35,12 +35,16 @@ const presentItem = (i: MaintenanceItem): GqlItem => ({
   evaluatedAt: i.evaluatedAt,
 });
 
+// Decisions recorded before reboots and reconnects were measured lack their exposures: null.
+const presentGroup = (g: RecordedGroupSize) => ({ ...g, connectedDeviceDays: g.connectedDeviceDays ?? null });
+const presentCount = (c: RecordedSignalCount) => ({ ...c, deviceDays: c.deviceDays ?? null });
+
 const presentDecision = (d: GateDecision): GqlDecision => ({
   state: d.state,
   comparedWith: d.comparedWith,
-  updated: d.updated,
-  control: d.control,
-  signals: d.signals,
+  updated: presentGroup(d.updated),
+  control: d.control ? presentGroup(d.control) : null,
+  signals: d.signals.map((s) => ({ ...s, updated: presentCount(s.updated), control: presentCount(s.control) })),
   summary: d.summary,
 });
 
@@ -73,7 +77,7 @@ export const healthResolvers: Resolvers = {
     fixtureBaselineDays: (r) => r.fixture_baseline_days,
   },
   Device: {
-    health: (device, _, ctx) => orNull(ctx.services.health.deviceHealth(ctx.actor, { serial: device.serial })),
+    health: (device, _, ctx) => ctx.loaders.health.load(device.id),
   },
   Deployment: {
     fixtureGate: async (deployment, _, ctx) => {
@@ -122,6 +126,7 @@ export const healthResolvers: Resolvers = {
         firmware: r.firmware,
         devices: r.devices,
         deviceDays: r.deviceDays,
+        connectedDeviceDays: r.connectedDeviceDays,
         events: signalValues(r.events),
         per1000DeviceDays: signalValues(r.per1000DeviceDays),
       }));
