@@ -12,6 +12,7 @@ import { HeartbeatIngest } from '#core/devices/heartbeat-ingest';
 import { LuminaireIngest } from '#core/luminaire/luminaire-ingest';
 import { readLuminaire } from '#protocol/luminaire-fields';
 import { readHeartbeat } from '#protocol/heartbeat-fields';
+import { Session } from 'node:inspector/promises';
 import { PostgresBackendCpu } from './lib/postgres-cpu';
 import { isSmoke, recordResults, type CurrentFigure } from './lib/results';
 
@@ -25,20 +26,41 @@ import { isSmoke, recordResults, type CurrentFigure } from './lib/results';
  *    gateway benchmark for it). Target: at most 5 % of one core.
  * 2. A year of a device's hourly series (8,760 buckets among 200 devices' years): < 50 ms.
  * 3. Fleet energy per day over 90 days for 100,000 fixtures, from the daily fleet roll-ups seeded
- *    directly (4 models x 6 firmware versions x 50 sites; tags zone and building): < 200 ms.
+ *    directly (4 models x 6 firmware versions x 50 sites; tags zone and building; and per model,
+ *    firmware and site as the ingest writes them): < 200 ms.
  * Then the bytes each table takes per row, for docs/luminaire-data.md "Storage".
  *
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/luminaire-ingest.bench.ts
  *   options: --smoke (tiny, records nothing) --dry (full size, records nothing) --keep (leave the database)
+ *            --seconds N (of each paced ingest phase; default 60)
+ *            --profile DIR (a V8 CPU profile of each measured phase, DIR/<phase>.cpuprofile; records nothing;
+ *            read them with bench/lib/profile-summary.ts)
  */
 const smoke = isSmoke();
 const dry = process.argv.includes('--dry');
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const DEVICES = smoke ? 200 : 10_000;
-const SECONDS = smoke ? 4 : 60;
+const SECONDS = smoke ? 4 : Number(process.argv[process.argv.indexOf('--seconds') + 1]) || 60;
 const RATE = DEVICES / 60;
 const FLEET = smoke ? 2_000 : 100_000;
 const SERIES_DEVICES = smoke ? 5 : 200;
+const profileDir = process.argv.includes('--profile') ? process.argv[process.argv.indexOf('--profile') + 1] : undefined;
+const profiler = profileDir ? new Session() : undefined;
+/** Runs `work` under the V8 profiler when --profile is given (the phase's figures then include its overhead). */
+const profiled = async <T>(phase: string, work: () => Promise<T>): Promise<T> => {
+  if (!profiler || !profileDir) return work();
+  await profiler.post('Profiler.enable');
+  await profiler.post('Profiler.setSamplingInterval', { interval: 200 });
+  await profiler.post('Profiler.start');
+  try {
+    return await work();
+  } finally {
+    const { profile } = await profiler.post('Profiler.stop');
+    fs.mkdirSync(profileDir, { recursive: true });
+    fs.writeFileSync(path.join(profileDir, `${phase}.cpuprofile`), JSON.stringify(profile));
+  }
+};
+profiler?.connect();
 
 const name = `fleet_bench_lum_${randomBytes(4).toString('hex')}`;
 const admin = new pg.Client({ connectionString: adminUrl });
@@ -126,43 +148,45 @@ try {
   const ingest = new LuminaireIngest({ deps, partitions: services.luminairePartitions });
   ingest.start();
   const pending: Array<Promise<void>> = [];
-  const lum = await paced(
-    (i) => {
-      const d = rows[i % rows.length]!;
-      const read = readLuminaire(
-        JSON.stringify({
-          at: new Date().toISOString(),
-          energy_wh: 1000 + i,
-          power_w: 31.5,
-          gear_operating_s: 3600 + i,
-          gear_starts: 12,
-          gear_temp_c: 48.5,
-          supply_voltage_v: 231.2,
-          source_on_s: 3000 + i,
-          source_starts: 12,
-          source_temp_c: 55.1,
-          output_level_pct: 80,
-          rated_life_h: 100000,
-        }),
-        new Date(),
-      );
-      if (read.ok)
-        pending.push(
-          ingest.record({
-            accountId: actor.accountId,
-            deviceId: d.id,
-            serial: d.serial,
-            values: read.values,
-            at: read.at,
-            badClock: read.badClock,
-            refused: read.refused,
+  const lum = await profiled('ingest', () =>
+    paced(
+      (i) => {
+        const d = rows[i % rows.length]!;
+        const read = readLuminaire(
+          JSON.stringify({
+            at: new Date().toISOString(),
+            energy_wh: 1000 + i,
+            power_w: 31.5,
+            gear_operating_s: 3600 + i,
+            gear_starts: 12,
+            gear_temp_c: 48.5,
+            supply_voltage_v: 231.2,
+            source_on_s: 3000 + i,
+            source_starts: 12,
+            source_temp_c: 55.1,
+            output_level_pct: 80,
+            rated_life_h: 100000,
           }),
+          new Date(),
         );
-    },
-    async () => {
-      await ingest.stop();
-      await Promise.all(pending);
-    },
+        if (read.ok)
+          pending.push(
+            ingest.record({
+              accountId: actor.accountId,
+              deviceId: d.id,
+              serial: d.serial,
+              values: read.values,
+              at: read.at,
+              badClock: read.badClock,
+              refused: read.refused,
+            }),
+          );
+      },
+      async () => {
+        await ingest.stop();
+        await Promise.all(pending);
+      },
+    ),
   );
   const perPoint = (r: { sent: number; serviceUs: number; pgUs: number }) => (r.serviceUs + r.pgUs) / r.sent;
   const lumShare = (perPoint(lum) * (10_000 / 60)) / 1e6;
@@ -212,21 +236,23 @@ try {
   );
   await database.knex.raw('ANALYZE luminaire_hourly');
   const seriesMs: number[] = [];
-  const seriesCpu = await cpuOf(
-    async () => {
-      for (let i = 0; i < (smoke ? 3 : 20); i++) {
-        const t = performance.now();
-        const s = await services.luminaire.series(actor, {
-          serial: rows[i % SERIES_DEVICES]!.serial,
-          from: yearAgo,
-          to: now,
-          resolution: 'hour',
-        });
-        seriesMs.push(performance.now() - t);
-        if (s.points.length < 8700) throw new Error(`a year of hourly buckets came back as ${s.points.length}`);
-      }
-    },
-    smoke ? 3 : 20,
+  const seriesCpu = await profiled('series', () =>
+    cpuOf(
+      async () => {
+        for (let i = 0; i < (smoke ? 3 : 20); i++) {
+          const t = performance.now();
+          const s = await services.luminaire.series(actor, {
+            serial: rows[i % SERIES_DEVICES]!.serial,
+            from: yearAgo,
+            to: now,
+            resolution: 'hour',
+          });
+          seriesMs.push(performance.now() - t);
+          if (s.points.length < 8700) throw new Error(`a year of hourly buckets came back as ${s.points.length}`);
+        }
+      },
+      smoke ? 3 : 20,
+    ),
   );
   figures.push(
     `a year of a device's hourly series (8,760 buckets, ${SERIES_DEVICES} devices' years in the table): median ${median(seriesMs).toFixed(1)} ms, worst ${Math.max(...seriesMs).toFixed(1)} ms (service call, JSON-ready objects); CPU per query ${seriesCpu.toFixed(1)} ms (service ${seriesCpuSplit()})`,
@@ -262,7 +288,23 @@ try {
       WHERE v <= k.n`,
     [actor.accountId, FLEET, FLEET],
   );
-  await database.knex.raw('ANALYZE luminaire_fleet_daily, luminaire_fleet_daily_tags, luminaire_attributions');
+  // What the ingest writes beside them for grouping by model, firmware and site.
+  await database.knex.raw(
+    `INSERT INTO luminaire_fleet_daily_groups AS f (account_id, dimension, day, key, energy_wh, points)
+     SELECT f.account_id, g.dimension, f.day, g.key, sum(f.energy_wh), sum(f.points)
+       FROM luminaire_fleet_daily f
+       JOIN luminaire_attributions a ON a.id = f.attribution_id AND a.account_id = f.account_id
+      CROSS JOIN LATERAL (VALUES ('model', a.model), ('firmware', COALESCE(a.firmware, '')),
+                                 ('site', COALESCE(a.site_id::text, ''))) AS g(dimension, key)
+      WHERE f.account_id = ? AND a.fingerprint LIKE 'bench-%'
+      GROUP BY 1, 2, 3, 4
+     ON CONFLICT (account_id, dimension, day, key)
+     DO UPDATE SET energy_wh = f.energy_wh + EXCLUDED.energy_wh, points = f.points + EXCLUDED.points`,
+    [actor.accountId],
+  );
+  await database.knex.raw(
+    'ANALYZE luminaire_fleet_daily, luminaire_fleet_daily_tags, luminaire_fleet_daily_groups, luminaire_attributions',
+  );
   const from = new Date(now.getTime() - 89 * 86_400_000).toISOString().slice(0, 10);
   const to = now.toISOString().slice(0, 10);
   const energyMs: Record<string, number> = {};
@@ -270,14 +312,16 @@ try {
   for (const groupBy of [{ by: 'model' }, { by: 'firmware' }, { by: 'tag', key: 'zone' }] as const) {
     const times: number[] = [];
     const runs = smoke ? 2 : 10;
-    const cpu = await cpuOf(async () => {
-      for (let i = 0; i < runs; i++) {
-        const t = performance.now();
-        await services.luminaire.fleetEnergy(actor, { from, to, groupBy });
-        times.push(performance.now() - t);
-      }
-    }, runs);
     const key = groupBy.by === 'tag' ? 'tag:zone' : groupBy.by;
+    const cpu = await profiled(`energy-${key.replace(':', '-')}`, () =>
+      cpuOf(async () => {
+        for (let i = 0; i < runs; i++) {
+          const t = performance.now();
+          await services.luminaire.fleetEnergy(actor, { from, to, groupBy });
+          times.push(performance.now() - t);
+        }
+      }, runs),
+    );
     energyMs[key] = median(times);
     energyCpu[key] = cpu;
   }
@@ -299,7 +343,7 @@ try {
   for (const f of figures) console.log(f);
   // Its own client on the admin database: left open, it kept the process from exiting.
   await pgCpu.close();
-  if (!smoke && !dry)
+  if (!smoke && !dry && !profileDir)
     recordResults({
       title: `Luminaire data: ingest CPU, a year of hourly series, fleet energy (${DEVICES.toLocaleString('en')} fixtures)`,
       command: 'BENCH_DATABASE_URL=<postgres> node --import tsx bench/luminaire-ingest.bench.ts',

@@ -34,8 +34,19 @@ export interface CounterContribution {
   lifetimeBurnS: number | null;
 }
 
-const zeroDeltas = (): Record<LuminaireCounter, number> =>
-  Object.fromEntries(LUMINAIRE_COUNTERS.map((c) => [c, 0])) as Record<LuminaireCounter, number>;
+// A literal, not Object.fromEntries: that makes a dictionary-mode object, slow on the hot path.
+const zeroDeltas = (): Record<LuminaireCounter, number> => ({
+  energy_wh: 0,
+  gear_operating_s: 0,
+  gear_starts: 0,
+  gear_thermal_derating: 0,
+  gear_thermal_shutdown: 0,
+  supply_undervoltage: 0,
+  supply_overvoltage: 0,
+  source_on_s: 0,
+  source_starts: 0,
+  source_failures: 0,
+});
 
 const lifetimeOf = (segment: CounterSegment | undefined): number | null =>
   segment ? segment.offset + segment.last : null;

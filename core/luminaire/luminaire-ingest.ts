@@ -8,10 +8,7 @@ import {
   attributionIds,
   insertPoints,
   lockStates,
-  upsertFleetDaily,
-  upsertFleetTags,
-  upsertRollups,
-  writeStates,
+  writeBatch,
   type LockedState,
   type PointRow,
   type StateRow,
@@ -73,6 +70,8 @@ export class LuminaireIngest {
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> | null = null;
   private readonly attributions = new Map<string, number>();
+  /** Fingerprint of each (model, firmware, site) seen: hashed once, not for every device of every batch. */
+  private readonly fingerprints = new Map<string, string>();
   /** Devices whose state row exists (no INSERT for them on the next batch). */
   private readonly withState = new Set<string>();
 
@@ -180,11 +179,11 @@ export class LuminaireIngest {
           report,
           counters,
           row: {
-            ...report.values,
-            device_id: report.deviceId,
+            deviceId: report.deviceId,
             at: report.at.toISOString(),
-            bad_clock: report.badClock,
-            lifetime_energy_wh: report.values.energy_wh === undefined ? null : counters.lifetimeEnergyWh,
+            badClock: report.badClock,
+            values: report.values,
+            lifetimeEnergyWh: report.values.energy_wh === undefined ? null : counters.lifetimeEnergyWh,
           },
         });
       }
@@ -199,7 +198,7 @@ export class LuminaireIngest {
       const recorded: RecordedReading[] = [];
       for (const p of points) {
         // A reading sent again after a lost PUBACK is stored already: counted once.
-        if (!inserted.has(`${p.row.device_id}|${p.row.at}|${p.row.bad_clock}`)) continue;
+        if (!inserted.has(`${p.row.deviceId}|${p.row.at}|${p.row.badClock}`)) continue;
         const w = work.get(p.report.deviceId)!;
         w.state.points += 1;
         if (p.counters.reset) w.state.counter_resets += 1;
@@ -221,22 +220,21 @@ export class LuminaireIngest {
           values: p.report.values,
         });
       }
-      await upsertRollups(trx, 'luminaire_hourly', hourly.list());
-      await upsertRollups(trx, 'luminaire_daily', daily.list());
-      await upsertFleetDaily(trx, daily.fleetDaily());
-      await upsertFleetTags(
-        trx,
-        daily.fleetTags((deviceId) => states.get(deviceId)?.tags ?? {}),
-      );
-      if (work.size)
-        await writeStates(
-          trx,
-          [...work.values()].map((w) => ({
-            ...w.state,
-            counters: w.counters.counters,
-            latest_at: w.counters.latestAt?.toISOString() ?? null,
-          })),
-        );
+      await writeBatch(trx, {
+        hourly: hourly.list(),
+        daily: daily.list(),
+        fleetDaily: daily.fleetDaily(),
+        fleetTags: daily.fleetTags((deviceId) => states.get(deviceId)?.tags ?? {}),
+        fleetGroups: daily.fleetGroups((deviceId) => {
+          const s = states.get(deviceId)!;
+          return { model: s.model, firmware: s.firmware ?? '', site: s.site_id ?? '' };
+        }),
+        states: [...work.values()].map((w) => ({
+          ...w.state,
+          counters: w.counters.counters,
+          latest_at: w.counters.latestAt?.toISOString() ?? null,
+        })),
+      });
       if (this.withState.size > 200_000) this.withState.clear();
       for (const id of states.keys()) this.withState.add(id);
       return recorded;
@@ -251,9 +249,13 @@ export class LuminaireIngest {
     const byDevice = new Map<string, number>();
     const missing = new Map<string, { deviceIds: string[]; item: Parameters<typeof attributionIds>[1][number] }>();
     for (const s of states) {
-      const fingerprint = createHash('sha256')
-        .update(JSON.stringify([s.model, s.firmware, s.site_id]))
-        .digest('base64url');
+      const what = JSON.stringify([s.model, s.firmware, s.site_id]);
+      let fingerprint = this.fingerprints.get(what);
+      if (fingerprint === undefined) {
+        fingerprint = createHash('sha256').update(what).digest('base64url');
+        if (this.fingerprints.size > 10_000) this.fingerprints.clear();
+        this.fingerprints.set(what, fingerprint);
+      }
       const key = `${s.account_id}|${fingerprint}`;
       const id = this.attributions.get(key);
       if (id !== undefined) byDevice.set(s.device_id, id);

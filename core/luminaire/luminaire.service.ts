@@ -8,9 +8,8 @@ import type { RecordedReading } from './luminaire-ingest';
 import {
   selectFleetEnergy,
   selectRawPoints,
-  selectRollups,
+  selectBuckets,
   selectStates,
-  type RollupReadRow,
   type StateReadRow,
 } from './store/luminaire-read.store';
 import type {
@@ -30,8 +29,6 @@ export const SERIES_LIMITS = { rawDays: 31, hourDays: 366, dayDays: 3660, maxPoi
 /** Default range when `from` is left out, per resolution (days before `to`). */
 const DEFAULT_DAYS: Record<Resolution, number> = { raw: 1, hour: 7, day: 90 };
 const DAY_MS = 86_400_000;
-
-const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
 /**
  * What the service answers about luminaires (docs/luminaire-data.md): a device's series, its
@@ -84,7 +81,7 @@ export class LuminaireService {
       });
     } else {
       const table = resolution === 'hour' ? 'luminaire_hourly' : 'luminaire_daily';
-      points = (await selectRollups(knex, { table, deviceId: device.id, from, to, limit })).map(toBucket);
+      points = await selectBuckets(knex, { table, deviceId: device.id, from, to, limit });
     }
     const truncated = points.length > SERIES_LIMITS.maxPoints;
     return {
@@ -157,35 +154,6 @@ export class LuminaireService {
 
 function rangeError(field: string, message: string): DomainError {
   return new DomainError('validation_failed', message, { errors: [{ field, message }] });
-}
-
-function toBucket(r: RollupReadRow): LuminaireBucket {
-  return {
-    at: new Date(r.bucket).toISOString(),
-    points: Number(r.points),
-    energyWh: Number(r.energy_wh),
-    lifetimeEnergyWh: num(r.lifetime_energy_wh),
-    burnHours: r.lifetime_burn_s === null ? null : Number(r.lifetime_burn_s) / 3600,
-    powerAvgW: num(r.power_avg),
-    powerMaxW: num(r.power_max),
-    gearTempAvgC: num(r.gear_temp_avg),
-    gearTempMaxC: num(r.gear_temp_max),
-    sourceTempAvgC: num(r.source_temp_avg),
-    sourceTempMaxC: num(r.source_temp_max),
-    outputLevelAvgPct: num(r.output_avg),
-    supplyVoltageMinV: num(r.supply_voltage_min),
-    supplyVoltageMaxV: num(r.supply_voltage_max),
-    gearOperatingS: Number(r.gear_operating_s),
-    gearStarts: Number(r.gear_starts),
-    gearThermalDerating: Number(r.gear_thermal_derating),
-    gearThermalShutdown: Number(r.gear_thermal_shutdown),
-    supplyUndervoltage: Number(r.supply_undervoltage),
-    supplyOvervoltage: Number(r.supply_overvoltage),
-    sourceOnS: Number(r.source_on_s),
-    sourceStarts: Number(r.source_starts),
-    sourceFailures: Number(r.source_failures),
-    counterResets: Number(r.counter_resets),
-  };
 }
 
 function toSummary(r: StateReadRow): LuminaireSummary {

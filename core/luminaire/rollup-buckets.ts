@@ -1,4 +1,4 @@
-import { LUMINAIRE_COUNTERS, type LuminaireCounter, type LuminaireValues } from '#protocol/luminaire-fields';
+import type { LuminaireCounter, LuminaireValues } from '#protocol/luminaire-fields';
 import type { CounterContribution } from './counter-segments';
 
 /**
@@ -34,6 +34,18 @@ export interface FleetDailyRow {
   account_id: string;
   day: string;
   attribution_id: number;
+  energy_wh: number;
+  points: number;
+}
+
+/** What fleet energy groups by without a tag: `model`, `firmware` or `site` (its id), '' for none. */
+export type FleetDimension = 'model' | 'firmware' | 'site';
+
+export interface FleetGroupRow {
+  account_id: string;
+  dimension: FleetDimension;
+  day: string;
+  key: string;
   energy_wh: number;
   points: number;
 }
@@ -79,8 +91,18 @@ export class RollupBuckets {
       this.rows.set(key, row);
     }
     const v = input.values;
+    const d = input.counters.deltas;
     row.points += 1;
-    for (const counter of LUMINAIRE_COUNTERS) row[counter] += input.counters.deltas[counter];
+    row.energy_wh += d.energy_wh;
+    row.gear_operating_s += d.gear_operating_s;
+    row.gear_starts += d.gear_starts;
+    row.gear_thermal_derating += d.gear_thermal_derating;
+    row.gear_thermal_shutdown += d.gear_thermal_shutdown;
+    row.supply_undervoltage += d.supply_undervoltage;
+    row.supply_overvoltage += d.supply_overvoltage;
+    row.source_on_s += d.source_on_s;
+    row.source_starts += d.source_starts;
+    row.source_failures += d.source_failures;
     if (input.counters.reset) row.counter_resets += 1;
     row.lifetime_energy_wh = max(row.lifetime_energy_wh, input.counters.lifetimeEnergyWh ?? undefined);
     row.lifetime_burn_s = max(row.lifetime_burn_s, input.counters.lifetimeBurnS ?? undefined);
@@ -133,30 +155,74 @@ export class RollupBuckets {
 
   /** Energy per account, tag, UTC day and tag value: each row counts under every tag of its device then. */
   fleetTags(tagsOf: (deviceId: string) => Record<string, string>): FleetTagRow[] {
-    const fleet = new Map<string, FleetTagRow>();
+    return this.sumBy((row) => Object.entries(tagsOf(row.device_id))).map(
+      ([account_id, tag_key, day, tag_value, f]) => ({
+        account_id,
+        tag_key,
+        day,
+        tag_value,
+        energy_wh: f.energy_wh,
+        points: f.points,
+      }),
+    );
+  }
+
+  /**
+   * Energy per account, dimension (model, firmware, site), UTC day and value: fleet energy by one
+   * of them reads a few rows per day instead of one per attribution (bench/luminaire-ingest.bench.ts).
+   */
+  fleetGroups(groupsOf: (deviceId: string) => Record<FleetDimension, string>): FleetGroupRow[] {
+    return this.sumBy((row) => Object.entries(groupsOf(row.device_id))).map(([account_id, dimension, day, key, f]) => ({
+      account_id,
+      dimension: dimension as FleetDimension,
+      day,
+      key,
+      energy_wh: f.energy_wh,
+      points: f.points,
+    }));
+  }
+
+  /** Energy and points of the rows per account, UTC day and each (name, value) pair `pairsOf` gives. */
+  private sumBy(
+    pairsOf: (row: RollupRow) => Array<[string, string]>,
+  ): Array<[string, string, string, string, { energy_wh: number; points: number }]> {
+    const sums = new Map<string, [string, string, string, string, { energy_wh: number; points: number }]>();
     for (const row of this.rows.values()) {
       const day = row.bucket.slice(0, 10);
-      for (const [tag_key, tag_value] of Object.entries(tagsOf(row.device_id))) {
-        const key = JSON.stringify([row.account_id, tag_key, day, tag_value]);
-        const f = fleet.get(key) ?? { account_id: row.account_id, tag_key, day, tag_value, energy_wh: 0, points: 0 };
-        f.energy_wh += row.energy_wh;
-        f.points += row.points;
-        fleet.set(key, f);
+      for (const [name, value] of pairsOf(row)) {
+        const key = JSON.stringify([row.account_id, name, day, value]);
+        let entry = sums.get(key);
+        if (!entry) sums.set(key, (entry = [row.account_id, name, day, value, { energy_wh: 0, points: 0 }]));
+        entry[4].energy_wh += row.energy_wh;
+        entry[4].points += row.points;
       }
     }
-    return [...fleet.values()];
+    return [...sums.values()];
   }
 }
 
+/**
+ * Every field written out in one literal: a row built by spreading computed keys becomes a
+ * dictionary-mode object, and with two rows per reading that was the largest cost of a batch in
+ * the CPU profile (bench/luminaire-ingest.bench.ts --profile).
+ */
 function emptyRow(input: RollupInput & { bucket: string }): RollupRow {
-  const counters = Object.fromEntries(LUMINAIRE_COUNTERS.map((c) => [c, 0])) as Record<LuminaireCounter, number>;
   return {
-    ...counters,
     device_id: input.deviceId,
     bucket: input.bucket,
     attribution_id: input.attributionId,
     account_id: input.accountId,
     points: 0,
+    energy_wh: 0,
+    gear_operating_s: 0,
+    gear_starts: 0,
+    gear_thermal_derating: 0,
+    gear_thermal_shutdown: 0,
+    supply_undervoltage: 0,
+    supply_overvoltage: 0,
+    source_on_s: 0,
+    source_starts: 0,
+    source_failures: 0,
     lifetime_energy_wh: null,
     lifetime_burn_s: null,
     power_sum: 0,

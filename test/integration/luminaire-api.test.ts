@@ -91,6 +91,37 @@ describe('luminaire data over MQTT, REST and GraphQL', () => {
     expect(graph.body.data.fleetEnergy.groups).toEqual([{ key: 'LX-200', totalKwh: 0.5 }]);
   });
 
+  it('reads the luminaire summaries of a list of devices in one statement (DataLoader)', async () => {
+    await claimForMqtt(server, acme, ['LUX-API-2', 'LUX-API-3'], { firmware: null });
+    const knex = server.service.database.knex;
+    const count = async (first: number) => {
+      let statements = 0;
+      const onQuery = (q: { sql: string }) => {
+        if (/luminaire_state/.test(q.sql)) statements += 1;
+      };
+      knex.on('query', onQuery);
+      const res = await gql(
+        server.service.httpUrl,
+        `{ devices(first: ${first}) { edges { node { serial luminaire { lifetimeEnergyKwh } } } } }`,
+        { apiKey: acme.apiKey },
+      );
+      knex.off('query', onQuery);
+      expect(res.body.errors).toBeUndefined();
+      const edges = res.body.data.devices.edges as Array<{ node: { serial: string; luminaire: unknown } }>;
+      return { statements, luminaire: Object.fromEntries(edges.map((e) => [e.node.serial, e.node.luminaire])) };
+    };
+    const one = await count(1);
+    const three = await count(3);
+    expect(one.statements).toBe(1);
+    expect(three.statements).toBe(1);
+    // Each device still gets its own summary: null before its first reading.
+    expect(three.luminaire).toEqual({
+      'LUX-API-1': { lifetimeEnergyKwh: 1.5 },
+      'LUX-API-2': null,
+      'LUX-API-3': null,
+    });
+  });
+
   it('pushes live readings to a subscriber of the device', async () => {
     const ws = wsClient(server.service.httpUrl, { apiKey: acme.apiKey });
     const live = collect<{ data: { luminaireReadings: { values: { powerW: number } } } }>(

@@ -197,6 +197,40 @@ describe('luminaire series', () => {
     expect(byModel.groups.map((g) => g.key)).toEqual(['LX-200']);
   });
 
+  it('answers an upgrade inside the hour as one bucket: sums, extremes and averages over both firmware versions', async () => {
+    const knex = harness.database.knex;
+    await knex('devices')
+      .where({ id: ids.get('L-2') })
+      .update({ firmware: '1.0.0' });
+    // L-2's energy counter stood at 45 Wh: 0, 20 and 30 Wh more.
+    await sendAt(acme, 'L-2', '2026-11-30T10:05:00Z', { energy_wh: 45, power_w: 10, supply_voltage_v: 230 });
+    await sendAt(acme, 'L-2', '2026-11-30T10:15:00Z', { energy_wh: 65, power_w: 20, supply_voltage_v: 228 });
+    await knex('devices')
+      .where({ id: ids.get('L-2') })
+      .update({ firmware: '2.0.0' });
+    await sendAt(acme, 'L-2', '2026-11-30T10:25:00Z', { energy_wh: 95, power_w: 60, supply_voltage_v: 235 });
+    for (const resolution of ['hour', 'day'] as const) {
+      const series = await harness.services.luminaire.series(acme.admin, {
+        serial: 'L-2',
+        from: new Date('2026-11-30T00:00:00Z'),
+        to: new Date('2026-12-01T00:00:00Z'),
+        resolution,
+      });
+      expect(series.points, resolution).toHaveLength(1);
+      expect(series.points[0], resolution).toMatchObject({
+        at: resolution === 'hour' ? '2026-11-30T10:00:00.000Z' : '2026-11-30T00:00:00.000Z',
+        points: 3,
+        energyWh: 50,
+        powerAvgW: 30,
+        powerMaxW: 60,
+        supplyVoltageMinV: 228,
+        supplyVoltageMaxV: 235,
+        gearTempAvgC: null,
+        counterResets: 0,
+      });
+    }
+  });
+
   it("keeps every account's data to itself", async () => {
     await send(other, 'O-1', { at: at(0), energy_wh: 1, power_w: 99 });
     await expect(harness.services.luminaire.series(acme.admin, { serial: 'O-1' })).rejects.toMatchObject({

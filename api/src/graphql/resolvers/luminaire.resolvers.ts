@@ -69,8 +69,8 @@ const DAY = /^\d{4}-\d{2}-\d{2}$/;
 /** Luminaire data: thin adapters over services.luminaire, the same data as REST. */
 export const luminaireResolvers: Resolvers = {
   Device: {
-    luminaire: async (device, _, ctx) =>
-      presentSummary(await ctx.services.luminaire.summary(ctx.actor, { deviceId: device.id })),
+    // Batched per request: a list of devices asking for it makes one query, not one per device.
+    luminaire: async (device, _, ctx) => presentSummary(await ctx.loaders.luminaire.load(device.id)),
     luminaireSeries: async (device, args, ctx) => {
       const series = await ctx.services.luminaire.series(ctx.actor, {
         serial: device.serial,
