@@ -4,6 +4,7 @@ import tls from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import { Aedes } from 'aedes';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { Session } from 'node:inspector/promises';
 import { LISTEN_BACKLOG } from '#core/listen-backlog';
 import { topics } from '#protocol/topics';
 
@@ -75,8 +76,35 @@ async function publishOta(serials: string[]): Promise<void> {
   await Promise.all(Array.from({ length: Math.min(PUBLISH_WINDOW, serials.length) }, worker));
 }
 
+/** A CPU profile of one phase, as bench/lib/server-child.ts takes of the service (same sampling). */
+let profiler: Session | undefined;
+async function profile(action: 'profileStart' | 'profileStop', file?: string): Promise<void> {
+  if (action === 'profileStart') {
+    profiler = new Session();
+    profiler.connect();
+    await profiler.post('Profiler.enable');
+    await profiler.post('Profiler.setSamplingInterval', { interval: 100 });
+    await profiler.post('Profiler.start');
+    return;
+  }
+  if (!profiler || !file) throw new Error('no profile was started');
+  const { profile: taken } = await profiler.post('Profiler.stop');
+  fs.writeFileSync(file, JSON.stringify(taken));
+  profiler.disconnect();
+  profiler = undefined;
+}
+
 process.on('message', (raw) => {
-  const msg = raw as { id: number; cmd: 'stats' | 'gc' | 'stop' | 'publishOta'; serials?: string[] };
+  const msg = raw as {
+    id: number;
+    cmd: 'stats' | 'gc' | 'stop' | 'publishOta' | 'profileStart' | 'profileStop';
+    serials?: string[];
+    file?: string;
+  };
+  if (msg.cmd === 'profileStart' || msg.cmd === 'profileStop') {
+    void profile(msg.cmd, msg.file).then(() => process.send?.({ id: msg.id }));
+    return;
+  }
   if (msg.cmd === 'publishOta') {
     void publishOta(msg.serials ?? []).then(() => process.send?.({ id: msg.id, published: true }));
     return;

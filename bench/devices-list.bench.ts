@@ -51,12 +51,17 @@ interface Scenario {
   name: string;
   query: string;
   filter: DeviceFilter;
+  /** A target of its own (ms per page), reported on its own row instead of in the worst filter. */
+  targetMs?: number;
 }
 const SCENARIOS: Scenario[] = [
   { name: 'model', query: 'model=LX-300', filter: { model: 'LX-300' } },
   { name: 'status', query: 'status=offline', filter: { status: 'offline' } },
+  { name: 'firmware', query: 'firmware=1.10.0', filter: { firmware: '1.10.0' } },
   { name: 'firmware_lt', query: 'firmware_lt=2.0.0', filter: { firmwareLt: '2.0.0' } },
   { name: 'q', query: 'q=12', filter: { q: '12' } },
+  // A rare term (issue 31: under 2 ms): 120 serials of the 100,000 hold "0999" (12 of the 20,000).
+  { name: 'q_rare', query: 'q=0999', filter: { q: '0999' }, targetMs: 2.0 },
   { name: 'model+status', query: 'model=LX-300&status=offline', filter: { model: 'LX-300', status: 'offline' } },
 ];
 
@@ -224,6 +229,7 @@ try {
 
   for (const { size, account } of accounts) {
     const rows: string[] = [];
+    const own: CurrentFigure[] = [];
     let worst = 0;
     for (const scenario of SCENARIOS.filter((sc) => argList('--filters')?.includes(sc.name) ?? true)) {
       const url = `${server.httpUrl}/api/v1/devices?${scenario.query}`;
@@ -234,7 +240,14 @@ try {
       if (profileDir) await server.stopProfile(`${profileDir}/${size}-${scenario.name}.cpuprofile`);
       const { seconds } = cost.result;
       const perPage = (cost.service + cost.postgres) / 1000 / PAGES;
-      worst = Math.max(worst, perPage);
+      if (scenario.targetMs === undefined) worst = Math.max(worst, perPage);
+      else
+        own.push({
+          id: `REST page of 100, ${size.toLocaleString('en')} devices, rare search term (${scenario.query})`,
+          figure: `${fmt(perPage)} ms CPU per page (service + PostgreSQL), ${first.total.toLocaleString('en')} matches`,
+          target: `< ${scenario.targetMs.toFixed(1)} ms`,
+          met: perPage < scenario.targetMs,
+        });
       const page = devicePageQuery({
         accountId: account.accountId,
         filter: scenario.filter,
@@ -260,12 +273,15 @@ try {
       '|---|---|---|---|---|---|---|---|',
       ...rows,
     );
-    current.push({
-      id: `REST page of 100, ${size.toLocaleString('en')} devices`,
-      figure: `${fmt(worst)} ms CPU per page, worst filter (service + PostgreSQL)`,
-      target: `<= ${TARGET_MS.toFixed(1)} ms, every filter`,
-      met: worst <= TARGET_MS,
-    });
+    current.push(
+      {
+        id: `REST page of 100, ${size.toLocaleString('en')} devices`,
+        figure: `${fmt(worst)} ms CPU per page, worst filter (service + PostgreSQL)`,
+        target: `<= ${TARGET_MS.toFixed(1)} ms, every filter`,
+        met: worst <= TARGET_MS,
+      },
+      ...own,
+    );
   }
 
   // The full streamed listing of the large account.

@@ -22,6 +22,8 @@ import { startBareAedes } from './lib/bare-aedes';
  *
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/ota.bench.ts
  *   options: --smoke (tiny, records nothing) --dry (print only) --schedule N (default 100000) --devices N (default 10000) --download-devices N (default 500) --fleet-processes N (default 1)
+ *   --filler N (N more devices inserted by SQL, never online: a large table in a short run)
+ *   --held-only (stop after the held delivery's CPU per command; records nothing)
  *   --profile FILE (a CPU profile of the server during the held delivery, written to FILE, a .cpuprofile; the run
  *   stops after that phase and records nothing: profiling costs CPU)
  */
@@ -32,12 +34,16 @@ const arg = (name: string, fallback: number) => {
 };
 const SCHEDULE = smoke ? 1000 : arg('schedule', 100_000);
 const DEVICES = smoke ? 50 : arg('devices', 10_000);
+/** `--filler N`: N more devices inserted by SQL (not claimed, never online), for a table of the recorded run's size. */
+const FILLER = smoke ? 0 : arg('filler', 0);
 const DOWNLOADERS = Math.min(DEVICES, smoke ? 20 : arg('download-devices', 500));
 // Each simulated device holds an MQTT socket and, while it downloads, an HTTP one, so one process
 // of 10,000 devices nears its limit of 20,000 file descriptors; `--fleet-processes` splits the
 // fleet. One by default: two processes on the 2 shared cores doubled the storm and made every
 // figure worse (2,350 of 10,000 updates failed in one such run).
 const FLEET_PROCESSES = smoke ? 1 : arg('fleet-processes', 1);
+/** Stops after the held delivery's CPU per command (no downloads, nothing recorded): quick before/after comparisons. */
+const heldOnly = process.argv.includes('--held-only');
 const profileFile = process.argv.includes('--profile')
   ? process.argv[process.argv.indexOf('--profile') + 1]
   : undefined;
@@ -171,6 +177,16 @@ try {
   );
   await api(server, account, 'POST', `/api/v1/firmware/deployments/${sched.body.deployment_id}/cancel`);
 
+  // Devices of the table that take no part (the recorded run's 100,000 scheduled ones) without
+  // claiming them: the dispatch's statements then meet a table of that size in a short run.
+  if (FILLER > 0)
+    await server.sql(
+      `INSERT INTO devices (id, account_id, serial, name, model_id)
+       SELECT gen_random_uuid(), ?, 'FILL-' || lpad(i::text, 7, '0'), 'FILL-' || lpad(i::text, 7, '0'), (SELECT id FROM models WHERE account_id = ? AND name = 'SCHED')
+         FROM generate_series(1, ?) i`,
+      [account.accountId, account.accountId, FILLER],
+    );
+
   // 2. 10,000 online devices updated end to end.
   await upload(server, account, 'LIVE', '1.0.0', randomBytes(16 * 1024));
   await upload(server, account, 'LIVE', '1.1.0', randomBytes(64 * 1024));
@@ -249,6 +265,20 @@ try {
     // What autovacuum would have done after the previous phase's updates (it is off here).
     if (server.database === 'postgres')
       await server.sql('VACUUM ANALYZE devices, device_updates, device_events, events');
+    // What the connected fleet costs with no command (heartbeats, sweeps), per second: a held
+    // delivery's window holds seconds of it, more the slower the delivery, so it is also given net.
+    const quiet = await server.postgresCpu();
+    await quiet?.start();
+    const quiet0 = { server: await server.cpu(), at: performance.now() };
+    await sleep(3000);
+    const quietServer = await server.cpu();
+    const quietSeconds = (performance.now() - quiet0.at) / 1000;
+    const quietPostgres = (await quiet?.stop()) ?? 0;
+    await quiet?.close();
+    const idlePerSecond = {
+      server: (quietServer.user + quietServer.system - quiet0.server.user - quiet0.server.system) / quietSeconds,
+      postgres: quietPostgres / quietSeconds,
+    };
     const published0 = await metric(server, 'fleet_ota_commands_published_total');
     const received0 = (await fleet.stats()).commandsReceived;
     const deployAtMs = Date.now();
@@ -259,7 +289,7 @@ try {
     const meter = await server.postgresCpu();
     await meter?.start();
     if (held && profileFile) await server.startProfile();
-    const cpu0 = { server: await server.cpu(), fleet: (await fleet.stats()).cpu };
+    const cpu0 = { server: await server.cpu(), fleet: (await fleet.stats()).cpu, at: performance.now() };
     if (dep.status !== 202 || dep.body.target_count !== DEVICES)
       throw new Error(`deploy ${version} to live fleet: ${dep.status} ${JSON.stringify(dep.body)}`);
     let publishedAllMs = 0;
@@ -292,7 +322,7 @@ try {
     const stats1 = await fleet.stats();
     const delivered = stats1.lastCommandAtMs;
     // CPU each side spent from the 202 answer until every command arrived, per command (µs).
-    const cpu1 = { server: await server.cpu(), fleet: stats1.cpu };
+    const cpu1 = { server: await server.cpu(), fleet: stats1.cpu, at: performance.now() };
     if (held && profileFile) await server.stopProfile(profileFile);
     const postgresMicros = await meter?.stop();
     await meter?.close();
@@ -317,6 +347,15 @@ try {
       publishedAllMs,
       cpuPerCommand,
     };
+    // At once: the held delivery's figure is known here, long before every download finished.
+    const windowSeconds = (cpu1.at - cpu0.at) / 1000;
+    const net = (perCommand: number, perSecond: number) => perCommand - (perSecond * windowSeconds) / DEVICES;
+    console.log(
+      `${version}: CPU per command: server ${cpuPerCommand.server.toFixed(0)} µs, PostgreSQL ${cpuPerCommand.postgres?.toFixed(0) ?? 'n/a'} µs, fleet ${cpuPerCommand.fleet.toFixed(0)} µs; ` +
+        `net of the quiet fleet's cost (server ${(idlePerSecond.server / 1000).toFixed(0)} ms/s, PostgreSQL ${(idlePerSecond.postgres / 1000).toFixed(0)} ms/s over ${windowSeconds.toFixed(1)} s): ` +
+        `server ${net(cpuPerCommand.server, idlePerSecond.server).toFixed(0)} µs, PostgreSQL ${cpuPerCommand.postgres === undefined ? 'n/a' : net(cpuPerCommand.postgres, idlePerSecond.postgres).toFixed(0)} µs`,
+    );
+    if (held && heldOnly) return { delivery, allMs: 0, counts: { succeeded: 0, failed: 0, timed_out: 0 } };
     // Spread, 1,000 downloads starting per second: all 10,000 at one instant exhaust the file
     // descriptors of both processes (20,000 each here, and each side already holds 10,000 MQTT
     // sockets); refused and hung downloads then wait out 30 s timeouts and retries.
@@ -371,8 +410,8 @@ try {
   report(
     `delivery, devices holding their downloads: ${describe(held.delivery)}; every update succeeded ${(held.allMs / 1000).toFixed(1)} s after the request (the held downloads released at 1,000 a second)`,
   );
-  if (profileFile) {
-    console.log(`profile of the held delivery: ${profileFile}`);
+  if (profileFile || heldOnly) {
+    if (profileFile) console.log(`profile of the held delivery: ${profileFile}`);
     await fleet.stop();
     await server.stop();
     process.exit(0);

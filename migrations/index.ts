@@ -21,7 +21,10 @@ import * as updateLocks from './20261127121000_update_locks';
 import * as firmwareDeltas from './20261127122000_firmware_deltas';
 import * as upgradePaths from './20261127123000_upgrade_paths';
 import * as luminaireSeries from './20261127140000_luminaire_series';
+import * as luminaireFleetGroups from './20261127171000_luminaire_fleet_groups';
+import * as deviceSearchTrigrams from './20261127172000_device_search_trigrams';
 import * as fixtureHealth from './20261127160000_fixture_health';
+import * as connectionDaysAndFailedMarks from './20261127170000_connection_days_and_failed_marks';
 
 /**
  * Static list of migrations: knex's folder scanning cannot load .ts files under vitest,
@@ -51,6 +54,9 @@ const migrations: Array<{ name: string; module: Knex.Migration }> = [
   { name: '20261127123000_upgrade_paths', module: upgradePaths },
   { name: '20261127140000_luminaire_series', module: luminaireSeries },
   { name: '20261127160000_fixture_health', module: fixtureHealth },
+  { name: '20261127170000_connection_days_and_failed_marks', module: connectionDaysAndFailedMarks },
+  { name: '20261127171000_luminaire_fleet_groups', module: luminaireFleetGroups },
+  { name: '20261127172000_device_search_trigrams', module: deviceSearchTrigrams },
 ];
 
 export const migrationSource: Knex.MigrationSource<{ name: string; module: Knex.Migration }> = {

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { MAX_DEVICE_PAYLOAD_BYTES } from './payloads';
-import { reasonOf, shown, type FieldRefusalReason } from './heartbeat-fields';
+import { readFields, type PayloadUnread, type RefusedField } from './field-reading';
 
 /**
  * `devices/{serial}/luminaire`: one reading of the luminaire's D4i data (DALI-2 parts 251-253,
@@ -106,13 +105,9 @@ export type LuminaireCounter = (typeof LUMINAIRE_COUNTERS)[number];
  */
 export const LUMINAIRE_CLOCK_TOLERANCE_S = 300;
 
-export interface RefusedLuminaireField {
-  field: LuminaireField;
-  reason: FieldRefusalReason;
-  value: string;
-}
+export type RefusedLuminaireField = RefusedField<LuminaireField>;
 
-export type LuminaireUnread = 'too_large' | 'not_json' | 'not_object';
+export type LuminaireUnread = PayloadUnread;
 
 export type LuminaireRead =
   | {
@@ -127,30 +122,13 @@ export type LuminaireRead =
   | { ok: false; reason: LuminaireUnread };
 
 export function readLuminaire(payload: Buffer | string, receivedAt: Date): LuminaireRead {
-  const size = typeof payload === 'string' ? Buffer.byteLength(payload) : payload.length;
-  if (size > MAX_DEVICE_PAYLOAD_BYTES) return { ok: false, reason: 'too_large' };
-  let json: unknown;
-  try {
-    json = JSON.parse(typeof payload === 'string' ? payload : payload.toString('utf8'));
-  } catch {
-    return { ok: false, reason: 'not_json' };
-  }
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) return { ok: false, reason: 'not_object' };
-  const sent = json as Record<string, unknown>;
-  // Each field's schema gives that field's type: TypeScript cannot pair them by the loop's key.
-  const values: LuminaireValues = {};
-  const refused: RefusedLuminaireField[] = [];
-  let deviceAt: string | undefined;
-  for (const field of LUMINAIRE_FIELDS) {
-    // Own keys only: JSON.parse makes `__proto__` an own key, never the prototype.
-    if (!Object.hasOwn(sent, field)) continue;
-    const value = sent[field];
-    const parsed = LuminaireReading.shape[field].safeParse(value);
-    if (!parsed.success) refused.push({ field, reason: reasonOf(parsed.error.issues[0]), value: shown(value) });
-    else if (field === 'at') deviceAt = parsed.data as string;
-    else (values as Record<string, unknown>)[field] = parsed.data;
-  }
-  const device = deviceAt === undefined ? NaN : Date.parse(deviceAt);
+  const read = readFields(payload, LUMINAIRE_FIELDS, LuminaireReading.shape);
+  if (!read.ok) return read;
+  const { at: deviceAt, ...rest } = read.values;
+  // Each field was parsed by its own schema of LuminaireReading: TypeScript cannot pair them by key.
+  const values = rest as LuminaireValues;
+  const refused = read.refused;
+  const device = typeof deviceAt === 'string' ? Date.parse(deviceAt) : NaN;
   const badClock = Number.isNaN(device) || Math.abs(device - receivedAt.getTime()) > LUMINAIRE_CLOCK_TOLERANCE_S * 1000;
   return {
     ok: true,

@@ -92,14 +92,19 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     reconcileAllOnStart: !cluster,
   });
 
+  // Set once the webhook worker exists (below): a batch dispatched before then finds it by its poll.
+  let wakeWebhookWorker: () => void = () => undefined;
   const outbox = new OutboxDispatcher({
     knex: database.knex,
     bus,
     logger,
     clock,
-    onBatch: async (trx, events) => {
-      await fanOutWebhookDeliveries(trx, clock, events);
-    },
+    // Only a batch that created deliveries wakes the webhook worker: waking it for every event
+    // cost a round (BEGIN, SELECT ... FOR UPDATE, COMMIT) per presence flush that found nothing,
+    // a third of the statements of a connection ramp (bench/connection-capacity.bench.ts). Its
+    // poll still finds redeliveries and retries.
+    onBatch: async (trx, events) =>
+      (await fanOutWebhookDeliveries(trx, clock, events)) > 0 ? () => wakeWebhookWorker() : undefined,
   });
   // A committed transaction that appended events wakes the dispatcher (it also polls).
   const transaction = createTransactionRunner(database.knex, (trx) => {
@@ -186,6 +191,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     serverSecret,
     bus,
   });
+  wakeWebhookWorker = () => webhookWorker.kick();
   const databaseHealth = new DatabaseHealth(() => database.probe(), logger);
 
   const rateLimiter: RateLimiter = cluster

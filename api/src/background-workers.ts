@@ -35,6 +35,7 @@ export function createBackgroundWorkers(input: {
     poll: { everyMs: 60 * 60_000 },
   });
   // Webhook deliveries are rows created in the dispatcher's transaction: never lost, never doubled.
+  // The dispatcher wakes it once a batch that created some committed (app.ts); it polls besides.
   const webhookWorker = new WebhookDeliveryWorker({
     knex: database.knex,
     clock,
@@ -43,7 +44,6 @@ export function createBackgroundWorkers(input: {
     allowPrivate: config.webhookAllowPrivate,
     onAttempt: (outcome) => metrics.webhookAttempts.inc({ outcome }),
   });
-  bus.subscribe(() => webhookWorker.kick());
   bus.subscribe(() => metrics.eventsDispatched.inc());
   const retentionWorker = new RetentionWorker({
     retention: services.retention,

@@ -21,6 +21,9 @@ export interface BareAedes {
   cpu: () => Promise<number>;
   /** Publishes an OTA command (QoS 1) to each serial; resolves when Aedes confirmed them all. */
   publishOta: (serials: string[]) => Promise<void>;
+  /** A CPU profile of the broker process (100 µs sampling) between start and stop, written to `file`. */
+  startProfile: () => Promise<void>;
+  stopProfile: (file: string) => Promise<void>;
   /** Closes the broker (its clients are disconnected) and ends the process. */
   stop: () => Promise<void>;
 }
@@ -49,7 +52,10 @@ export async function startBareAedes(options: { tls?: { certFile: string; keyFil
       }
     });
   });
-  const ask = (cmd: 'stats' | 'gc' | 'stop' | 'publishOta', extra: Record<string, unknown> = {}) =>
+  const ask = (
+    cmd: 'stats' | 'gc' | 'stop' | 'publishOta' | 'profileStart' | 'profileStop',
+    extra: Record<string, unknown> = {},
+  ) =>
     new Promise<BareAedesStats>((resolve) => {
       const id = nextId++;
       waiting.set(id, resolve);
@@ -67,6 +73,12 @@ export async function startBareAedes(options: { tls?: { certFile: string; keyFil
     },
     publishOta: async (serials) => {
       await ask('publishOta', { serials });
+    },
+    startProfile: async () => {
+      await ask('profileStart');
+    },
+    stopProfile: async (file) => {
+      await ask('profileStop', { file });
     },
     stop: async () => {
       await ask('stop');

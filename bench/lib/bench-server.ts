@@ -47,6 +47,8 @@ export interface BenchServer {
   cpu(): Promise<NodeJS.CpuUsage>;
   /** Forces a GC in the server (it runs with --expose-gc) and returns its memory afterwards. */
   gc(): Promise<NodeJS.MemoryUsage>;
+  /** Writes a heap snapshot of the server (after a GC) to `file` (.heapsnapshot). */
+  heapSnapshot(file: string): Promise<void>;
   /** A CPU profile of the server (100 µs sampling) between start and stop, written to `file` (.cpuprofile). */
   startProfile(): Promise<void>;
   stopProfile(file: string): Promise<void>;
@@ -118,6 +120,9 @@ export async function startBenchServer(options: { env?: Record<string, string> }
     memory: () => request({ cmd: 'memory' }),
     cpu: () => request({ cmd: 'cpu' }),
     gc: () => request({ cmd: 'gc' }),
+    heapSnapshot: async (file) => {
+      await request({ cmd: 'heapSnapshot', file });
+    },
     startProfile: () => request({ cmd: 'profile', action: 'start' }),
     stopProfile: (file) => request({ cmd: 'profile', action: 'stop', file }),
     startEventLoopDelay: () => request({ cmd: 'eventLoopDelay', action: 'start' }),

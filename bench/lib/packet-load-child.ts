@@ -20,6 +20,7 @@ process.on('message', (raw) => {
         devices: message.devices as LoadDevice[],
         clean: message.clean as boolean,
         offset: message.offset as number,
+        ...(typeof message.parallel === 'number' ? { parallel: message.parallel } : {}),
       })
       .then(reply, fail);
   } else if (message.cmd === 'run') {

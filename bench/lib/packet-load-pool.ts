@@ -53,7 +53,18 @@ export class PacketLoadPool {
     return new PacketLoadPool(children);
   }
 
-  async connect(input: { url: string; devices: LoadDevice[]; clean: boolean }): Promise<ConnectResult> {
+  /**
+   * Connects the devices, split between the generators. `parallel`: CONNECTs in flight per
+   * generator (default 200); `offset`: the index the devices' source addresses count from, so a
+   * later phase or target does not reuse ports still in TIME_WAIT.
+   */
+  async connect(input: {
+    url: string;
+    devices: LoadDevice[];
+    clean: boolean;
+    parallel?: number;
+    offset?: number;
+  }): Promise<ConnectResult> {
     const { hostname, port } = new URL(input.url);
     const share = Math.ceil(input.devices.length / this.children.length);
     const results: ConnectResult[] = await Promise.all(
@@ -64,7 +75,8 @@ export class PacketLoadPool {
           port: Number(port),
           clean: input.clean,
           devices: input.devices.slice(i * share, (i + 1) * share),
-          offset: i * share,
+          offset: (input.offset ?? 0) + i * share,
+          ...(input.parallel ? { parallel: input.parallel } : {}),
         }),
       ),
     );

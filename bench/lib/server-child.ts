@@ -1,5 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
+import { writeHeapSnapshot } from 'node:v8';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { loadConfig } from '#core/config';
 import { startFleetService } from '#api/app';
@@ -21,6 +22,7 @@ type Request =
   | { id: number; cmd: 'cpu' }
   | { id: number; cmd: 'sampleRss'; action: 'start' | 'stop' }
   | { id: number; cmd: 'gc' }
+  | { id: number; cmd: 'heapSnapshot'; file: string }
   | { id: number; cmd: 'profile'; action: 'start' }
   | { id: number; cmd: 'profile'; action: 'stop'; file: string }
   | { id: number; cmd: 'eventLoopDelay'; action: 'start' | 'stop' }
@@ -74,6 +76,10 @@ async function handle(req: Request): Promise<unknown> {
     case 'gc':
       (globalThis as { gc?: () => void }).gc?.();
       return process.memoryUsage();
+    case 'heapSnapshot':
+      // What each kind of object holds (bench/lib/heap-summary.ts compares two snapshots).
+      (globalThis as { gc?: () => void }).gc?.();
+      return { file: writeHeapSnapshot(req.file) };
     case 'profile':
       // A CPU profile of one phase only (--cpu-prof would cover start-up and seeding too).
       if (req.action === 'start') {

@@ -32,6 +32,13 @@ import type { DeviceBrokerOptions, DeviceDomain } from './broker-options';
 export type { DeviceBrokerOptions, DeviceDomain } from './broker-options';
 
 /**
+ * Devices a presence sweep examines per statement: each examined row comes back to the event loop
+ * (parsed, then its history and events written), so a page is kept to what the loop handles in
+ * a few milliseconds, as a heartbeat flush is (MAX_FLUSH_ROWS).
+ */
+const SWEEP_PAGE = 1000;
+
+/**
  * The embedded device broker: Aedes with protocol v1's authentication, ACLs and handlers,
  * listening on TCP and on the HTTP server's `/mqtt` (WebSocket). Device messages are handled
  * in-process on the publish path (`authorizePublish`), never through an MQTT client subscribed
@@ -192,9 +199,9 @@ export class DeviceBroker implements DeviceGateway {
     // Pending news first, so a device heard a moment ago is not swept on a stale deadline.
     await ingest.flush();
     for (;;) {
-      const { offline, examined } = await presence.sweepTimedOut(5000);
+      const { offline, examined } = await presence.sweepTimedOut(SWEEP_PAGE);
       if (offline) this.options.logger.info({ devices: offline }, 'devices marked offline after 3 missed heartbeats');
-      if (examined < 5000) break;
+      if (examined < SWEEP_PAGE) break;
     }
     // Planned credential rotations whose grace period ended: the old credential stops working.
     const rotations = this.served.rotations;

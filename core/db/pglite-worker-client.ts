@@ -8,6 +8,7 @@ import { protocol } from '@electric-sql/pglite';
 import { appRoot } from '../shared/app-root';
 import type { Logger } from '../logger';
 import type { ThreadOptions, ThreadReply, ThreadRequest } from './pglite-thread';
+import { serializeBind, type BindConfig } from './bind-message';
 
 /**
  * Where the thread's code is: beside this module when the service runs from its sources (tsx,
@@ -272,8 +273,8 @@ class ThreadPgConnection extends EventEmitter {
   parse(query: Parameters<typeof protocol.serialize.parse>[0]): void {
     this.send(protocol.serialize.parse(query), false);
   }
-  bind(config: Parameters<typeof protocol.serialize.bind>[0]): void {
-    this.send(protocol.serialize.bind(config), false);
+  bind(config: BindConfig): void {
+    this.send(serializeBind(config), false);
   }
   describe(msg: Parameters<typeof protocol.serialize.describe>[0]): void {
     this.send(protocol.serialize.describe(msg), false);

@@ -60,7 +60,10 @@ export async function dispatchDeployment(
         const ready = page.candidates.filter((c) => mayGetCommandNow(c, input.readyDeviceIds !== undefined));
         const next = { more: page.more, last: page.last };
         // Upgrade paths: a target that does not allow what the device runs now is re-planned, not sent.
-        const stale = ready.filter((c) => c.path && needsReplan({ ...c, ...c.path }));
+        // Spread only for rows with a path: copying every candidate cost microseconds a row.
+        const stale = ready.filter(
+          (c) => c.path !== undefined && c.path.upgradeFrom !== null && needsReplan({ ...c, ...c.path }),
+        );
         if (stale.length > 0) {
           await replanQueued(
             trx,
@@ -93,7 +96,16 @@ export async function dispatchDeployment(
         await markSent(
           trx,
           clock,
-          send.map((c) => ({ ...c, connection: engine.connectionOf?.(c.serial) ?? null })),
+          send.map((c) => ({
+            id: c.id,
+            accountId: c.accountId,
+            deviceId: c.deviceId,
+            deploymentId: c.deploymentId,
+            serial: c.serial,
+            targetVersion: c.targetVersion,
+            fromVersion: c.fromVersion,
+            connection: engine.connectionOf?.(c.serial) ?? null,
+          })),
           new Date(now.getTime() + options.stepTimeoutMs),
         );
         for (const r of done) if (r.nextHopQueued) again.add(r.deviceId);

@@ -100,6 +100,9 @@ export const HistoryInput = z.strictObject({
   cursor: z.string().max(200).optional(),
 });
 
+/** A search matching at most this many devices sorts its matches rather than walking the serial index. */
+const FEW_MATCHES = 2000;
+
 function toListFilter(filter: DeviceFilterInput): DeviceFilter {
   if (filter.firmwareLt !== undefined) requireVersion(filter.firmwareLt, 'firmware_lt');
   return filter;
@@ -176,7 +179,13 @@ export class DeviceService {
       filter.site,
     ]);
     const cached = this.counts.get(actor.accountId, filterKey);
-    // Page and count run side by side (two pool connections on PostgreSQL).
+    // A search is counted first: how many devices it matches decides how its page is read
+    // (DevicePageQuery.fewMatches). Otherwise page and count run side by side (two pool
+    // connections on PostgreSQL).
+    const searched =
+      filter.q !== undefined && filter.q !== ''
+        ? (cached ?? (await countDevicesAndQuota(this.deps.knex, { accountId: actor.accountId, filter })))
+        : undefined;
     const [rows, counts] = await Promise.all([
       fetch({
         accountId: actor.accountId,
@@ -185,8 +194,9 @@ export class DeviceService {
         afterKey: after?.sortKey ?? null,
         limit: input.limit + 1,
         sort,
+        ...(searched !== undefined && searched.total <= FEW_MATCHES ? { fewMatches: true } : {}),
       }),
-      cached ?? countDevicesAndQuota(this.deps.knex, { accountId: actor.accountId, filter }),
+      searched ?? cached ?? countDevicesAndQuota(this.deps.knex, { accountId: actor.accountId, filter }),
     ]);
     if (!cached) this.counts.set(actor.accountId, filterKey, counts);
     const page = keysetPage(rows, input.limit, (r) => cursor.encode({ serial: r.serial, sortKey: r.sortKey }));

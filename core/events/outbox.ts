@@ -62,8 +62,12 @@ export interface OutboxDispatcherOptions {
   pollIntervalMs?: number;
   /** Rows per round. Default 1000. */
   batchSize?: number;
-  /** Extra work done in the same transaction that marks a batch dispatched (webhook fan-out). */
-  onBatch?: (trx: Knex.Transaction, events: DomainEvent[]) => Promise<void>;
+  /**
+   * Extra work done in the same transaction that marks a batch dispatched (webhook fan-out). It
+   * may return what to do once that transaction committed (wake the webhook worker for the
+   * deliveries it created).
+   */
+  onBatch?: (trx: Knex.Transaction, events: DomainEvent[]) => Promise<(() => void) | undefined>;
 }
 
 /**
@@ -106,14 +110,15 @@ export class OutboxDispatcher {
   private async drain(): Promise<void> {
     for (;;) {
       if (this.loop.stopping) return;
-      const dispatched = await this.options.knex.transaction(async (trx) => {
+      const { dispatched, afterCommit } = await this.options.knex.transaction(async (trx) => {
         const events = await claimUndispatched(trx, this.batchSize);
-        if (events.length === 0) return [];
-        if (this.options.onBatch) await this.options.onBatch(trx, events);
+        if (events.length === 0) return { dispatched: [] };
+        const after = this.options.onBatch ? await this.options.onBatch(trx, events) : undefined;
         await markDispatched(trx, { seqs: events.map((e) => e.seq), at: this.options.clock.now() });
-        return events;
+        return { dispatched: events, afterCommit: after };
       });
       if (dispatched.length === 0) return;
+      afterCommit?.();
       await this.options.bus.publish(dispatched);
       if (dispatched.length < this.batchSize) return;
     }

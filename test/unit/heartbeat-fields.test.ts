@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
-import { readHeartbeat } from '#protocol/heartbeat-fields';
-import { MAX_DEVICE_PAYLOAD_BYTES } from '#protocol/payloads';
+import { acceptedAtOnce, HEARTBEAT_FIELDS, readHeartbeat } from '#protocol/heartbeat-fields';
+import { Heartbeat, MAX_DEVICE_PAYLOAD_BYTES } from '#protocol/payloads';
 
 /** A heartbeat is read field by field: one bad field is refused on its own, the rest recorded. */
 describe('reading a heartbeat field by field', () => {
@@ -54,5 +54,75 @@ describe('reading a heartbeat field by field', () => {
     const payload = JSON.stringify({ firmware: '1.4.2', pad: 'x'.repeat(MAX_DEVICE_PAYLOAD_BYTES - base.length) });
     expect(Buffer.byteLength(payload)).toBe(MAX_DEVICE_PAYLOAD_BYTES);
     expect(readHeartbeat(payload)).toMatchObject({ ok: true, values: { firmware: '1.4.2' } });
+  });
+});
+
+/**
+ * The reader's shortcut for plainly valid fields (acceptedAtOnce) never accepts what the
+ * heartbeat's schema refuses, and gives the value the schema gives: the validation stays the
+ * schema's, only faster.
+ */
+describe('the shortcut for plainly valid heartbeat fields', () => {
+  const values: unknown[] = [
+    '1.4.2',
+    '1.4.2.7',
+    '2.0.0-rc.1',
+    '1.4.2+build.5',
+    '1',
+    '',
+    'v1.4.0',
+    '1.2.3.4.5',
+    `1.${'2'.repeat(62)}`,
+    `1.${'2'.repeat(63)}`,
+    '1.4.2\n',
+    ' 1.4.2',
+    '10.0.4.17',
+    '0.0.0.0',
+    '255.255.255.255',
+    '256.1.1.1',
+    '10.0.4.300',
+    '010.0.4.17',
+    '10.0.4',
+    '10.0.4.17 ',
+    '2001:db8::17',
+    '::ffff:10.0.4.17',
+    'fe80::1%eth0',
+    '::1\n',
+    0,
+    -0,
+    1,
+    3600,
+    2_147_483_647,
+    2_147_483_648,
+    -1,
+    1.5,
+    -61,
+    -61.6,
+    -0.4,
+    -150,
+    -150.5,
+    0.1,
+    3,
+    1e300,
+    null,
+    true,
+    [],
+    {},
+    ['1.4.2'],
+  ];
+  it.each(HEARTBEAT_FIELDS.flatMap((field) => values.map((value) => [field, value] as const)))(
+    '%s = %j: the schema agrees',
+    (field, value) => {
+      const fast = acceptedAtOnce(field, value);
+      const parsed = Heartbeat.shape[field].safeParse(value);
+      if (fast !== undefined) expect(parsed).toEqual({ success: true, data: fast });
+    },
+  );
+
+  it('takes the common heartbeat without the schema', () => {
+    expect(acceptedAtOnce('firmware', '1.4.2')).toBe('1.4.2');
+    expect(acceptedAtOnce('ip', '10.0.4.17')).toBe('10.0.4.17');
+    expect(acceptedAtOnce('uptime_s', 3600)).toBe(3600);
+    expect(acceptedAtOnce('rssi', -61.6)).toBe(-62);
   });
 });

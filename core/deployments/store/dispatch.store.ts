@@ -7,6 +7,7 @@ import type { Candidate } from '../dispatch-rules';
 import type { CommandJob } from '../ota-command-publisher';
 import type { Db } from '../../db/db';
 import { HOLD_COLUMNS, LOCK_JOIN, toHoldInputs, type HoldRow } from './update-locks.store';
+import { preparedRaw } from '../../db/prepared';
 
 /** What the OTA command of a `sent` update needs, and whose it is. */
 export type SentCommand = UpdateRef & CommandJob;
@@ -60,8 +61,20 @@ interface CandidateRow extends CommandJobRow {
 
 type HeldCandidateRow = CandidateRow & HoldRow;
 
+/**
+ * One literal, no spread: `{ ...toCommandJob(r), ... }` with keys set twice cost 15-20 µs a row
+ * in V8 (dictionary-mode objects), most of the Node time of a dispatch page of 4,000 rows.
+ */
 const toCandidate = (r: HeldCandidateRow): Candidate => ({
-  ...toCommandJob(r),
+  id: r.id,
+  deviceId: r.device_id,
+  serial: r.serial,
+  targetVersion: r.target_version,
+  firmwareVersionId: r.firmware_version_id,
+  model: r.model,
+  sha256: r.sha256,
+  // bigint: the driver gives a string.
+  size: Number(r.size),
   accountId: r.account_id,
   deploymentId: r.deployment_id,
   fromVersion: r.from_version,
@@ -122,8 +135,17 @@ export async function lockDispatchPage(
     )
   ).rows;
   if (locked.length === 0) return null;
+  // From here on (this transaction only) statements are planned without their values: each looks
+  // rows up by key from arrays of up to 10,000 ids, and planned with a page's arrays PostgreSQL
+  // judged 4,000 ids among 120,000 devices worth reading and hashing the whole devices table (and
+  // device_updates), for each statement: 140-180 ms instead of 45-50 ms by key (EXPLAIN ANALYZE
+  // here). Not before the page is locked: that statement's best plan depends on its deployment.
+  await trx.raw('SET LOCAL plan_cache_mode = force_generic_plan');
+  // Prepared, like the writes of markUpdatesSent: a generic plan probes the devices by key
+  // instead of hashing the whole table for a page of thousands of ids.
   const rows = (
-    await trx.raw<{ rows: HeldCandidateRow[] }>(
+    await preparedRaw<{ rows: HeldCandidateRow[] }>(
+      trx,
       `SELECT u.id, u.account_id, u.device_id, u.deployment_id, d.serial, u.target_version, u.from_version, u.firmware_version_id,
             CASE WHEN d.firmware IS NULL THEN NULL ELSE d.firmware_key END AS firmware_key, d.connectivity, ${input.withConfig ? 'd.desired_config, s.time_zone AS site_time_zone, s.maintenance_window AS site_window' : 'NULL AS desired_config'}, ${input.withTags ? 'd.tags' : 'NULL AS tags'},
             f.sha256, f.size, f.storage_key, f.signature, f.signing_key_id, m.name AS model, ${HOLD_COLUMNS},

@@ -1,0 +1,281 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { startBenchServer } from './lib/bench-server';
+import { heapGrowth, summariseHeap } from './lib/heap-summary';
+import { startBareAedes } from './lib/bare-aedes';
+import { PacketLoadPool } from './lib/packet-load-pool';
+import type { LoadDevice } from './lib/packet-load';
+import { isSmoke, recordResults } from './lib/results';
+import { claimDevices, makeSerials } from '#simulator/fleet';
+
+/**
+ * What connections cost the service against bare Aedes 1.2 in the same run, with the lean
+ * packet generator (bench/lib/packet-load.ts), clean=false and a password as devices connect:
+ *  1. a burst: BURST clients at once (every CONNECT in flight together), as after a site's power
+ *     cut. Broker CPU per connection (ours: plus its PostgreSQL backends) and the connect rate.
+ *     Targets: CPU at most 1.15x bare Aedes; rate at least 0.9x.
+ *  2. the rest up to DEVICES as fast as 200 CONNECTs in flight per generator allow: the same
+ *     figures (the paced ramp at 500/s is bench/connections.bench.ts).
+ *  3. memory per connected idle device at DEVICES: RSS and V8 heap after a forced GC, before the
+ *     first connection and after the last. Target: at most bare Aedes plus 2 KB.
+ * A phase whose generators used more than 80 % of a core is marked generator-bound: its rate
+ * then says what the generators could offer, not what the broker could take.
+ *
+ *   node --import tsx bench/connection-capacity.bench.ts              (embedded database)
+ *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/connection-capacity.bench.ts
+ *   options: --devices N (default 20000) --burst B (default 2000) --generators G (default 2) --dry
+ *   --heap DIR (heap snapshots of ours before and after the connections, and the kinds of object
+ *   that grew most per device; records nothing: a snapshot inflates the RSS that follows it)
+ *   --profile DIR (a CPU profile of ours during the ramp, written to DIR: summarise it with
+ *   bench/lib/profile-summary.ts; records nothing: sampling slows the service)
+ */
+const smoke = isSmoke();
+const heapDir = process.argv.includes('--heap') ? process.argv[process.argv.indexOf('--heap') + 1] : undefined;
+const profileDir = process.argv.includes('--profile') ? process.argv[process.argv.indexOf('--profile') + 1] : undefined;
+// A profiled run is slower (sampling every 100 µs): its figures are not the service's.
+const dry = process.argv.includes('--dry') || heapDir !== undefined || profileDir !== undefined;
+const arg = (name: string, fallback: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : fallback;
+};
+const DEVICES = smoke ? 60 : arg('devices', 20_000);
+const BURST = smoke ? 20 : Math.min(arg('burst', 2000), DEVICES);
+const GENERATORS = smoke ? 1 : arg('generators', 2);
+/** Connected first, unmeasured: the first connections pay for JIT compilation. */
+const WARM_UP = smoke ? 10 : Math.min(500, Math.floor(DEVICES / 10));
+const TARGET_CPU = 1.15;
+const TARGET_RATE = 0.9;
+const TARGET_MEMORY_EXTRA_KB = 2;
+
+interface Phase {
+  connected: number;
+  failed: number;
+  perSecond: number;
+  brokerUsEach: number;
+  generatorUsEach: number;
+  generatorBound: boolean;
+  /** PostgreSQL transactions committed per connection (a statement outside a transaction is one); ours on PostgreSQL only. */
+  transactionsEach?: number;
+}
+
+interface Capacity {
+  name: string;
+  burst: Phase;
+  ramp: Phase;
+  rssKbEach: number;
+  heapKbEach: number;
+}
+
+interface Target {
+  name: string;
+  url: string;
+  devices: LoadDevice[];
+  /** Broker CPU (µs) between start and stop, PostgreSQL backends included for ours. */
+  cpu: { start(): Promise<void>; stop(): Promise<number> };
+  /** Transactions the database committed during the last CPU measurement (PostgreSQL only). */
+  transactions?: () => number | undefined;
+  memory(): Promise<NodeJS.MemoryUsage>;
+  heapSnapshot?: (file: string) => Promise<void>;
+  /** Profiles the ramp (ours, with --profile). */
+  profile?: { start(): Promise<void>; stop(): Promise<void> };
+  stop(): Promise<void>;
+}
+
+/** A CPU meter from a reading of CPU µs so far. */
+function difference(read: () => Promise<number>): Target['cpu'] {
+  let atStart = 0;
+  return {
+    start: async () => {
+      atStart = await read();
+    },
+    stop: async () => (await read()) - atStart,
+  };
+}
+
+async function measure(target: Target, offset: number): Promise<Capacity> {
+  const pool = await PacketLoadPool.start(GENERATORS);
+  try {
+    const before = await target.memory();
+    const snapshot = heapDir && target.heapSnapshot ? target.heapSnapshot : undefined;
+    await snapshot?.(path.join(heapDir ?? '', 'before.heapsnapshot'));
+    const phase = async (devices: LoadDevice[], parallel: number, from: number, profiled = false): Promise<Phase> => {
+      if (profiled) await target.profile?.start();
+      await target.cpu.start();
+      const result = await pool.connect({ url: target.url, devices, clean: false, parallel, offset: from });
+      const used = await target.cpu.stop();
+      if (profiled) await target.profile?.stop();
+      // The generators report every connection they hold, earlier phases' included.
+      const connected = devices.length - result.failed;
+      // The generators' busiest share of a core over the phase (each gets an equal share of the devices).
+      const generatorLoad = result.cpuUs / GENERATORS / 1e6 / Math.max(result.seconds, 1e-3);
+      return {
+        connected,
+        failed: result.failed,
+        perSecond: connected / Math.max(result.seconds, 1e-3),
+        brokerUsEach: used / Math.max(1, connected),
+        generatorUsEach: result.cpuUs / Math.max(1, connected),
+        generatorBound: generatorLoad > 0.8,
+        ...(target.transactions?.() !== undefined
+          ? { transactionsEach: target.transactions()! / Math.max(1, connected) }
+          : {}),
+      };
+    };
+    await phase(target.devices.slice(0, WARM_UP), 50, offset);
+    const burst = await phase(
+      target.devices.slice(WARM_UP, WARM_UP + BURST),
+      Math.ceil(BURST / GENERATORS),
+      offset + WARM_UP,
+    );
+    const ramp = await phase(target.devices.slice(WARM_UP + BURST), 200, offset + WARM_UP + BURST, true);
+    // Presence writes of the last connections land with the next flush.
+    await new Promise((r) => setTimeout(r, 3000));
+    const after = await target.memory();
+    const connected = WARM_UP + burst.connected + ramp.connected;
+    if (snapshot) {
+      await snapshot(path.join(heapDir ?? '', 'after.heapsnapshot'));
+      const grew = heapGrowth(
+        summariseHeap(path.join(heapDir ?? '', 'before.heapsnapshot')),
+        summariseHeap(path.join(heapDir ?? '', 'after.heapsnapshot')),
+        connected,
+      );
+      console.log(`${target.name}: bytes and objects per device, by kind`);
+      for (const row of grew)
+        console.log(`${row.bytesEach.toFixed(0).padStart(8)} ${row.countEach.toFixed(2).padStart(7)}  ${row.kind}`);
+    }
+    const each = (a: number, b: number) => (a - b) / 1024 / Math.max(1, connected);
+    const result = {
+      name: target.name,
+      burst,
+      ramp,
+      rssKbEach: each(after.rss, before.rss),
+      heapKbEach: each(after.heapUsed, before.heapUsed),
+    };
+    console.log(JSON.stringify(result));
+    return result;
+  } finally {
+    await pool.stop();
+    await target.stop();
+  }
+}
+
+async function bareAedesTarget(): Promise<Target> {
+  const bare = await startBareAedes();
+  return {
+    name: 'bare Aedes',
+    url: bare.url,
+    devices: makeSerials('CCB', DEVICES).map((serial) => ({ serial, username: serial, password: 'x' })),
+    cpu: difference(() => bare.cpu()),
+    memory: async () => (await bare.gc()).memory,
+    stop: () => bare.stop(),
+  };
+}
+
+async function serviceTarget(): Promise<Target> {
+  const server = await startBenchServer();
+  const account = await server.createAccount({ quota: DEVICES + 10 });
+  const res = await fetch(`${server.httpUrl}/api/v1/models`, {
+    method: 'POST',
+    headers: { ...account.headers, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'Luma-100' }),
+  });
+  if (res.status !== 201) throw new Error(`model: ${res.status}`);
+  const credentials = await claimDevices({
+    apiUrl: server.httpUrl,
+    apiKey: account.apiKey,
+    model: 'Luma-100',
+    firmware: '1.0.0',
+    serials: makeSerials('CCS', DEVICES),
+  });
+  const postgres = await server.postgresCpu();
+  const own = difference(async () => {
+    const used = await server.cpu();
+    return used.user + used.system;
+  });
+  return {
+    name: `service (${server.database === 'postgres' ? 'PostgreSQL' : 'embedded database'})`,
+    url: server.mqttUrl,
+    devices: credentials.map((c) => ({ serial: c.serial, username: c.username, password: c.password })),
+    cpu: {
+      start: async () => {
+        await own.start();
+        await postgres?.start();
+      },
+      stop: async () => (await own.stop()) + ((await postgres?.stop()) ?? 0),
+    },
+    memory: () => server.gc(),
+    heapSnapshot: (file) => server.heapSnapshot(file),
+    transactions: () => postgres?.transactions,
+    ...(profileDir
+      ? {
+          profile: {
+            start: () => server.startProfile(),
+            stop: async () => {
+              mkdirSync(profileDir, { recursive: true });
+              const file = path.resolve(profileDir, `connection-ramp-${Date.now()}.cpuprofile`);
+              await server.stopProfile(file);
+              console.log(`profile of the service's ramp: ${file}`);
+            },
+          },
+        }
+      : {}),
+    stop: async () => {
+      await postgres?.close();
+      await server.stop();
+    },
+  };
+}
+
+const bare = await measure(await bareAedesTarget(), 0);
+const ours = await measure(await serviceTarget(), 2 * DEVICES);
+
+const us = (n: number) => `${n.toFixed(0)} µs`;
+const bound = (p: Phase) => (p.generatorBound ? ' (generator-bound)' : '');
+const line = (c: Capacity) =>
+  `${c.name}: burst of ${c.burst.connected} (${c.burst.failed} failed) at ${c.burst.perSecond.toFixed(0)}/s${bound(c.burst)}, ${us(c.burst.brokerUsEach)} broker CPU each (generator ${us(c.burst.generatorUsEach)}); ramp of ${c.ramp.connected} (${c.ramp.failed} failed) at ${c.ramp.perSecond.toFixed(0)}/s${bound(c.ramp)}, ${us(c.ramp.brokerUsEach)} each; memory ${c.rssKbEach.toFixed(1)} KB RSS, ${c.heapKbEach.toFixed(1)} KB heap per device`;
+const figures = [line(bare), line(ours)];
+const burstCpu = ours.burst.brokerUsEach / bare.burst.brokerUsEach;
+const rampCpu = ours.ramp.brokerUsEach / bare.ramp.brokerUsEach;
+const burstRate = ours.burst.perSecond / bare.burst.perSecond;
+const rampRate = ours.ramp.perSecond / bare.ramp.perSecond;
+const extraRss = ours.rssKbEach - bare.rssKbEach;
+const extraHeap = ours.heapKbEach - bare.heapKbEach;
+const signed = (n: number) => `${n >= 0 ? '+' : '-'}${Math.abs(n).toFixed(1)}`;
+figures.push(
+  `ratios: burst CPU ${burstCpu.toFixed(2)}x, ramp CPU ${rampCpu.toFixed(2)}x, burst rate ${burstRate.toFixed(2)}x, ramp rate ${rampRate.toFixed(2)}x; memory ${signed(extraRss)} KB RSS, ${signed(extraHeap)} KB heap per device`,
+);
+for (const f of figures) console.log(f);
+
+if (!smoke && !dry) {
+  const command = `${process.env.BENCH_DATABASE_URL ? 'BENCH_DATABASE_URL=<postgres> ' : ''}node --import tsx bench/connection-capacity.bench.ts`;
+  const anyBound = [bare.burst, bare.ramp, ours.burst, ours.ramp].some((p) => p.generatorBound);
+  const rateMet = (ratio: number, phases: Phase[]) =>
+    phases.some((p) => p.generatorBound) ? null : ratio >= TARGET_RATE;
+  recordResults({
+    title: `Connection capacity: burst of ${BURST}, ${DEVICES} devices, ${ours.name} against bare Aedes`,
+    command,
+    figures,
+    notes: [
+      `${GENERATORS} packet-load generator processes on the same cores as the broker${anyBound ? '; a phase marked generator-bound measured the generators' : ''}.`,
+    ],
+    current: [
+      {
+        id: `Connection burst, ${BURST} at once, CPU vs bare Aedes (${ours.name})`,
+        figure: `${us(ours.burst.brokerUsEach)} against ${us(bare.burst.brokerUsEach)}: ratio ${burstCpu.toFixed(2)}; rate ${ours.burst.perSecond.toFixed(0)}/s against ${bare.burst.perSecond.toFixed(0)}/s: ${burstRate.toFixed(2)}x${bound(ours.burst) || bound(bare.burst)}`,
+        target: `CPU <= ${TARGET_CPU}x, rate >= ${TARGET_RATE}x bare Aedes`,
+        met: burstCpu <= TARGET_CPU && rateMet(burstRate, [ours.burst, bare.burst]) !== false,
+      },
+      {
+        id: `Connection ramp to ${DEVICES.toLocaleString('en')}, CPU vs bare Aedes (${ours.name})`,
+        figure: `${us(ours.ramp.brokerUsEach)} against ${us(bare.ramp.brokerUsEach)}: ratio ${rampCpu.toFixed(2)}; rate ${ours.ramp.perSecond.toFixed(0)}/s against ${bare.ramp.perSecond.toFixed(0)}/s: ${rampRate.toFixed(2)}x${bound(ours.ramp) || bound(bare.ramp)}`,
+        target: `CPU <= ${TARGET_CPU}x, rate >= ${TARGET_RATE}x bare Aedes`,
+        met: rampCpu <= TARGET_CPU && rateMet(rampRate, [ours.ramp, bare.ramp]) !== false,
+      },
+      {
+        id: `Memory per connected idle device at ${DEVICES.toLocaleString('en')} (${ours.name})`,
+        figure: `${ours.rssKbEach.toFixed(1)} KB RSS (${ours.heapKbEach.toFixed(1)} KB heap) against bare Aedes ${bare.rssKbEach.toFixed(1)} KB (${bare.heapKbEach.toFixed(1)} KB): ${signed(extraRss)} KB`,
+        target: `<= bare Aedes + ${TARGET_MEMORY_EXTRA_KB} KB`,
+        met: extraRss <= TARGET_MEMORY_EXTRA_KB,
+      },
+    ],
+  });
+}
