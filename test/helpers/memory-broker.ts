@@ -79,9 +79,13 @@ export async function startMemoryBroker(
     messageRefused: (deviceId: string, input: { reason: string; topic: string }) =>
       heard.push(`refused ${serialOf(deviceId)} ${input.reason} ${input.topic}`),
     connected: (deviceId: string) => heard.push(`online ${serialOf(deviceId)}`),
+    // Counted for the firmware's reconnect rates (docs/fixture-health.md); nothing to show here.
+    sessionStarted: () => undefined,
     configReported: (deviceId: string, version: number) => heard.push(`config ${serialOf(deviceId)} ${version}`),
     offline: (deviceId: string, reason: string) => heard.push(`offline ${serialOf(deviceId)} ${reason}`),
-  } as unknown as HeartbeatIngest;
+    // Every public member of the real ingest (a method added there and missing here fails to
+    // compile, instead of throwing inside the broker at run time).
+  } satisfies { [K in keyof HeartbeatIngest]: unknown } as unknown as HeartbeatIngest;
   const otaListener: OtaDeviceListener = {
     onDeviceReady: ({ serial }) => (heard.push(`ready ${serial}`), Promise.resolve()),
     onDeviceHeard: ({ serial }) => (heard.push(`heard ${serial}`), Promise.resolve()),
