@@ -1,12 +1,13 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
+import { claimBenchFleet, cpuDifference } from './lib/claimed-fleet';
 import { startBenchServer } from './lib/bench-server';
 import { heapGrowth, summariseHeap } from './lib/heap-summary';
 import { startBareAedes } from './lib/bare-aedes';
 import { PacketLoadPool } from './lib/packet-load-pool';
 import type { LoadDevice } from './lib/packet-load';
 import { isSmoke, recordResults } from './lib/results';
-import { claimDevices, makeSerials } from '#simulator/fleet';
+import { makeSerials } from '#simulator/fleet';
 
 /**
  * What connections cost the service against bare Aedes 1.2 in the same run, with the lean
@@ -81,17 +82,6 @@ interface Target {
   stop(): Promise<void>;
 }
 
-/** A CPU meter from a reading of CPU µs so far. */
-function difference(read: () => Promise<number>): Target['cpu'] {
-  let atStart = 0;
-  return {
-    start: async () => {
-      atStart = await read();
-    },
-    stop: async () => (await read()) - atStart,
-  };
-}
-
 async function measure(target: Target, offset: number): Promise<Capacity> {
   const pool = await PacketLoadPool.start(GENERATORS);
   try {
@@ -164,7 +154,7 @@ async function bareAedesTarget(): Promise<Target> {
     name: 'bare Aedes',
     url: bare.url,
     devices: makeSerials('CCB', DEVICES).map((serial) => ({ serial, username: serial, password: 'x' })),
-    cpu: difference(() => bare.cpu()),
+    cpu: cpuDifference(() => bare.cpu()),
     memory: async () => (await bare.gc()).memory,
     stop: () => bare.stop(),
   };
@@ -172,22 +162,9 @@ async function bareAedesTarget(): Promise<Target> {
 
 async function serviceTarget(): Promise<Target> {
   const server = await startBenchServer();
-  const account = await server.createAccount({ quota: DEVICES + 10 });
-  const res = await fetch(`${server.httpUrl}/api/v1/models`, {
-    method: 'POST',
-    headers: { ...account.headers, 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'Luma-100' }),
-  });
-  if (res.status !== 201) throw new Error(`model: ${res.status}`);
-  const credentials = await claimDevices({
-    apiUrl: server.httpUrl,
-    apiKey: account.apiKey,
-    model: 'Luma-100',
-    firmware: '1.0.0',
-    serials: makeSerials('CCS', DEVICES),
-  });
+  const { credentials } = await claimBenchFleet(server, { prefix: 'CCS', count: DEVICES });
   const postgres = await server.postgresCpu();
-  const own = difference(async () => {
+  const own = cpuDifference(async () => {
     const used = await server.cpu();
     return used.user + used.system;
   });

@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { execSync } from 'node:child_process';
+import { claimBenchFleet } from './lib/claimed-fleet';
 import { startBenchServer, type BenchServer } from './lib/bench-server';
 import { isSmoke, recordResults, type CurrentFigure } from './lib/results';
-import { claimDevices, makeSerials, type DeviceCredentials } from '#simulator/fleet';
+import { makeSerials, type DeviceCredentials } from '#simulator/fleet';
 import { startFleetProcess } from './lib/fleet-process';
 import { startBareAedes } from './lib/bare-aedes';
 
@@ -252,21 +253,8 @@ async function runAgainst(target: Target, devices: DeviceCredentials[]): Promise
 
 async function ourService(): Promise<{ target: Target; devices: DeviceCredentials[]; server: BenchServer }> {
   const server = await startBenchServer({ env: { LOG_LEVEL: 'error' } });
-  const account = await server.createAccount({ quota: DEVICES + 10 });
-  const res = await fetch(`${server.httpUrl}/api/v1/models`, {
-    method: 'POST',
-    headers: { ...account.headers, 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'Luma-100' }),
-  });
-  if (res.status !== 201) throw new Error(`model: ${res.status}`);
   const claimStarted = performance.now();
-  const devices = await claimDevices({
-    apiUrl: server.httpUrl,
-    apiKey: account.apiKey,
-    model: 'Luma-100',
-    firmware: '1.0.0',
-    serials: makeSerials('BENCH', DEVICES),
-  });
+  const { credentials: devices } = await claimBenchFleet(server, { prefix: 'BENCH', count: DEVICES });
   console.log(
     `claimed ${devices.length} devices through REST in ${((performance.now() - claimStarted) / 1000).toFixed(1)} s`,
   );

@@ -1,12 +1,13 @@
 import net from 'node:net';
 import { execSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { claimBenchFleet, cpuDifference } from './lib/claimed-fleet';
 import { startBenchServer } from './lib/bench-server';
 import { startBareAedes } from './lib/bare-aedes';
 import { PacketLoadPool, type PoolPhase } from './lib/packet-load-pool';
 import { isSmoke, recordResults, type CurrentFigure } from './lib/results';
 import type { LoadDevice } from './lib/packet-load';
-import { claimDevices, makeSerials } from '#simulator/fleet';
+import { makeSerials } from '#simulator/fleet';
 
 /**
  * Heartbeat capacity per broker process, against the baselines in the same run: the service
@@ -68,17 +69,6 @@ interface Capacity {
   /** Why stepping ended: the broker fell behind, the generators were the limit, or no steps were left. */
   endedBy: 'broker' | 'generator' | 'rates';
   atEighty?: Step & { loopP99Ms?: number; loopMaxMs?: number };
-}
-
-/** A CPU meter from a reading of CPU µs so far. */
-function difference(read: () => Promise<number>): Target['cpu'] {
-  let atStart = 0;
-  return {
-    start: async () => {
-      atStart = await read();
-    },
-    stop: async () => (await read()) - atStart,
-  };
 }
 
 async function measure(target: Target): Promise<Capacity> {
@@ -144,20 +134,7 @@ async function measure(target: Target): Promise<Capacity> {
 
 async function serviceTarget(): Promise<Target> {
   const server = await startBenchServer();
-  const account = await server.createAccount({ quota: DEVICES + 10 });
-  const res = await fetch(`${server.httpUrl}/api/v1/models`, {
-    method: 'POST',
-    headers: { ...account.headers, 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'Luma-100' }),
-  });
-  if (res.status !== 201) throw new Error(`model: ${res.status}`);
-  const credentials = await claimDevices({
-    apiUrl: server.httpUrl,
-    apiKey: account.apiKey,
-    model: 'Luma-100',
-    firmware: '1.0.0',
-    serials: makeSerials('CAP', DEVICES),
-  });
+  const { credentials } = await claimBenchFleet(server, { prefix: 'CAP', count: DEVICES });
   const postgres = await server.postgresCpu();
   const own = async () => {
     const used = await server.cpu();
@@ -198,7 +175,7 @@ async function bareAedesTarget(): Promise<Target> {
     url: bare.url,
     clean: false,
     devices: makeSerials('CAPB', DEVICES).map((serial) => ({ serial, username: serial, password: 'x' })),
-    cpu: difference(() => bare.cpu()),
+    cpu: cpuDifference(() => bare.cpu()),
     profile: { start: () => bare.startProfile(), stop: (file) => bare.stopProfile(file) },
     stop: () => bare.stop(),
   };
@@ -216,7 +193,7 @@ async function mosquittoTarget(): Promise<Target | null> {
   if (!reachable) return null;
   // Mosquitto is a shared system service: its CPU is read from /proc by its PID.
   const pid = Number(execSync('pgrep -o mosquitto').toString().trim());
-  const cpu = difference(() => {
+  const cpu = cpuDifference(() => {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     const ticks = Number(fields[11]) + Number(fields[12]);

@@ -82,6 +82,19 @@ export async function logIn(page: Page, email: string, password: string): Promis
   await page.getByRole('button', { name: 'Log in' }).click();
 }
 
+/** A fresh browser with a page logged in to the portal at `base` as `account`'s admin (the dashboard reached). */
+export async function openPortalAs(
+  base: string,
+  account: { adminEmail: string; adminPassword: string },
+): Promise<{ browser: Browser; page: Page }> {
+  const browser = await launchBrowser();
+  const page = await browser.newPage();
+  await page.goto(`${base}/login`);
+  await logIn(page, account.adminEmail, account.adminPassword);
+  await page.waitForURL((url) => !url.pathname.startsWith('/login'));
+  return { browser, page };
+}
+
 /** Saves a screenshot for the README when PORTAL_SCREENSHOTS=1 (kept out of normal test runs). */
 export async function screenshot(page: Page, name: string): Promise<void> {
   if (process.env.PORTAL_SCREENSHOTS !== '1') return;

@@ -5,11 +5,11 @@ import type { Locator, Page } from 'playwright-core';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { buildModel, claimDevices, setReported } from '../helpers/factories';
 import { uploadFirmware } from '../ota/ota-helpers';
-import { ensurePortalBuilt, hasChromium, launchBrowser, logIn, screenshot, skipReason, type Browser } from './browser';
+import { ensurePortalBuilt, hasChromium, screenshot, skipReason, type Browser, openPortalAs } from './browser';
 import { ifStarted } from '../helpers/teardown';
 import { ManualClock } from '#core/shared/clock';
 import { LuminaireIngest } from '#core/luminaire/luminaire-ingest';
-import { readLuminaire } from '#protocol/luminaire-fields';
+import { recordReadings } from '../helpers/luminaire-harness';
 import { createLogger } from '#core/logger';
 
 if (!hasChromium) console.warn(`[fixture judgement e2e] skipped: ${skipReason}`);
@@ -82,10 +82,10 @@ describe.skipIf(!hasChromium)('firmware judged by the fixtures, in the portal', 
     /** One reading per device at `at`: counters are running totals, as the drivers report them. */
     async function readings(at: number, values: (serial: string) => Record<string, unknown>): Promise<void> {
       clock.set(new Date(at).toISOString());
-      const applied: Array<Promise<unknown>> = [];
       const hours = (at - firstReading) / HOUR;
-      for (const serial of all) {
-        const payload = {
+      const payloads: Record<string, Record<string, unknown>> = {};
+      for (const serial of all)
+        payloads[serial] = {
           at: clock.now().toISOString(),
           // 40 W for 12,000 hours before the story starts, then on all the time.
           source_on_s: (12_000 + hours) * 3600,
@@ -93,23 +93,7 @@ describe.skipIf(!hasChromium)('firmware judged by the fixtures, in the portal', 
           gear_temp_c: 55,
           ...values(serial),
         };
-        const read = readLuminaire(JSON.stringify(payload), clock.now());
-        if (!read.ok) throw new Error(read.reason);
-        const { values: v, at: readAt, badClock, refused } = read;
-        applied.push(
-          ingest.record({
-            accountId: account.accountId,
-            deviceId: ids.get(serial)!,
-            serial,
-            values: v,
-            at: readAt,
-            badClock,
-            refused,
-          }),
-        );
-      }
-      await ingest.flush();
-      await Promise.all(applied);
+      await recordReadings(ingest, clock, { accountId: account.accountId, ids, readings: payloads });
     }
 
     // Six days on 1.0.0: one derating a day each; GA-4 also sees two undervoltages (too few to mark).
@@ -152,11 +136,7 @@ describe.skipIf(!hasChromium)('firmware judged by the fixtures, in the portal', 
     clock.set(new Date(T).toISOString());
     await server.service.healthWorker.runNow();
 
-    browser = await launchBrowser();
-    page = await browser.newPage();
-    await page.goto(`${base}/login`);
-    await logIn(page, account.adminEmail, account.adminPassword);
-    await page.waitForURL((url) => !url.pathname.startsWith('/login'));
+    ({ browser, page } = await openPortalAs(base, account));
   }, 180_000);
 
   afterAll(async () => {

@@ -2,11 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { buildModel } from '../helpers/factories';
-import { ensurePortalBuilt, hasChromium, launchBrowser, logIn, screenshot, skipReason, type Browser } from './browser';
+import { ensurePortalBuilt, hasChromium, screenshot, skipReason, type Browser, openPortalAs } from './browser';
 import { ifStarted } from '../helpers/teardown';
 import { ManualClock } from '#core/shared/clock';
 import { LuminaireIngest } from '#core/luminaire/luminaire-ingest';
-import { readLuminaire } from '#protocol/luminaire-fields';
+import { recordReadings } from '../helpers/luminaire-harness';
 import { createLogger } from '#core/logger';
 
 if (!hasChromium) console.warn(`[health e2e] skipped: ${skipReason}`);
@@ -52,33 +52,14 @@ describe.skipIf(!hasChromium)('fixture health in the portal', () => {
         'HEALTH-DEAD': { source_failures: day >= 5 ? 1 : 0, gear_temp_c: 50, source_on_s: 30_000 * 3600 },
         'HEALTH-FINE': { gear_thermal_derating: 0, gear_temp_c: 45, source_on_s: 1000 * 3600 },
       };
-      const applied: Array<Promise<unknown>> = [];
-      for (const [serial, payload] of Object.entries(values)) {
-        const read = readLuminaire(JSON.stringify({ at: clock.now().toISOString(), ...payload }), clock.now());
-        if (!read.ok) throw new Error(read.reason);
-        const { values: v, at, badClock, refused } = read;
-        applied.push(
-          ingest.record({
-            accountId: account.accountId,
-            deviceId: ids.get(serial)!,
-            serial,
-            values: v,
-            at,
-            badClock,
-            refused,
-          }),
-        );
-      }
-      await ingest.flush();
-      await Promise.all(applied);
+      const readings = Object.fromEntries(
+        Object.entries(values).map(([serial, payload]) => [serial, { at: clock.now().toISOString(), ...payload }]),
+      );
+      await recordReadings(ingest, clock, { accountId: account.accountId, ids, readings });
     }
     clock.set(new Date(now).toISOString());
     await server.service.healthWorker.runNow();
-    browser = await launchBrowser();
-    page = await browser.newPage();
-    await page.goto(`${base}/login`);
-    await logIn(page, account.adminEmail, account.adminPassword);
-    await page.waitForURL((url) => !url.pathname.startsWith('/login'));
+    ({ browser, page } = await openPortalAs(base, account));
   }, 120_000);
 
   afterAll(async () => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { buildModel, serials } from '../helpers/factories';
-import { ensurePortalBuilt, hasChromium, launchBrowser, logIn, screenshot, skipReason, type Browser } from './browser';
+import { ensurePortalBuilt, hasChromium, screenshot, skipReason, type Browser, openPortalAs } from './browser';
 import { ifStarted } from '../helpers/teardown';
 
 if (!hasChromium) console.warn(`[sites e2e] skipped: ${skipReason}`);
@@ -27,11 +27,7 @@ describe.skipIf(!hasChromium)('sites in the portal', () => {
     await buildModel(account, 'LX-200');
     const claim = await account.api.post('/api/v1/devices/claim', { serials: serials('SITE', 3), model: 'LX-200' });
     expect(claim.status).toBe(201);
-    browser = await launchBrowser();
-    page = await browser.newPage();
-    await page.goto(`${base}/login`);
-    await logIn(page, account.adminEmail, account.adminPassword);
-    await page.waitForURL((url) => !url.pathname.startsWith('/login'));
+    ({ browser, page } = await openPortalAs(base, account));
   }, 120_000);
 
   afterAll(async () => {

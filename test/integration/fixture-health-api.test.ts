@@ -6,7 +6,7 @@ import { ifStarted } from '../helpers/teardown';
 import { gql } from '../graphql/graphql-client';
 import { ManualClock } from '#core/shared/clock';
 import { LuminaireIngest } from '#core/luminaire/luminaire-ingest';
-import { readLuminaire } from '#protocol/luminaire-fields';
+import { recordReadings } from '../helpers/luminaire-harness';
 import { createLogger } from '#core/logger';
 
 /**
@@ -46,25 +46,9 @@ describe('fixture health over REST', () => {
 
   /** One reading per device at the clock's time, then one flush. */
   async function readings(acc: TestAccount, values: Record<string, Record<string, unknown>>): Promise<void> {
-    const applied: Array<Promise<unknown>> = [];
-    for (const [serial, payload] of Object.entries(values)) {
-      const read = readLuminaire(JSON.stringify({ at: clock.now().toISOString(), ...payload }), clock.now());
-      if (!read.ok) throw new Error(read.reason);
-      const { values: v, at, badClock, refused } = read;
-      applied.push(
-        ingest.record({
-          accountId: acc.accountId,
-          deviceId: ids.get(serial)!,
-          serial,
-          values: v,
-          at,
-          badClock,
-          refused,
-        }),
-      );
-    }
-    await ingest.flush();
-    await Promise.all(applied);
+    const at = clock.now().toISOString();
+    const stamped = Object.fromEntries(Object.entries(values).map(([serial, payload]) => [serial, { at, ...payload }]));
+    await recordReadings(ingest, clock, { accountId: acc.accountId, ids, readings: stamped });
   }
 
   it('lists unhealthy devices as JSON and as CSV, filtered by model and tag, and shows health on the device', async () => {

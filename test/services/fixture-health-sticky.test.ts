@@ -1,10 +1,8 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { startServiceHarness, type HarnessAccount, type ServiceHarness } from '../helpers/service-harness';
+import type { HarnessAccount, ServiceHarness } from '../helpers/service-harness';
+import { startLuminaireHarness, type LuminaireHarness } from '../helpers/luminaire-harness';
 import { ifStarted } from '../helpers/teardown';
 import { ManualClock } from '#core/shared/clock';
-import { LuminaireIngest } from '#core/luminaire/luminaire-ingest';
-import { readLuminaire } from '#protocol/luminaire-fields';
-import { createLogger } from '#core/logger';
 
 /**
  * `failed` sticks (docs/fixture-health.md "Failed sticks"): a device whose light source failed
@@ -14,39 +12,18 @@ import { createLogger } from '#core/logger';
 describe('fixture health: failed sticks until the failure counter restarts', () => {
   const clock = new ManualClock('2026-11-01T12:00:00Z');
   let harness: ServiceHarness;
-  let ingest: LuminaireIngest;
   let acme: HarnessAccount;
-  const ids = new Map<string, string>();
+  let lux: LuminaireHarness;
 
   beforeAll(async () => {
-    harness = await startServiceHarness({ clock });
-    ingest = new LuminaireIngest({
-      deps: { knex: harness.database.knex, clock, logger: createLogger('silent') },
-      partitions: harness.services.luminairePartitions,
-    });
-    acme = await harness.createAccount();
-    await harness.services.models.register(acme.admin, { name: 'LX-200', description: '' });
-    await harness.services.claims.claim(acme.admin, { serials: ['S-1', 'S-2'], model: 'LX-200' });
-    for (const serial of ['S-1', 'S-2'])
-      ids.set(serial, (await harness.services.devices.get(acme.admin, { serial })).id);
+    lux = await startLuminaireHarness({ clock, serials: [['S-1', 'S-2']] });
+    harness = lux.harness;
+    acme = lux.accounts[0]!;
   });
   afterAll(async () => ifStarted(harness)?.close());
 
-  const send = async (serial: string, payload: Record<string, unknown>): Promise<void> => {
-    const read = readLuminaire(JSON.stringify({ at: clock.now().toISOString(), ...payload }), clock.now());
-    if (!read.ok) throw new Error(read.reason);
-    const applied = ingest.record({
-      accountId: acme.accountId,
-      deviceId: ids.get(serial)!,
-      serial,
-      values: read.values,
-      at: read.at,
-      badClock: read.badClock,
-      refused: read.refused,
-    });
-    await ingest.flush();
-    await applied;
-  };
+  const send = (serial: string, payload: Record<string, unknown>): Promise<void> =>
+    lux.send(acme, serial, { at: clock.now().toISOString(), ...payload });
   const day = async (d: number, readings: Record<string, number>): Promise<void> => {
     clock.set(new Date(Date.UTC(2026, 10, d, 12)).toISOString());
     for (const [serial, failures] of Object.entries(readings)) await send(serial, { source_failures: failures });

@@ -1,10 +1,8 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { startServiceHarness, type HarnessAccount, type ServiceHarness } from '../helpers/service-harness';
+import type { HarnessAccount, ServiceHarness } from '../helpers/service-harness';
+import { startLuminaireHarness, type LuminaireHarness } from '../helpers/luminaire-harness';
 import { ifStarted } from '../helpers/teardown';
 import { ManualClock } from '#core/shared/clock';
-import { LuminaireIngest } from '#core/luminaire/luminaire-ingest';
-import { readLuminaire } from '#protocol/luminaire-fields';
-import { createLogger } from '#core/logger';
 
 /**
  * Fixture health over a test database (docs/fixture-health.md): verdicts from the luminaire
@@ -14,50 +12,21 @@ import { createLogger } from '#core/logger';
 describe('fixture health', () => {
   const clock = new ManualClock('2026-11-20T00:00:00Z');
   let harness: ServiceHarness;
-  let ingest: LuminaireIngest;
   let acme: HarnessAccount;
   let other: HarnessAccount;
-  const ids = new Map<string, string>();
+  let sendAsIs: LuminaireHarness['send'];
 
   beforeAll(async () => {
-    harness = await startServiceHarness({ clock });
-    ingest = new LuminaireIngest({
-      deps: { knex: harness.database.knex, clock, logger: createLogger('silent') },
-      partitions: harness.services.luminairePartitions,
-    });
-    acme = await harness.createAccount();
-    other = await harness.createAccount();
-    for (const acc of [acme, other])
-      await harness.services.models.register(acc.admin, { name: 'LX-200', description: '' });
-    await harness.services.claims.claim(acme.admin, { serials: ['H-1', 'H-2', 'H-3'], model: 'LX-200' });
-    await harness.services.claims.claim(other.admin, { serials: ['X-1'], model: 'LX-200' });
-    for (const [acc, serial] of [
-      [acme, 'H-1'],
-      [acme, 'H-2'],
-      [acme, 'H-3'],
-      [other, 'X-1'],
-    ] as const)
-      ids.set(serial, (await harness.services.devices.get(acc.admin, { serial })).id);
+    const lux = await startLuminaireHarness({ clock, serials: [['H-1', 'H-2', 'H-3'], ['X-1']] });
+    ({ harness, send: sendAsIs } = lux);
+    [acme, other] = lux.accounts as [HarnessAccount, HarnessAccount];
     await harness.services.devices.update(acme.admin, { serial: 'H-2', patch: { tags: { floor: '2' } } });
   });
   afterAll(async () => ifStarted(harness)?.close());
 
-  const send = async (acc: HarnessAccount, serial: string, payload: Record<string, unknown>): Promise<void> => {
-    const read = readLuminaire(JSON.stringify({ at: clock.now().toISOString(), ...payload }), clock.now());
-    if (!read.ok) throw new Error(read.reason);
-    const { values, at, badClock, refused } = read;
-    const applied = ingest.record({
-      accountId: acc.accountId,
-      deviceId: ids.get(serial)!,
-      serial,
-      values,
-      at,
-      badClock,
-      refused,
-    });
-    await ingest.flush();
-    await applied;
-  };
+  /** A reading taken at the clock's time. */
+  const send = (acc: HarnessAccount, serial: string, payload: Record<string, unknown>): Promise<void> =>
+    sendAsIs(acc, serial, { at: clock.now().toISOString(), ...payload });
 
   it('judges each device from its readings, lists the unhealthy ones most urgent first, and tells webhooks', async () => {
     // Seven days: H-1 derates 12 times a day and runs hot; H-2 fails its light source on day 5; H-3 is quiet.

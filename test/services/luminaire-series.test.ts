@@ -1,11 +1,9 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { startServiceHarness, type HarnessAccount, type ServiceHarness } from '../helpers/service-harness';
+import type { HarnessAccount, ServiceHarness } from '../helpers/service-harness';
+import { startLuminaireHarness, type LuminaireHarness } from '../helpers/luminaire-harness';
 import { ifStarted } from '../helpers/teardown';
 import { ManualClock } from '#core/shared/clock';
-import { LuminaireIngest } from '#core/luminaire/luminaire-ingest';
-import { readLuminaire } from '#protocol/luminaire-fields';
 import type { LuminaireBucket } from '#core/luminaire/luminaire-types';
-import { createLogger } from '#core/logger';
 
 /**
  * Luminaire data over a test database (docs/luminaire-data.md): what a reading stores, counter
@@ -15,49 +13,19 @@ import { createLogger } from '#core/logger';
 describe('luminaire series', () => {
   const clock = new ManualClock('2026-11-27T10:00:00Z');
   let harness: ServiceHarness;
-  let ingest: LuminaireIngest;
   let acme: HarnessAccount;
   let other: HarnessAccount;
-  const ids = new Map<string, string>();
+  let ids: Map<string, string>;
+  /** A message as the broker hands it on: read at the service's clock, then recorded. */
+  let send: LuminaireHarness['send'];
 
   beforeAll(async () => {
-    harness = await startServiceHarness({ clock });
-    ingest = new LuminaireIngest({
-      deps: { knex: harness.database.knex, clock, logger: createLogger('silent') },
-      partitions: harness.services.luminairePartitions,
-    });
-    acme = await harness.createAccount();
-    other = await harness.createAccount();
-    for (const acc of [acme, other])
-      await harness.services.models.register(acc.admin, { name: 'LX-200', description: '' });
-    await harness.services.claims.claim(acme.admin, { serials: ['L-1', 'L-2', 'L-3'], model: 'LX-200' });
-    await harness.services.claims.claim(other.admin, { serials: ['O-1'], model: 'LX-200' });
-    for (const [acc, serial] of [
-      [acme, 'L-1'],
-      [acme, 'L-2'],
-      [acme, 'L-3'],
-      [other, 'O-1'],
-    ] as const)
-      ids.set(serial, (await harness.services.devices.get(acc.admin, { serial })).id);
+    const lux = await startLuminaireHarness({ clock, serials: [['L-1', 'L-2', 'L-3'], ['O-1']] });
+    ({ harness, ids, send } = lux);
+    [acme, other] = lux.accounts as [HarnessAccount, HarnessAccount];
   });
   afterAll(async () => ifStarted(harness)?.close());
 
-  /** A message as the broker hands it on: read at the service's clock, then recorded. */
-  const send = (acc: HarnessAccount, serial: string, payload: Record<string, unknown>): Promise<void> => {
-    const read = readLuminaire(JSON.stringify(payload), clock.now());
-    if (!read.ok) throw new Error(read.reason);
-    const { values, at, badClock, refused } = read;
-    const applied = ingest.record({
-      accountId: acc.accountId,
-      deviceId: ids.get(serial)!,
-      serial,
-      values,
-      at,
-      badClock,
-      refused,
-    });
-    return ingest.flush().then(() => applied);
-  };
   const at = (minutes: number) => new Date(clock.now().getTime() + minutes * 60_000).toISOString();
   /** Moves the clock to `time`, then sends a reading taken now. */
   const sendAt = (acc: HarnessAccount, serial: string, time: string, payload: Record<string, unknown>) => {
