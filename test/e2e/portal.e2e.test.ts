@@ -473,40 +473,46 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
     await expect.poll(() => page.locator('dd[data-state="cancelled"]').textContent()).toBe('1');
   });
 
-  it('registers a firmware signing key in Settings, then uploads a signed version that Firmware > Versions shows as signed', async () => {
-    const key = newSigningKey();
-    await page.goto(`${base}/settings/firmware-signing`);
-    await page.getByText('No signing key registered').waitFor();
-    await page.getByLabel('Public key (PEM').fill(key.publicPem);
-    await page.getByRole('button', { name: 'Register key' }).click();
-    await page.getByRole('dialog').getByRole('button', { name: 'Register', exact: true }).click();
-    await expect.poll(() => page.getByTestId('signing-key-id').textContent()).toBe(key.keyId);
-    expect(await page.getByTestId('signing-key-current').textContent()).toContain('-----BEGIN PUBLIC KEY-----');
+  // Two 15 s waits on the server's answers alone: the default 30 s for the whole test was less
+  // than its own waits add up to, and a loaded CI machine ran out of it.
+  it(
+    'registers a firmware signing key in Settings, then uploads a signed version that Firmware > Versions shows as signed',
+    { timeout: 90_000 },
+    async () => {
+      const key = newSigningKey();
+      await page.goto(`${base}/settings/firmware-signing`);
+      await page.getByText('No signing key registered').waitFor();
+      await page.getByLabel('Public key (PEM').fill(key.publicPem);
+      await page.getByRole('button', { name: 'Register key' }).click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Register', exact: true }).click();
+      await expect.poll(() => page.getByTestId('signing-key-id').textContent()).toBe(key.keyId);
+      expect(await page.getByTestId('signing-key-current').textContent()).toContain('-----BEGIN PUBLIC KEY-----');
 
-    const bytes = randomBytes(32 * 1024);
-    await page.goto(`${base}/firmware?model=LX-200`);
-    await page.getByRole('button', { name: 'Upload a version' }).click();
-    await page.getByLabel('Version').fill('1.2.0');
-    await page
-      .getByTestId('upload-file')
-      .setInputFiles({ name: 'lx200-1.2.0.bin', mimeType: 'application/octet-stream', buffer: bytes });
-    await page.getByLabel(`Signature (key ${key.keyId})`).fill(signFirmware(key.privateKey, bytes));
-    await page.getByRole('button', { name: 'Upload', exact: true }).click();
-    const versions = page.getByTestId('firmware-versions');
-    await expect
-      .poll(() => versions.getByTestId('version-signature').first().textContent(), { timeout: 15_000 })
-      .toBe(`signed with key ${key.keyId}`);
-    expect(await versions.getByTestId('version-signed').count()).toBe(1);
-    // The versions uploaded before the key are marked, so nobody mistakes them for signed ones.
-    expect(await versions.getByTestId('version-unsigned').count()).toBe(2);
-    // One of them gets its signature attached (deploys and rollbacks to it need one now).
-    await versions.getByText('1.0.0', { exact: true }).click();
-    await page.getByRole('button', { name: 'Attach signature…' }).click();
-    await page.getByLabel(`Signature (key ${key.keyId})`).fill(signFirmware(key.privateKey, lx200First));
-    await page.getByRole('dialog').getByRole('button', { name: 'Attach', exact: true }).click();
-    await expect.poll(() => versions.getByTestId('version-unsigned').count(), { timeout: 15_000 }).toBe(1);
-    expect(await versions.getByTestId('version-signed').count()).toBe(2);
-  });
+      const bytes = randomBytes(32 * 1024);
+      await page.goto(`${base}/firmware?model=LX-200`);
+      await page.getByRole('button', { name: 'Upload a version' }).click();
+      await page.getByLabel('Version').fill('1.2.0');
+      await page
+        .getByTestId('upload-file')
+        .setInputFiles({ name: 'lx200-1.2.0.bin', mimeType: 'application/octet-stream', buffer: bytes });
+      await page.getByLabel(`Signature (key ${key.keyId})`).fill(signFirmware(key.privateKey, bytes));
+      await page.getByRole('button', { name: 'Upload', exact: true }).click();
+      const versions = page.getByTestId('firmware-versions');
+      await expect
+        .poll(() => versions.getByTestId('version-signature').first().textContent(), { timeout: 15_000 })
+        .toBe(`signed with key ${key.keyId}`);
+      expect(await versions.getByTestId('version-signed').count()).toBe(1);
+      // The versions uploaded before the key are marked, so nobody mistakes them for signed ones.
+      expect(await versions.getByTestId('version-unsigned').count()).toBe(2);
+      // One of them gets its signature attached (deploys and rollbacks to it need one now).
+      await versions.getByText('1.0.0', { exact: true }).click();
+      await page.getByRole('button', { name: 'Attach signature…' }).click();
+      await page.getByLabel(`Signature (key ${key.keyId})`).fill(signFirmware(key.privateKey, lx200First));
+      await page.getByRole('dialog').getByRole('button', { name: 'Attach', exact: true }).click();
+      await expect.poll(() => versions.getByTestId('version-unsigned').count(), { timeout: 15_000 }).toBe(1);
+      expect(await versions.getByTestId('version-signed').count()).toBe(2);
+    },
+  );
 
   it('a viewer sees everything but cannot change anything, and the API refuses anyway', async () => {
     // The admin invites the viewer in Settings > Users.
