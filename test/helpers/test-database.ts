@@ -27,6 +27,13 @@ export function embeddedThreadEnv(): { EMBEDDED_DATABASE_THREAD?: string } {
 export const testEmbeddedThread = (): 'worker' | 'main' =>
   process.env.EMBEDDED_DATABASE_THREAD === 'main' ? 'main' : 'worker';
 
+/**
+ * Retried: a file the stopped service was still closing (a firmware temp file, the embedded
+ * database's last write from its thread) can land while the folder is being removed, and the
+ * removal then fails with ENOTEMPTY although the test passed (seen in CI, once in three runs).
+ */
+const REMOVE_DATA_DIR = { recursive: true, force: true, maxRetries: 5, retryDelay: 100 } as const;
+
 export async function createTestDatabase(): Promise<TestDatabase> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fleet-test-'));
   const adminUrl = process.env.TEST_DATABASE_URL;
@@ -34,7 +41,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     // A copy of the run's migrated embedded database (global-setup.ts), when there is one.
     const template = process.env[TEMPLATE_ENV];
     if (template) await fs.promises.cp(template, dataDir, { recursive: true });
-    return { databaseUrl: undefined, dataDir, drop: () => fs.promises.rm(dataDir, { recursive: true, force: true }) };
+    return { databaseUrl: undefined, dataDir, drop: () => fs.promises.rm(dataDir, REMOVE_DATA_DIR) };
   }
   const name = `fleet_test_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
@@ -47,7 +54,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     databaseUrl: url.toString(),
     dataDir,
     drop: async () => {
-      fs.rmSync(dataDir, { recursive: true, force: true });
+      fs.rmSync(dataDir, REMOVE_DATA_DIR);
       const client = new pg.Client({ connectionString: adminUrl });
       await client.connect();
       await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
