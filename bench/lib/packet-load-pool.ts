@@ -17,7 +17,7 @@ export interface PoolPhase extends Omit<PhaseResult, 'sample'> {
 
 /** Several packet-load generator processes, the devices split between them. */
 export class PacketLoadPool {
-  private constructor(private readonly children: { child: ChildProcess; ask: (m: object) => Promise<any> }[]) {}
+  private constructor(private readonly children: { child: ChildProcess; ask: (m: object) => Promise<unknown> }[]) {}
 
   static async start(processes: number): Promise<PacketLoadPool> {
     const children = await Promise.all(
@@ -42,7 +42,7 @@ export class PacketLoadPool {
           });
         });
         const ask = (message: object) =>
-          new Promise<any>((resolve, reject) => {
+          new Promise<unknown>((resolve, reject) => {
             const id = nextId++;
             waiting.set(id, { resolve, reject });
             child.send({ id, ...message });
@@ -67,7 +67,8 @@ export class PacketLoadPool {
   }): Promise<ConnectResult> {
     const { hostname, port } = new URL(input.url);
     const share = Math.ceil(input.devices.length / this.children.length);
-    const results: ConnectResult[] = await Promise.all(
+    // The generator's answer to `connect` (packet-load-child.ts), over IPC.
+    const results = (await Promise.all(
       this.children.map(({ ask }, i) =>
         ask({
           cmd: 'connect',
@@ -79,7 +80,7 @@ export class PacketLoadPool {
           ...(input.parallel ? { parallel: input.parallel } : {}),
         }),
       ),
-    );
+    )) as ConnectResult[];
     return {
       connected: results.reduce((s, r) => s + r.connected, 0),
       failed: results.reduce((s, r) => s + r.failed, 0),
@@ -91,9 +92,10 @@ export class PacketLoadPool {
   /** A paced phase of `rate` QoS 1 heartbeats per second in all, split evenly. */
   async run(rate: number, seconds: number): Promise<PoolPhase> {
     const n = this.children.length;
-    const results: PhaseResult[] = await Promise.all(
+    // The generator's answer to `run` (packet-load-child.ts), over IPC.
+    const results = (await Promise.all(
       this.children.map(({ ask }) => ask({ cmd: 'run', rate: rate / n, seconds })),
-    );
+    )) as PhaseResult[];
     const sent = results.reduce((s, r) => s + r.sent, 0);
     const acked = results.reduce((s, r) => s + r.acked, 0);
     // Merge the samples, each weighted by its generator's share of the publishes sent.

@@ -1,4 +1,4 @@
-import { MEASURED_SIGNALS } from '../health/fixture-gate';
+import { FIXTURE_SIGNALS } from '../health/fixture-gate';
 import { z } from 'zod';
 import type { OtaErrorCode } from '#protocol/payloads';
 import type { HeldSummary } from './held-updates';
@@ -147,7 +147,7 @@ export const ROLLOUT_RULES = {
     .default(10),
   healthMaxReconnects: z.number().int().min(1).max(1000).default(3),
   // Fixture signals of the health gate (docs/ota.md "Health gate"; core/health/fixture-gate.ts).
-  fixtureSignals: z.array(z.enum(MEASURED_SIGNALS)).max(MEASURED_SIGNALS.length).default([]),
+  fixtureSignals: z.array(z.enum(FIXTURE_SIGNALS)).max(FIXTURE_SIGNALS.length).default([]),
   fixtureMaxRatio: z.number().min(1).max(100).default(2),
   fixtureMinDeviceDays: z.number().min(1).max(1_000_000).default(50),
   fixtureMinEvents: z.number().int().min(1).max(1_000_000).default(3),

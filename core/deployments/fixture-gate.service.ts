@@ -2,7 +2,7 @@ import type { Actor } from '../shared/actor';
 import { notFound } from '../shared/errors';
 import type { ServiceDeps } from '../service-deps';
 import { appendEvents } from '../events/outbox';
-import { decideFixtureGate, MEASURED_SIGNALS, type GateDecision } from '../health/fixture-gate';
+import { decideFixtureGate, FIXTURE_SIGNALS, type GateDecision } from '../health/fixture-gate';
 import type { HealthService } from '../health/health.service';
 import { DEFAULT_ROLLOUT, Rollout } from './deployment-types';
 import { lockDeployment, updateDeployment } from './store/deployments.store';
@@ -52,7 +52,7 @@ export class FixtureGateService {
   /** `showAll`: judge every measured signal (the deployment page shows them even when the rollout names none). */
   private async decide(d: GateRow, showAll = false): Promise<GateDecision> {
     const rollout = Rollout.parse(d.rollout ?? DEFAULT_ROLLOUT);
-    const signals = showAll && rollout.fixture_signals.length === 0 ? [...MEASURED_SIGNALS] : rollout.fixture_signals;
+    const signals = showAll && rollout.fixture_signals.length === 0 ? [...FIXTURE_SIGNALS] : rollout.fixture_signals;
     const groups = await this.area.health.deploymentGroups({
       accountId: d.account_id,
       deploymentId: d.id,

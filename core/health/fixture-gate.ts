@@ -15,9 +15,6 @@ export const FIXTURE_SIGNALS = [
 ] as const;
 export type FixtureSignal = (typeof FIXTURE_SIGNALS)[number];
 
-/** The signals a rollout may name (all of them are measured; kept as a name of its own for the validation). */
-export const MEASURED_SIGNALS = FIXTURE_SIGNALS;
-
 /**
  * The signals counted in the device's connection days (device_connection_days) rather than the
  * luminaire roll-ups: their exposure is the days the device was heard (connected or reporting),

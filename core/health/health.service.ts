@@ -19,6 +19,7 @@ import {
   selectDeploymentGroups,
   selectVersionConnections,
   selectVersionRates,
+  EMPTY_EXPOSURE,
   type ConnectionRow,
   type ExposureRow,
 } from './store/fixture-rates.store';
@@ -61,11 +62,11 @@ const round2 = (n: number): number => Math.round(n * 100) / 100;
 export function toVersionRates(input: {
   model: string;
   firmware: string | null;
+  /** Daily roll-ups: a row is a device-day. */
   luminaire: ExposureRow | null;
-  luminaireRowsPerDay: number;
   connections: ConnectionRow | null;
 }): VersionRates {
-  const deviceDays = input.luminaire ? num(input.luminaire.rows) / input.luminaireRowsPerDay : 0;
+  const deviceDays = num(input.luminaire?.rows);
   const connectedDeviceDays = num(input.connections?.days);
   const counts = signalCounts(input.luminaire ?? EMPTY_EXPOSURE, input.connections);
   const exposure = (s: FixtureSignal): number => (isConnectionSignal(s) ? connectedDeviceDays : deviceDays);
@@ -84,16 +85,6 @@ export function toVersionRates(input: {
     ) as Record<FixtureSignal, number | null>,
   };
 }
-
-const EMPTY_EXPOSURE: ExposureRow = {
-  devices: 0,
-  rows: 0,
-  gear_thermal_derating: 0,
-  gear_thermal_shutdown: 0,
-  supply_undervoltage: 0,
-  supply_overvoltage: 0,
-  source_failures: 0,
-};
 
 /** A device's verdict as the APIs show it. */
 export interface DeviceHealthView {
@@ -311,7 +302,6 @@ export class HealthService {
           model: r.model,
           firmware: r.firmware,
           luminaire: r.l ?? null,
-          luminaireRowsPerDay: 1,
           connections: r.c ?? null,
         }),
       );

@@ -14,6 +14,17 @@ export interface ExposureRow {
   source_failures: Num;
 }
 
+/** A group with no roll-up rows. */
+export const EMPTY_EXPOSURE: ExposureRow = {
+  devices: 0,
+  rows: 0,
+  gear_thermal_derating: 0,
+  gear_thermal_shutdown: 0,
+  supply_undervoltage: 0,
+  supply_overvoltage: 0,
+  source_failures: 0,
+};
+
 const SUMS = `count(DISTINCT r.device_id) AS devices, count(*) AS rows,
   sum(r.gear_thermal_derating) AS gear_thermal_derating, sum(r.gear_thermal_shutdown) AS gear_thermal_shutdown,
   sum(r.supply_undervoltage) AS supply_undervoltage, sum(r.supply_overvoltage) AS supply_overvoltage,
@@ -77,17 +88,8 @@ export async function selectDeploymentGroups(
       WHERE r.account_id = ? AND r.bucket >= ? AND r.bucket < ? AND a.model = ? AND a.firmware IS DISTINCT FROM ?`,
     [input.accountId, input.baselineFrom, input.since, input.model, input.target],
   );
-  const empty: ExposureRow = {
-    devices: 0,
-    rows: 0,
-    gear_thermal_derating: 0,
-    gear_thermal_shutdown: 0,
-    supply_undervoltage: 0,
-    supply_overvoltage: 0,
-    source_failures: 0,
-  };
-  const of = (grp: string): ExposureRow => hourly.rows.find((r) => r.grp === grp) ?? empty;
-  return { updated: of('updated'), control: of('control'), baseline: baseline.rows[0] ?? empty };
+  const of = (grp: string): ExposureRow => hourly.rows.find((r) => r.grp === grp) ?? EMPTY_EXPOSURE;
+  return { updated: of('updated'), control: of('control'), baseline: baseline.rows[0] ?? EMPTY_EXPOSURE };
 }
 
 /** Reboots, reconnects and connection days (rows of device_connection_days) of a group. */
