@@ -47,6 +47,24 @@ export async function launchBrowser(options: { viewport?: { width: number; heigh
       '--disable-quic',
     ],
   });
+  // No CSS transitions or animations. Playwright checks what is under the pointer on the first
+  // event of a click only; a dialog still scaling in, or a section still expanding, can move the
+  // button before the mouse is released, and the click is lost without an error. On a loaded
+  // 2-core run that happened to one click in four (a dialog that never opened, a key that was
+  // never registered). Every transition still runs its end hooks: Vue ends one at once when
+  // the computed style gives it no duration.
+  await context.addInitScript(() => {
+    // No element exists yet when this runs; the portal's module scripts run after 'interactive'.
+    document.addEventListener(
+      'readystatechange',
+      () => {
+        const style = document.createElement('style');
+        style.textContent = '*, *::before, *::after { transition: none !important; animation: none !important; }';
+        document.head.appendChild(style);
+      },
+      { once: true },
+    );
+  });
   const errors: string[] = [];
   const watch = (page: Page) => {
     page.on('console', (message: ConsoleMessage) => {

@@ -94,6 +94,9 @@ describe.skipIf(!hasChromium)('portal in Chromium', () => {
     expect(await page.getByLabel('Password').getAttribute('placeholder')).toBe('Your password');
     expect(await page.locator('[placeholder^="Please "]').count()).toBe(0);
     expect(await page.getByText(/^Please (Input|Select)$/).count()).toBe(0);
+    // Motion is off in these tests (browser.ts), so no click lands on a button still moving.
+    const logInButton = page.getByRole('button', { name: 'Log in' });
+    expect(await logInButton.evaluate((el) => getComputedStyle(el).transitionDuration)).toMatch(/^0s(, 0s)*$/);
     await screenshot(page, 'login');
     await logIn(page, account.adminEmail, 'wrong password');
     await expect.poll(() => page.getByTestId('login-error').textContent()).toContain('not correct');
