@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { claimBenchFleet, cpuDifference } from './lib/claimed-fleet';
 import { startBenchServer } from './lib/bench-server';
@@ -24,7 +24,7 @@ import { makeSerials } from '#simulator/fleet';
  *
  *   node --import tsx bench/connection-capacity.bench.ts              (embedded database)
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/connection-capacity.bench.ts
- *   options: --devices N (default 20000) --burst B (default 2000) --generators G (default 2) --dry
+ *   options: --devices N (default 20000; refused when more than the open-files limit allows) --burst B (default 2000) --generators G (default 2) --dry
  *   --heap DIR (heap snapshots of ours before and after the connections, and the kinds of object
  *   that grew most per device; records nothing: a snapshot inflates the RSS that follows it)
  *   --profile DIR (a CPU profile of ours during the ramp, written to DIR: summarise it with
@@ -200,6 +200,26 @@ async function serviceTarget(): Promise<Target> {
       await server.stop();
     },
   };
+}
+
+/**
+ * The hard limit on open files of a process here (`ulimit -Hn`; Node raises its soft limit to it
+ * at start): each broker holds one socket per device plus its own files, and past the limit
+ * bare Aedes met EMFILE and the run hung. Refused up front instead, with the size that fits.
+ */
+function openFilesLimit(): number {
+  const line = readFileSync('/proc/self/limits', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('Max open files'));
+  const hard = line?.trim().split(/\s+/)[4];
+  return hard === undefined || hard === 'unlimited' ? Infinity : Number(hard);
+}
+const OWN_FILES = 500;
+if (DEVICES + OWN_FILES > openFilesLimit()) {
+  console.error(
+    `!! ${DEVICES} devices need about ${DEVICES + OWN_FILES} open files in one broker process; this machine allows ${openFilesLimit()} (ulimit -Hn). Run with --devices ${openFilesLimit() - OWN_FILES} or less, or raise the hard limit.`,
+  );
+  process.exit(2);
 }
 
 const bare = await measure(await bareAedesTarget(), 0);
