@@ -219,7 +219,12 @@ if (mosquitto) results.push(await measure(mosquitto));
 const describe = (c: Capacity) => {
   const s = c.sustained;
   if (!s) return `${c.name}: no step kept up`;
-  const bound = c.endedBy === 'generator' ? ' or more (GENERATOR-BOUND: the generators were the limit)' : '';
+  const bound =
+    c.endedBy === 'generator'
+      ? ' or more (GENERATOR-BOUND: the generators were the limit)'
+      : c.endedBy === 'rates'
+        ? ' or more (the highest step offered: it never fell behind)'
+        : '';
   return `${c.name}: sustained ${s.offered}/s${bound}, ${s.brokerCpuPerAckUs.toFixed(1)} µs CPU per acknowledged heartbeat at that rate; at 80 % (${c.atEighty?.offered}/s) p50 ${c.atEighty?.p50Ms.toFixed(1)} ms, p99 ${c.atEighty?.p99Ms.toFixed(1)} ms, ${c.atEighty?.brokerCpuPerAckUs.toFixed(1)} µs per heartbeat${c.atEighty?.loopP99Ms !== undefined ? `, event-loop delay p99 ${c.atEighty.loopP99Ms.toFixed(1)} ms (max ${c.atEighty.loopMaxMs!.toFixed(0)} ms)` : ''}`;
 };
 for (const c of results) console.log(describe(c));
@@ -235,10 +240,34 @@ const sameRate = ours.steps
   .filter((pair): pair is readonly [Step, Step] => pair[1] !== undefined)
   .at(-1);
 const cpuRatio = sameRate ? sameRate[0].brokerCpuPerAckUs / sameRate[1].brokerCpuPerAckUs : NaN;
+/**
+ * The same at the first step, where each device sends least often. The service writes a device's
+ * heartbeats of one flush (200 ms) as one row, so at the highest step (several heartbeats per
+ * device a second) the database's share per heartbeat shrinks; a fleet that reports once a
+ * minute gets the first step's figure, not that one.
+ */
+const firstRate = ours.steps[0] && bare.steps.find((b) => b.offered === ours.steps[0]!.offered);
+const firstPair = firstRate ? ([ours.steps[0]!, firstRate] as const) : undefined;
+const firstRatio = firstPair ? firstPair[0].brokerCpuPerAckUs / firstPair[1].brokerCpuPerAckUs : NaN;
+const perDevice = (rate: number) => (rate / DEVICES).toFixed(1);
 const rateRatio = ours.sustained && bare.sustained ? ours.sustained.offered / bare.sustained.offered : NaN;
 const anyBound = results.slice(0, 2).some((c) => c.endedBy === 'generator');
+/**
+ * A broker that kept up at the highest step was never saturated: its sustained rate is a lower
+ * bound, and a ratio with it is no measurement (two such brokers would read as parity).
+ */
+const anyUnsaturated = results.slice(0, 2).some((c) => c.endedBy === 'rates');
+const rateCaveat = anyBound
+  ? ' (a generator-bound rate: the ratio is a lower or upper bound, not a measurement)'
+  : anyUnsaturated
+    ? ` (${results
+        .slice(0, 2)
+        .filter((c) => c.endedBy === 'rates')
+        .map((c) => c.name)
+        .join(' and ')} kept up at the highest step offered: a bound, not a measurement)`
+    : '';
 console.log(
-  `CPU per heartbeat, service / bare Aedes at ${sameRate?.[0].offered ?? '(no common rate)'}/s: ${cpuRatio.toFixed(2)}; sustained rate ratio: ${rateRatio.toFixed(2)}${anyBound ? ' (a generator-bound rate: the ratio is a lower or upper bound, not a measurement)' : ''}`,
+  `CPU per heartbeat, service / bare Aedes at ${sameRate?.[0].offered ?? '(no common rate)'}/s: ${cpuRatio.toFixed(2)}, at ${firstPair?.[0].offered ?? '(no first step)'}/s: ${firstRatio.toFixed(2)}; sustained rate ratio: ${rateRatio.toFixed(2)}${rateCaveat}`,
 );
 
 if (!smoke && !dry && !profileFile) {
@@ -246,18 +275,18 @@ if (!smoke && !dry && !profileFile) {
   const current: CurrentFigure[] = [
     {
       id: `Heartbeat CPU per acknowledged heartbeat vs bare Aedes (${ours.name})`,
-      figure: `${sameRate?.[0].brokerCpuPerAckUs.toFixed(1)} µs against ${sameRate?.[1].brokerCpuPerAckUs.toFixed(1)} µs at ${sameRate?.[0].offered}/s offered to both: ratio ${cpuRatio.toFixed(2)}`,
-      target: '<= 1.1x bare Aedes',
-      met: cpuRatio <= 1.1,
+      figure: `${sameRate?.[0].brokerCpuPerAckUs.toFixed(1)} µs against ${sameRate?.[1].brokerCpuPerAckUs.toFixed(1)} µs at ${sameRate?.[0].offered}/s offered to both (${perDevice(sameRate?.[0].offered ?? 0)} per device a second): ratio ${cpuRatio.toFixed(2)}; ${firstPair?.[0].brokerCpuPerAckUs.toFixed(1)} µs against ${firstPair?.[1].brokerCpuPerAckUs.toFixed(1)} µs at ${firstPair?.[0].offered}/s (${perDevice(firstPair?.[0].offered ?? 0)} per device a second): ratio ${firstRatio.toFixed(2)}`,
+      target: '<= 1.1x bare Aedes, at both rates',
+      met: cpuRatio <= 1.1 && firstRatio <= 1.1,
     },
     {
       id: `Heartbeat sustained rate per process vs bare Aedes (${ours.name})`,
       figure:
         ours.sustained && bare.sustained
-          ? `${ours.sustained.offered}/s against ${bare.sustained.offered}/s: ratio ${rateRatio.toFixed(2)}${anyBound ? ' (generator-bound)' : ''}`
+          ? `${ours.sustained.offered}/s against ${bare.sustained.offered}/s: ratio ${rateRatio.toFixed(2)}${rateCaveat}`
           : `not measured: ${ours.sustained ? 'bare Aedes' : bare.sustained ? 'the service' : 'neither'} kept up at any step with the generators keeping pace (machine too busy)`,
       target: '>= 0.9x bare Aedes',
-      met: anyBound ? null : rateRatio >= 0.9,
+      met: anyBound || anyUnsaturated ? null : rateRatio >= 0.9,
     },
     {
       id: `Heartbeat ack p99 at 80 % of the sustained rate (${ours.name})`,
