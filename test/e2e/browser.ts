@@ -50,9 +50,9 @@ export async function launchBrowser(options: { viewport?: { width: number; heigh
   // No CSS transitions or animations. Playwright checks what is under the pointer on the first
   // event of a click only; a dialog still scaling in, or a section still expanding, can move the
   // button before the mouse is released, and the click is lost without an error. On a loaded
-  // 2-core run that happened to one click in four (a dialog that never opened, a key that was
-  // never registered). Every transition still runs its end hooks: Vue ends one at once when
-  // the computed style gives it no duration.
+  // 2-core machine that failed 3 runs of the portal suite in 9 (a dialog that never opened, a key
+  // that was never registered). Every transition still runs its end hooks: Vue ends one at once
+  // when the computed style gives it no duration.
   await context.addInitScript(() => {
     // No element exists yet when this runs; the portal's module scripts run after 'interactive'.
     document.addEventListener(
