@@ -246,25 +246,22 @@ const cpuRatio = sameRate ? sameRate[0].brokerCpuPerAckUs / sameRate[1].brokerCp
  * device a second) the database's share per heartbeat shrinks; a fleet that reports once a
  * minute gets the first step's figure, not that one.
  */
-const firstRate = ours.steps[0] && bare.steps.find((b) => b.offered === ours.steps[0]!.offered);
-const firstPair = firstRate ? ([ours.steps[0]!, firstRate] as const) : undefined;
+const bareFirst = ours.steps[0] && bare.steps.find((b) => b.offered === ours.steps[0]!.offered);
+const firstPair = bareFirst ? ([ours.steps[0]!, bareFirst] as const) : undefined;
 const firstRatio = firstPair ? firstPair[0].brokerCpuPerAckUs / firstPair[1].brokerCpuPerAckUs : NaN;
 const perDevice = (rate: number) => (rate / DEVICES).toFixed(1);
 const rateRatio = ours.sustained && bare.sustained ? ours.sustained.offered / bare.sustained.offered : NaN;
-const anyBound = results.slice(0, 2).some((c) => c.endedBy === 'generator');
+const anyBound = [ours, bare].some((c) => c.endedBy === 'generator');
 /**
  * A broker that kept up at the highest step was never saturated: its sustained rate is a lower
  * bound, and a ratio with it is no measurement (two such brokers would read as parity).
  */
-const anyUnsaturated = results.slice(0, 2).some((c) => c.endedBy === 'rates');
+const unsaturated = [ours, bare].filter((c) => c.endedBy === 'rates').map((c) => c.name);
+const anyUnsaturated = unsaturated.length > 0;
 const rateCaveat = anyBound
   ? ' (a generator-bound rate: the ratio is a lower or upper bound, not a measurement)'
   : anyUnsaturated
-    ? ` (${results
-        .slice(0, 2)
-        .filter((c) => c.endedBy === 'rates')
-        .map((c) => c.name)
-        .join(' and ')} kept up at the highest step offered: a bound, not a measurement)`
+    ? ` (${unsaturated.join(' and ')} kept up at the highest step offered: a bound, not a measurement)`
     : '';
 console.log(
   `CPU per heartbeat, service / bare Aedes at ${sameRate?.[0].offered ?? '(no common rate)'}/s: ${cpuRatio.toFixed(2)}, at ${firstPair?.[0].offered ?? '(no first step)'}/s: ${firstRatio.toFixed(2)}; sustained rate ratio: ${rateRatio.toFixed(2)}${rateCaveat}`,
