@@ -23,6 +23,7 @@ import * as upgradePaths from './20261127123000_upgrade_paths';
 import * as luminaireSeries from './20261127140000_luminaire_series';
 import * as luminaireFleetGroups from './20261127171000_luminaire_fleet_groups';
 import * as deviceSearchTrigrams from './20261127172000_device_search_trigrams';
+import * as outboxPendingQueue from './20261127220000_outbox_pending_queue';
 import * as fixtureHealth from './20261127160000_fixture_health';
 import * as connectionDaysAndFailedMarks from './20261127170000_connection_days_and_failed_marks';
 
@@ -57,6 +58,7 @@ const migrations: Array<{ name: string; module: Knex.Migration }> = [
   { name: '20261127170000_connection_days_and_failed_marks', module: connectionDaysAndFailedMarks },
   { name: '20261127171000_luminaire_fleet_groups', module: luminaireFleetGroups },
   { name: '20261127172000_device_search_trigrams', module: deviceSearchTrigrams },
+  { name: '20261127220000_outbox_pending_queue', module: outboxPendingQueue },
 ];
 
 export const migrationSource: Knex.MigrationSource<{ name: string; module: Knex.Migration }> = {

@@ -98,7 +98,6 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     knex: database.knex,
     bus,
     logger,
-    clock,
     // Only a batch that created deliveries wakes the webhook worker: waking it for every event
     // cost a round (BEGIN, SELECT ... FOR UPDATE, COMMIT) per presence flush that found nothing,
     // a third of the statements of a connection ramp (bench/connection-capacity.bench.ts). Its

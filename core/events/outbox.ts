@@ -57,7 +57,6 @@ export interface OutboxDispatcherOptions {
   knex: Knex;
   bus: EventBus;
   logger: Logger;
-  clock: Clock;
   /** Safety-net poll when no commit kicked the dispatcher (ms). Default 1000. */
   pollIntervalMs?: number;
   /** Rows per round. Default 1000. */
@@ -114,7 +113,7 @@ export class OutboxDispatcher {
         const events = await claimUndispatched(trx, this.batchSize);
         if (events.length === 0) return { dispatched: [] };
         const after = this.options.onBatch ? await this.options.onBatch(trx, events) : undefined;
-        await markDispatched(trx, { seqs: events.map((e) => e.seq), at: this.options.clock.now() });
+        await markDispatched(trx, { seqs: events.map((e) => e.seq) });
         return { dispatched: events, afterCommit: after };
       });
       if (dispatched.length === 0) return;

@@ -9,7 +9,7 @@ import { insertDeliveries } from './store/deliveries.store';
 /**
  * Runs inside the outbox dispatcher's transaction (OutboxDispatcher `onBatch`): one delivery
  * row per (event, enabled endpoint subscribed to its type). The rows commit together with the
- * events' `dispatched_at`, so an event is either fanned out exactly once or not yet at all:
+ * events leaving the outbox's queue, so an event is either fanned out exactly once or not yet at all:
  * a crash in between cannot lose or duplicate a delivery. The event's subject (a serial, a
  * deployment id) is the delivery's ordering key.
  */

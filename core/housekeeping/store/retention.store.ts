@@ -100,7 +100,8 @@ export async function pruneEvents(
   await walk(shouldStop, async (after) => {
     // Bindings: the cutoff, then the key to start after.
     const { rows } = await knex.raw<{ rows: Array<WindowRow & { events: number; deliveries: number }> }>(
-      `WITH win AS (SELECT seq, occurred_at < ? AS old, dispatched_at IS NOT NULL AS dispatched FROM events WHERE seq > ? ORDER BY seq LIMIT ${WINDOW}),
+      `WITH win AS (SELECT seq, occurred_at < ? AS old, NOT EXISTS (SELECT 1 FROM events_pending p WHERE p.seq = events.seq) AS dispatched
+                     FROM events WHERE seq > ? ORDER BY seq LIMIT ${WINDOW}),
           doomed AS (SELECT e.seq FROM events e JOIN win ON win.seq = e.seq
                       WHERE win.old AND win.dispatched
                         AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
