@@ -17,6 +17,9 @@ export default tseslint.config(
       'data/',
       'coverage/',
       'bench/.out/',
+      // Plain Node scripts run by the kit's own Node on a bare machine (bench/devkit/README.md).
+      'bench/devkit/',
+      '.devkit/',
       '.scratch/',
       '.tmp/',
       // Written by `npm run codegen` (codegen.ts); test/unit/codegen.test.ts keeps them current.
