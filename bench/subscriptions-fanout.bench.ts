@@ -79,9 +79,7 @@ try {
       ((await server.sql("SELECT count(*) AS n FROM devices WHERE connectivity = 'online'")).rows[0] as { n: string })
         .n,
     );
-    const pending = Number(
-      ((await server.sql('SELECT count(*) AS n FROM events WHERE dispatched_at IS NULL')).rows[0] as { n: string }).n,
-    );
+    const pending = Number(((await server.sql('SELECT count(*) AS n FROM events_pending')).rows[0] as { n: string }).n);
     if ((online >= started.connected && pending === 0) || Date.now() > settleDeadline) break;
     await new Promise((r) => setTimeout(r, 500));
   }
