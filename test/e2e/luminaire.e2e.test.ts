@@ -111,6 +111,8 @@ describe.skipIf(!hasChromium)('luminaire data in the portal', () => {
     const chart = energy.getByRole('img', { name: /^Fleet energy per day by model/ });
     await chart.waitFor({ timeout: 20_000 });
     expect(await chart.getAttribute('aria-label')).toMatch(/^Fleet energy per day by model: \d+\.\d kWh in 30 days$/);
+    // Readings but no health pass yet: the Maintenance card must not say the fleet is fine.
+    await expect.poll(() => page.getByTestId('card-maintenance').innerText()).toContain('No fixture judged yet');
     await energy.evaluate((el) => el.scrollIntoView({ block: 'center' }));
     await screenshot(page, 'dashboard-energy');
   });
