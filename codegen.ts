@@ -27,7 +27,27 @@ const graphqlText = (dir: string): string =>
     .map((file) => readFileSync(`${dir}/${file}`, 'utf8'))
     .join('\n');
 const RESOLVER_TYPES = 'api/src/graphql/generated/resolvers-types.ts';
+/** The portal's operation types (results, variables, fragments, enums): no documents. */
 const PORTAL_OPERATIONS = 'portal/src/shared/graphql/generated/operations.ts';
+const SHARED_FRAGMENTS = readFileSync('portal/src/shared/graphql/fragments.graphql', 'utf8');
+/**
+ * The typed documents, one module per feature (`portal/src/features/X/graphql/documents.ts`): a
+ * page loads only its own. As one module, every document of the portal (53, each with its
+ * fragments inlined) came with the dashboard, the first page (bench/portal.bench.ts).
+ */
+const PORTAL_FEATURES = readdirSync('portal/src/features').filter((feature) =>
+  readdirSync(`portal/src/features/${feature}`).includes('graphql'),
+);
+const OPERATION_TYPES = {
+  useTypeImports: true,
+  strictScalars: true,
+  scalars: { ID: 'string', DateTime: 'string', JSON: 'unknown' },
+  // Enums as objects too, so option lists come from the schema: Object.values(DeploymentStatus).
+  enumType: 'const',
+  namingConvention: { enumValues: 'keep' },
+  // Apollo Client re-exports the type; the portal depends on nothing else for it.
+  documentNodeImport: '@apollo/client#TypedDocumentNode',
+};
 
 // A line comment: the globs hold `*/`, which would end a block comment.
 const banner = (from: string) => ({
@@ -70,18 +90,24 @@ const config: CodegenConfig = {
     },
     [PORTAL_OPERATIONS]: {
       documents: graphqlText('portal/src'),
-      plugins: [banner(`${SCHEMA} and portal/src/**/*.graphql`), 'typescript-operations', 'typed-document-node'],
-      config: {
-        useTypeImports: true,
-        strictScalars: true,
-        scalars: { ID: 'string', DateTime: 'string', JSON: 'unknown' },
-        // Enums as objects too, so option lists come from the schema: Object.values(DeploymentStatus).
-        enumType: 'const',
-        namingConvention: { enumValues: 'keep' },
-        // Apollo Client re-exports the type; the portal depends on nothing else for it.
-        documentNodeImport: '@apollo/client#TypedDocumentNode',
-      },
+      plugins: [banner(`${SCHEMA} and portal/src/**/*.graphql`), 'typescript-operations'],
+      config: OPERATION_TYPES,
     },
+    ...Object.fromEntries(
+      PORTAL_FEATURES.map((feature) => [
+        `portal/src/features/${feature}/graphql/documents.ts`,
+        {
+          // The feature's own documents, and the shared fragments they spread (inlined in each).
+          documents: [graphqlText(`portal/src/features/${feature}/graphql`), SHARED_FRAGMENTS].join('\n'),
+          plugins: [
+            banner(`portal/src/features/${feature}/graphql/*.graphql`),
+            { add: { content: "import type * as Types from '../../../shared/graphql/generated/operations';" } },
+            'typed-document-node',
+          ],
+          config: { ...OPERATION_TYPES, importOperationTypesFrom: 'Types' },
+        },
+      ]),
+    ),
   },
 };
 

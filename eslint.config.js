@@ -25,6 +25,7 @@ export default tseslint.config(
       // Written by `npm run codegen` (codegen.ts); test/unit/codegen.test.ts keeps them current.
       'api/src/graphql/generated/',
       'portal/src/shared/graphql/generated/',
+      'portal/src/features/*/graphql/documents.ts',
     ],
   },
   js.configs.recommended,

@@ -2,12 +2,11 @@ import { computed, ref, shallowRef, triggerRef, watch, type Ref } from 'vue';
 import { fetchQuery, useSubscription } from '../../../shared/composables/useGraphQL';
 import type { ApiError } from '../../../shared/api/rest';
 import {
-  DeviceChangedDocument,
-  DevicePageDocument,
   type DeviceFilter,
   type DeviceOrder,
   type DeviceRowFragment,
 } from '../../../shared/graphql/generated/operations';
+import { DeviceChangedDocument, DevicePageDocument } from '../graphql/documents';
 
 /** First page small (fast first paint), then big pages while the user scrolls. */
 const FIRST_PAGE = 100;
