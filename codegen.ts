@@ -45,6 +45,11 @@ const OPERATION_TYPES = {
   // Enums as objects too, so option lists come from the schema: Object.values(DeploymentStatus).
   enumType: 'const',
   namingConvention: { enumValues: 'keep' },
+};
+const FEATURE_DOCUMENTS = {
+  useTypeImports: true,
+  // Results and variables are the types of PORTAL_OPERATIONS, imported as `Types` (the `add` line).
+  importOperationTypesFrom: 'Types',
   // Apollo Client re-exports the type; the portal depends on nothing else for it.
   documentNodeImport: '@apollo/client#TypedDocumentNode',
 };
@@ -104,7 +109,7 @@ const config: CodegenConfig = {
             { add: { content: "import type * as Types from '../../../shared/graphql/generated/operations';" } },
             'typed-document-node',
           ],
-          config: { ...OPERATION_TYPES, importOperationTypesFrom: 'Types' },
+          config: FEATURE_DOCUMENTS,
         },
       ]),
     ),
