@@ -27,7 +27,7 @@ import { makeSerials } from '#simulator/fleet';
  *   options: --devices N (default 20000; refused when more than the open-files limit allows) --burst B (default 2000) --generators G (default 2) --dry
  *   --heap DIR (heap snapshots of ours before and after the connections, and the kinds of object
  *   that grew most per device; records nothing: a snapshot inflates the RSS that follows it)
- *   --profile DIR (a CPU profile of ours during the ramp, written to DIR: summarise it with
+ *   --profile DIR (CPU profiles of ours and of bare Aedes during the ramp, written to DIR: summarise them with
  *   bench/lib/profile-summary.ts; records nothing: sampling slows the service)
  */
 const smoke = isSmoke();
@@ -77,7 +77,7 @@ interface Target {
   transactions?: () => number | undefined;
   memory(): Promise<NodeJS.MemoryUsage>;
   heapSnapshot?: (file: string) => Promise<void>;
-  /** Profiles the ramp (ours, with --profile). */
+  /** Profiles the ramp (with --profile). */
   profile?: { start(): Promise<void>; stop(): Promise<void> };
   stop(): Promise<void>;
 }
@@ -156,7 +156,27 @@ async function bareAedesTarget(): Promise<Target> {
     devices: makeSerials('CCB', DEVICES).map((serial) => ({ serial, username: serial, password: 'x' })),
     cpu: cpuDifference(() => bare.cpu()),
     memory: async () => (await bare.gc()).memory,
+    ...(profileDir ? { profile: rampProfile(profileDir, 'bare-aedes', bare) } : {}),
     stop: () => bare.stop(),
+  };
+}
+
+/** Writes a CPU profile of a broker's ramp to DIR/connection-ramp-<who>-<time>.cpuprofile. */
+function rampProfile(
+  dir: string,
+  who: string,
+  broker: { startProfile(): Promise<unknown>; stopProfile(file: string): Promise<unknown> },
+): { start(): Promise<void>; stop(): Promise<void> } {
+  return {
+    start: async () => {
+      await broker.startProfile();
+    },
+    stop: async () => {
+      mkdirSync(dir, { recursive: true });
+      const file = path.resolve(dir, `connection-ramp-${who}-${Date.now()}.cpuprofile`);
+      await broker.stopProfile(file);
+      console.log(`profile of the ${who} ramp: ${file}`);
+    },
   };
 }
 
@@ -182,19 +202,7 @@ async function serviceTarget(): Promise<Target> {
     memory: () => server.gc(),
     heapSnapshot: (file) => server.heapSnapshot(file),
     transactions: () => postgres?.transactions,
-    ...(profileDir
-      ? {
-          profile: {
-            start: () => server.startProfile(),
-            stop: async () => {
-              mkdirSync(profileDir, { recursive: true });
-              const file = path.resolve(profileDir, `connection-ramp-${Date.now()}.cpuprofile`);
-              await server.stopProfile(file);
-              console.log(`profile of the service's ramp: ${file}`);
-            },
-          },
-        }
-      : {}),
+    ...(profileDir ? { profile: rampProfile(profileDir, 'service', server) } : {}),
     stop: async () => {
       await postgres?.close();
       await server.stop();

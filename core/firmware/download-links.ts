@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, KeyObject, timingSafeEqual } from 'node:crypto';
 
 /**
  * Signed download links (docs/ota.md "Downloads"): `<PUBLIC_URL>/firmware/download/<job_id>?e=<unix s>&s=<sig>`
@@ -23,7 +23,12 @@ export interface DeltaClaims {
 }
 
 export class DownloadLinkSigner {
-  constructor(private readonly key: Buffer) {}
+  /** Held as a KeyObject: a Buffer key costs every signature 13-15 µs more on Node 24 (ServerSecret.key). */
+  private readonly key: KeyObject;
+
+  constructor(key: KeyObject | Buffer) {
+    this.key = key instanceof KeyObject ? key : createSecretKey(key);
+  }
 
   signature(claims: DownloadClaims): string {
     return createHmac('sha256', this.key)
