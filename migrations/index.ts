@@ -24,6 +24,7 @@ import * as luminaireSeries from './20261127140000_luminaire_series';
 import * as luminaireFleetGroups from './20261127171000_luminaire_fleet_groups';
 import * as deviceSearchTrigrams from './20261127172000_device_search_trigrams';
 import * as outboxPendingQueue from './20261127220000_outbox_pending_queue';
+import * as deviceSearchTerms from './20261128010000_device_search_terms';
 import * as fixtureHealth from './20261127160000_fixture_health';
 import * as connectionDaysAndFailedMarks from './20261127170000_connection_days_and_failed_marks';
 
@@ -59,6 +60,7 @@ const migrations: Array<{ name: string; module: Knex.Migration }> = [
   { name: '20261127171000_luminaire_fleet_groups', module: luminaireFleetGroups },
   { name: '20261127172000_device_search_trigrams', module: deviceSearchTrigrams },
   { name: '20261127220000_outbox_pending_queue', module: outboxPendingQueue },
+  { name: '20261128010000_device_search_terms', module: deviceSearchTerms },
 ];
 
 export const migrationSource: Knex.MigrationSource<{ name: string; module: Knex.Migration }> = {

@@ -20,6 +20,12 @@ export interface DeviceFilter {
   site?: string | undefined;
 }
 
+/**
+ * A search matching at most this many devices reads its matches from the search terms and sorts
+ * them rather than walking the serial index (DevicePageQuery.fewMatches).
+ */
+export const FEW_MATCHES = 2000;
+
 /** Columns a device list can be ordered by (serial breaks ties, so every order is total). */
 export const DEVICE_SORT_FIELDS = ['serial', 'name', 'model', 'firmware', 'status', 'last_seen', 'ip'] as const;
 export type DeviceSortField = (typeof DEVICE_SORT_FIELDS)[number];

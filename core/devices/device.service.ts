@@ -15,6 +15,7 @@ import {
   deviceListCursor,
   type DeviceFilter,
   type DeviceSort,
+  FEW_MATCHES,
 } from './device-list';
 import { UpdateDeviceInput, planDeviceUpdate } from './device-update';
 import type { DeviceGateway } from './device-gateway';
@@ -99,9 +100,6 @@ export const HistoryInput = z.strictObject({
   limit: z.number().int().min(1).max(1000).default(50),
   cursor: z.string().max(200).optional(),
 });
-
-/** A search matching at most this many devices sorts its matches rather than walking the serial index. */
-const FEW_MATCHES = 2000;
 
 function toListFilter(filter: DeviceFilterInput): DeviceFilter {
   if (filter.firmwareLt !== undefined) requireVersion(filter.firmwareLt, 'firmware_lt');

@@ -286,6 +286,30 @@ describe('GET /api/v1/devices', () => {
     expect((await page(c, 'limit=1')).body.total).toBe(2);
   });
 
+  it('searches names and serials as they are now: claimed, renamed, unclaimed and claimed elsewhere', async () => {
+    const e = await server.createAccount({ quota: 100 });
+    const f = await server.createAccount({ quota: 100 });
+    await buildModel(e, 'LX-200');
+    await buildModel(f, 'LX-200');
+    await claimDevices(e, { serials: ['E-0001', 'E-0002'], model: 'LX-200', names: { 'E-0001': 'Lobby North' } });
+    const found = async (account: TestAccount, q: string) =>
+      serialsOf((await page(account, `limit=10&q=${encodeURIComponent(q)}`)).body);
+    expect(await found(e, 'lobby')).toEqual(['E-0001']);
+    expect((await e.api.patch('/api/v1/devices/E-0001', { name: 'Atrium' })).status).toBe(200);
+    expect(await found(e, 'lobby')).toEqual([]);
+    expect(await found(e, 'atrium')).toEqual(['E-0001']);
+    // A short term is matched row by row, a longer one through the search terms: both agree.
+    expect(await found(e, 'E-')).toEqual(['E-0001', 'E-0002']);
+    expect(await found(e, 'e-000')).toEqual(['E-0001', 'E-0002']);
+    expect((await e.api.delete('/api/v1/devices/E-0001')).status).toBe(204);
+    expect(await found(e, 'atrium')).toEqual([]);
+    expect(await found(e, 'e-0001')).toEqual([]);
+    await claimDevices(f, { serials: ['E-0001'], model: 'LX-200', names: { 'E-0001': 'Atrium' } });
+    expect(await found(f, 'atrium')).toEqual(['E-0001']);
+    expect(await found(e, 'atrium')).toEqual([]);
+    expect((await page(e, 'limit=1&q=e-0001')).body.total).toBe(0);
+  });
+
   it('lists each device exactly as GET /devices/:serial presents it (update, reported config, tags, window)', async () => {
     const x = await server.createAccount({ quota: 100 });
     await buildModel(x, 'LX-200');
