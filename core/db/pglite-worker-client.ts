@@ -5,6 +5,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { protocol } from '@electric-sql/pglite';
+import { Parser } from 'pg-protocol/dist/parser.js';
 import { appRoot } from '../shared/app-root';
 import type { Logger } from '../logger';
 import type { ThreadOptions, ThreadReply, ThreadRequest } from './pglite-thread';
@@ -216,8 +217,11 @@ type Message = Uint8Array;
  * What node-postgres's Client drives: its Connection's methods and events. Unlike PGlite's
  * adapter, which runs each message on its own, the messages of one round trip (parse, bind,
  * describe, execute ... sync) are held until the sync, flush or simple query that ends it and go
- * to the thread at once; the answer is parsed here with PGlite's protocol parser, whose
- * DatabaseError (code, constraint, detail) node-postgres and knex see as they would from a server.
+ * to the thread at once; the answer is parsed here with node-postgres's own protocol parser
+ * (pg-protocol), so its messages and DatabaseError (code, constraint, detail) are exactly what
+ * node-postgres and knex see from a server. PGlite's port of that parser decoded each field through
+ * a TextDecoder: it took 408 ms of the main thread's 2.1 s while 5,500 devices connected
+ * (bench/connection-capacity.bench.ts --profile, embedded database).
  */
 class ThreadPgConnection extends EventEmitter {
   _connecting = false;
@@ -228,7 +232,7 @@ class ThreadPgConnection extends EventEmitter {
   private run: ThreadRun | null = null;
   private held: Message[] = [];
   private inFlight: Promise<unknown> = Promise.resolve();
-  private readonly parser = new protocol.Parser();
+  private readonly parser = new Parser();
   private broken = false;
   private readonly onThreadExit = (run: ThreadRun, error: Error) => {
     if (run === this.run) this.fail(error);
@@ -321,7 +325,9 @@ class ThreadPgConnection extends EventEmitter {
     }
     this.inFlight = this.thread.exec(run, concat(messages)).then(
       (answer) => {
-        this.parser.parse(answer, (reply) => this.deliver(reply));
+        this.parser.parse(Buffer.from(answer.buffer, answer.byteOffset, answer.byteLength), (reply) =>
+          this.deliver(reply),
+        );
       },
       (error: unknown) => this.fail(error as Error),
     );
