@@ -25,6 +25,7 @@ import * as luminaireFleetGroups from './20261127171000_luminaire_fleet_groups';
 import * as deviceSearchTrigrams from './20261127172000_device_search_trigrams';
 import * as outboxPendingQueue from './20261127220000_outbox_pending_queue';
 import * as deviceSearchTerms from './20261128010000_device_search_terms';
+import * as presenceDeadlines from './20261128020000_presence_deadlines';
 import * as fixtureHealth from './20261127160000_fixture_health';
 import * as connectionDaysAndFailedMarks from './20261127170000_connection_days_and_failed_marks';
 
@@ -61,6 +62,7 @@ const migrations: Array<{ name: string; module: Knex.Migration }> = [
   { name: '20261127172000_device_search_trigrams', module: deviceSearchTrigrams },
   { name: '20261127220000_outbox_pending_queue', module: outboxPendingQueue },
   { name: '20261128010000_device_search_terms', module: deviceSearchTerms },
+  { name: '20261128020000_presence_deadlines', module: presenceDeadlines },
 ];
 
 export const migrationSource: Knex.MigrationSource<{ name: string; module: Knex.Migration }> = {

@@ -53,10 +53,9 @@ export class PresenceService {
   async sweepTimedOut(limit = 5000): Promise<{ offline: number; examined: number }> {
     const now = this.deps.clock.now();
     return this.deps.transaction(async (trx) => {
-      const swept = await sweepPresenceDeadlines(trx, { now, limit });
-      const offline = swept.filter((r) => r.expired);
+      const { offline, examined } = await sweepPresenceDeadlines(trx, { now, limit });
       await this.recordChanges(trx, offline, () => 'heartbeat_timeout');
-      return { offline: offline.length, examined: swept.length };
+      return { offline: offline.length, examined };
     });
   }
 

@@ -30,12 +30,12 @@ describe('migration 20261127050000_device_heard_at', () => {
     const seen = new Date('2026-11-27T04:59:00.000Z');
     await knex('devices')
       .where({ account_id: account.accountId })
-      .update({
-        connectivity: 'online',
-        status: 'online',
-        last_seen: seen,
-        offline_after: new Date(seen.getTime() + 60_000),
-      });
+      .update({ connectivity: 'online', status: 'online', last_seen: seen });
+    // (Deadlines have since moved to their own table: migrations/20261128020000_presence_deadlines.ts.)
+    const ids = await knex('devices').where({ account_id: account.accountId }).pluck<string[]>('id');
+    await knex('device_presence_deadlines').insert(
+      ids.map((id) => ({ device_id: id, offline_after: new Date(seen.getTime() + 60_000) })),
+    );
     await knex('devices')
       .where({ serial: 'MIG-2' })
       .update({ last_seen: new Date('2026-11-27T04:50:00.000Z') });

@@ -70,16 +70,6 @@ export async function applyPresenceBatch(
            -- heard_at the last sign of life (connect, heartbeat, status online), which presence uses.
            last_seen = COALESCE(u.seen_at, d.last_seen),
            heard_at = COALESCE(u.heard_at, d.heard_at),
-           -- A lower bound of the exact deadline (heard_at + 3 intervals), moved only by a whole
-           -- interval or more (or earlier, when the interval shrank): between those writes a flush
-           -- changes no indexed column and PostgreSQL updates the row in place (HOT, no index
-           -- entries; neither clock is indexed). The sweep checks heard_at before it marks anyone offline.
-           offline_after = CASE WHEN u.deadline IS NOT NULL AND (
-                                  d.offline_after IS NULL
-                                  OR u.deadline < d.offline_after
-                                  OR u.deadline - make_interval(secs => d.heartbeat_interval_s) >= d.offline_after)
-                                THEN u.deadline
-                                ELSE d.offline_after END,
            firmware = COALESCE(u.firmware, d.firmware),
            firmware_key = COALESCE(u.firmware_key, d.firmware_key),
            ip = COALESCE(u.ip, d.ip),
@@ -140,7 +130,26 @@ export async function applyPresenceBatch(
                    u.prev_firmware, d.connectivity, d.status, d.firmware, d.ip, d.last_seen,
                    d.current_update_id, (u.firmware IS NOT NULL) AS firmware_reported,
                    u.prev_reported_config_version, d.reported_config_version,
-                   d.model_id, d.heard_at, u.reboots, u.reconnects, u.new_day_or_version),
+                   d.model_id, d.heard_at, u.reboots, u.reconnects, u.new_day_or_version,
+                   u.deadline, d.heartbeat_interval_s),
+       -- The sweep's deadline (device_presence_deadlines, a row per online device): a lower bound
+       -- of the exact one (heard_at + 3 intervals), moved only by a whole interval or more (or
+       -- earlier, when the interval shrank), so most flushes write none. Kept off \`devices\`, whose
+       -- rows a presence change then updates in place (HOT: no index covers what it changes). The
+       -- sweep checks heard_at before it marks anyone offline. Device rows are locked first (the
+       -- UPDATE above), so two writers of one deadline never wait on each other in reverse order.
+       deadline_set AS (
+         INSERT INTO device_presence_deadlines AS p (device_id, offline_after)
+         SELECT w.id, COALESCE(w.deadline, ?::timestamptz)
+           FROM written w LEFT JOIN device_presence_deadlines cur ON cur.device_id = w.id
+          WHERE w.connectivity = 'online'
+            AND (cur.device_id IS NULL
+                 OR w.deadline < cur.offline_after
+                 OR w.deadline - make_interval(secs => w.heartbeat_interval_s) >= cur.offline_after)
+         ON CONFLICT (device_id) DO UPDATE SET offline_after = EXCLUDED.offline_after),
+       deadline_cleared AS (
+         DELETE FROM device_presence_deadlines p USING written w
+          WHERE p.device_id = w.id AND w.connectivity = 'offline'),
        -- Connection days (docs/fixture-health.md "Unexpected reboots and reconnects"): a row per
        -- device, UTC day and firmware, made by the first news of the day or of a new version and
        -- counting reboots and reconnects; a steady heartbeat matches none of this (no write).
@@ -180,6 +189,7 @@ export async function applyPresenceBatch(
       arrayLiteral(rows.map((r) => r.firstUptimeS ?? r.uptimeS)),
       arrayLiteral(rows.map((r) => r.uptimeDrops ?? 0)),
       arrayLiteral(rows.map((r) => r.connects ?? 0)),
+      now,
     ] as unknown as readonly string[],
   );
   return result.rows.map(toChange);
@@ -190,35 +200,55 @@ const jsonOrNull = (value: object | null | undefined): string | null => (value ?
 /**
  * One page of the timeout sweep: every online device whose presence deadline passed (3 of its
  * heartbeat intervals without news) goes offline. One indexed range scan on
- * `devices_online_offline_after`; since that column is a lower bound (see applyPresenceBatch),
+ * `device_presence_deadlines`; since a deadline there is a lower bound (see applyPresenceBatch),
  * each candidate's exact deadline is checked against `heard_at` (the last sign of life: connect,
  * heartbeat or status online; `last_seen` is the last heartbeat only), and one still alive gets its
- * exact deadline instead (`expired: false`).
+ * exact deadline instead. Device rows are locked first, skipping those a flush holds, as every
+ * writer of deadlines does. A deadline left by a device already offline is dropped.
+ * `examined`: the candidates judged (a full page means there may be more).
  */
 export async function sweepPresenceDeadlines(
   trx: Knex.Transaction,
   input: { now: Date; limit: number },
-): Promise<Array<PresenceChange & { expired: boolean }>> {
+): Promise<{ offline: PresenceChange[]; examined: number }> {
   const { now, limit } = input;
   const result = await trx.raw<{ rows: Array<ChangedRow & { expired: boolean }> }>(
-    `UPDATE devices d SET
-           connectivity = CASE WHEN old.expired THEN 'offline' ELSE d.connectivity END,
-           status = CASE WHEN old.expired THEN 'offline' ELSE d.status END,
-           updated_at = CASE WHEN old.expired THEN ?::timestamptz ELSE d.updated_at END,
-           offline_after = CASE WHEN old.expired THEN d.offline_after ELSE old.deadline END
-         FROM (SELECT c.*, c.deadline IS NULL OR c.deadline < ?::timestamptz AS expired
-                 FROM (SELECT id, status, connectivity, firmware, heard_at + make_interval(secs => heartbeat_interval_s * 3) AS deadline
-                         FROM devices
-                        WHERE connectivity = 'online' AND offline_after < ?::timestamptz
-                        ORDER BY offline_after LIMIT ? FOR UPDATE SKIP LOCKED) c) old
-         WHERE d.id = old.id
-         RETURNING d.id, d.account_id, d.serial, old.connectivity AS prev_connectivity, old.status AS prev_status,
-                   old.firmware AS prev_firmware, d.connectivity, d.status, d.firmware, d.ip, d.last_seen,
+    `WITH due AS (
+         SELECT d.id, d.status, d.connectivity, d.firmware,
+                d.heard_at + make_interval(secs => d.heartbeat_interval_s * 3) AS deadline
+           FROM devices d
+          WHERE d.id = ANY (ARRAY(SELECT p.device_id FROM device_presence_deadlines p
+                                   WHERE p.offline_after < ?::timestamptz ORDER BY p.offline_after LIMIT ?))
+            FOR UPDATE OF d SKIP LOCKED),
+       judged AS (
+         SELECT due.*, due.connectivity <> 'online' AS stale,
+                due.connectivity = 'online' AND (due.deadline IS NULL OR due.deadline < ?::timestamptz) AS expired
+           FROM due),
+       marked AS (
+         UPDATE devices d SET connectivity = 'offline', status = 'offline', updated_at = ?::timestamptz
+           FROM judged j
+          WHERE d.id = j.id AND j.expired
+         RETURNING d.id, d.account_id, d.serial, j.connectivity AS prev_connectivity, j.status AS prev_status,
+                   j.firmware AS prev_firmware, d.connectivity, d.status, d.firmware, d.ip, d.last_seen,
                    d.current_update_id, false AS firmware_reported,
-                   d.reported_config_version AS prev_reported_config_version, d.reported_config_version, old.expired`,
-    [now, now, now, limit],
+                   d.reported_config_version AS prev_reported_config_version, d.reported_config_version),
+       moved AS (
+         UPDATE device_presence_deadlines p SET offline_after = j.deadline
+           FROM judged j
+          WHERE p.device_id = j.id AND NOT j.expired AND NOT j.stale),
+       cleared AS (
+         DELETE FROM device_presence_deadlines p USING judged j
+          WHERE p.device_id = j.id AND (j.expired OR j.stale))
+     SELECT m.*, true AS expired FROM marked m
+     UNION ALL
+     SELECT j.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, false, NULL, NULL, false
+       FROM judged j WHERE NOT j.expired`,
+    [now, limit, now, now],
   );
-  return result.rows.map((r) => ({ ...toChange(r), expired: r.expired }));
+  return {
+    offline: result.rows.filter((r) => r.expired).map(toChange),
+    examined: result.rows.length,
+  };
 }
 
 /** Rows per page of markOnlineDevicesOffline (the statement's LIMIT). */
@@ -235,14 +265,17 @@ export async function markOnlineDevicesOffline(
   const { now } = input;
   const filter = input.onlyNodes ? 'AND broker_node = ANY(?::text[])' : '';
   const result = await trx.raw<{ rows: ChangedRow[] }>(
-    `UPDATE devices d SET connectivity = 'offline', status = 'offline', updated_at = ?::timestamptz
+    `WITH marked AS (
+         UPDATE devices d SET connectivity = 'offline', status = 'offline', updated_at = ?::timestamptz
            FROM (SELECT id, status, connectivity, firmware FROM devices
                  WHERE connectivity = 'online' ${filter} ORDER BY id LIMIT 5000 FOR UPDATE) old
            WHERE d.id = old.id
            RETURNING d.id, d.account_id, d.serial, old.connectivity AS prev_connectivity, old.status AS prev_status,
                      old.firmware AS prev_firmware, d.connectivity, d.status, d.firmware, d.ip, d.last_seen,
                      d.current_update_id, false AS firmware_reported,
-                     d.reported_config_version AS prev_reported_config_version, d.reported_config_version`,
+                     d.reported_config_version AS prev_reported_config_version, d.reported_config_version),
+       cleared AS (DELETE FROM device_presence_deadlines p USING marked m WHERE p.device_id = m.id)
+     SELECT * FROM marked`,
     input.onlyNodes ? [now, input.onlyNodes] : [now],
   );
   return result.rows.map(toChange);
