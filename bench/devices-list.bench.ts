@@ -17,7 +17,8 @@ import { versionKey } from '#core/shared/version';
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/devices-list.bench.ts
  *   options: --dry (print, record nothing) --pages N (pages per filter, default 1600) --smoke
  *   --sizes 20000,100000 and --filters model,status,... (a part of the run; records nothing)
- *   --profile DIR (a CPU profile of the service per measured walk, DIR/<size>-<filter>.cpuprofile;
+ *   --profile DIR (a CPU profile of the service per measured walk, DIR/<size>-<filter>.cpuprofile,
+ *   and of the streamed listing, DIR/stream-<size>.cpuprofile;
  *   profiling costs CPU, so nothing is recorded)
  */
 const smoke = isSmoke();
@@ -291,6 +292,7 @@ try {
   await server.gc();
   await new Promise((resolve) => setTimeout(resolve, 500));
   const before = await server.startRssSampling();
+  if (profileDir) await server.startProfile();
   const streamCpuBefore = await server.cpu();
   const streamStarted = performance.now();
   const res = await fetch(`${server.httpUrl}/api/v1/devices`, { headers: large.account.headers });
@@ -302,6 +304,7 @@ try {
     tail = (tail + decoder.decode(chunk, { stream: true })).slice(-200);
   }
   const streamSeconds = (performance.now() - streamStarted) / 1000;
+  if (profileDir) await server.stopProfile(`${profileDir}/stream-${large.size}.cpuprofile`);
   const { peakRss } = await server.stopRssSampling();
   const streamCpu = await server.cpu();
   const streamCpuSeconds = (streamCpu.user + streamCpu.system - streamCpuBefore.user - streamCpuBefore.system) / 1e6;
