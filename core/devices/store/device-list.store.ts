@@ -78,12 +78,12 @@ function whereClause(
     }
   }
   if (filter.q !== undefined && filter.q !== '') {
-    const pattern = likeSubstring(filter.q);
     if (search === 'terms') {
       const terms = searchTerms(accountId, filter.q);
       parts.push(`d.id = ANY (ARRAY(${terms.sql}))`);
       bindings.push(...terms.bindings);
     } else {
+      const pattern = likeSubstring(filter.q);
       parts.push('(d.serial ILIKE ? OR d.name ILIKE ?)');
       bindings.push(pattern, pattern);
     }
@@ -236,14 +236,13 @@ export async function countDevicesAndQuota(
   const { q } = input.filter;
   const others = Object.entries(input.filter).filter(([key, value]) => key !== 'q' && value !== undefined);
   // A search alone is counted in the search terms, without reading a device.
-  const counted =
-    q !== undefined && indexable(q) && others.length === 0
-      ? { ...searchTerms(input.accountId, q), from: 'terms' as const }
-      : { ...whereClause(input.accountId, input.filter, indexable(q) ? 'terms' : 'rows'), from: 'devices' as const };
-  const total =
-    counted.from === 'terms'
-      ? `SELECT count(*) FROM (${counted.sql}) matches`
-      : `SELECT count(*) FROM devices d WHERE ${counted.sql}`;
+  const searchAlone = q !== undefined && indexable(q) && others.length === 0;
+  const counted = searchAlone
+    ? searchTerms(input.accountId, q)
+    : whereClause(input.accountId, input.filter, indexable(q) ? 'terms' : 'rows');
+  const total = searchAlone
+    ? `SELECT count(*) FROM (${counted.sql}) matches`
+    : `SELECT count(*) FROM devices d WHERE ${counted.sql}`;
   const result = await db.raw<{ rows: Array<{ total: string | number; quota: number }> }>(
     `SELECT (${total}) AS total, a.quota FROM accounts a WHERE a.id = ?`,
     [...counted.bindings, input.accountId],

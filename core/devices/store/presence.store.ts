@@ -139,7 +139,7 @@ export async function applyPresenceBatch(
        -- sweep checks heard_at before it marks anyone offline. Device rows are locked first (the
        -- UPDATE above), so two writers of one deadline never wait on each other in reverse order.
        deadline_set AS (
-         INSERT INTO device_presence_deadlines AS p (device_id, offline_after)
+         INSERT INTO device_presence_deadlines (device_id, offline_after)
          SELECT w.id, COALESCE(w.deadline, ?::timestamptz)
            FROM written w LEFT JOIN device_presence_deadlines cur ON cur.device_id = w.id
           WHERE w.connectivity = 'online'
@@ -239,10 +239,8 @@ export async function sweepPresenceDeadlines(
        cleared AS (
          DELETE FROM device_presence_deadlines p USING judged j
           WHERE p.device_id = j.id AND (j.expired OR j.stale))
-     SELECT m.*, true AS expired FROM marked m
-     UNION ALL
-     SELECT j.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, false, NULL, NULL, false
-       FROM judged j WHERE NOT j.expired`,
+     -- A row per candidate judged: the change where it went offline, nulls where it did not.
+     SELECT m.*, m.id IS NOT NULL AS expired FROM judged j LEFT JOIN marked m ON m.id = j.id`,
     [now, limit, now, now],
   );
   return {
