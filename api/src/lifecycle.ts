@@ -39,8 +39,10 @@ export class Lifecycle {
   stop(): Promise<void> {
     return (this.stopping ??= (async () => {
       for (const component of [...this.begun].reverse()) {
+        if (!component.stop) continue;
+        this.logger.debug({ component: component.name }, `stopping ${component.name}`);
         try {
-          await component.stop?.();
+          await component.stop();
         } catch (error) {
           this.logger.error({ err: error, component: component.name }, `${component.name} stop failed`);
         }

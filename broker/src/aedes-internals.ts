@@ -131,20 +131,6 @@ export function encodePublishQos1(topic: string, messageId: number, payload: Buf
   return Buffer.concat([Buffer.from([0x32, ...length]), variable, payload]);
 }
 
-/**
- * Closes the store of cluster mode. Without a callback aedes-persistence-redis returns its own
- * promise; with one, its wrapper waits for a 'ready' event that may never come (measured: close
- * hung forever). Gives up after `timeoutMs`.
- */
-export async function destroyStore(persistence: unknown, timeoutMs = 2000): Promise<void> {
-  const store = persistence as { destroy?: () => unknown } | undefined;
-  if (!store?.destroy) return;
-  await Promise.race([
-    Promise.resolve(store.destroy()).catch(() => undefined),
-    new Promise((resolve) => setTimeout(resolve, timeoutMs).unref()),
-  ]);
-}
-
 /** The retained-message calls of aedes-persistence's memory store that retained-index.ts wraps. */
 export interface RetainedStore {
   storeRetained(packet: { topic: string; payload: Buffer | string }, cb?: (err?: Error | null) => void): unknown;
@@ -175,6 +161,12 @@ export interface RedisEmitterInternals {
   _emit(packet: { topic: string }, done?: (err?: Error) => void): void;
   /** mqemitter-redis re-emits connection errors here; with no listener they would crash the process. */
   state: { on(event: 'error', listener: (error: Error) => void): void };
+  /** mqemitter-redis's close: QUITs both connections and waits for their 'end' before `_close`. */
+  close(cb?: () => void): void;
+  /** MQEmitter's own close (clears this process's subscribers), saved by mqemitter-redis. */
+  _close(cb: () => void): void;
+  closed: boolean;
+  closing?: boolean;
 }
 
 export function redisEmitterInternals(mq: unknown): RedisEmitterInternals {
@@ -218,6 +210,8 @@ export function assertAedesInternals(aedes: Aedes, backends?: { mq: unknown; per
     const mq = backends.mq as Partial<RedisEmitterInternals> | undefined;
     if (typeof mq?._emit !== 'function' || typeof mq.state?.on !== 'function')
       missing.push('mqemitter-redis _emit() and state');
+    if (typeof mq?._close !== 'function' || typeof mq.closed !== 'boolean')
+      missing.push('mqemitter-redis _close() and closed');
     if (typeof (backends.persistence as Partial<RedisSubscriptionStore> | undefined)?.addSubscriptions !== 'function')
       missing.push('aedes-persistence-redis addSubscriptions()');
   }

@@ -22,9 +22,10 @@ export interface DeviceBrokerOptions {
   sweepIntervalMs?: number;
   /**
    * Cluster backends (mqemitter-redis, aedes-persistence-redis); in memory when absent.
-   * `storedSessions` lists the client ids with stored subscriptions (checked at start).
+   * `storedSessions` lists the client ids with stored subscriptions (checked at start); `close`
+   * ends the store's connection once Aedes has closed.
    */
-  backends?: { mq: unknown; persistence: unknown; storedSessions(): Promise<string[]> };
+  backends?: { mq: unknown; persistence: unknown; storedSessions(): Promise<string[]>; close(): Promise<void> };
   /**
    * Single process: at start every device recorded online is marked offline (nobody can be
    * connected to a process that just started). In cluster mode other processes hold devices,

@@ -11,7 +11,7 @@ import {
 import { SingleFlightLoop } from '#core/shared/single-flight-loop';
 import { topics } from '#protocol/topics';
 import { capSubscribeQos, guardStoredSubscriptions, removeForeignSubscriptions } from './subscription-guard';
-import { assertAedesInternals, clientOf, destroyStore, routeOnlyUnconsumed, sessionStoreOf } from './aedes-internals';
+import { assertAedesInternals, clientOf, routeOnlyUnconsumed, sessionStoreOf } from './aedes-internals';
 import { makeAuthenticate, makePreConnect } from './hooks/authenticate';
 import { withServedKeepalive } from './keepalive';
 import { AuthorizeHooks } from './hooks/authorize-hooks';
@@ -271,7 +271,7 @@ export class DeviceBroker implements DeviceGateway {
     // the device's own connect timeout gave up: 15 s of a service restart (test/ota).
     this.listeners.endConnections();
     await listenersClosed;
-    if (this.options.backends) await destroyStore(this.options.backends.persistence);
+    await this.options.backends?.close();
     await this.domain?.ingest.stop();
   }
 

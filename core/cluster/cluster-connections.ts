@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../logger';
-import { createRedis } from './redis-connection';
+import { createRedis, endRedisConnection } from './redis-connection';
 
 /** The Redis connections one process holds in cluster mode. */
 export interface ClusterConnections {
@@ -23,7 +23,7 @@ export function createClusterConnections(url: string, logger: Logger): ClusterCo
     publisher,
     subscriber,
     async close() {
-      await Promise.allSettled([commands.quit(), publisher.quit(), subscriber.quit()]);
+      await Promise.all([commands, publisher, subscriber].map(endRedisConnection));
     },
   };
 }

@@ -37,3 +37,21 @@ export async function redisHealthy(redis: Redis, timeoutMs = 1000): Promise<bool
     return false;
   }
 }
+
+/**
+ * Closes a connection without waiting on Redis when Redis is not there. One that is up QUITs, so
+ * the replies it has in flight come first. One that is not is dropped: ioredis queues a QUIT
+ * behind the commands waiting for a reconnect (so the stop waited for Redis to come back, and
+ * the connection went on reconnecting when it did not), and a connection dropped while it waits
+ * out its reconnect delay never emits 'end' (ioredis 6.0 leaves it 'reconnecting'), so a close
+ * that waited for 'end' hung for good (seen in CI: test/faults/redis-restart.test.ts's teardown).
+ */
+export async function endRedisConnection(redis: Redis): Promise<void> {
+  if (redis.status === 'end') return;
+  const ended = new Promise<void>((resolve) => redis.once('end', () => resolve()));
+  if (redis.status === 'ready') await redis.quit().catch(() => undefined);
+  else redis.disconnect();
+  // Dropped in its reconnect delay: no socket is left to close, so no 'end' follows.
+  if (redis.status === 'reconnecting') return;
+  await ended;
+}

@@ -173,7 +173,7 @@ describe('Aedes internals the broker relies on', () => {
     const aedes = await Aedes.createBroker();
     try {
       expect(() => assertAedesInternals(aedes, { mq: {}, persistence: {} })).toThrow(
-        /mqemitter-redis _emit\(\) and state, aedes-persistence-redis addSubscriptions\(\)/,
+        /mqemitter-redis _emit\(\) and state, mqemitter-redis _close\(\) and closed, aedes-persistence-redis addSubscriptions\(\)/,
       );
     } finally {
       await new Promise<void>((resolve) => aedes.close(() => resolve()));

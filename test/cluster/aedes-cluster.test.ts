@@ -5,6 +5,7 @@ import { Aedes } from 'aedes';
 import mqtt from 'mqtt';
 import { createClusterBrokerBackends } from '#broker/cluster/aedes-cluster';
 import { REDIS_URL, dropRedisKeys } from '../helpers/cluster';
+import { PrivateRedis, redisServerAvailable } from '../helpers/redis-server';
 import { Redis } from 'ioredis';
 
 const probe = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
@@ -32,6 +33,7 @@ describe.skipIf(!redisUp)('two Aedes brokers sharing Redis (cluster backends)', 
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     closers.push(async () => {
       await new Promise<void>((resolve) => aedes.close(() => resolve()));
+      await backends.close();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     });
     return (server.address() as net.AddressInfo).port;
@@ -99,4 +101,48 @@ describe.skipIf(!redisUp)('two Aedes brokers sharing Redis (cluster backends)', 
     // ...but never sent through Redis.
     expect(seen).not.toContain(`devices/${prefix}/heartbeat`);
   });
+
+  /** Closes the broker and its backends as the service's stop does; says whether that took more than 5 s. */
+  async function closeWithin5s(aedes: Aedes, backends: { close(): Promise<void> }): Promise<string> {
+    const closing = new Promise<void>((resolve) => aedes.close(() => resolve())).then(() => backends.close());
+    return Promise.race([
+      closing.then(() => 'closed'),
+      new Promise<string>((resolve) => setTimeout(() => resolve('still closing after 5 s'), 5000).unref()),
+    ]);
+  }
+
+  it.skipIf(!redisServerAvailable())('closes while Redis is down', async () => {
+    const redis = new PrivateRedis();
+    await redis.start();
+    const backends = createClusterBrokerBackends({
+      redisUrl: redis.url,
+      prefix: `t-${randomBytes(4).toString('hex')}`,
+    });
+    const aedes = await Aedes.createBroker({ mq: backends.mq, persistence: backends.persistence });
+    await redis.kill();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await closeWithin5s(aedes, backends)).toBe('closed');
+  });
+
+  it.skipIf(!redisServerAvailable())(
+    'closes right after Redis came back, while its connections still wait to reconnect',
+    async () => {
+      const redis = new PrivateRedis();
+      await redis.start();
+      try {
+        const backends = createClusterBrokerBackends({
+          redisUrl: redis.url,
+          prefix: `t-${randomBytes(4).toString('hex')}`,
+        });
+        const aedes = await Aedes.createBroker({ mq: backends.mq, persistence: backends.persistence });
+        await redis.kill();
+        // Down long enough that the next reconnect attempt is over a second away (200, 400, 600... ms).
+        await new Promise((resolve) => setTimeout(resolve, 2500));
+        await redis.start();
+        expect(await closeWithin5s(aedes, backends)).toBe('closed');
+      } finally {
+        await redis.kill();
+      }
+    },
+  );
 });

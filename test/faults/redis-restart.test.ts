@@ -80,4 +80,18 @@ describe.skipIf(!canRun)('Redis restarted under a two-process cluster', () => {
       .toBe(200);
     await expect.poll(() => crossProcessEvent(`after-${Date.now()}`), { timeout: 15_000, interval: 500 }).toBe(true);
   });
+
+  it('stops promptly while Redis is down', { timeout: 30_000 }, async () => {
+    await redis.kill();
+    // Long enough for every connection to see Redis gone and wait to reconnect.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const node = cluster.nodes[1]!;
+    const startedAt = Date.now();
+    const stopped = await Promise.race([
+      node.stop().then(() => 'stopped'),
+      new Promise<string>((resolve) => setTimeout(() => resolve('still stopping after 10 s'), 10_000).unref()),
+    ]);
+    expect(stopped).toBe('stopped');
+    console.log(`stopped in ${Date.now() - startedAt} ms with Redis down`);
+  });
 });

@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { Redis, type RedisOptions } from 'ioredis';
 import aedesPersistenceRedis from 'aedes-persistence-redis';
 import { DEVICE_PUBLISH_KINDS, parseDeviceTopic } from '#protocol/topics';
+import { endRedisConnection } from '#core/cluster/redis-connection';
 import { DELIVERY_CONCURRENCY } from '../broker-limits';
 import { redisEmitterInternals, redisSubscriptionStore, type RedisEmitterInternals } from '../aedes-internals';
 
@@ -29,6 +30,8 @@ export function createClusterBrokerBackends(input: {
   mq: unknown;
   persistence: unknown;
   storedSessions(): Promise<string[]>;
+  /** Ends the store's connection; after the broker closed (which closes the emitter). */
+  close(): Promise<void>;
 } {
   const onError = input.onError ?? (() => undefined);
   const url = new URL(input.redisUrl);
@@ -64,6 +67,7 @@ export function createClusterBrokerBackends(input: {
   const emitter = redisEmitterInternals(mq);
   emitter.state.on('error', (error) => onError(error, 'mqemitter-redis'));
   keepDeviceReportsLocal(emitter, `${input.prefix}:mqtt:`);
+  closeWithoutWaitingForDeadConnections(emitter, [subConn, pubConn]);
   // aedes-persistence-redis names its keys without a prefix (`clients`, `retained`, `client:<id>`):
   // the connection adds ours, so two fleets (or test runs) sharing one Redis never share sessions.
   const conn = new Redis({ ...redisOptions, keyPrefix: `${input.prefix}:aedes:` });
@@ -72,7 +76,14 @@ export function createClusterBrokerBackends(input: {
   const persistence = aedesPersistenceRedis({ ...redisOptions, conn, maxSessionDelivery: 1000 });
   shareConcurrentAddSubscriptions(redisSubscriptionStore(persistence));
   // aedes-persistence-redis keeps the ids of sessions with subscriptions in the set `clients`.
-  return { mq, persistence, storedSessions: () => conn.smembers('clients') };
+  return {
+    mq,
+    persistence,
+    storedSessions: () => conn.smembers('clients'),
+    // Not the store's destroy(): it first unsubscribes through the emitter, closed by then, and
+    // waited forever on a connection the close had dropped; the store holds nothing else.
+    close: () => endRedisConnection(conn),
+  };
 }
 
 /**
@@ -122,6 +133,23 @@ function keepDeviceReportsLocal(mq: RedisEmitterInternals, prefix: string): void
       return;
     }
     emit(packet, done);
+  };
+}
+
+/**
+ * mqemitter-redis's close QUITs its two connections and waits for each one's 'end', which ioredis
+ * never emits for a connection closed while it waits to reconnect: the broker's close, and with
+ * it the service's stop, hung for good when it came during a Redis outage or a few seconds after
+ * one. Its connections are ended the way the service's own are (endRedisConnection).
+ */
+function closeWithoutWaitingForDeadConnections(mq: RedisEmitterInternals, connections: Redis[]): void {
+  mq.close = (cb = () => undefined) => {
+    if (mq.closed || mq.closing) {
+      cb();
+      return;
+    }
+    mq.closing = true;
+    void Promise.all(connections.map(endRedisConnection)).then(() => mq._close(cb));
   };
 }
 
