@@ -2,10 +2,14 @@ import { PacketLoad, type LoadDevice } from './packet-load';
 
 /**
  * One generator process of bench/lib/packet-load-pool.ts, driven over IPC: `connect` its share
- * of the devices, `run` a paced phase, `close`. Heartbeat payloads are built here, once per
- * device and phase, as the protocol's heartbeat (docs/device-protocol.md).
+ * of the devices, `run` a paced phase, `close`. Heartbeat payloads are built here, as the
+ * protocol's heartbeat (docs/device-protocol.md).
  */
 const load = new PacketLoad();
+// A device's uptime only grows while it runs: counted from this generator's start, so that no
+// phase looks like every device rebooting (the service counts an uptime that went back as an
+// unexpected reboot and writes it, which a steady fleet never makes it do).
+const bootedAt = Date.now();
 const send = (message: unknown) => process.send!(message);
 
 process.on('message', (raw) => {
@@ -24,17 +28,16 @@ process.on('message', (raw) => {
       })
       .then(reply, fail);
   } else if (message.cmd === 'run') {
-    const started = Date.now();
     load
       .run({
         rate: message.rate as number,
         seconds: message.seconds as number,
         topic: (serial) => `devices/${serial}/heartbeat`,
-        payload: (serial, sequence) =>
+        payload: () =>
           Buffer.from(
             JSON.stringify({
               firmware: '1.0.0',
-              uptime_s: Math.floor((Date.now() - started) / 1000) + sequence,
+              uptime_s: Math.floor((Date.now() - bootedAt) / 1000),
               rssi: -60,
               ip: '10.0.0.1',
             }),

@@ -60,6 +60,7 @@ export async function applyPresenceBatch(
   input: { nodeId: string; now: Date; rows: PresenceRow[] },
 ): Promise<PresenceChange[]> {
   const { nodeId, now, rows } = input;
+  const ids = arrayLiteral(rows.map((r) => r.deviceId));
   const result = await trx.raw<{ rows: ChangedRow[] }>(
     `WITH written AS (
          UPDATE devices d SET
@@ -124,8 +125,15 @@ export async function applyPresenceBatch(
                       AS x(id, seen_at, heard_at, firmware, firmware_key, ip, uptime_s, rssi, connectivity, reported_version,
                            firmware_invalid, refused_messages, last_refused_message, refused_fields,
                            first_uptime_s, uptime_drops, connects)
-               JOIN devices old ON old.id = x.id) u
-         WHERE d.id = u.id
+               -- Each device's old values by its key, and the updated rows found by the ids again:
+               -- a flush names a few hundred of the fleet's devices, and joined by id alone the
+               -- planner hashed them against a scan of every device. Measured in the embedded
+               -- database, 5,000 devices and 400 rows a flush: the scan and hash were half of the
+               -- update. LIMIT 1 (the id is the key) keeps this lookup from becoming such a join.
+               CROSS JOIN LATERAL (SELECT o.connectivity, o.status, o.firmware, o.reported_config_version,
+                                          o.heartbeat_interval_s, o.current_update_id, o.uptime_s, o.heard_at, o.broker_node
+                                     FROM devices o WHERE o.id = x.id LIMIT 1) old) u
+         WHERE d.id = u.id AND d.id = ANY (?::uuid[])
          RETURNING d.id, d.account_id, d.serial, u.prev_connectivity, u.prev_status,
                    u.prev_firmware, d.connectivity, d.status, d.firmware, d.ip, d.last_seen,
                    d.current_update_id, (u.firmware IS NOT NULL) AS firmware_reported,
@@ -172,7 +180,7 @@ export async function applyPresenceBatch(
       nodeId,
       now,
       nodeId,
-      arrayLiteral(rows.map((r) => r.deviceId)),
+      ids,
       arrayLiteral(rows.map((r) => r.seenAt)),
       arrayLiteral(rows.map((r) => r.heardAt)),
       arrayLiteral(rows.map((r) => r.firmware)),
@@ -189,6 +197,7 @@ export async function applyPresenceBatch(
       arrayLiteral(rows.map((r) => r.firstUptimeS ?? r.uptimeS)),
       arrayLiteral(rows.map((r) => r.uptimeDrops ?? 0)),
       arrayLiteral(rows.map((r) => r.connects ?? 0)),
+      ids,
       now,
     ] as unknown as readonly string[],
   );
