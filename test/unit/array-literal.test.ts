@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { arrayLiteral } from '#core/db/array-literal';
+import { arrayLiteral, sparseArrayLiteral } from '#core/db/array-literal';
 
 /** The array literal of a batched write says what node-postgres would send for the same array. */
 /** node-postgres's own formatting of a parameter (pg.utils is not in its type declarations). */
@@ -36,5 +36,11 @@ describe('array literals of batched writes', () => {
 
   it('writes a time as its UTC instant', () => {
     expect(arrayLiteral([new Date('2026-11-27T10:01:07.123Z'), null])).toBe('{"2026-11-27T10:01:07.123Z",NULL}');
+  });
+
+  it('sends a column no row sets as null, and any other column whole', () => {
+    expect(sparseArrayLiteral([null, undefined, null])).toBeNull();
+    expect(sparseArrayLiteral([null, 0, undefined])).toBe(arrayLiteral([null, 0, undefined]));
+    expect(sparseArrayLiteral([null, ''])).toBe('{NULL,""}');
   });
 });

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { arrayLiteral } from '../../db/array-literal';
+import { arrayLiteral, sparseArrayLiteral } from '../../db/array-literal';
 import type { Connectivity, DeviceStatus } from '../device-types';
 import type { PresenceChange, PresenceRow } from '../presence-changes';
 
@@ -111,7 +111,7 @@ export async function applyPresenceBatch(
                       -- Unexpected reboots: uptime went back (against the stored value, or between the
                       -- heartbeats of this row) with no update in progress (an update reboots the device).
                       CASE WHEN old.current_update_id IS NOT NULL THEN 0
-                           ELSE COALESCE(x.uptime_drops, 0) + CASE WHEN x.first_uptime_s < old.uptime_s THEN 1 ELSE 0 END
+                           ELSE COALESCE(x.uptime_drops, 0) + CASE WHEN COALESCE(x.first_uptime_s, x.uptime_s) < old.uptime_s THEN 1 ELSE 0 END
                       END AS reboots,
                       -- Reconnects: sessions opened by a device heard before, outside an update in progress.
                       CASE WHEN old.current_update_id IS NOT NULL THEN 0
@@ -175,28 +175,31 @@ export async function applyPresenceBatch(
              OR (firmware_reported AND (firmware IS DISTINCT FROM prev_firmware OR current_update_id IS NOT NULL))
              OR reported_config_version IS DISTINCT FROM prev_reported_config_version`,
     // Whole columns as array literals, built in one pass (core/db/array-literal.ts): node-postgres's
-    // own formatting of these arrays took milliseconds of the event loop per flush.
+    // own formatting of these arrays took milliseconds of the event loop per flush. A column no
+    // row sets is sent as null (unnest pads it with nulls): the ids carry every row.
     [
       nodeId,
       now,
       nodeId,
       ids,
-      arrayLiteral(rows.map((r) => r.seenAt)),
-      arrayLiteral(rows.map((r) => r.heardAt)),
-      arrayLiteral(rows.map((r) => r.firmware)),
-      arrayLiteral(rows.map((r) => r.firmwareKey)),
-      arrayLiteral(rows.map((r) => r.ip)),
-      arrayLiteral(rows.map((r) => r.uptimeS)),
-      arrayLiteral(rows.map((r) => r.rssi)),
-      arrayLiteral(rows.map((r) => r.connectivity)),
-      arrayLiteral(rows.map((r) => r.reportedConfigVersion)),
-      arrayLiteral(rows.map((r) => r.firmwareInvalid ?? null)),
-      arrayLiteral(rows.map((r) => jsonOrNull(r.refusals?.messages))),
-      arrayLiteral(rows.map((r) => jsonOrNull(r.refusals?.lastMessage))),
-      arrayLiteral(rows.map((r) => jsonOrNull(r.refusals?.fields))),
-      arrayLiteral(rows.map((r) => r.firstUptimeS ?? r.uptimeS)),
-      arrayLiteral(rows.map((r) => r.uptimeDrops ?? 0)),
-      arrayLiteral(rows.map((r) => r.connects ?? 0)),
+      sparseArrayLiteral(rows.map((r) => r.seenAt)),
+      sparseArrayLiteral(rows.map((r) => r.heardAt)),
+      sparseArrayLiteral(rows.map((r) => r.firmware)),
+      sparseArrayLiteral(rows.map((r) => r.firmwareKey)),
+      sparseArrayLiteral(rows.map((r) => r.ip)),
+      sparseArrayLiteral(rows.map((r) => r.uptimeS)),
+      sparseArrayLiteral(rows.map((r) => r.rssi)),
+      sparseArrayLiteral(rows.map((r) => r.connectivity)),
+      sparseArrayLiteral(rows.map((r) => r.reportedConfigVersion)),
+      sparseArrayLiteral(rows.map((r) => r.firmwareInvalid)),
+      sparseArrayLiteral(rows.map((r) => jsonOrNull(r.refusals?.messages))),
+      sparseArrayLiteral(rows.map((r) => jsonOrNull(r.refusals?.lastMessage))),
+      sparseArrayLiteral(rows.map((r) => jsonOrNull(r.refusals?.fields))),
+      // Only where it differs from the row's uptime (the statement falls back to that): a row of
+      // one heartbeat has the same first and last uptime.
+      sparseArrayLiteral(rows.map((r) => (r.firstUptimeS === r.uptimeS ? null : r.firstUptimeS))),
+      sparseArrayLiteral(rows.map((r) => r.uptimeDrops || null)),
+      sparseArrayLiteral(rows.map((r) => r.connects || null)),
       ids,
       now,
     ] as unknown as readonly string[],
