@@ -102,44 +102,46 @@ describe.skipIf(!redisUp)('two Aedes brokers sharing Redis (cluster backends)', 
     expect(seen).not.toContain(`devices/${prefix}/heartbeat`);
   });
 
-  /** Closes the broker and its backends as the service's stop does; says whether that took more than 5 s. */
-  async function closeWithin5s(aedes: Aedes, backends: { close(): Promise<void> }): Promise<string> {
-    const closing = new Promise<void>((resolve) => aedes.close(() => resolve())).then(() => backends.close());
-    return Promise.race([
-      closing.then(() => 'closed'),
-      new Promise<string>((resolve) => setTimeout(() => resolve('still closing after 5 s'), 5000).unref()),
-    ]);
-  }
-
-  it.skipIf(!redisServerAvailable())('closes while Redis is down', async () => {
-    const redis = new PrivateRedis();
+  /**
+   * A broker on cluster backends over a private Redis that the test kills; `closeWithin5s` closes
+   * the broker and its backends as the service's stop does and says whether that took over 5 s.
+   */
+  async function brokerOnPrivateRedis(redis: PrivateRedis) {
     await redis.start();
     const backends = createClusterBrokerBackends({
       redisUrl: redis.url,
       prefix: `t-${randomBytes(4).toString('hex')}`,
     });
     const aedes = await Aedes.createBroker({ mq: backends.mq, persistence: backends.persistence });
+    const closeWithin5s = (): Promise<string> => {
+      const closing = new Promise<void>((resolve) => aedes.close(() => resolve())).then(() => backends.close());
+      return Promise.race([
+        closing.then(() => 'closed'),
+        new Promise<string>((resolve) => setTimeout(() => resolve('still closing after 5 s'), 5000).unref()),
+      ]);
+    };
+    return { closeWithin5s };
+  }
+
+  it.skipIf(!redisServerAvailable())('closes while Redis is down', async () => {
+    const redis = new PrivateRedis();
+    const broker = await brokerOnPrivateRedis(redis);
     await redis.kill();
     await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(await closeWithin5s(aedes, backends)).toBe('closed');
+    expect(await broker.closeWithin5s()).toBe('closed');
   });
 
   it.skipIf(!redisServerAvailable())(
     'closes right after Redis came back, while its connections still wait to reconnect',
     async () => {
       const redis = new PrivateRedis();
-      await redis.start();
       try {
-        const backends = createClusterBrokerBackends({
-          redisUrl: redis.url,
-          prefix: `t-${randomBytes(4).toString('hex')}`,
-        });
-        const aedes = await Aedes.createBroker({ mq: backends.mq, persistence: backends.persistence });
+        const broker = await brokerOnPrivateRedis(redis);
         await redis.kill();
         // Down long enough that the next reconnect attempt is over a second away (200, 400, 600... ms).
         await new Promise((resolve) => setTimeout(resolve, 2500));
         await redis.start();
-        expect(await closeWithin5s(aedes, backends)).toBe('closed');
+        expect(await broker.closeWithin5s()).toBe('closed');
       } finally {
         await redis.kill();
       }
