@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { arrayLiteral, sparseArrayLiteral } from '../../db/array-literal';
+import { preparedRaw } from '../../db/prepared';
 import type { Connectivity, DeviceStatus } from '../device-types';
 import type { PresenceChange, PresenceRow } from '../presence-changes';
 
@@ -61,7 +62,8 @@ export async function applyPresenceBatch(
 ): Promise<PresenceChange[]> {
   const { nodeId, now, rows } = input;
   const ids = arrayLiteral(rows.map((r) => r.deviceId));
-  const result = await trx.raw<{ rows: ChangedRow[] }>(
+  const result = await preparedRaw<{ rows: ChangedRow[] }>(
+    trx,
     `WITH written AS (
          UPDATE devices d SET
            connectivity = COALESCE(u.connectivity, d.connectivity),
@@ -202,7 +204,7 @@ export async function applyPresenceBatch(
       sparseArrayLiteral(rows.map((r) => r.connects || null)),
       ids,
       now,
-    ] as unknown as readonly string[],
+    ],
   );
   return result.rows.map(toChange);
 }
