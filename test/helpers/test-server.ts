@@ -69,7 +69,15 @@ export async function startTestServer(
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}),
   };
-  let service = await startFleetService({ config, logger, ...extra });
+  let service: FleetService;
+  try {
+    service = await startFleetService({ config, logger, ...extra });
+  } catch (error) {
+    // A start a test expects to fail (a taken port) still leaves no database behind: found as a
+    // migrated, empty fleet_test_* database after every PostgreSQL run of the suite.
+    await db.drop().catch(() => undefined);
+    throw error;
+  }
 
   const server: TestServer = {
     get service() {
