@@ -109,16 +109,13 @@ function openPostgres(url: string, poolSize: number, logger: Logger | undefined)
     ...(logger ? { log: knexLog(logger) } : {}),
     client: 'pg',
     connection: url,
-    pool: {
-      min: 0,
-      max: poolSize,
-      // Filtered lists must get custom plans: a generic plan for prepared device-list queries
-      // scanned the primary key instead of the filter index (measured on the device lists).
-      afterCreate: (conn: pg.Client, done: (err: Error | null, conn: pg.Client) => void) => {
-        // node-postgres calls back with null on success, though its types say Error.
-        conn.query('SET plan_cache_mode = force_custom_plan', (err: Error | null) => done(err, conn));
-      },
-    },
+    // PostgreSQL's own choice of plan for named statements (plan_cache_mode = auto): a statement
+    // prepared by preparedRaw (core/db/prepared.ts) runs a generic plan, planned once, when that
+    // plan is estimated as cheap as planning with the values each time. Forcing custom plans on
+    // every connection (as this pool did until the device list's page statements were prepared)
+    // replanned each page: 0.7-1.2 ms of PostgreSQL CPU per page of 100, a third of its cost
+    // (bench/devices-list.bench.ts). Unnamed statements are planned with their values either way.
+    pool: { min: 0, max: poolSize },
     acquireConnectionTimeout: 10_000,
   });
   return withMigrations(knex, 'postgres', () => knex.destroy());
