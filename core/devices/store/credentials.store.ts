@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { DeviceIdentity } from '../device-types';
 import type { PendingPassword } from '../credential-rotation-rules';
 import type { Db } from '../../db/db';
+import { preparedRaw } from '../../db/prepared';
 
 /** MQTT password hashes (`device_credentials`, one row per device) and the reads that check them. */
 
@@ -41,27 +42,22 @@ const ROTATION_OPEN =
 
 /**
  * The claimed devices among these serials with their password hashes, and the pending password
- * of an open planned rotation (one statement for a batch of lookups).
+ * of an open planned rotation (one statement for a batch of lookups). Prepared (one plan per
+ * pool connection): the broker runs it for every batch of connecting devices, and as a query
+ * built by knex each batch paid for compiling the query in Node and for planning a three-table
+ * join in PostgreSQL (bench/connection-capacity.bench.ts).
  */
 export async function selectCredentialsBySerials(db: Db, input: { serials: string[] }): Promise<StoredCredential[]> {
-  const rows: CredentialRow[] = await db('devices as d')
-    .join('device_credentials as c', 'c.device_id', 'd.id')
-    .leftJoin('device_credential_rotations as r', function () {
-      this.on('r.device_id', '=', 'd.id').andOnVal('r.kind', '=', 'password').andOnNull('r.completed_at');
-    })
-    .whereRaw('d.serial = ANY(?::text[])', [input.serials])
-    .select(
-      'd.id',
-      'd.account_id',
-      'd.serial',
-      'd.desired_config_version',
-      'd.desired_config',
-      'c.secret_hash',
-      'r.id as pending_id',
-      'r.secret_hash as pending_hash',
-      'r.grace_ends_at as pending_grace_ends_at',
-      db.raw(ROTATION_OPEN),
-    );
+  const { rows } = await preparedRaw<{ rows: CredentialRow[] }>(
+    db,
+    `SELECT d.id, d.account_id, d.serial, d.desired_config_version, d.desired_config, c.secret_hash,
+            r.id AS pending_id, r.secret_hash AS pending_hash, r.grace_ends_at AS pending_grace_ends_at, ${ROTATION_OPEN}
+       FROM devices d
+       JOIN device_credentials c ON c.device_id = d.id
+       LEFT JOIN device_credential_rotations r ON r.device_id = d.id AND r.kind = 'password' AND r.completed_at IS NULL
+      WHERE d.serial = ANY(?::text[])`,
+    [input.serials],
+  );
   return rows.map((r) => ({
     device: toDeviceIdentity(r),
     secretHash: r.secret_hash,
@@ -130,22 +126,17 @@ export async function selectCertificateCredentials(
   db: Db,
   input: { fingerprints: string[] },
 ): Promise<StoredCertificateCredential[]> {
-  // The device is matched by id and serial: a certificate never follows its serial to a later claim.
-  const rows: CertificateCredentialRow[] = await db('device_certificates as c')
-    .leftJoin('devices as d', function () {
-      this.on('d.id', '=', 'c.device_id').andOn('d.serial', '=', 'c.serial');
-    })
-    .whereRaw('c.fingerprint_sha256 = ANY(?::text[])', [input.fingerprints])
-    .select(
-      'c.fingerprint_sha256',
-      'c.revoked_at',
-      'd.id',
-      'd.account_id',
-      'd.serial',
-      'd.desired_config_version',
-      'd.desired_config',
-      db.raw(ROTATION_OPEN),
-    );
+  // The device is matched by id and serial: a certificate never follows its serial to a later
+  // claim. Prepared, like selectCredentialsBySerials: it runs for every batch of connecting devices.
+  const { rows } = await preparedRaw<{ rows: CertificateCredentialRow[] }>(
+    db,
+    `SELECT c.fingerprint_sha256, c.revoked_at, d.id, d.account_id, d.serial, d.desired_config_version, d.desired_config,
+            ${ROTATION_OPEN}
+       FROM device_certificates c
+       LEFT JOIN devices d ON d.id = c.device_id AND d.serial = c.serial
+      WHERE c.fingerprint_sha256 = ANY(?::text[])`,
+    [input.fingerprints],
+  );
   return rows.map((r) => ({
     fingerprintSha256: r.fingerprint_sha256,
     revokedAt: r.revoked_at,
