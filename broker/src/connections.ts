@@ -31,20 +31,14 @@ export interface Connection {
   configVersion: number;
 }
 
-/**
- * Which connection is whose on this process: the state kept beside each Aedes client, the
- * current connection of each serial, and the takeovers under way. A device that connects again
- * while its old connection is still open takes over [MQTT-3.1.4-2]: Aedes closes the old one,
- * and that close must not mark the device offline while its successor is coming up.
- */
 const CONNECTION = Symbol('fleet.connection');
 
 /**
  * Our state of each connection, kept on Aedes's client object under a symbol rather than in a
  * WeakMap: every entry of a WeakMap is an ephemeron, which V8's major collection marks in a pass
  * of its own inside the pause that stops the event loop. With 15,000 connected devices that pass
- * took 12.5 ms of a 27.5 ms pause; kept on the client, 4.9 of 19.3 ms (bench/heartbeat-capacity
- * .bench.ts, --trace-gc-nvp). The state still goes with the client.
+ * took 12.5 ms of a 27.5 ms pause; kept on the client, 4.9 of 19.3 ms
+ * (bench/heartbeat-capacity.bench.ts under --trace-gc-nvp). The state still goes with the client.
  */
 class ClientSlot {
   get(client: Client): Connection | undefined {
@@ -55,6 +49,12 @@ class ClientSlot {
   }
 }
 
+/**
+ * Which connection is whose on this process: the state kept beside each Aedes client, the
+ * current connection of each serial, and the takeovers under way. A device that connects again
+ * while its old connection is still open takes over [MQTT-3.1.4-2]: Aedes closes the old one,
+ * and that close must not mark the device offline while its successor is coming up.
+ */
 export class Connections {
   private readonly byClient = new ClientSlot();
   /** The current connection of each serial on this process. */
