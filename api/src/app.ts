@@ -180,16 +180,17 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     partitions: services.luminairePartitions,
     onRecorded: (readings) => services.luminaireLive.publish(readings),
   });
-  const { luminairePartitionLoop, webhookWorker, retentionWorker, healthWorker } = createBackgroundWorkers({
-    database,
-    services,
-    config,
-    clock,
-    logger,
-    metrics,
-    serverSecret,
-    bus,
-  });
+  const { luminairePartitionLoop, webhookWorker, retentionWorker, healthWorker, embeddedVacuumWorker } =
+    createBackgroundWorkers({
+      database,
+      services,
+      config,
+      clock,
+      logger,
+      metrics,
+      serverSecret,
+      bus,
+    });
   wakeWebhookWorker = () => webhookWorker.kick();
   const databaseHealth = new DatabaseHealth(() => database.probe(), logger);
 
@@ -285,6 +286,12 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
       // Before the database closes: a build cut short gives its claim back (DeltaCache.close).
       { name: 'delta builds', stop: () => services.deltas.close() },
       { name: 'retention worker', start: () => retentionWorker.start(), stop: () => retentionWorker.stop() },
+      // On PostgreSQL, autovacuum does this (EmbeddedVacuumWorker).
+      {
+        name: 'embedded database maintenance',
+        start: () => embeddedVacuumWorker?.start(),
+        stop: async () => embeddedVacuumWorker?.stop(),
+      },
       { name: 'fixture health worker', start: () => healthWorker.start(), stop: () => healthWorker.stop() },
       {
         name: 'luminaire ingest',
@@ -409,6 +416,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     webhookWorker,
     retentionWorker,
     healthWorker,
+    embeddedVacuumWorker,
     logger,
     clock,
     demo,

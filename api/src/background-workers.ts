@@ -4,6 +4,7 @@ import { ADVISORY_LOCKS, withAdvisoryLock } from '#core/db/advisory-lock';
 import type { EventBus } from '#core/events/event-bus';
 import { HealthWorker } from '#core/health/health-worker';
 import { RetentionWorker } from '#core/housekeeping/retention-worker';
+import { EmbeddedVacuumWorker } from '#core/housekeeping/embedded-vacuum-worker';
 import type { Logger } from '#core/logger';
 import type { Metrics } from '#core/metrics';
 import type { Services } from '#core/services';
@@ -13,7 +14,8 @@ import { WebhookDeliveryWorker } from '#core/webhooks/delivery-worker';
 
 /**
  * The service's background work, outside any request: webhook deliveries, retention, fixture
- * health with its rollout gate, and the luminaire partitions. Created here, started and stopped
+ * health with its rollout gate, the luminaire partitions, and on the embedded database what
+ * PostgreSQL's autovacuum does elsewhere. Created here, started and stopped
  * in their places in the lifecycle of app.ts.
  */
 export function createBackgroundWorkers(input: {
@@ -60,5 +62,7 @@ export function createBackgroundWorkers(input: {
     logger,
     exclusive: (pass) => withAdvisoryLock(database.knex, database.kind, ADVISORY_LOCKS.fixtureHealth, pass),
   });
-  return { luminairePartitionLoop, webhookWorker, retentionWorker, healthWorker };
+  const embeddedVacuumWorker =
+    database.kind === 'embedded' ? new EmbeddedVacuumWorker({ knex: database.knex, logger }) : null;
+  return { luminairePartitionLoop, webhookWorker, retentionWorker, healthWorker, embeddedVacuumWorker };
 }
