@@ -70,6 +70,16 @@ try {
   const seedSeconds = (performance.now() - seedStarted) / 1000;
 
   const page = await browser.newPage();
+  // When the figures were drawn, seen from the page: the animation frame after the element
+  // appeared (a supporting figure; the target is judged on what Playwright sees, which also
+  // waits for the page's main thread to be free, as a user's click would).
+  await page.addInitScript(`window.__figuresDrawnAt = null;
+    new MutationObserver(() => {
+      if (window.__figuresDrawnAt === null && document.querySelector('[data-testid="stat-total"]')) {
+        window.__figuresDrawnAt = -1;
+        requestAnimationFrame(() => { window.__figuresDrawnAt = performance.now(); });
+      }
+    }).observe(document, { subtree: true, childList: true });`);
   // Every JavaScript file the browser loads, to size the first page.
   const scripts = new Set<string>();
   page.on('response', (r) => {
@@ -104,11 +114,14 @@ try {
   };
 
   const dashboard: number[] = [];
+  const dashboardDrawn: number[] = [];
   const deviceList: number[] = [];
   const dashboardCold = await timeTo(`${server.httpUrl}/`, '[data-testid="stat-total"]', true);
   const listCold = await timeTo(`${server.httpUrl}/devices`, '[data-serial]', true);
   for (let i = 0; i < RUNS; i++) {
     dashboard.push(await timeTo(`${server.httpUrl}/`, '[data-testid="stat-total"]', false));
+    await page.waitForFunction('window.__figuresDrawnAt > 0');
+    dashboardDrawn.push(await page.evaluate<number>('window.__figuresDrawnAt'));
     deviceList.push(await timeTo(`${server.httpUrl}/devices`, '[data-serial]', false));
   }
   const total = await page.locator('h1 + p').first().textContent();
@@ -144,7 +157,7 @@ try {
     );
   const figures = [
     `devices in the account: ${DEVICES.toLocaleString('en')} (seeded in ${seedSeconds.toFixed(1)} s); list header: "${total}"`,
-    `first dashboard render (navigation start to figures on screen): median ${median(dashboard).toFixed(0)} ms warm cache (runs: ${dashboard.map((x) => x.toFixed(0)).join(', ')}), ${dashboardCold.toFixed(0)} ms cold cache — target < 1500 ms`,
+    `first dashboard render (navigation start to figures on screen): median ${median(dashboard).toFixed(0)} ms warm cache (runs: ${dashboard.map((x) => x.toFixed(0)).join(', ')}), ${dashboardCold.toFixed(0)} ms cold cache — target < 1500 ms; the figures were drawn at a median ${median(dashboardDrawn).toFixed(0)} ms (the page's own animation frame; runs: ${dashboardDrawn.map((x) => x.toFixed(0)).join(', ')}), the rest is the main thread busy with the charts`,
     `interactive device list (navigation start to first rows, ${DEVICES.toLocaleString('en')} matches): median ${median(deviceList).toFixed(0)} ms warm (runs: ${deviceList.map((x) => x.toFixed(0)).join(', ')}), ${listCold.toFixed(0)} ms cold — target < 2000 ms`,
     `scrolling with the wheel for ${smoke ? 1 : 3} s: ${frames.length} frames, frame time p50 ${percentile(frames, 50).toFixed(1)} ms, p95 ${percentile(frames, 95).toFixed(1)} ms, max ${frames.at(-1)?.toFixed(0)} ms`,
     `jump ${deepRow.toLocaleString('en')} rows down (pages of 1,000 fetched in order): rows on screen after ${deepMs.toFixed(0)} ms`,
