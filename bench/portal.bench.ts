@@ -65,7 +65,7 @@ try {
                  (2, '2.0.0', '0000000002.0000000000.0000000000.0000000000~')) AS v(bucket, version, version_key) ON v.bucket = b.bucket
     WHERE devices.id = b.id`);
   // What autovacuum (PostgreSQL) or the service's own maintenance (embedded database,
-  // EmbeddedVacuumWorker) does within a minute of such a change.
+  // core/housekeeping/embedded-vacuum.ts) does within a minute of such a change.
   await server.sql('VACUUM (ANALYZE) devices');
   const seedSeconds = (performance.now() - seedStarted) / 1000;
 

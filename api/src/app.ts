@@ -180,7 +180,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     partitions: services.luminairePartitions,
     onRecorded: (readings) => services.luminaireLive.publish(readings),
   });
-  const { luminairePartitionLoop, webhookWorker, retentionWorker, healthWorker, embeddedVacuumWorker } =
+  const { luminairePartitionLoop, webhookWorker, retentionWorker, healthWorker, embeddedVacuumLoop } =
     createBackgroundWorkers({
       database,
       services,
@@ -286,11 +286,11 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
       // Before the database closes: a build cut short gives its claim back (DeltaCache.close).
       { name: 'delta builds', stop: () => services.deltas.close() },
       { name: 'retention worker', start: () => retentionWorker.start(), stop: () => retentionWorker.stop() },
-      // On PostgreSQL, autovacuum does this (EmbeddedVacuumWorker).
+      // On PostgreSQL, autovacuum does this (core/housekeeping/embedded-vacuum.ts).
       {
         name: 'embedded database maintenance',
-        start: () => embeddedVacuumWorker?.start(),
-        stop: async () => embeddedVacuumWorker?.stop(),
+        start: () => embeddedVacuumLoop?.start(),
+        stop: async () => embeddedVacuumLoop?.stop(),
       },
       { name: 'fixture health worker', start: () => healthWorker.start(), stop: () => healthWorker.stop() },
       {
@@ -416,7 +416,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
     webhookWorker,
     retentionWorker,
     healthWorker,
-    embeddedVacuumWorker,
+    embeddedVacuumLoop,
     logger,
     clock,
     demo,

@@ -4,7 +4,7 @@ import { ADVISORY_LOCKS, withAdvisoryLock } from '#core/db/advisory-lock';
 import type { EventBus } from '#core/events/event-bus';
 import { HealthWorker } from '#core/health/health-worker';
 import { RetentionWorker } from '#core/housekeeping/retention-worker';
-import { EmbeddedVacuumWorker } from '#core/housekeeping/embedded-vacuum-worker';
+import { EMBEDDED_VACUUM_INTERVAL_MS, vacuumEmbeddedDatabase } from '#core/housekeeping/embedded-vacuum';
 import type { Logger } from '#core/logger';
 import type { Metrics } from '#core/metrics';
 import type { Services } from '#core/services';
@@ -62,7 +62,21 @@ export function createBackgroundWorkers(input: {
     logger,
     exclusive: (pass) => withAdvisoryLock(database.knex, database.kind, ADVISORY_LOCKS.fixtureHealth, pass),
   });
-  const embeddedVacuumWorker =
-    database.kind === 'embedded' ? new EmbeddedVacuumWorker({ knex: database.knex, logger }) : null;
-  return { luminairePartitionLoop, webhookWorker, retentionWorker, healthWorker, embeddedVacuumWorker };
+  // On PostgreSQL, autovacuum does this. The first pass comes a minute after the start, not in
+  // the way of a reconnect storm.
+  const embeddedVacuumLoop: SingleFlightLoop | null =
+    database.kind === 'embedded'
+      ? new SingleFlightLoop({
+          round: async () => {
+            await vacuumEmbeddedDatabase({
+              knex: database.knex,
+              logger,
+              stopping: () => embeddedVacuumLoop?.stopping ?? true,
+            });
+          },
+          onError: (err) => logger.warn({ err }, 'embedded database maintenance failed; will retry'),
+          poll: { everyMs: EMBEDDED_VACUUM_INTERVAL_MS },
+        })
+      : null;
+  return { luminairePartitionLoop, webhookWorker, retentionWorker, healthWorker, embeddedVacuumLoop };
 }

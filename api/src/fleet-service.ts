@@ -6,7 +6,7 @@ import type { EventBus } from '#core/events/event-bus';
 import type { OutboxDispatcher } from '#core/events/outbox';
 import type { HealthWorker } from '#core/health/health-worker';
 import type { RetentionWorker } from '#core/housekeeping/retention-worker';
-import type { EmbeddedVacuumWorker } from '#core/housekeeping/embedded-vacuum-worker';
+import type { SingleFlightLoop } from '#core/shared/single-flight-loop';
 import type { Logger } from '#core/logger';
 import type { Metrics } from '#core/metrics';
 import type { Services } from '#core/services';
@@ -61,8 +61,8 @@ export interface FleetService {
   readonly retentionWorker: RetentionWorker;
   /** Fixture health states, the rollout gate's fixture signals, warranty expiry (tests call `runNow()`). */
   readonly healthWorker: HealthWorker;
-  /** VACUUM and ANALYZE as autovacuum would, on the embedded database only (null on PostgreSQL). */
-  readonly embeddedVacuumWorker: EmbeddedVacuumWorker | null;
+  /** VACUUM and ANALYZE as autovacuum would, on the embedded database only (null on PostgreSQL; tests call `run()`). */
+  readonly embeddedVacuumLoop: SingleFlightLoop | null;
   readonly logger: Logger;
   readonly clock: Clock;
   /** The demo account when this start created it, or when an earlier start created it and it was never used. */

@@ -14,7 +14,7 @@ interface TableStats {
 
 /**
  * The embedded database has no autovacuum (PGlite runs no background workers): the service
- * vacuums and analyzes it itself (EmbeddedVacuumWorker). Without it the outbox queue kept every
+ * vacuums and analyzes it itself (core/housekeeping/embedded-vacuum.ts). Without it the outbox queue kept every
  * dispatched row as a dead one and the planner never learnt how many devices there are.
  */
 describe.skipIf(usingPostgres())('embedded database maintenance', () => {
@@ -44,8 +44,8 @@ describe.skipIf(usingPostgres())('embedded database maintenance', () => {
   };
 
   it('vacuums the dispatched outbox rows away and gives the planner the fleet size', async () => {
-    const worker = server.service.embeddedVacuumWorker!;
-    expect(worker).not.toBeNull();
+    const maintenance = server.service.embeddedVacuumLoop!;
+    expect(maintenance).not.toBeNull();
     await buildModel(account, 'LX-200');
     // 600 devices: each claim writes its events through the outbox, whose queue rows are deleted once sent.
     for (let chunk = 0; chunk < 3; chunk++) {
@@ -62,7 +62,7 @@ describe.skipIf(usingPostgres())('embedded database maintenance', () => {
     expect(before.queue.n_dead_tup).toBeGreaterThanOrEqual(600);
     expect(before.devices.last_analyze).toBeNull();
 
-    await worker.runNow();
+    await maintenance.run();
 
     const after = { queue: await statsOf('events_pending'), devices: await statsOf('devices') };
     expect(after.queue.n_dead_tup).toBe(0);
@@ -72,13 +72,13 @@ describe.skipIf(usingPostgres())('embedded database maintenance', () => {
   });
 
   it('leaves a table alone until it changed by autovacuum’s thresholds again', async () => {
-    const worker = server.service.embeddedVacuumWorker!;
-    await worker.runNow();
+    const maintenance = server.service.embeddedVacuumLoop!;
+    await maintenance.run();
     const analyzed = (await statsOf('devices')).last_analyze;
     // A few changes: far under 50 rows + 10 % of 600.
     const renamed = await account.api.patch('/api/v1/devices/VAC-0001', { name: 'Lobby' });
     expect(renamed.status).toBe(200);
-    await worker.runNow();
+    await maintenance.run();
     expect((await statsOf('devices')).last_analyze).toEqual(analyzed);
   });
 });
@@ -87,7 +87,7 @@ describe.runIf(usingPostgres())('PostgreSQL maintenance', () => {
   it('is left to autovacuum: the service starts no maintenance of its own', async () => {
     const server = await startTestServer();
     try {
-      expect(server.service.embeddedVacuumWorker).toBeNull();
+      expect(server.service.embeddedVacuumLoop).toBeNull();
     } finally {
       await server.close();
     }
