@@ -47,11 +47,20 @@ interface Pending {
   reject(error: Error): void;
 }
 
+/**
+ * How long a statement may hold the thread before a health probe stops counting the thread as
+ * busy and asks it to answer: knex's wait for the one connection (database.ts) is as long, so a
+ * thread that hung longer is failing requests anyway.
+ */
+const BUSY_IS_UP_MS = 60_000;
+
 /** One run of the thread: from its start to its exit. */
 class ThreadRun {
   readonly worker: Worker;
   readonly ready: Promise<void>;
   readonly pending = new Map<number, Pending>();
+  /** Ids of the statements sent and not yet answered, with when each was sent (ms, performance.now). */
+  readonly statements = new Map<number, number>();
   exited: Error | null = null;
   private lastError: Error | null = null;
 
@@ -78,6 +87,7 @@ class ThreadRun {
       const request = this.pending.get(reply.id);
       if (!request) return;
       this.pending.delete(reply.id);
+      this.statements.delete(reply.id);
       if (reply.kind === 'result') request.resolve(reply.bytes);
       else if (reply.kind === 'failed')
         request.reject((this.lastError = new Error(`the embedded database failed: ${reply.message}`)));
@@ -93,6 +103,7 @@ class ThreadRun {
       opened.reject(this.lastError ?? error);
       for (const request of this.pending.values()) request.reject(error);
       this.pending.clear();
+      this.statements.clear();
       onExit(this, error);
     });
   }
@@ -153,6 +164,7 @@ export class EmbeddedDatabaseThread extends EventEmitter<{ exit: [run: ThreadRun
     const id = this.nextId++;
     return new Promise<Uint8Array>((resolve, reject) => {
       run.pending.set(id, { resolve, reject });
+      run.statements.set(id, performance.now());
       run.worker.postMessage({ kind: 'exec', id, bytes } satisfies ThreadRequest, [bytes.buffer as ArrayBuffer]);
     });
   }
@@ -160,10 +172,15 @@ export class EmbeddedDatabaseThread extends EventEmitter<{ exit: [run: ThreadRun
   /**
    * Whether the thread answers (the health probe): a ping goes between two round trips of
    * whatever holds the one connection, so a long transaction does not look like an outage, as a
-   * `select 1` queued behind it for the pool would.
+   * `select 1` queued behind it for the pool would. A statement that runs long (a VACUUM of a big
+   * table, a report) holds the thread itself and the ping waits behind it: the thread is busy,
+   * not down (were it gone, its exit would have failed the statement), so the ping answers at
+   * once while the statement under way is younger than BUSY_IS_UP_MS. Before, a VACUUM of
+   * more than about 4 s made the service answer 503 to every request while it ran.
    */
   async ping(): Promise<void> {
     const run = await this.connect();
+    if (run.statements.size > 0 && performance.now() - Math.min(...run.statements.values()) < BUSY_IS_UP_MS) return;
     const id = this.nextId++;
     await new Promise<Uint8Array>((resolve, reject) => {
       run.pending.set(id, { resolve, reject });

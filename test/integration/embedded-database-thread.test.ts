@@ -4,6 +4,8 @@ import path from 'node:path';
 import { openDatabase, type Database } from '#core/db/database';
 import { EmbeddedDatabaseThread } from '#core/db/pglite-worker-client';
 import { ConfigurationError, loadConfig } from '#core/config';
+import { DatabaseHealth } from '#core/db/database-health';
+import { createLogger } from '#core/logger';
 import { createTestDatabase, usingPostgres, type TestDatabase } from '../helpers/test-database';
 
 /**
@@ -64,6 +66,27 @@ describe.skipIf(usingPostgres())('embedded database thread', () => {
     // to any timer (up to 50 ms measured on an idle loop there), never the query's length.
     expect(mainStall).toBeGreaterThan(QUERY_MS * 0.9);
     expect(workerStall).toBeLessThan(100);
+  });
+
+  it('counts a thread busy with a long statement as up: the health probe does not turn requests into 503s', async () => {
+    const { database } = await open('worker');
+    // Two probes in a row of more than 200 ms would mark the database down; the statement holds
+    // the thread for 1.5 s, so before, the probes queued behind it and did.
+    const health = new DatabaseHealth(() => database.probe(), createLogger('silent'), {
+      intervalMs: 100,
+      timeoutMs: 200,
+      failuresToDown: 2,
+    });
+    const changes: boolean[] = [];
+    health.onChange((up) => changes.push(up));
+    health.start();
+    try {
+      await database.knex.raw('SELECT pg_sleep(1.5)');
+    } finally {
+      health.stop();
+    }
+    expect(changes).toEqual([]);
+    expect(health.isUp()).toBe(true);
   });
 
   it('gives knex the database error of a unique violation, with its code and constraint', async () => {
