@@ -3,6 +3,8 @@ import { startTestServer, type TestServer, type TestAccount } from '../helpers/t
 import { buildModel, serials } from '../helpers/factories';
 import { usingPostgres } from '../helpers/test-database';
 import { ifStarted } from '../helpers/teardown';
+import { vacuumEmbeddedDatabase } from '#core/housekeeping/embedded-vacuum';
+import type { Logger } from '#core/logger';
 
 interface TableStats {
   n_live_tup: number;
@@ -65,7 +67,7 @@ describe.skipIf(usingPostgres())('embedded database maintenance', () => {
     await maintenance.run();
 
     const after = { queue: await statsOf('events_pending'), devices: await statsOf('devices') };
-    expect(after.queue.n_dead_tup).toBe(0);
+    expect(after.queue.n_dead_tup).toBeLessThan(10);
     expect(after.queue.last_vacuum).not.toBeNull();
     expect(after.devices.last_analyze).not.toBeNull();
     expect(after.devices.reltuples).toBe(600);
@@ -80,6 +82,54 @@ describe.skipIf(usingPostgres())('embedded database maintenance', () => {
     expect(renamed.status).toBe(200);
     await maintenance.run();
     expect((await statsOf('devices')).last_analyze).toEqual(analyzed);
+  });
+});
+
+describe.skipIf(usingPostgres())('embedded database maintenance pass', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(async () => {
+    await ifStarted(server)?.close();
+  });
+
+  it('goes on past a table dropped after the list was read, and says nothing of it', async () => {
+    const knex = server.service.database.knex;
+    // Due by the insert threshold (1,000 rows): a_doomed first in name order, z_kept last.
+    for (const table of ['a_doomed', 'z_kept']) {
+      await knex.raw(`CREATE TABLE ${table} (id int PRIMARY KEY)`);
+      await knex.raw(`INSERT INTO ${table} SELECT generate_series(1, 2000)`);
+    }
+    await knex.raw('SELECT pg_stat_force_next_flush()');
+    await knex.raw('SELECT 1');
+    // The table goes between the list and its VACUUM, as a luminaire partition past its retention does.
+    let dropped = false;
+    const racing = new Proxy(knex, {
+      get(target, property, receiver) {
+        if (property !== 'raw') return Reflect.get(target, property, receiver) as unknown;
+        return async (sql: string, ...rest: unknown[]) => {
+          if (!dropped && /^(VACUUM|ANALYZE)/.test(sql)) {
+            dropped = true;
+            await target.raw('DROP TABLE a_doomed');
+          }
+          return target.raw(sql, ...(rest as []));
+        };
+      },
+    });
+    const warnings: unknown[] = [];
+    const logger = { warn: (...args: unknown[]) => warnings.push(args), debug: () => undefined };
+    const tables = await vacuumEmbeddedDatabase({
+      knex: racing,
+      logger: logger as unknown as Logger,
+      stopping: () => false,
+    });
+    expect(tables.map((t) => t.name)).toEqual(expect.arrayContaining(['public.a_doomed', 'public.z_kept']));
+    const kept = await knex.raw<{ rows: Array<{ last_vacuum: Date | null }> }>(
+      `SELECT last_vacuum FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname = 'z_kept'`,
+    );
+    expect(kept.rows[0]!.last_vacuum).not.toBeNull();
+    expect(warnings).toEqual([]);
   });
 });
 
