@@ -8,23 +8,18 @@ export interface TableDue {
   analyze: boolean;
 }
 
-interface DueRow {
-  name: string;
-  vacuum: boolean;
-  analyze: boolean;
-}
-
 /**
  * The tables autovacuum would process now, with its thresholds read from the database's own
  * settings (autovacuum_*): dead rows above threshold + scale factor x rows, rows inserted since
  * the last vacuum likewise (so index-only scans keep their visibility map), a table older than
  * autovacuum_freeze_max_age transactions or autovacuum_multixact_freeze_max_age multixacts
  * (wraparound), and rows changed since the last ANALYZE. The system catalogs and
- * information_schema's tables count too: the database's oldest transaction id only moves on once
- * every table of it was vacuumed. Partitioned parents hold no rows: their partitions are listed.
+ * information_schema's tables count too, as they do for autovacuum: the database's oldest
+ * transaction id only moves on once every table of it was vacuumed. Partitioned parents hold no
+ * rows: their partitions are listed.
  */
 export async function selectTablesDue(db: Knex): Promise<TableDue[]> {
-  const { rows } = await db.raw<{ rows: DueRow[] }>(
+  const { rows } = await db.raw<{ rows: TableDue[] }>(
     `WITH settings AS (
        SELECT current_setting('autovacuum_vacuum_threshold')::float8 AS vac_base,
               current_setting('autovacuum_vacuum_scale_factor')::float8 AS vac_scale,
@@ -36,7 +31,6 @@ export async function selectTablesDue(db: Knex): Promise<TableDue[]> {
               current_setting('autovacuum_multixact_freeze_max_age')::float8 AS multixact_age),
      tables AS (
        SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) AS name,
-              n.nspname IN ('pg_catalog', 'information_schema') AS catalog,
               greatest(c.reltuples, 0) AS tuples,
               age(c.relfrozenxid) AS xid_age,
               mxid_age(c.relminmxid) AS mxid_age,
@@ -46,19 +40,17 @@ export async function selectTablesDue(db: Knex): Promise<TableDue[]> {
          FROM pg_class c
          JOIN pg_namespace n ON n.oid = c.relnamespace
          LEFT JOIN pg_stat_all_tables s ON s.relid = c.oid
-        WHERE c.relkind IN ('r', 'm') AND c.relpersistence = 'p')
-     SELECT name,
-            dead > vac_base + vac_scale * tuples
-              OR inserted > ins_base + ins_scale * tuples
-              OR xid_age > freeze_age
-              OR mxid_age > multixact_age AS vacuum,
-            NOT catalog AND modified > an_base + an_scale * tuples AS analyze
-       FROM tables, settings
-      WHERE dead > vac_base + vac_scale * tuples
-         OR inserted > ins_base + ins_scale * tuples
-         OR xid_age > freeze_age
-         OR mxid_age > multixact_age
-         OR (NOT catalog AND modified > an_base + an_scale * tuples)
+        WHERE c.relkind IN ('r', 'm') AND c.relpersistence = 'p'),
+     due AS (
+       SELECT name,
+              dead > vac_base + vac_scale * tuples
+                OR inserted > ins_base + ins_scale * tuples
+                OR xid_age > freeze_age
+                OR mxid_age > multixact_age AS "vacuum",
+              modified > an_base + an_scale * tuples AS "analyze"
+         FROM tables, settings)
+     SELECT name, "vacuum", "analyze" FROM due
+      WHERE "vacuum" OR "analyze"
       ORDER BY name`,
   );
   return rows;
