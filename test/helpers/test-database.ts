@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { openDatabase, type Database } from '#core/db/database';
 import { TEMPLATE_ENV } from './global-setup';
 
 /**
@@ -59,6 +60,40 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       await client.connect();
       await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await client.end();
+    },
+  };
+}
+
+/** A test database of its own, migrated and open: for tests of statements, without services or a server. */
+export interface OpenTestDatabase {
+  database: Database;
+  /** Closes the pool, then drops the database. */
+  close(): Promise<void>;
+}
+
+/** createTestDatabase, opened (a pool of 2 on PostgreSQL) and migrated; dropped again if that fails. */
+export async function openTestDatabase(): Promise<OpenTestDatabase> {
+  const testDb = await createTestDatabase();
+  let database: Database | undefined;
+  try {
+    database = await openDatabase({
+      databaseUrl: testDb.databaseUrl,
+      dataDir: testDb.dataDir,
+      poolSize: 2,
+      embeddedThread: testEmbeddedThread(),
+    });
+    await database.migrate();
+  } catch (error) {
+    await database?.close();
+    await testDb.drop();
+    throw error;
+  }
+  const opened = database;
+  return {
+    database: opened,
+    close: async () => {
+      await opened.close();
+      await testDb.drop();
     },
   };
 }

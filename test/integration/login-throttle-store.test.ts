@@ -1,7 +1,7 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import type { Knex } from 'knex';
-import { createTestDatabase, type TestDatabase } from '../helpers/test-database';
-import { openDatabase, type Database } from '#core/db/database';
+import { openTestDatabase, type OpenTestDatabase } from '../helpers/test-database';
+import type { Database } from '#core/db/database';
 import {
   countAddressAttempt,
   countEmailAttempt,
@@ -17,19 +17,17 @@ import { ifStarted } from '../helpers/teardown';
  * through the statements, so the two cannot drift apart. A database, no server.
  */
 describe('login throttle store: the statements decide as the rules do', () => {
-  let testDb: TestDatabase;
+  let opened: OpenTestDatabase;
   let database: Database;
   let knex: Knex;
 
   beforeAll(async () => {
-    testDb = await createTestDatabase();
-    database = await openDatabase({ databaseUrl: testDb.databaseUrl, dataDir: testDb.dataDir, poolSize: 2 });
-    await database.migrate();
+    opened = await openTestDatabase();
+    database = opened.database;
     knex = database.knex;
   });
   afterAll(async () => {
-    await ifStarted(database)?.close();
-    await ifStarted(testDb)?.drop();
+    await ifStarted(opened)?.close();
   });
 
   let n = 0;

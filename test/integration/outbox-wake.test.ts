@@ -1,7 +1,7 @@
 import { describe, it, expect, beforeAll, afterAll, vi } from 'vitest';
 import type { Knex } from 'knex';
-import { createTestDatabase, type TestDatabase } from '../helpers/test-database';
-import { openDatabase, type Database } from '#core/db/database';
+import { openTestDatabase, type OpenTestDatabase } from '../helpers/test-database';
+import type { Database } from '#core/db/database';
 import { createTransactionRunner, type TransactionRunner } from '#core/db/transaction';
 import { appendEvents, appendedEvents } from '#core/events/outbox';
 import { systemClock } from '#core/shared/clock';
@@ -18,7 +18,7 @@ import { topics } from '#protocol/topics';
  * (the batch claim inside an idempotent request) still wakes it, after the outer commit.
  */
 describe('transaction runner: the outbox wakes only for commits with events', () => {
-  let testDb: TestDatabase;
+  let opened: OpenTestDatabase;
   let database: Database;
   let knex: Knex;
   let run: TransactionRunner;
@@ -26,9 +26,8 @@ describe('transaction runner: the outbox wakes only for commits with events', ()
   let accountId: string;
 
   beforeAll(async () => {
-    testDb = await createTestDatabase();
-    database = await openDatabase({ databaseUrl: testDb.databaseUrl, dataDir: testDb.dataDir, poolSize: 2 });
-    await database.migrate();
+    opened = await openTestDatabase();
+    database = opened.database;
     knex = database.knex;
     wakes = [];
     run = createTransactionRunner(knex, (trx) => wakes.push({ events: appendedEvents(trx) }));
@@ -43,8 +42,7 @@ describe('transaction runner: the outbox wakes only for commits with events', ()
     });
   });
   afterAll(async () => {
-    await ifStarted(database)?.close();
-    await ifStarted(testDb)?.drop();
+    await ifStarted(opened)?.close();
   });
 
   const event = () => ({ accountId, type: 'device.online' as const, subject: 'S-1', data: { serial: 'S-1' } });

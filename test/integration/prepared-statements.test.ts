@@ -1,6 +1,6 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { createTestDatabase, usingPostgres, type TestDatabase } from '../helpers/test-database';
-import { openDatabase, type Database } from '#core/db/database';
+import { openTestDatabase, usingPostgres, type OpenTestDatabase } from '../helpers/test-database';
+import type { Database } from '#core/db/database';
 import { preparedRaw } from '#core/db/prepared';
 import { ifStarted } from '../helpers/teardown';
 
@@ -12,17 +12,15 @@ import { ifStarted } from '../helpers/teardown';
  * embedded database is one in-process connection with PostgreSQL's default planning.
  */
 describe.runIf(usingPostgres())('prepared statements on the PostgreSQL pool', () => {
-  let testDb: TestDatabase;
+  let opened: OpenTestDatabase;
   let database: Database;
 
   beforeAll(async () => {
-    testDb = await createTestDatabase();
-    database = await openDatabase({ databaseUrl: testDb.databaseUrl, dataDir: testDb.dataDir, poolSize: 2 });
-    await database.migrate();
+    opened = await openTestDatabase();
+    database = opened.database;
   });
   afterAll(async () => {
-    await ifStarted(database)?.close();
-    await ifStarted(testDb)?.drop();
+    await ifStarted(opened)?.close();
   });
 
   it('runs a generic plan once the trial runs are done, instead of planning every run', async () => {
