@@ -6,13 +6,15 @@ import { describe, it, expect, afterAll } from 'vitest';
 import { ServiceProcess } from '../helpers/service-process';
 import { freePort } from '../helpers/haproxy';
 import { ApiClient } from '../helpers/api-client';
+import { usingPostgres } from '../helpers/test-database';
 
 /**
  * `npm start` on a fresh machine as a newcomer meets it: the first start fails on a taken MQTT
  * port; the next one must still print a way into the demo account, and a demo account whose key
  * was never used keeps saying how to get one.
  */
-describe('first start of the embedded default', () => {
+// Starts the embedded default whatever TEST_DATABASE_URL says: runs in the embedded run of the suite only.
+describe.skipIf(usingPostgres())('first start of the embedded default', () => {
   const dirs: string[] = [];
   afterAll(async () => {
     for (const dir of dirs) await rm(dir, { recursive: true, force: true });

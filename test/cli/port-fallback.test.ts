@@ -5,6 +5,7 @@ import path from 'node:path';
 import mqtt from 'mqtt';
 import { describe, it, expect, afterAll } from 'vitest';
 import { ServiceProcess } from '../helpers/service-process';
+import { usingPostgres } from '../helpers/test-database';
 
 /** A port held by a plain TCP server, as another broker holds 1883. */
 async function holdPort(port = 0): Promise<{ port: number; release(): Promise<void> }> {
@@ -41,7 +42,8 @@ async function expectOurBroker(url: string): Promise<void> {
  * moves MQTT to a free port, says so loudly, and keeps that port on the next start. The test
  * never assumes 1883: FLEET_DEFAULT_MQTT_PORT makes a port it holds play the default one.
  */
-describe('zero-configuration start with the default MQTT port taken', () => {
+// Starts the embedded default whatever TEST_DATABASE_URL says: runs in the embedded run of the suite only.
+describe.skipIf(usingPostgres())('zero-configuration start with the default MQTT port taken', () => {
   const dirs: string[] = [];
   afterAll(async () => {
     for (const dir of dirs) await rm(dir, { recursive: true, force: true });
