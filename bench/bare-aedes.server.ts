@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { Aedes } from 'aedes';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Session } from 'node:inspector/promises';
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { LISTEN_BACKLOG } from '#core/listen-backlog';
 import { topics } from '#protocol/topics';
 
@@ -94,13 +95,41 @@ async function profile(action: 'profileStart' | 'profileStop', file?: string): P
   profiler = undefined;
 }
 
+/**
+ * The loop's delay during one phase, measured as bench/lib/server-child.ts measures the service's:
+ * what the same load and the same machine (other processes holding the cores, the collector) do
+ * to a broker that has no work of its own.
+ */
+let loopDelay: IntervalHistogram | undefined;
+function eventLoopDelay(action: 'loopStart' | 'loopStop'): { p50Ms: number; p99Ms: number; maxMs: number } | null {
+  if (action === 'loopStart') {
+    loopDelay?.disable();
+    loopDelay = monitorEventLoopDelay({ resolution: 5 });
+    loopDelay.enable();
+    return null;
+  }
+  if (!loopDelay) throw new Error('no event-loop delay measurement was started');
+  loopDelay.disable();
+  const result = {
+    p50Ms: loopDelay.percentile(50) / 1e6,
+    p99Ms: loopDelay.percentile(99) / 1e6,
+    maxMs: loopDelay.max / 1e6,
+  };
+  loopDelay = undefined;
+  return result;
+}
+
 process.on('message', (raw) => {
   const msg = raw as {
     id: number;
-    cmd: 'stats' | 'gc' | 'stop' | 'publishOta' | 'profileStart' | 'profileStop';
+    cmd: 'stats' | 'gc' | 'stop' | 'publishOta' | 'profileStart' | 'profileStop' | 'loopStart' | 'loopStop';
     serials?: string[];
     file?: string;
   };
+  if (msg.cmd === 'loopStart' || msg.cmd === 'loopStop') {
+    process.send?.({ id: msg.id, loop: eventLoopDelay(msg.cmd) });
+    return;
+  }
   if (msg.cmd === 'profileStart' || msg.cmd === 'profileStop') {
     void profile(msg.cmd, msg.file).then(() => process.send?.({ id: msg.id }));
     return;

@@ -11,6 +11,13 @@ export interface BareAedesStats {
   cpu: NodeJS.CpuUsage;
 }
 
+/** The loop's delay over one phase (monitorEventLoopDelay, 5 ms resolution). */
+export interface LoopDelay {
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+}
+
 export interface BareAedes {
   url: string;
   port: number;
@@ -24,6 +31,9 @@ export interface BareAedes {
   /** A CPU profile of the broker process (100 µs sampling) between start and stop, written to `file`. */
   startProfile: () => Promise<void>;
   stopProfile: (file: string) => Promise<void>;
+  /** The broker's event-loop delay between start and stop, as the service's is measured. */
+  startEventLoopDelay: () => Promise<void>;
+  stopEventLoopDelay: () => Promise<LoopDelay>;
   /** Closes the broker (its clients are disconnected) and ends the process. */
   stop: () => Promise<void>;
 }
@@ -40,11 +50,12 @@ export async function startBareAedes(options: { tls?: { certFile: string; keyFil
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   let nextId = 1;
-  const waiting = new Map<number, (stats: BareAedesStats) => void>();
+  type Answer = BareAedesStats & { loop?: LoopDelay | null };
+  const waiting = new Map<number, (answer: Answer) => void>();
   const port = await new Promise<number>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`bare Aedes exited with ${code} before it was ready`)));
     child.on('message', (raw) => {
-      const msg = raw as BareAedesStats & { ready?: boolean; port?: number; id?: number };
+      const msg = raw as Answer & { ready?: boolean; port?: number; id?: number };
       if (msg.ready) resolve(msg.port!);
       else if (msg.id !== undefined) {
         waiting.get(msg.id)?.(msg);
@@ -53,10 +64,10 @@ export async function startBareAedes(options: { tls?: { certFile: string; keyFil
     });
   });
   const ask = (
-    cmd: 'stats' | 'gc' | 'stop' | 'publishOta' | 'profileStart' | 'profileStop',
+    cmd: 'stats' | 'gc' | 'stop' | 'publishOta' | 'profileStart' | 'profileStop' | 'loopStart' | 'loopStop',
     extra: Record<string, unknown> = {},
   ) =>
-    new Promise<BareAedesStats>((resolve) => {
+    new Promise<Answer>((resolve) => {
       const id = nextId++;
       waiting.set(id, resolve);
       child.send({ id, cmd, ...extra });
@@ -79,6 +90,14 @@ export async function startBareAedes(options: { tls?: { certFile: string; keyFil
     },
     stopProfile: async (file) => {
       await ask('profileStop', { file });
+    },
+    startEventLoopDelay: async () => {
+      await ask('loopStart');
+    },
+    stopEventLoopDelay: async () => {
+      const { loop } = await ask('loopStop');
+      if (!loop) throw new Error('bare Aedes measured no event-loop delay');
+      return loop;
     },
     stop: async () => {
       await ask('stop');
