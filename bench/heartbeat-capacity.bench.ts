@@ -269,7 +269,7 @@ console.log(
 );
 
 if (!smoke && !dry && !profileFile) {
-  const command = 'node --import tsx bench/heartbeat-capacity.bench.ts';
+  const command = `${ours.name.includes('PostgreSQL') ? 'BENCH_DATABASE_URL=<postgres> ' : ''}node --import tsx bench/heartbeat-capacity.bench.ts`;
   const current: CurrentFigure[] = [
     {
       id: `Heartbeat CPU per acknowledged heartbeat vs bare Aedes (${ours.name})`,
