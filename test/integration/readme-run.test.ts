@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -73,18 +73,25 @@ class Terminal {
 // The README starts the embedded default whatever TEST_DATABASE_URL says: the PostgreSQL run of the
 // suite would repeat this file's run on the embedded database, so it runs in the embedded run only.
 describe.skipIf(missing.length > 0 || usingPostgres())('README, run in order as pasted', () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'readme-run-'));
-  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'readme-run-shell-'));
-  const shellState = path.join(stateDir, 'exported.sh');
+  // Made in beforeAll, not while collecting: a skipped suite runs no hooks, so folders made
+  // here would never be removed.
   const linked = fs.readdirSync(root).filter((name) => !['.local', 'data', '.git', 'dist'].includes(name));
-  for (const name of linked) fs.symlinkSync(path.join(root, name), path.join(dir, name));
+  let dir = '';
+  let stateDir = '';
+  let shellState = '';
   const terminals: Terminal[] = [];
   let held: net.Server | undefined;
+  beforeAll(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'readme-run-'));
+    stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'readme-run-shell-'));
+    shellState = path.join(stateDir, 'exported.sh');
+    for (const name of linked) fs.symlinkSync(path.join(root, name), path.join(dir, name));
+  });
   afterAll(() => {
     for (const terminal of terminals) terminal.kill();
     held?.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-    fs.rmSync(stateDir, { recursive: true, force: true });
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+    if (stateDir) fs.rmSync(stateDir, { recursive: true, force: true });
   });
 
   it('every block does what its text says', { timeout: 420_000 }, async () => {
