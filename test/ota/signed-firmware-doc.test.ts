@@ -43,17 +43,19 @@ const keyIdOf = (pemFile: string) =>
 describe.skipIf(missing.length > 0)('signed firmware document', { timeout: 120_000 }, () => {
   let server: TestServer;
   let account: TestAccount;
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'signed-fw-doc-'));
+  // Made in beforeAll: a skipped suite runs no hooks, and would never remove a folder made here.
+  let dir = '';
   const doc = fs.readFileSync(path.join(root, 'docs/signed-firmware.md'), 'utf8');
 
   beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'signed-fw-doc-'));
     server = await startTestServer();
     account = await server.createAccount();
     await buildModel(account, 'Luma-100');
   }, 60_000);
   afterAll(async () => {
     await ifStarted(server)?.close();
-    fs.rmSync(dir, { recursive: true, force: true });
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
 
   it('its commands make a key pair, register it, sign and upload a release, rotate the key, and sign a release uploaded before the key', async () => {
