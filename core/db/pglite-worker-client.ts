@@ -45,6 +45,8 @@ function tsxEsmApi(from: string): string {
 interface Pending {
   resolve(bytes: Uint8Array): void;
   reject(error: Error): void;
+  /** When a statement was sent (ms, performance.now); a ping has none. */
+  sentAt?: number;
 }
 
 /**
@@ -59,8 +61,6 @@ class ThreadRun {
   readonly worker: Worker;
   readonly ready: Promise<void>;
   readonly pending = new Map<number, Pending>();
-  /** Ids of the statements sent and not yet answered, with when each was sent (ms, performance.now). */
-  readonly statements = new Map<number, number>();
   exited: Error | null = null;
   private lastError: Error | null = null;
 
@@ -87,7 +87,6 @@ class ThreadRun {
       const request = this.pending.get(reply.id);
       if (!request) return;
       this.pending.delete(reply.id);
-      this.statements.delete(reply.id);
       if (reply.kind === 'result') request.resolve(reply.bytes);
       else if (reply.kind === 'failed')
         request.reject((this.lastError = new Error(`the embedded database failed: ${reply.message}`)));
@@ -103,7 +102,6 @@ class ThreadRun {
       opened.reject(this.lastError ?? error);
       for (const request of this.pending.values()) request.reject(error);
       this.pending.clear();
-      this.statements.clear();
       onExit(this, error);
     });
   }
@@ -163,8 +161,7 @@ export class EmbeddedDatabaseThread extends EventEmitter<{ exit: [run: ThreadRun
     if (run.exited) return Promise.reject(run.exited);
     const id = this.nextId++;
     return new Promise<Uint8Array>((resolve, reject) => {
-      run.pending.set(id, { resolve, reject });
-      run.statements.set(id, performance.now());
+      run.pending.set(id, { resolve, reject, sentAt: performance.now() });
       run.worker.postMessage({ kind: 'exec', id, bytes } satisfies ThreadRequest, [bytes.buffer as ArrayBuffer]);
     });
   }
@@ -180,7 +177,9 @@ export class EmbeddedDatabaseThread extends EventEmitter<{ exit: [run: ThreadRun
    */
   async ping(): Promise<void> {
     const run = await this.connect();
-    if (run.statements.size > 0 && performance.now() - Math.min(...run.statements.values()) < BUSY_IS_UP_MS) return;
+    // The oldest statement under way: the first one in the map (ids are set in the order sent).
+    const oldest = [...run.pending.values()].find((p) => p.sentAt !== undefined)?.sentAt;
+    if (oldest !== undefined && performance.now() - oldest < BUSY_IS_UP_MS) return;
     const id = this.nextId++;
     await new Promise<Uint8Array>((resolve, reject) => {
       run.pending.set(id, { resolve, reject });

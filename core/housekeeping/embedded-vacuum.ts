@@ -18,7 +18,8 @@ const SLOW_PASS_MS = 5_000;
  * wraparound only grew. Each table due by autovacuum's own thresholds (selectTablesDue) gets
  * VACUUM, ANALYZE or both, one table at a time; `stopping` ends the pass between two tables. A
  * table that cannot be maintained (dropped since the list was read: a luminaire partition past
- * its retention) does not stop the pass.
+ * its retention) does not stop the pass. Resolves with the tables that were due; the log says
+ * which of them were maintained.
  *
  * What this cannot do: the embedded database's one connection reaches only its own database, not
  * the template databases, whose age still counts towards PostgreSQL's wraparound stop (about two
@@ -38,10 +39,12 @@ export async function vacuumEmbeddedDatabase(input: {
   const { knex, logger } = input;
   const started = performance.now();
   const tables = await selectTablesDue(knex);
+  const maintained: TableDue[] = [];
   for (const table of tables) {
     if (input.stopping()) break;
     try {
       await maintainTable(knex, table);
+      maintained.push(table);
     } catch (err) {
       // 42P01: gone since the list was read.
       if ((err as { code?: string }).code !== '42P01')
@@ -51,8 +54,9 @@ export async function vacuumEmbeddedDatabase(input: {
   if (tables.length === 0) return tables;
   const ms = Math.round(performance.now() - started);
   const summary = {
-    vacuumed: tables.filter((t) => t.vacuum).map((t) => t.name),
-    analyzed: tables.filter((t) => t.analyze).map((t) => t.name),
+    // What was done: a pass cut short by a stop, or a table that failed, is not counted.
+    vacuumed: maintained.filter((t) => t.vacuum).map((t) => t.name),
+    analyzed: maintained.filter((t) => t.analyze).map((t) => t.name),
     ms,
   };
   if (ms > SLOW_PASS_MS) logger.warn(summary, 'embedded database maintenance held the database');

@@ -118,7 +118,11 @@ describe.skipIf(usingPostgres())('embedded database maintenance pass', () => {
       },
     });
     const warnings: unknown[] = [];
-    const logger = { warn: (...args: unknown[]) => warnings.push(args), debug: () => undefined };
+    const summaries: Array<{ vacuumed: string[] }> = [];
+    const logger = {
+      warn: (...args: unknown[]) => warnings.push(args),
+      debug: (summary: { vacuumed: string[] }) => summaries.push(summary),
+    };
     const tables = await vacuumEmbeddedDatabase({
       knex: racing,
       logger: logger as unknown as Logger,
@@ -130,6 +134,10 @@ describe.skipIf(usingPostgres())('embedded database maintenance pass', () => {
     );
     expect(kept.rows[0]!.last_vacuum).not.toBeNull();
     expect(warnings).toEqual([]);
+    // The log counts what was maintained: the dropped table was listed, not vacuumed.
+    expect(summaries).toHaveLength(1);
+    expect(summaries[0]!.vacuumed).toContain('public.z_kept');
+    expect(summaries[0]!.vacuumed).not.toContain('public.a_doomed');
   });
 });
 
