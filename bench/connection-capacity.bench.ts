@@ -7,6 +7,7 @@ import { startBareAedes } from './lib/bare-aedes';
 import { PacketLoadPool } from './lib/packet-load-pool';
 import type { LoadDevice } from './lib/packet-load';
 import { isSmoke, recordResults } from './lib/results';
+import { serviceCpuMeter, withDatabaseShare } from './lib/service-cpu';
 import { makeSerials } from '#simulator/fleet';
 
 /**
@@ -57,10 +58,14 @@ interface Phase {
   generatorBound: boolean;
   /** PostgreSQL transactions committed per connection (a statement outside a transaction is one); ours on PostgreSQL only. */
   transactionsEach?: number;
+  /** The database's part of brokerUsEach (PostgreSQL backends, or the embedded database's thread); ours only. */
+  databaseUsEach?: number;
 }
 
 interface Capacity {
   name: string;
+  /** Ours: the database its share of the CPU was measured in. */
+  database?: 'postgres' | 'embedded';
   burst: Phase;
   ramp: Phase;
   rssKbEach: number;
@@ -69,12 +74,15 @@ interface Capacity {
 
 interface Target {
   name: string;
+  database?: 'postgres' | 'embedded';
   url: string;
   devices: LoadDevice[];
   /** Broker CPU (µs) between start and stop, PostgreSQL backends included for ours. */
   cpu: { start(): Promise<void>; stop(): Promise<number> };
   /** Transactions the database committed during the last CPU measurement (PostgreSQL only). */
   transactions?: () => number | undefined;
+  /** The database's CPU (µs) in the last CPU measurement, part of cpu's (ours only). */
+  databaseUs?: () => number | undefined;
   memory(): Promise<NodeJS.MemoryUsage>;
   heapSnapshot?: (file: string) => Promise<void>;
   /** Profiles the ramp (with --profile). */
@@ -108,6 +116,9 @@ async function measure(target: Target, offset: number): Promise<Capacity> {
         ...(target.transactions?.() !== undefined
           ? { transactionsEach: target.transactions()! / Math.max(1, connected) }
           : {}),
+        ...(target.databaseUs?.() !== undefined
+          ? { databaseUsEach: target.databaseUs()! / Math.max(1, connected) }
+          : {}),
       };
     };
     await phase(target.devices.slice(0, WARM_UP), 50, offset);
@@ -135,6 +146,7 @@ async function measure(target: Target, offset: number): Promise<Capacity> {
     const each = (a: number, b: number) => (a - b) / 1024 / Math.max(1, connected);
     const result = {
       name: target.name,
+      database: target.database,
       burst,
       ramp,
       rssKbEach: each(after.rss, before.rss),
@@ -191,28 +203,28 @@ async function serviceTarget(): Promise<Target> {
     await server.sql('VACUUM ANALYZE');
     await server.sql('CHECKPOINT');
   }
-  const postgres = await server.postgresCpu();
-  const own = cpuDifference(async () => {
-    const used = await server.cpu();
-    return used.user + used.system;
-  });
+  const meter = await serviceCpuMeter(server);
+  let databaseUs: number | undefined;
   return {
     name: `service (${server.database === 'postgres' ? 'PostgreSQL' : 'embedded database'})`,
+    database: server.database,
     url: server.mqttUrl,
     devices: credentials.map((c) => ({ serial: c.serial, username: c.username, password: c.password })),
     cpu: {
-      start: async () => {
-        await own.start();
-        await postgres?.start();
+      start: () => meter.start(),
+      stop: async () => {
+        const used = await meter.stop();
+        databaseUs = used.databaseUs;
+        return used.totalUs;
       },
-      stop: async () => (await own.stop()) + ((await postgres?.stop()) ?? 0),
     },
+    databaseUs: () => databaseUs,
     memory: () => server.gc(),
     heapSnapshot: (file) => server.heapSnapshot(file),
-    transactions: () => postgres?.transactions,
+    transactions: () => meter.transactions(),
     ...(profileDir ? { profile: rampProfile(profileDir, 'service', server) } : {}),
     stop: async () => {
-      await postgres?.close();
+      await meter.close();
       await server.stop();
     },
   };
@@ -242,9 +254,10 @@ const bare = await measure(await bareAedesTarget(), 0);
 const ours = await measure(await serviceTarget(), 2 * DEVICES);
 
 const us = (n: number) => `${n.toFixed(0)} µs`;
+const cpuOf = (p: Phase, c: Capacity) => withDatabaseShare(p.brokerUsEach, p.databaseUsEach, c.database ?? 'embedded');
 const bound = (p: Phase) => (p.generatorBound ? ' (generator-bound)' : '');
 const line = (c: Capacity) =>
-  `${c.name}: burst of ${c.burst.connected} (${c.burst.failed} failed) at ${c.burst.perSecond.toFixed(0)}/s${bound(c.burst)}, ${us(c.burst.brokerUsEach)} broker CPU each (generator ${us(c.burst.generatorUsEach)}); ramp of ${c.ramp.connected} (${c.ramp.failed} failed) at ${c.ramp.perSecond.toFixed(0)}/s${bound(c.ramp)}, ${us(c.ramp.brokerUsEach)} each; memory ${c.rssKbEach.toFixed(1)} KB RSS, ${c.heapKbEach.toFixed(1)} KB heap per device`;
+  `${c.name}: burst of ${c.burst.connected} (${c.burst.failed} failed) at ${c.burst.perSecond.toFixed(0)}/s${bound(c.burst)}, ${cpuOf(c.burst, c)} broker CPU each (generator ${us(c.burst.generatorUsEach)}); ramp of ${c.ramp.connected} (${c.ramp.failed} failed) at ${c.ramp.perSecond.toFixed(0)}/s${bound(c.ramp)}, ${cpuOf(c.ramp, c)} each; memory ${c.rssKbEach.toFixed(1)} KB RSS, ${c.heapKbEach.toFixed(1)} KB heap per device`;
 const figures = [line(bare), line(ours)];
 const burstCpu = ours.burst.brokerUsEach / bare.burst.brokerUsEach;
 const rampCpu = ours.ramp.brokerUsEach / bare.ramp.brokerUsEach;
@@ -273,13 +286,13 @@ if (!smoke && !dry) {
     current: [
       {
         id: `Connection burst, ${BURST} at once, CPU vs bare Aedes (${ours.name})`,
-        figure: `${us(ours.burst.brokerUsEach)} against ${us(bare.burst.brokerUsEach)}: ratio ${burstCpu.toFixed(2)}; rate ${ours.burst.perSecond.toFixed(0)}/s against ${bare.burst.perSecond.toFixed(0)}/s: ${burstRate.toFixed(2)}x${bound(ours.burst) || bound(bare.burst)}`,
+        figure: `${cpuOf(ours.burst, ours)} against ${us(bare.burst.brokerUsEach)}: ratio ${burstCpu.toFixed(2)}; rate ${ours.burst.perSecond.toFixed(0)}/s against ${bare.burst.perSecond.toFixed(0)}/s: ${burstRate.toFixed(2)}x${bound(ours.burst) || bound(bare.burst)}`,
         target: `CPU <= ${TARGET_CPU}x, rate >= ${TARGET_RATE}x bare Aedes`,
         met: burstCpu <= TARGET_CPU && rateMet(burstRate, [ours.burst, bare.burst]) !== false,
       },
       {
         id: `Connection ramp to ${DEVICES.toLocaleString('en')}, CPU vs bare Aedes (${ours.name})`,
-        figure: `${us(ours.ramp.brokerUsEach)} against ${us(bare.ramp.brokerUsEach)}: ratio ${rampCpu.toFixed(2)}; rate ${ours.ramp.perSecond.toFixed(0)}/s against ${bare.ramp.perSecond.toFixed(0)}/s: ${rampRate.toFixed(2)}x${bound(ours.ramp) || bound(bare.ramp)}`,
+        figure: `${cpuOf(ours.ramp, ours)} against ${us(bare.ramp.brokerUsEach)}: ratio ${rampCpu.toFixed(2)}; rate ${ours.ramp.perSecond.toFixed(0)}/s against ${bare.ramp.perSecond.toFixed(0)}/s: ${rampRate.toFixed(2)}x${bound(ours.ramp) || bound(bare.ramp)}`,
         target: `CPU <= ${TARGET_CPU}x, rate >= ${TARGET_RATE}x bare Aedes`,
         met: rampCpu <= TARGET_CPU && rateMet(rampRate, [ours.ramp, bare.ramp]) !== false,
       },

@@ -6,6 +6,7 @@ import { startBenchServer } from './lib/bench-server';
 import { startBareAedes } from './lib/bare-aedes';
 import { PacketLoadPool, type PoolPhase } from './lib/packet-load-pool';
 import { isSmoke, recordResults, type CurrentFigure } from './lib/results';
+import { serviceCpuMeter, withDatabaseShare } from './lib/service-cpu';
 import type { LoadDevice } from './lib/packet-load';
 import { makeSerials } from '#simulator/fleet';
 
@@ -50,6 +51,9 @@ interface Target {
   devices: LoadDevice[];
   /** A meter of the broker's CPU (for the service on PostgreSQL, plus its backends): µs between start and stop. */
   cpu: { start(): Promise<void>; stop(): Promise<number> };
+  /** Ours: the database's part of the last cpu measurement (PostgreSQL backends or the embedded database's thread). */
+  databaseUs?: () => number | undefined;
+  database?: 'postgres' | 'embedded';
   loopDelay?: { start(): Promise<void>; stop(): Promise<{ p99Ms: number; maxMs: number }> };
   profile?: { start(): Promise<void>; stop(file: string): Promise<void> };
   stop(): Promise<void>;
@@ -57,12 +61,15 @@ interface Target {
 
 interface Step extends PoolPhase {
   brokerCpuPerAckUs: number;
+  /** The database's part of brokerCpuPerAckUs (ours only). */
+  databaseCpuPerAckUs?: number;
   generatorCpuPerMessageUs: number;
   ok: boolean;
 }
 
 interface Capacity {
   name: string;
+  database?: 'postgres' | 'embedded';
   steps: Step[];
   /** The highest step the broker kept up with (acked >= 0.95 sent, p99 <= 1 s). */
   sustained: Step | undefined;
@@ -82,14 +89,16 @@ async function measure(target: Target): Promise<Capacity> {
       await target.cpu.start();
       const result = await pool.run(rate, SECONDS);
       const used = await target.cpu.stop();
+      const databaseUs = target.databaseUs?.();
       const step = {
         ...result,
         brokerCpuPerAckUs: used / Math.max(1, result.acked),
+        ...(databaseUs !== undefined ? { databaseCpuPerAckUs: databaseUs / Math.max(1, result.acked) } : {}),
         generatorCpuPerMessageUs: result.cpuUs / Math.max(1, result.sent),
         ok: result.acked >= 0.95 * result.sent && result.p99Ms <= 1000,
       };
       console.log(
-        `${target.name} @ ${rate}/s: acked ${result.acked}/${result.sent}, p50 ${result.p50Ms.toFixed(1)} ms, p99 ${result.p99Ms.toFixed(1)} ms, broker ${step.brokerCpuPerAckUs.toFixed(1)} µs/ack, generators ${step.generatorCpuPerMessageUs.toFixed(1)} µs/msg, lag p99 ${result.generators.worstLagP99Ms.toFixed(1)} ms${result.generatorBound ? ' [GENERATOR-BOUND]' : ''}`,
+        `${target.name} @ ${rate}/s: acked ${result.acked}/${result.sent}, p50 ${result.p50Ms.toFixed(1)} ms, p99 ${result.p99Ms.toFixed(1)} ms, broker ${withDatabaseShare(step.brokerCpuPerAckUs, step.databaseCpuPerAckUs, target.database ?? 'embedded', 1)}/ack, generators ${step.generatorCpuPerMessageUs.toFixed(1)} µs/msg, lag p99 ${result.generators.worstLagP99Ms.toFixed(1)} ms${result.generatorBound ? ' [GENERATOR-BOUND]' : ''}`,
       );
       return step;
     };
@@ -125,7 +134,7 @@ async function measure(target: Target): Promise<Capacity> {
       const loop = await target.loopDelay?.stop();
       atEighty = { ...step, loopP99Ms: loop?.p99Ms, loopMaxMs: loop?.maxMs };
     }
-    return { name: target.name, steps, sustained, endedBy, atEighty };
+    return { name: target.name, database: target.database, steps, sustained, endedBy, atEighty };
   } finally {
     await pool.stop();
     await target.stop();
@@ -135,18 +144,15 @@ async function measure(target: Target): Promise<Capacity> {
 async function serviceTarget(): Promise<Target> {
   const server = await startBenchServer();
   const { credentials } = await claimBenchFleet(server, { prefix: 'CAP', count: DEVICES });
-  const postgres = await server.postgresCpu();
-  const own = async () => {
-    const used = await server.cpu();
-    return used.user + used.system;
-  };
-  let ownAtStart = 0;
+  const meter = await serviceCpuMeter(server);
+  let databaseUs: number | undefined;
   const cpu = {
-    start: async () => {
-      ownAtStart = await own();
-      await postgres?.start();
+    start: () => meter.start(),
+    stop: async () => {
+      const used = await meter.stop();
+      databaseUs = used.databaseUs;
+      return used.totalUs;
     },
-    stop: async () => (await own()) - ownAtStart + ((await postgres?.stop()) ?? 0),
   };
   return {
     id: 'service',
@@ -155,13 +161,15 @@ async function serviceTarget(): Promise<Target> {
     clean: false,
     devices: credentials.map((c) => ({ serial: c.serial, username: c.username, password: c.password })),
     cpu,
+    databaseUs: () => databaseUs,
+    database: server.database,
     profile: { start: () => server.startProfile(), stop: (file) => server.stopProfile(file) },
     loopDelay: {
       start: () => server.startEventLoopDelay(),
       stop: () => server.stopEventLoopDelay(),
     },
     stop: async () => {
-      await postgres?.close();
+      await meter.close();
       await server.stop();
     },
   };
@@ -268,12 +276,16 @@ console.log(
   `CPU per heartbeat, service / bare Aedes at ${sameRate?.[0].offered ?? '(no common rate)'}/s: ${cpuRatio.toFixed(2)}, at ${firstPair?.[0].offered ?? '(no first step)'}/s: ${firstRatio.toFixed(2)}; sustained rate ratio: ${rateRatio.toFixed(2)}${rateCaveat}`,
 );
 
+/** Ours per heartbeat, with the database's share. */
+const ourCpu = (step: Step | undefined) =>
+  step ? withDatabaseShare(step.brokerCpuPerAckUs, step.databaseCpuPerAckUs, ours.database ?? 'embedded', 1) : 'n/a';
+
 if (!smoke && !dry && !profileFile) {
   const command = `${ours.name.includes('PostgreSQL') ? 'BENCH_DATABASE_URL=<postgres> ' : ''}node --import tsx bench/heartbeat-capacity.bench.ts`;
   const current: CurrentFigure[] = [
     {
       id: `Heartbeat CPU per acknowledged heartbeat vs bare Aedes (${ours.name})`,
-      figure: `${sameRate?.[0].brokerCpuPerAckUs.toFixed(1)} µs against ${sameRate?.[1].brokerCpuPerAckUs.toFixed(1)} µs at ${sameRate?.[0].offered}/s offered to both (${perDevice(sameRate?.[0].offered ?? 0)} per device a second): ratio ${cpuRatio.toFixed(2)}; ${firstPair?.[0].brokerCpuPerAckUs.toFixed(1)} µs against ${firstPair?.[1].brokerCpuPerAckUs.toFixed(1)} µs at ${firstPair?.[0].offered}/s (${perDevice(firstPair?.[0].offered ?? 0)} per device a second): ratio ${firstRatio.toFixed(2)}`,
+      figure: `${ourCpu(sameRate?.[0])} against ${sameRate?.[1].brokerCpuPerAckUs.toFixed(1)} µs at ${sameRate?.[0].offered}/s offered to both (${perDevice(sameRate?.[0].offered ?? 0)} per device a second): ratio ${cpuRatio.toFixed(2)}; ${ourCpu(firstPair?.[0])} against ${firstPair?.[1].brokerCpuPerAckUs.toFixed(1)} µs at ${firstPair?.[0].offered}/s (${perDevice(firstPair?.[0].offered ?? 0)} per device a second): ratio ${firstRatio.toFixed(2)}`,
       target: '<= 1.1x bare Aedes, at both rates',
       met: cpuRatio <= 1.1 && firstRatio <= 1.1,
     },
@@ -307,12 +319,12 @@ if (!smoke && !dry && !profileFile) {
     figures: [
       ...results.map(describe),
       '',
-      '| broker | offered/s | acked | p50 ms | p99 ms | broker µs/ack | generator µs/msg | generator lag p99 ms | generator-bound |',
-      '|---|---|---|---|---|---|---|---|---|',
+      '| broker | offered/s | acked | p50 ms | p99 ms | broker µs/ack | of which the database | generator µs/msg | generator lag p99 ms | generator-bound |',
+      '|---|---|---|---|---|---|---|---|---|---|',
       ...results.flatMap((c) =>
         c.steps.map(
           (s) =>
-            `| ${c.name} | ${s.offered} | ${s.acked}/${s.sent} | ${s.p50Ms.toFixed(1)} | ${s.p99Ms.toFixed(1)} | ${s.brokerCpuPerAckUs.toFixed(1)} | ${s.generatorCpuPerMessageUs.toFixed(1)} | ${s.generators.worstLagP99Ms.toFixed(1)} | ${s.generatorBound ? 'yes' : 'no'} |`,
+            `| ${c.name} | ${s.offered} | ${s.acked}/${s.sent} | ${s.p50Ms.toFixed(1)} | ${s.p99Ms.toFixed(1)} | ${s.brokerCpuPerAckUs.toFixed(1)} | ${s.databaseCpuPerAckUs?.toFixed(1) ?? ''} | ${s.generatorCpuPerMessageUs.toFixed(1)} | ${s.generators.worstLagP99Ms.toFixed(1)} | ${s.generatorBound ? 'yes' : 'no'} |`,
         ),
       ),
     ],

@@ -43,8 +43,11 @@ export interface BenchServer {
   /** Runs SQL inside the server process (the only way to reach an embedded database). */
   sql(sql: string, bindings?: unknown[]): Promise<{ rowCount: number; rows: unknown[] }>;
   memory(): Promise<NodeJS.MemoryUsage>;
-  /** The server process's CPU time so far (µs): diff two readings for the CPU a phase cost. */
-  cpu(): Promise<NodeJS.CpuUsage>;
+  /**
+   * The server process's CPU time so far (µs): diff two readings for the CPU a phase cost. On the
+   * embedded database, `databaseThreadUs` is the part of it its database thread spent (Linux).
+   */
+  cpu(): Promise<NodeJS.CpuUsage & { databaseThreadUs?: number }>;
   /** Forces a GC in the server (it runs with --expose-gc) and returns its memory afterwards. */
   gc(): Promise<NodeJS.MemoryUsage>;
   /** Writes a heap snapshot of the server (after a GC) to `file` (.heapsnapshot). */

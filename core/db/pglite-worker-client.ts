@@ -57,6 +57,13 @@ interface Pending {
 const BUSY_IS_UP_MS = 60_000;
 
 /** One run of the thread: from its start to its exit. */
+/**
+ * The thread's name: Node gives it to the operating system's thread too (Linux: at most 15
+ * characters), so `top -H` and /proc/<pid>/task/<tid>/comm tell the database's CPU apart from the
+ * event loop's (bench/lib/server-child.ts reads it that way).
+ */
+export const EMBEDDED_DATABASE_THREAD_NAME = 'embedded-db';
+
 class ThreadRun {
   readonly worker: Worker;
   readonly ready: Promise<void>;
@@ -68,6 +75,7 @@ class ThreadRun {
     const source = threadSource();
     this.worker = new Worker(source.eval ? source.code : source.file, {
       eval: source.eval,
+      name: EMBEDDED_DATABASE_THREAD_NAME,
       workerData: { dataDir } satisfies ThreadOptions,
     });
     let opened: { resolve(): void; reject(error: Error): void };

@@ -1,0 +1,66 @@
+import type { BenchServer } from './bench-server';
+
+/** What one phase cost the service (µs): its whole CPU and the database's part of it. */
+export interface ServiceCpu {
+  /** The service process, plus its PostgreSQL backends on PostgreSQL. */
+  totalUs: number;
+  /** The PostgreSQL backends, or the embedded database's thread (part of the process); undefined where not measured. */
+  databaseUs: number | undefined;
+}
+
+/**
+ * The service's CPU over a phase, with the database's share apart: on PostgreSQL the backends of
+ * its database (added to the process's CPU), on the embedded database the database thread
+ * (already inside the process's CPU). What a benchmark needs to say where a ratio to bare Aedes
+ * comes from: the event loop's own work or the database's.
+ */
+export async function serviceCpuMeter(server: BenchServer): Promise<{
+  start(): Promise<void>;
+  stop(): Promise<ServiceCpu>;
+  /** Transactions committed during the last phase (PostgreSQL only). */
+  transactions(): number | undefined;
+  close(): Promise<void>;
+}> {
+  const postgres = await server.postgresCpu();
+  let atStart: { processUs: number; threadUs: number | undefined } = { processUs: 0, threadUs: undefined };
+  const read = async () => {
+    const used = await server.cpu();
+    return { processUs: used.user + used.system, threadUs: used.databaseThreadUs };
+  };
+  return {
+    start: async () => {
+      atStart = await read();
+      await postgres?.start();
+    },
+    stop: async () => {
+      const now = await read();
+      const backends = await postgres?.stop();
+      const processUs = now.processUs - atStart.processUs;
+      if (backends !== undefined) return { totalUs: processUs + backends, databaseUs: backends };
+      const threadUs =
+        now.threadUs !== undefined && atStart.threadUs !== undefined ? now.threadUs - atStart.threadUs : undefined;
+      return { totalUs: processUs, databaseUs: threadUs };
+    },
+    transactions: () => postgres?.transactions,
+    close: async () => {
+      await postgres?.close();
+    },
+  };
+}
+
+/**
+ * "336 µs (service 280 + PostgreSQL 56)" or "343 µs (of which the database thread 150)": a
+ * figure per operation with the database's share, as measured by serviceCpuMeter.
+ */
+export function withDatabaseShare(
+  totalUs: number,
+  databaseUs: number | undefined,
+  database: 'postgres' | 'embedded',
+  digits = 0,
+): string {
+  const us = (n: number) => `${n.toFixed(digits)} µs`;
+  if (databaseUs === undefined) return us(totalUs);
+  return database === 'postgres'
+    ? `${us(totalUs)} (service ${(totalUs - databaseUs).toFixed(digits)} + PostgreSQL ${databaseUs.toFixed(digits)})`
+    : `${us(totalUs)} (of which the database thread ${databaseUs.toFixed(digits)})`;
+}
