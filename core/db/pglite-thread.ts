@@ -1,5 +1,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
+import { RawProtocolRunner } from './pglite-protocol';
 
 /**
  * The embedded database's own thread (core/db/pglite-worker-client.ts starts it): PGlite's
@@ -24,30 +25,6 @@ export type ThreadReply =
   | { kind: 'failed'; id: number; message: string }
   | { kind: 'closed'; id: number };
 
-/** Splits concatenated frontend messages (type byte, then a length that counts itself). */
-function splitMessages(bytes: Uint8Array): Uint8Array[] {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const messages: Uint8Array[] = [];
-  for (let offset = 0; offset < bytes.byteLength;) {
-    if (offset + 5 > bytes.byteLength) throw new Error('truncated protocol message');
-    const end = offset + 1 + view.getUint32(offset + 1);
-    if (end > bytes.byteLength) throw new Error('truncated protocol message');
-    messages.push(bytes.subarray(offset, end));
-    offset = end;
-  }
-  return messages;
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.byteLength, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.byteLength;
-  }
-  return out;
-}
-
 async function main(): Promise<void> {
   const port = parentPort;
   if (!port) throw new Error('pglite-thread.ts runs as a worker thread only');
@@ -61,15 +38,7 @@ async function main(): Promise<void> {
   }
   const post = (reply: ThreadReply, transfer: ArrayBuffer[] = []) => port.postMessage(reply, transfer);
 
-  async function exec(bytes: Uint8Array): Promise<Uint8Array> {
-    const messages = splitMessages(bytes);
-    const answers: Uint8Array[] = [];
-    // One message at a time, as PGlite's node-postgres adapter feeds it; the folder is synced
-    // once, after the last, before the answer leaves: a commit is on disk when the caller hears of it.
-    for (let i = 0; i < messages.length; i++)
-      answers.push(await pglite.execProtocolRaw(messages[i]!, { syncToFs: i === messages.length - 1 }));
-    return concat(answers);
-  }
+  const protocol = new RawProtocolRunner(pglite);
 
   // Requests are answered in the order they came: the wire protocol is one ordered stream.
   let queue = Promise.resolve();
@@ -87,7 +56,7 @@ async function main(): Promise<void> {
       }
       let answer: Uint8Array;
       try {
-        answer = await exec(request.bytes);
+        answer = await protocol.run(request.bytes);
       } catch (error) {
         // Not an SQL error (those are protocol messages in the answer): PGlite itself failed, and
         // its state is unknown. Say why, then end the thread; the main thread starts a new one.

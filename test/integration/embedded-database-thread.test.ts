@@ -1,6 +1,12 @@
 import { describe, it, expect, afterEach } from 'vitest';
 import knexFactory, { type Knex } from 'knex';
 import path from 'node:path';
+import v8 from 'node:v8';
+import vm from 'node:vm';
+import { PGlite } from '@electric-sql/pglite';
+import { serialize } from 'pg-protocol';
+import { Parser } from 'pg-protocol/dist/parser.js';
+import { RawProtocolRunner } from '#core/db/pglite-protocol';
 import { openDatabase, type Database } from '#core/db/database';
 import { EmbeddedDatabaseThread } from '#core/db/pglite-worker-client';
 import { ConfigurationError, loadConfig } from '#core/config';
@@ -154,6 +160,52 @@ describe.skipIf(usingPostgres())('embedded database thread', () => {
 
     // The next query gets a new connection, on a new thread that recovered the folder.
     expect(await knex('thread_probe').pluck('id')).toEqual([1]);
+  });
+});
+
+/** The backend messages of a raw answer, by name (dataRow, commandComplete, readyForQuery...). */
+function messageNames(answer: Uint8Array): string[] {
+  const names: string[] = [];
+  new Parser().parse(Buffer.from(answer), (message) => names.push(message.name));
+  return names;
+}
+
+/** V8's own collector, reachable once the flag is set (the test process runs without --expose-gc). */
+function collectGarbage(): void {
+  v8.setFlagsFromString('--expose-gc');
+  (vm.runInNewContext('gc') as () => void)();
+}
+
+describe.skipIf(usingPostgres())('the embedded database thread\'s protocol runner', () => {
+  it('answers in raw wire protocol and keeps nothing of an answer once it is returned', async () => {
+    const pglite = await PGlite.create();
+    try {
+      await pglite.exec(
+        "CREATE TABLE rows_probe AS SELECT g AS id, repeat('x', 1000) AS note FROM generate_series(1, 100) g",
+      );
+      const runner = new RawProtocolRunner(pglite);
+      const query = () => runner.run(new Uint8Array(serialize.query('SELECT id, note FROM rows_probe')));
+
+      const names = messageNames(await query());
+      expect(names.filter((n) => n === 'dataRow')).toHaveLength(100);
+      expect(names.slice(-2)).toEqual(['commandComplete', 'readyForQuery']);
+      // An SQL error is an answer too, and the next query runs as usual.
+      expect(messageNames(await runner.run(new Uint8Array(serialize.query('SELECT * FROM no_such_table'))))).toEqual([
+        'error',
+        'readyForQuery',
+      ]);
+
+      // 1,500 answers of 100 KB each: before, PGlite's raw call parsed and kept every one of them
+      // (about 150 MB, growing for as long as the service ran).
+      collectGarbage();
+      const before = process.memoryUsage().heapUsed;
+      for (let i = 0; i < 1500; i++) await query();
+      collectGarbage();
+      const grownMb = (process.memoryUsage().heapUsed - before) / 1024 / 1024;
+      expect(grownMb).toBeLessThan(20);
+    } finally {
+      await pglite.close();
+    }
   });
 });
 
