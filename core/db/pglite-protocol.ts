@@ -18,7 +18,8 @@ export class RawProtocolRunner {
   constructor(private readonly pglite: PGlite) {}
 
   /**
-   * Runs the frontend messages of one round trip (several concatenated), one message at a time
+   * Runs the typed frontend messages of one round trip (several concatenated; the startup
+   * exchange is the main thread's, pglite-worker-client.ts), one message at a time
    * as PGlite's node-postgres adapter feeds them; the folder is synced once, after the last,
    * before the answer leaves: a commit is on disk when the caller hears of it. Resolves with the
    * backend messages in a buffer of their own (to be transferred). One round trip at a time.

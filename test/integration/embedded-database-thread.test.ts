@@ -176,7 +176,7 @@ function collectGarbage(): void {
   (vm.runInNewContext('gc') as () => void)();
 }
 
-describe.skipIf(usingPostgres())('the embedded database thread\'s protocol runner', () => {
+describe.skipIf(usingPostgres())("the embedded database thread's protocol runner", () => {
   it('answers in raw wire protocol and keeps nothing of an answer once it is returned', async () => {
     const pglite = await PGlite.create();
     try {
