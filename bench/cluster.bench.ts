@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import pg from 'pg';
 import { isSmoke, recordResults } from './lib/results';
+import { processCpuMicros } from './lib/proc-cpu';
 import { ServiceProcess } from '#test/helpers/service-process';
 import { dropRedisKeys } from '#test/helpers/cluster';
 import { Fleet, claimDevices, makeSerials, type DeviceCredentials } from '#simulator/fleet';
@@ -33,8 +34,7 @@ const run = promisify(execFile);
 
 /** utime + stime of a process, in seconds. */
 function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
+  return (processCpuMicros(pid) ?? 0) / 1e6;
 }
 function rssBytes(pid: number): number {
   return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;

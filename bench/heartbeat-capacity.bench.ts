@@ -1,12 +1,12 @@
 import net from 'node:net';
 import { execSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { claimBenchFleet, cpuDifference } from './lib/claimed-fleet';
 import { startBenchServer } from './lib/bench-server';
 import { startBareAedes } from './lib/bare-aedes';
 import { PacketLoadPool, type PoolPhase } from './lib/packet-load-pool';
 import { isSmoke, recordResults, type CurrentFigure } from './lib/results';
 import { serviceCpuMeter, withDatabaseShare } from './lib/service-cpu';
+import { processCpuMicros } from './lib/proc-cpu';
 import type { LoadDevice } from './lib/packet-load';
 import { makeSerials } from '#simulator/fleet';
 
@@ -202,12 +202,7 @@ async function mosquittoTarget(): Promise<Target | null> {
   if (!reachable) return null;
   // Mosquitto is a shared system service: its CPU is read from /proc by its PID.
   const pid = Number(execSync('pgrep -o mosquitto').toString().trim());
-  const cpu = cpuDifference(() => {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(fields[11]) + Number(fields[12]);
-    return Promise.resolve((ticks / 100) * 1e6); // USER_HZ = 100 on Linux
-  });
+  const cpu = cpuDifference(() => Promise.resolve(processCpuMicros(pid) ?? 0));
   return {
     id: 'mosquitto',
     name: 'Mosquitto',

@@ -1,20 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import pg from 'pg';
-
-/** Clock ticks per second of /proc/<pid>/stat's utime and stime (USER_HZ: 100 on Linux). */
-const USER_HZ = 100;
-
-/** CPU time (µs) of one process so far from /proc, or undefined when it is gone. */
-function processCpuMicros(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // Fields after the command: state is index 0, so utime (14th overall) is 11 and stime 12.
-    return ((Number(fields[11]) + Number(fields[12])) / USER_HZ) * 1e6;
-  } catch {
-    return undefined;
-  }
-}
+import { processCpuMicros } from './proc-cpu';
 
 /**
  * CPU time (µs) of every `postgres` process on this machine so far, from /proc: the server's

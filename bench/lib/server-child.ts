@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { writeHeapSnapshot } from 'node:v8';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
@@ -6,6 +6,7 @@ import { loadConfig } from '#core/config';
 import { startFleetService } from '#api/app';
 import { createLogger } from '#core/logger';
 import { EMBEDDED_DATABASE_THREAD_NAME } from '#core/db/pglite-worker-client';
+import { ownThreadCpuMicros } from './proc-cpu';
 
 /**
  * The benchmarked server, in its own process so that its memory and CPU are measured apart from
@@ -28,25 +29,6 @@ type Request =
   | { id: number; cmd: 'profile'; action: 'stop'; file: string }
   | { id: number; cmd: 'eventLoopDelay'; action: 'start' | 'stop' }
   | { id: number; cmd: 'stop' };
-
-/**
- * CPU time (µs) of the embedded database's thread so far, part of process.cpuUsage(): read from
- * the thread's /proc entry, found by its name (Linux; 10 ms ticks). Undefined on PostgreSQL or
- * where the thread cannot be found.
- */
-function databaseThreadCpuUs(): number | undefined {
-  try {
-    for (const tid of readdirSync('/proc/self/task')) {
-      if (readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim() !== EMBEDDED_DATABASE_THREAD_NAME) continue;
-      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      return ((Number(fields[11]) + Number(fields[12])) / 100) * 1e6; // USER_HZ = 100 on Linux
-    }
-  } catch {
-    // Not Linux, or the thread ended while it was read.
-  }
-  return undefined;
-}
 
 let peakRss = 0;
 let sampler: NodeJS.Timeout | undefined;
@@ -81,7 +63,8 @@ async function handle(req: Request): Promise<unknown> {
     case 'memory':
       return process.memoryUsage();
     case 'cpu':
-      return { ...process.cpuUsage(), databaseThreadUs: databaseThreadCpuUs() };
+      // The embedded database's thread, part of the process's CPU (undefined on PostgreSQL).
+      return { ...process.cpuUsage(), databaseThreadUs: ownThreadCpuMicros(EMBEDDED_DATABASE_THREAD_NAME) };
     case 'sampleRss':
       if (req.action === 'start') {
         peakRss = process.memoryUsage.rss();
