@@ -7,7 +7,7 @@ import { startBareAedes } from './lib/bare-aedes';
 import { PacketLoadPool } from './lib/packet-load-pool';
 import type { LoadDevice } from './lib/packet-load';
 import { isSmoke, recordResults } from './lib/results';
-import { serviceCpuMeter, withDatabaseShare } from './lib/service-cpu';
+import { serviceCpuMeter, withDatabaseShare, withoutDatabase, type BrokerCpuMeter } from './lib/service-cpu';
 import { makeSerials } from '#simulator/fleet';
 
 /**
@@ -77,12 +77,10 @@ interface Target {
   database?: 'postgres' | 'embedded';
   url: string;
   devices: LoadDevice[];
-  /** Broker CPU (µs) between start and stop, PostgreSQL backends included for ours. */
-  cpu: { start(): Promise<void>; stop(): Promise<number> };
+  /** Broker CPU (µs) between start and stop, PostgreSQL backends included for ours, with the database's part. */
+  cpu: BrokerCpuMeter;
   /** Transactions the database committed during the last CPU measurement (PostgreSQL only). */
   transactions?: () => number | undefined;
-  /** The database's CPU (µs) in the last CPU measurement, part of cpu's (ours only). */
-  databaseUs?: () => number | undefined;
   memory(): Promise<NodeJS.MemoryUsage>;
   heapSnapshot?: (file: string) => Promise<void>;
   /** Profiles the ramp (with --profile). */
@@ -100,7 +98,7 @@ async function measure(target: Target, offset: number): Promise<Capacity> {
       if (profiled) await target.profile?.start();
       await target.cpu.start();
       const result = await pool.connect({ url: target.url, devices, clean: false, parallel, offset: from });
-      const used = await target.cpu.stop();
+      const { totalUs: used, databaseUs } = await target.cpu.stop();
       if (profiled) await target.profile?.stop();
       // The generators report every connection they hold, earlier phases' included.
       const connected = devices.length - result.failed;
@@ -116,9 +114,7 @@ async function measure(target: Target, offset: number): Promise<Capacity> {
         ...(target.transactions?.() !== undefined
           ? { transactionsEach: target.transactions()! / Math.max(1, connected) }
           : {}),
-        ...(target.databaseUs?.() !== undefined
-          ? { databaseUsEach: target.databaseUs()! / Math.max(1, connected) }
-          : {}),
+        ...(databaseUs !== undefined ? { databaseUsEach: databaseUs / Math.max(1, connected) } : {}),
       };
     };
     await phase(target.devices.slice(0, WARM_UP), 50, offset);
@@ -166,7 +162,7 @@ async function bareAedesTarget(): Promise<Target> {
     name: 'bare Aedes',
     url: bare.url,
     devices: makeSerials('CCB', DEVICES).map((serial) => ({ serial, username: serial, password: 'x' })),
-    cpu: cpuDifference(() => bare.cpu()),
+    cpu: withoutDatabase(cpuDifference(() => bare.cpu())),
     memory: async () => (await bare.gc()).memory,
     ...(profileDir ? { profile: rampProfile(profileDir, 'bare-aedes', bare) } : {}),
     stop: () => bare.stop(),
@@ -204,21 +200,12 @@ async function serviceTarget(): Promise<Target> {
     await server.sql('CHECKPOINT');
   }
   const meter = await serviceCpuMeter(server);
-  let databaseUs: number | undefined;
   return {
     name: `service (${server.database === 'postgres' ? 'PostgreSQL' : 'embedded database'})`,
     database: server.database,
     url: server.mqttUrl,
     devices: credentials.map((c) => ({ serial: c.serial, username: c.username, password: c.password })),
-    cpu: {
-      start: () => meter.start(),
-      stop: async () => {
-        const used = await meter.stop();
-        databaseUs = used.databaseUs;
-        return used.totalUs;
-      },
-    },
-    databaseUs: () => databaseUs,
+    cpu: meter,
     memory: () => server.gc(),
     heapSnapshot: (file) => server.heapSnapshot(file),
     transactions: () => meter.transactions(),

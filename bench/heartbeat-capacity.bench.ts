@@ -5,7 +5,7 @@ import { startBenchServer } from './lib/bench-server';
 import { startBareAedes } from './lib/bare-aedes';
 import { PacketLoadPool, type PoolPhase } from './lib/packet-load-pool';
 import { isSmoke, recordResults, type CurrentFigure } from './lib/results';
-import { serviceCpuMeter, withDatabaseShare } from './lib/service-cpu';
+import { serviceCpuMeter, withDatabaseShare, withoutDatabase, type BrokerCpuMeter } from './lib/service-cpu';
 import { processCpuMicros } from './lib/proc-cpu';
 import type { LoadDevice } from './lib/packet-load';
 import { makeSerials } from '#simulator/fleet';
@@ -49,10 +49,8 @@ interface Target {
   url: string;
   clean: boolean;
   devices: LoadDevice[];
-  /** A meter of the broker's CPU (for the service on PostgreSQL, plus its backends): µs between start and stop. */
-  cpu: { start(): Promise<void>; stop(): Promise<number> };
-  /** Ours: the database's part of the last cpu measurement (PostgreSQL backends or the embedded database's thread). */
-  databaseUs?: () => number | undefined;
+  /** The broker's CPU between start and stop (for the service on PostgreSQL, plus its backends), with the database's part. */
+  cpu: BrokerCpuMeter;
   database?: 'postgres' | 'embedded';
   loopDelay?: { start(): Promise<void>; stop(): Promise<{ p99Ms: number; maxMs: number }> };
   profile?: { start(): Promise<void>; stop(file: string): Promise<void> };
@@ -88,11 +86,10 @@ async function measure(target: Target): Promise<Capacity> {
     const phase = async (rate: number): Promise<Step> => {
       await target.cpu.start();
       const result = await pool.run(rate, SECONDS);
-      const used = await target.cpu.stop();
-      const databaseUs = target.databaseUs?.();
+      const { totalUs, databaseUs } = await target.cpu.stop();
       const step = {
         ...result,
-        brokerCpuPerAckUs: used / Math.max(1, result.acked),
+        brokerCpuPerAckUs: totalUs / Math.max(1, result.acked),
         ...(databaseUs !== undefined ? { databaseCpuPerAckUs: databaseUs / Math.max(1, result.acked) } : {}),
         generatorCpuPerMessageUs: result.cpuUs / Math.max(1, result.sent),
         ok: result.acked >= 0.95 * result.sent && result.p99Ms <= 1000,
@@ -145,23 +142,13 @@ async function serviceTarget(): Promise<Target> {
   const server = await startBenchServer();
   const { credentials } = await claimBenchFleet(server, { prefix: 'CAP', count: DEVICES });
   const meter = await serviceCpuMeter(server);
-  let databaseUs: number | undefined;
-  const cpu = {
-    start: () => meter.start(),
-    stop: async () => {
-      const used = await meter.stop();
-      databaseUs = used.databaseUs;
-      return used.totalUs;
-    },
-  };
   return {
     id: 'service',
     name: `service (${server.database === 'postgres' ? 'PostgreSQL' : 'embedded database'})`,
     url: server.mqttUrl,
     clean: false,
     devices: credentials.map((c) => ({ serial: c.serial, username: c.username, password: c.password })),
-    cpu,
-    databaseUs: () => databaseUs,
+    cpu: meter,
     database: server.database,
     profile: { start: () => server.startProfile(), stop: (file) => server.stopProfile(file) },
     loopDelay: {
@@ -183,7 +170,7 @@ async function bareAedesTarget(): Promise<Target> {
     url: bare.url,
     clean: false,
     devices: makeSerials('CAPB', DEVICES).map((serial) => ({ serial, username: serial, password: 'x' })),
-    cpu: cpuDifference(() => bare.cpu()),
+    cpu: withoutDatabase(cpuDifference(() => bare.cpu())),
     profile: { start: () => bare.startProfile(), stop: (file) => bare.stopProfile(file) },
     loopDelay: { start: () => bare.startEventLoopDelay(), stop: () => bare.stopEventLoopDelay() },
     stop: () => bare.stop(),
@@ -202,7 +189,7 @@ async function mosquittoTarget(): Promise<Target | null> {
   if (!reachable) return null;
   // Mosquitto is a shared system service: its CPU is read from /proc by its PID.
   const pid = Number(execSync('pgrep -o mosquitto').toString().trim());
-  const cpu = cpuDifference(() => Promise.resolve(processCpuMicros(pid) ?? 0));
+  const cpu = withoutDatabase(cpuDifference(() => Promise.resolve(processCpuMicros(pid) ?? 0)));
   return {
     id: 'mosquitto',
     name: 'Mosquitto',

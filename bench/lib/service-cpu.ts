@@ -1,4 +1,5 @@
 import type { BenchServer } from './bench-server';
+import type { CpuMeter } from './claimed-fleet';
 
 /** What one phase cost the service (µs): its whole CPU and the database's part of it. */
 export interface ServiceCpu {
@@ -14,13 +15,13 @@ export interface ServiceCpu {
  * (already inside the process's CPU). What a benchmark needs to say where a ratio to bare Aedes
  * comes from: the event loop's own work or the database's.
  */
-export async function serviceCpuMeter(server: BenchServer): Promise<{
-  start(): Promise<void>;
-  stop(): Promise<ServiceCpu>;
-  /** Transactions committed during the last phase (PostgreSQL only). */
-  transactions(): number | undefined;
-  close(): Promise<void>;
-}> {
+export async function serviceCpuMeter(server: BenchServer): Promise<
+  BrokerCpuMeter & {
+    /** Transactions committed during the last phase (PostgreSQL only). */
+    transactions(): number | undefined;
+    close(): Promise<void>;
+  }
+> {
   const postgres = await server.postgresCpu();
   let atStart: { processUs: number; threadUs: number | undefined } = { processUs: 0, threadUs: undefined };
   const read = async () => {
@@ -39,13 +40,26 @@ export async function serviceCpuMeter(server: BenchServer): Promise<{
       if (backends !== undefined) return { totalUs: processUs + backends, databaseUs: backends };
       const threadUs =
         now.threadUs !== undefined && atStart.threadUs !== undefined ? now.threadUs - atStart.threadUs : undefined;
-      return { totalUs: processUs, databaseUs: threadUs };
+      // The thread's /proc figure moves in 10 ms ticks, the process's in µs: over a short phase
+      // the part could read more than the whole.
+      return { totalUs: processUs, databaseUs: threadUs === undefined ? undefined : Math.min(threadUs, processUs) };
     },
     transactions: () => postgres?.transactions,
     close: async () => {
       await postgres?.close();
     },
   };
+}
+
+/** A broker's CPU over a phase, with the database's share where there is one. */
+export interface BrokerCpuMeter {
+  start(): Promise<void>;
+  stop(): Promise<ServiceCpu>;
+}
+
+/** A baseline broker's meter (bare Aedes, Mosquitto): no database share. */
+export function withoutDatabase(meter: CpuMeter): BrokerCpuMeter {
+  return { start: () => meter.start(), stop: async () => ({ totalUs: await meter.stop(), databaseUs: undefined }) };
 }
 
 /**
