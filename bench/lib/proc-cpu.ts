@@ -4,15 +4,29 @@ import { readdirSync, readFileSync } from 'node:fs';
 const USER_HZ = 100;
 
 /**
- * CPU time (µs) of one process so far from /proc, or undefined when it is gone (or there is no
- * /proc). A thread id works too (Linux lists threads as /proc/<tid>). Resolution 10 ms.
+ * CPU time (µs) of one process so far from /proc, all its threads, or undefined when it is gone
+ * (or there is no /proc). Resolution 10 ms.
  */
 export function processCpuMicros(pid: number): number | undefined {
+  const used = processCpuUsage(pid);
+  return used === undefined ? undefined : used.user + used.system;
+}
+
+/**
+ * The same split as process.cpuUsage() gives: user and system (kernel) time (µs) of one process
+ * so far, or undefined when it is gone (or there is no /proc). Resolution 10 ms.
+ */
+export function processCpuUsage(pid: number): NodeJS.CpuUsage | undefined {
+  return cpuUsageOf(`/proc/${pid}/stat`);
+}
+
+/** utime and stime (µs) of a /proc stat file, or undefined when it cannot be read. */
+function cpuUsageOf(statFile: string): NodeJS.CpuUsage | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(statFile, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     // Fields after the command: state is index 0, so utime (14th overall) is 11 and stime 12.
-    return ((Number(fields[11]) + Number(fields[12])) / USER_HZ) * 1e6;
+    return { user: (Number(fields[11]) / USER_HZ) * 1e6, system: (Number(fields[12]) / USER_HZ) * 1e6 };
   } catch {
     return undefined;
   }
@@ -25,7 +39,10 @@ export function processCpuMicros(pid: number): number | undefined {
 export function ownThreadCpuMicros(name: string): number | undefined {
   try {
     for (const tid of readdirSync('/proc/self/task')) {
-      if (readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim() === name) return processCpuMicros(Number(tid));
+      if (readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim() !== name) continue;
+      // The thread's own figures are under task/: /proc/<tid>/stat answers for the whole process.
+      const used = cpuUsageOf(`/proc/self/task/${tid}/stat`);
+      return used === undefined ? undefined : used.user + used.system;
     }
   } catch {
     // No /proc, or the thread ended while it was read.
