@@ -1,13 +1,13 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { claimBenchFleet, cpuDifference } from './lib/claimed-fleet';
+import { claimBenchFleet } from './lib/claimed-fleet';
 import { startBenchServer } from './lib/bench-server';
 import { heapGrowth, summariseHeap } from './lib/heap-summary';
 import { startBareAedes } from './lib/bare-aedes';
 import { PacketLoadPool } from './lib/packet-load-pool';
 import type { LoadDevice } from './lib/packet-load';
 import { isSmoke, recordResults } from './lib/results';
-import { serviceCpuMeter, withDatabaseShare, withoutDatabase, type BrokerCpuMeter } from './lib/service-cpu';
+import { baselineCpuMeter, serviceCpuMeter, withDatabaseShare, type BrokerCpuMeter } from './lib/service-cpu';
 import { makeSerials } from '#simulator/fleet';
 
 /**
@@ -60,6 +60,8 @@ interface Phase {
   transactionsEach?: number;
   /** The database's part of brokerUsEach (PostgreSQL backends, or the embedded database's thread); ours only. */
   databaseUsEach?: number;
+  /** The broker process's kernel time, part of brokerUsEach (sockets, epoll; loopback delivery of what it sends). */
+  kernelUsEach?: number;
 }
 
 interface Capacity {
@@ -98,7 +100,7 @@ async function measure(target: Target, offset: number): Promise<Capacity> {
       if (profiled) await target.profile?.start();
       await target.cpu.start();
       const result = await pool.connect({ url: target.url, devices, clean: false, parallel, offset: from });
-      const { totalUs: used, databaseUs } = await target.cpu.stop();
+      const { totalUs: used, databaseUs, kernelUs } = await target.cpu.stop();
       if (profiled) await target.profile?.stop();
       // The generators report every connection they hold, earlier phases' included.
       const connected = devices.length - result.failed;
@@ -115,6 +117,7 @@ async function measure(target: Target, offset: number): Promise<Capacity> {
           ? { transactionsEach: target.transactions()! / Math.max(1, connected) }
           : {}),
         ...(databaseUs !== undefined ? { databaseUsEach: databaseUs / Math.max(1, connected) } : {}),
+        ...(kernelUs !== undefined ? { kernelUsEach: kernelUs / Math.max(1, connected) } : {}),
       };
     };
     await phase(target.devices.slice(0, WARM_UP), 50, offset);
@@ -162,7 +165,7 @@ async function bareAedesTarget(): Promise<Target> {
     name: 'bare Aedes',
     url: bare.url,
     devices: makeSerials('CCB', DEVICES).map((serial) => ({ serial, username: serial, password: 'x' })),
-    cpu: withoutDatabase(cpuDifference(() => bare.cpu())),
+    cpu: baselineCpuMeter(() => bare.cpuUsage()),
     memory: async () => (await bare.gc()).memory,
     ...(profileDir ? { profile: rampProfile(profileDir, 'bare-aedes', bare) } : {}),
     stop: () => bare.stop(),
@@ -242,9 +245,10 @@ const ours = await measure(await serviceTarget(), 2 * DEVICES);
 
 const us = (n: number) => `${n.toFixed(0)} µs`;
 const cpuOf = (p: Phase, c: Capacity) => withDatabaseShare(p.brokerUsEach, p.databaseUsEach, c.database ?? 'embedded');
+const kernelOf = (p: Phase) => (p.kernelUsEach !== undefined ? `kernel ${us(p.kernelUsEach)}; ` : '');
 const bound = (p: Phase) => (p.generatorBound ? ' (generator-bound)' : '');
 const line = (c: Capacity) =>
-  `${c.name}: burst of ${c.burst.connected} (${c.burst.failed} failed) at ${c.burst.perSecond.toFixed(0)}/s${bound(c.burst)}, ${cpuOf(c.burst, c)} broker CPU each (generator ${us(c.burst.generatorUsEach)}); ramp of ${c.ramp.connected} (${c.ramp.failed} failed) at ${c.ramp.perSecond.toFixed(0)}/s${bound(c.ramp)}, ${cpuOf(c.ramp, c)} each; memory ${c.rssKbEach.toFixed(1)} KB RSS, ${c.heapKbEach.toFixed(1)} KB heap per device`;
+  `${c.name}: burst of ${c.burst.connected} (${c.burst.failed} failed) at ${c.burst.perSecond.toFixed(0)}/s${bound(c.burst)}, ${cpuOf(c.burst, c)} broker CPU each (${kernelOf(c.burst)}generator ${us(c.burst.generatorUsEach)}); ramp of ${c.ramp.connected} (${c.ramp.failed} failed) at ${c.ramp.perSecond.toFixed(0)}/s${bound(c.ramp)}, ${cpuOf(c.ramp, c)} each (${kernelOf(c.ramp)}generator ${us(c.ramp.generatorUsEach)}); memory ${c.rssKbEach.toFixed(1)} KB RSS, ${c.heapKbEach.toFixed(1)} KB heap per device`;
 const figures = [line(bare), line(ours)];
 const burstCpu = ours.burst.brokerUsEach / bare.burst.brokerUsEach;
 const rampCpu = ours.ramp.brokerUsEach / bare.ramp.brokerUsEach;

@@ -26,6 +26,8 @@ export interface BareAedes {
   gc: () => Promise<BareAedesStats>;
   /** CPU µs of the broker process so far. */
   cpu: () => Promise<number>;
+  /** The same, split into user and system (kernel) time. */
+  cpuUsage: () => Promise<NodeJS.CpuUsage>;
   /** Publishes an OTA command (QoS 1) to each serial; resolves when Aedes confirmed them all. */
   publishOta: (serials: string[]) => Promise<void>;
   /** A CPU profile of the broker process (100 µs sampling) between start and stop, written to `file`. */
@@ -78,6 +80,7 @@ export async function startBareAedes(options: { tls?: { certFile: string; keyFil
     port,
     stats: () => ask('stats'),
     gc: () => ask('gc'),
+    cpuUsage: async () => (await ask('stats')).cpu,
     cpu: async () => {
       const { cpu } = await ask('stats');
       return cpu.user + cpu.system;

@@ -1,5 +1,4 @@
 import type { BenchServer } from './bench-server';
-import type { CpuMeter } from './claimed-fleet';
 
 /** What one phase cost the service (µs): its whole CPU and the database's part of it. */
 export interface ServiceCpu {
@@ -7,6 +6,11 @@ export interface ServiceCpu {
   totalUs: number;
   /** The PostgreSQL backends, or the embedded database's thread (part of the process); undefined where not measured. */
   databaseUs: number | undefined;
+  /**
+   * The broker process's system (kernel) time, part of totalUs: its socket reads and writes, epoll,
+   * and on loopback the delivery of what it sends. PostgreSQL's backends are not in it.
+   */
+  kernelUs?: number;
 }
 
 /**
@@ -23,10 +27,14 @@ export async function serviceCpuMeter(server: BenchServer): Promise<
   }
 > {
   const postgres = await server.postgresCpu();
-  let atStart: { processUs: number; threadUs: number | undefined } = { processUs: 0, threadUs: undefined };
+  let atStart: { processUs: number; systemUs: number; threadUs: number | undefined } = {
+    processUs: 0,
+    systemUs: 0,
+    threadUs: undefined,
+  };
   const read = async () => {
     const used = await server.cpu();
-    return { processUs: used.user + used.system, threadUs: used.databaseThreadUs };
+    return { processUs: used.user + used.system, systemUs: used.system, threadUs: used.databaseThreadUs };
   };
   return {
     start: async () => {
@@ -37,12 +45,17 @@ export async function serviceCpuMeter(server: BenchServer): Promise<
       const now = await read();
       const backends = await postgres?.stop();
       const processUs = now.processUs - atStart.processUs;
-      if (backends !== undefined) return { totalUs: processUs + backends, databaseUs: backends };
+      const kernelUs = now.systemUs - atStart.systemUs;
+      if (backends !== undefined) return { totalUs: processUs + backends, databaseUs: backends, kernelUs };
       const threadUs =
         now.threadUs !== undefined && atStart.threadUs !== undefined ? now.threadUs - atStart.threadUs : undefined;
       // The thread's /proc figure moves in 10 ms ticks, the process's in µs: over a short phase
       // the part could read more than the whole.
-      return { totalUs: processUs, databaseUs: threadUs === undefined ? undefined : Math.min(threadUs, processUs) };
+      return {
+        totalUs: processUs,
+        databaseUs: threadUs === undefined ? undefined : Math.min(threadUs, processUs),
+        kernelUs,
+      };
     },
     transactions: () => postgres?.transactions,
     close: async () => {
@@ -57,9 +70,19 @@ export interface BrokerCpuMeter {
   stop(): Promise<ServiceCpu>;
 }
 
-/** A baseline broker's meter (bare Aedes, Mosquitto): no database share. */
-export function withoutDatabase(meter: CpuMeter): BrokerCpuMeter {
-  return { start: () => meter.start(), stop: async () => ({ totalUs: await meter.stop(), databaseUs: undefined }) };
+/** A baseline broker's meter from its user and system time (bare Aedes, Mosquitto): no database share. */
+export function baselineCpuMeter(read: () => Promise<NodeJS.CpuUsage>): BrokerCpuMeter {
+  let atStart: NodeJS.CpuUsage = { user: 0, system: 0 };
+  return {
+    start: async () => {
+      atStart = await read();
+    },
+    stop: async () => {
+      const now = await read();
+      const kernelUs = now.system - atStart.system;
+      return { totalUs: now.user - atStart.user + kernelUs, databaseUs: undefined, kernelUs };
+    },
+  };
 }
 
 /**
