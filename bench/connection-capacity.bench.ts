@@ -61,7 +61,7 @@ interface Phase {
   /** The database's part of brokerUsEach (PostgreSQL backends, or the embedded database's thread); ours only. */
   databaseUsEach?: number;
   /** The broker process's kernel time, part of brokerUsEach (sockets, epoll; loopback delivery of what it sends). */
-  kernelUsEach?: number;
+  kernelUsEach: number;
 }
 
 interface Capacity {
@@ -117,7 +117,7 @@ async function measure(target: Target, offset: number): Promise<Capacity> {
           ? { transactionsEach: target.transactions()! / Math.max(1, connected) }
           : {}),
         ...(databaseUs !== undefined ? { databaseUsEach: databaseUs / Math.max(1, connected) } : {}),
-        ...(kernelUs !== undefined ? { kernelUsEach: kernelUs / Math.max(1, connected) } : {}),
+        kernelUsEach: kernelUs / Math.max(1, connected),
       };
     };
     await phase(target.devices.slice(0, WARM_UP), 50, offset);
@@ -245,7 +245,7 @@ const ours = await measure(await serviceTarget(), 2 * DEVICES);
 
 const us = (n: number) => `${n.toFixed(0)} µs`;
 const cpuOf = (p: Phase, c: Capacity) => withDatabaseShare(p.brokerUsEach, p.databaseUsEach, c.database ?? 'embedded');
-const kernelOf = (p: Phase) => (p.kernelUsEach !== undefined ? `kernel ${us(p.kernelUsEach)}; ` : '');
+const kernelOf = (p: Phase) => `kernel ${us(p.kernelUsEach)}; `;
 const bound = (p: Phase) => (p.generatorBound ? ' (generator-bound)' : '');
 const line = (c: Capacity) =>
   `${c.name}: burst of ${c.burst.connected} (${c.burst.failed} failed) at ${c.burst.perSecond.toFixed(0)}/s${bound(c.burst)}, ${cpuOf(c.burst, c)} broker CPU each (${kernelOf(c.burst)}generator ${us(c.burst.generatorUsEach)}); ramp of ${c.ramp.connected} (${c.ramp.failed} failed) at ${c.ramp.perSecond.toFixed(0)}/s${bound(c.ramp)}, ${cpuOf(c.ramp, c)} each (${kernelOf(c.ramp)}generator ${us(c.ramp.generatorUsEach)}); memory ${c.rssKbEach.toFixed(1)} KB RSS, ${c.heapKbEach.toFixed(1)} KB heap per device`;

@@ -65,7 +65,7 @@ interface Step extends PoolPhase {
    * The broker process's kernel time per acknowledged heartbeat, part of brokerCpuPerAckUs: what
    * a broker in any language pays for its sockets (docs/scaling.md, where a heartbeat's CPU goes).
    */
-  kernelCpuPerAckUs?: number;
+  kernelCpuPerAckUs: number;
   generatorCpuPerMessageUs: number;
   ok: boolean;
 }
@@ -96,12 +96,12 @@ async function measure(target: Target): Promise<Capacity> {
         ...result,
         brokerCpuPerAckUs: totalUs / Math.max(1, result.acked),
         ...(databaseUs !== undefined ? { databaseCpuPerAckUs: databaseUs / Math.max(1, result.acked) } : {}),
-        ...(kernelUs !== undefined ? { kernelCpuPerAckUs: kernelUs / Math.max(1, result.acked) } : {}),
+        kernelCpuPerAckUs: kernelUs / Math.max(1, result.acked),
         generatorCpuPerMessageUs: result.cpuUs / Math.max(1, result.sent),
         ok: result.acked >= 0.95 * result.sent && result.p99Ms <= 1000,
       };
       console.log(
-        `${target.name} @ ${rate}/s: acked ${result.acked}/${result.sent}, p50 ${result.p50Ms.toFixed(1)} ms, p99 ${result.p99Ms.toFixed(1)} ms, broker ${withDatabaseShare(step.brokerCpuPerAckUs, step.databaseCpuPerAckUs, target.database ?? 'embedded', 1)}/ack${step.kernelCpuPerAckUs !== undefined ? ` (kernel ${step.kernelCpuPerAckUs.toFixed(1)})` : ''}, generators ${step.generatorCpuPerMessageUs.toFixed(1)} µs/msg, lag p99 ${result.generators.worstLagP99Ms.toFixed(1)} ms${result.generatorBound ? ' [GENERATOR-BOUND]' : ''}`,
+        `${target.name} @ ${rate}/s: acked ${result.acked}/${result.sent}, p50 ${result.p50Ms.toFixed(1)} ms, p99 ${result.p99Ms.toFixed(1)} ms, broker ${withDatabaseShare(step.brokerCpuPerAckUs, step.databaseCpuPerAckUs, target.database ?? 'embedded', 1)}/ack (kernel ${step.kernelCpuPerAckUs.toFixed(1)}), generators ${step.generatorCpuPerMessageUs.toFixed(1)} µs/msg, lag p99 ${result.generators.worstLagP99Ms.toFixed(1)} ms${result.generatorBound ? ' [GENERATOR-BOUND]' : ''}`,
       );
       return step;
     };
@@ -312,7 +312,7 @@ if (!smoke && !dry && !profileFile) {
       ...results.flatMap((c) =>
         c.steps.map(
           (s) =>
-            `| ${c.name} | ${s.offered} | ${s.acked}/${s.sent} | ${s.p50Ms.toFixed(1)} | ${s.p99Ms.toFixed(1)} | ${s.brokerCpuPerAckUs.toFixed(1)} | ${s.databaseCpuPerAckUs?.toFixed(1) ?? ''} | ${s.kernelCpuPerAckUs?.toFixed(1) ?? ''} | ${s.generatorCpuPerMessageUs.toFixed(1)} | ${s.generators.worstLagP99Ms.toFixed(1)} | ${s.generatorBound ? 'yes' : 'no'} |`,
+            `| ${c.name} | ${s.offered} | ${s.acked}/${s.sent} | ${s.p50Ms.toFixed(1)} | ${s.p99Ms.toFixed(1)} | ${s.brokerCpuPerAckUs.toFixed(1)} | ${s.databaseCpuPerAckUs?.toFixed(1) ?? ''} | ${s.kernelCpuPerAckUs.toFixed(1)} | ${s.generatorCpuPerMessageUs.toFixed(1)} | ${s.generators.worstLagP99Ms.toFixed(1)} | ${s.generatorBound ? 'yes' : 'no'} |`,
         ),
       ),
     ],

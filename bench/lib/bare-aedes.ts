@@ -82,8 +82,8 @@ export async function startBareAedes(options: { tls?: { certFile: string; keyFil
     gc: () => ask('gc'),
     cpuUsage: async () => (await ask('stats')).cpu,
     cpu: async () => {
-      const { cpu } = await ask('stats');
-      return cpu.user + cpu.system;
+      const { user, system } = await bare.cpuUsage();
+      return user + system;
     },
     publishOta: async (serials) => {
       await ask('publishOta', { serials });

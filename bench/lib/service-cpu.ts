@@ -10,7 +10,7 @@ export interface ServiceCpu {
    * The broker process's system (kernel) time, part of totalUs: its socket reads and writes, epoll,
    * and on loopback the delivery of what it sends. PostgreSQL's backends are not in it.
    */
-  kernelUs?: number;
+  kernelUs: number;
 }
 
 /**
