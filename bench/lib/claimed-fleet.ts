@@ -1,22 +1,6 @@
 import type { BenchAccount, BenchServer } from './bench-server';
 import { claimDevices, makeSerials, type DeviceCredentials } from '#simulator/fleet';
 
-/** What a phase cost between start and stop (µs), from a reading of CPU µs so far. */
-export interface CpuMeter {
-  start(): Promise<void>;
-  stop(): Promise<number>;
-}
-
-export function cpuDifference(read: () => Promise<number>): CpuMeter {
-  let atStart = 0;
-  return {
-    start: async () => {
-      atStart = await read();
-    },
-    stop: async () => (await read()) - atStart,
-  };
-}
-
 /**
  * An account on the bench server with model Luma-100 and `count` devices claimed through REST
  * (serials `prefix` + number), as a production line would: their MQTT credentials.
