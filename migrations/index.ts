@@ -26,6 +26,7 @@ import * as deviceSearchTrigrams from './20261127172000_device_search_trigrams';
 import * as outboxPendingQueue from './20261127220000_outbox_pending_queue';
 import * as deviceSearchTerms from './20261128010000_device_search_terms';
 import * as presenceDeadlines from './20261128020000_presence_deadlines';
+import * as serialUniqueWithoutOrder from './20261128200000_serial_unique_without_order';
 import * as fixtureHealth from './20261127160000_fixture_health';
 import * as connectionDaysAndFailedMarks from './20261127170000_connection_days_and_failed_marks';
 
@@ -63,6 +64,7 @@ const migrations: Array<{ name: string; module: Knex.Migration }> = [
   { name: '20261127220000_outbox_pending_queue', module: outboxPendingQueue },
   { name: '20261128010000_device_search_terms', module: deviceSearchTerms },
   { name: '20261128020000_presence_deadlines', module: presenceDeadlines },
+  { name: '20261128200000_serial_unique_without_order', module: serialUniqueWithoutOrder },
 ];
 
 export const migrationSource: Knex.MigrationSource<{ name: string; module: Knex.Migration }> = {

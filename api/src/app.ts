@@ -111,7 +111,7 @@ export async function startFleetService(options: StartOptions): Promise<FleetSer
   });
   const serverSecret = loadServerSecret({ dataDir: config.dataDir });
   const services = createServices(
-    { knex: database.knex, transaction, clock, logger },
+    { knex: database.knex, plannedOnce: database.plannedOnce, transaction, clock, logger },
     {
       gateway: broker,
       serverSecret,

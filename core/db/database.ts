@@ -27,6 +27,14 @@ export type DatabaseKind = 'postgres' | 'embedded';
 
 export interface Database {
   readonly knex: Knex;
+  /**
+   * Connections for statements prepared by preparedRaw (core/db/prepared.ts) that keep one plan
+   * for every value: `plan_cache_mode = force_generic_plan`, set as each connection opens. Only
+   * named statements whose plan suits every value may run here (the device list's pages): an
+   * unnamed statement with values would be planned without them too. On the embedded database,
+   * which has one connection, this is `knex`.
+   */
+  readonly plannedOnce: Knex;
   readonly kind: DatabaseKind;
   /** Runs pending migrations; returns the names applied. */
   migrate(): Promise<string[]>;
@@ -91,9 +99,11 @@ function withMigrations(
   probe: () => Promise<void> = async () => {
     await knex.raw('select 1');
   },
+  plannedOnce: Knex = knex,
 ): Database {
   return {
     knex,
+    plannedOnce,
     kind,
     probe,
     async migrate() {
@@ -109,16 +119,42 @@ function openPostgres(url: string, poolSize: number, logger: Logger | undefined)
     ...(logger ? { log: knexLog(logger) } : {}),
     client: 'pg',
     connection: url,
-    // PostgreSQL's own choice of plan for named statements (plan_cache_mode = auto): a statement
-    // prepared by preparedRaw (core/db/prepared.ts) runs a generic plan, planned once, when that
-    // plan is estimated as cheap as planning with the values each time. Forcing custom plans on
-    // every connection (as this pool did until the device list's page statements were prepared)
-    // replanned each page: 0.7-1.2 ms of PostgreSQL CPU per page of 100, a third of its cost
-    // (bench/devices-list.bench.ts). Unnamed statements are planned with their values either way.
+    // PostgreSQL's own choice of plan for named statements (plan_cache_mode = auto): after five
+    // runs it keeps a generic plan only when that plan is estimated as cheap as planning with the
+    // values. Statements whose every plan suits every value say so by running on `plannedOnce`.
     pool: { min: 0, max: poolSize },
     acquireConnectionTimeout: 10_000,
   });
-  return withMigrations(knex, 'postgres', () => knex.destroy());
+  // The device list's page statements: PostgreSQL estimated their generic plans as dearer than
+  // planning each page with its values (the values make the LIMIT look cheaper), so under `auto`
+  // it planned every page again: 0.8-1.2 ms of a page's 1.9-2.6 ms of PostgreSQL CPU for 100
+  // devices of 100,000 (bench/devices-list.bench.ts). Half the pool's size: lists get their
+  // own connections without doubling what a process may hold.
+  const plannedOnce = knexFactory({
+    ...(logger ? { log: knexLog(logger) } : {}),
+    client: 'pg',
+    connection: url,
+    pool: {
+      min: 0,
+      max: Math.max(1, Math.ceil(poolSize / 2)),
+      afterCreate: (connection: pg.Client, done: (error: Error | null, connection: pg.Client) => void) => {
+        connection.query('SET plan_cache_mode = force_generic_plan').then(
+          () => done(null, connection),
+          (error: unknown) => done(error instanceof Error ? error : new Error(String(error)), connection),
+        );
+      },
+    },
+    acquireConnectionTimeout: 10_000,
+  });
+  return withMigrations(
+    knex,
+    'postgres',
+    async () => {
+      await Promise.all([knex.destroy(), plannedOnce.destroy()]);
+    },
+    undefined,
+    plannedOnce,
+  );
 }
 
 async function openEmbedded(dataDir: string, thread: EmbeddedThread, logger: Logger | undefined): Promise<Database> {

@@ -24,6 +24,7 @@ import {
   countDevicesAndQuota,
   selectDeviceJsonPage,
   selectDevicePage,
+  type PageDb,
   selectQuota,
   type DevicePageQuery,
   type Keyed,
@@ -113,6 +114,8 @@ function toListFilter(filter: DeviceFilterInput): DeviceFilter {
 export class DeviceService {
   /** Recent list totals (see DeviceCountCache); claims and unclaims invalidate through `forgetCounts`. */
   private readonly counts: DeviceCountCache;
+  /** Where list pages run (PageDb): searches on the pool, other pages with one plan each. */
+  private readonly pages: PageDb;
 
   constructor(
     private readonly deps: ServiceDeps,
@@ -126,6 +129,7 @@ export class DeviceService {
     },
   ) {
     this.counts = new DeviceCountCache({ ttlMs: area.countCacheTtlMs ?? 1000 });
+    this.pages = { knex: deps.knex, plannedOnce: deps.plannedOnce ?? deps.knex };
   }
 
   /** The account's devices changed in number or attributes: recount on the next list. */
@@ -142,7 +146,7 @@ export class DeviceService {
 
   /** One page in the requested order (serial by default); `total` counts every match of the filter. */
   async list(actor: Actor, raw: ListDevicesInput): Promise<DevicePage> {
-    const page = await this.page(actor, raw, (query) => selectDevicePage(this.deps.knex, query));
+    const page = await this.page(actor, raw, (query) => selectDevicePage(this.pages, query));
     return {
       devices: page.rows,
       cursors: page.cursors,
@@ -154,7 +158,7 @@ export class DeviceService {
 
   /** `list` with each device as its wire-format JSON document, rendered by the database. */
   async listJson(actor: Actor, raw: ListDevicesInput): Promise<DeviceJsonPage> {
-    const page = await this.page(actor, raw, (query) => selectDeviceJsonPage(this.deps.knex, query));
+    const page = await this.page(actor, raw, (query) => selectDeviceJsonPage(this.pages, query));
     return { devices: page.rows, total: page.total, quota: page.quota, nextCursor: page.nextCursor };
   }
 
@@ -176,14 +180,14 @@ export class DeviceService {
       filter.q,
       filter.site,
     ]);
-    const cached = this.counts.get(actor.accountId, filterKey);
+    const counted = () =>
+      this.counts.load(actor.accountId, filterKey, () =>
+        countDevicesAndQuota(this.deps.knex, { accountId: actor.accountId, filter }),
+      );
     // A search is counted first: how many devices it matches decides how its page is read
     // (DevicePageQuery.fewMatches). Otherwise page and count run side by side (two pool
     // connections on PostgreSQL).
-    const searched =
-      filter.q !== undefined && filter.q !== ''
-        ? (cached ?? (await countDevicesAndQuota(this.deps.knex, { accountId: actor.accountId, filter })))
-        : undefined;
+    const searched = filter.q !== undefined && filter.q !== '' ? await counted() : undefined;
     const [rows, counts] = await Promise.all([
       fetch({
         accountId: actor.accountId,
@@ -194,9 +198,8 @@ export class DeviceService {
         sort,
         ...(searched !== undefined && searched.total <= FEW_MATCHES ? { fewMatches: true } : {}),
       }),
-      searched ?? cached ?? countDevicesAndQuota(this.deps.knex, { accountId: actor.accountId, filter }),
+      searched ?? counted(),
     ]);
-    if (!cached) this.counts.set(actor.accountId, filterKey, counts);
     const page = keysetPage(rows, input.limit, (r) => cursor.encode({ serial: r.serial, sortKey: r.sortKey }));
     return {
       rows: page.items.map((r) => r.item),
@@ -216,7 +219,7 @@ export class DeviceService {
     actor: Actor,
     raw: { filter?: DeviceFilterInput; batchSize?: number },
   ): Promise<{ quota: number; batches: AsyncGenerator<Device[]> }> {
-    return this.batches(actor, raw, (query) => selectDevicePage(this.deps.knex, query));
+    return this.batches(actor, raw, (query) => selectDevicePage(this.pages, query));
   }
 
   /** `listAll` with each device as its wire-format JSON document (the streamed REST list). */
@@ -224,7 +227,7 @@ export class DeviceService {
     actor: Actor,
     raw: { filter?: DeviceFilterInput; batchSize?: number },
   ): Promise<{ quota: number; batches: AsyncGenerator<string[]> }> {
-    return this.batches(actor, raw, (query) => selectDeviceJsonPage(this.deps.knex, query));
+    return this.batches(actor, raw, (query) => selectDeviceJsonPage(this.pages, query));
   }
 
   private async batches<T>(

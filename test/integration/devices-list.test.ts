@@ -3,6 +3,8 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
 import { buildModel, buildFirmwareVersion, claimDevices, serials, setReported } from '../helpers/factories';
 import { ifStarted } from '../helpers/teardown';
+import { devicePageQuery } from '#core/devices/store/device-list.store';
+import { usingPostgres } from '../helpers/test-database';
 
 describe('GET /api/v1/devices', () => {
   let server: TestServer;
@@ -360,6 +362,44 @@ describe('GET /api/v1/devices', () => {
     }
   });
 
+  // The embedded database has one connection, whose statements PostgreSQL plans its own way.
+  it.skipIf(!usingPostgres())('plans a page statement once and runs that plan for every page', async () => {
+    for (let i = 0; i < 12; i++) expect((await page(a, 'status=online&limit=20')).status).toBe(200);
+    // Pages one after another use one of the list's connections: the one this statement gets.
+    const prepared = await server.service.database.plannedOnce.raw<{
+      rows: Array<{ statement: string; generic_plans: number; custom_plans: number }>;
+    }>('SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements');
+    const pages = prepared.rows.filter((r) => r.statement.includes('d.status = $'));
+    expect(pages.map((r) => ({ custom: r.custom_plans, atLeastTwelve: r.generic_plans >= 12 }))).toEqual([
+      { custom: 0, atLeastTwelve: true },
+    ]);
+  });
+
+  it("reads only the account's own rows for a page, where its serials sort among another account's", async () => {
+    // B-0001 and B-0002 sort between a's 1,506 A- serials and its V- ones. A page of b planned
+    // once for every account (as the list runs it) or with b's values must not walk a's rows.
+    const knex = server.service.database.knex;
+    await knex.raw('ANALYZE devices');
+    for (const mode of ['force_generic_plan', 'force_custom_plan']) {
+      const statement = devicePageQuery({ accountId: b.accountId, filter: {}, afterSerial: null, limit: 101 });
+      let n = 0;
+      const sql = statement.sql.replace(/\?/g, () => `$${++n}`);
+      const read = await knex.transaction(async (trx) => {
+        await trx.raw(`SET LOCAL plan_cache_mode = ${mode}`);
+        await trx.raw(`PREPARE page_of_b AS ${sql}`);
+        // The account's id and nothing else: no value here needs quoting beyond the quotes.
+        const values = statement.bindings.map((v) => `'${v as string}'`).join(', ');
+        const explained = await trx.raw<{ rows: Array<{ 'QUERY PLAN': unknown }> }>(
+          `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE page_of_b(${values})`,
+        );
+        await trx.raw('DEALLOCATE page_of_b');
+        const plan = explained.rows[0]!['QUERY PLAN'];
+        return rowsReadFromDevices(typeof plan === 'string' ? JSON.parse(plan) : plan);
+      });
+      expect({ mode, read }).toEqual({ mode, read: 2 });
+    }
+  });
+
   it("never lists or counts another account's devices", async () => {
     const res = await b.api.get('/api/v1/devices');
     expect(serialsOf(res.body)).toEqual(['B-0001', 'B-0002']);
@@ -368,3 +408,20 @@ describe('GET /api/v1/devices', () => {
     expect((await page(b, 'limit=10&q=A-00')).body.total).toBe(0);
   });
 });
+
+interface PlanNode {
+  'Relation Name'?: string;
+  'Actual Rows'?: number;
+  'Actual Loops'?: number;
+  'Rows Removed by Filter'?: number;
+  Plans?: PlanNode[];
+}
+
+/** Rows the plan's scans of `devices` read: those they returned and those their filters dropped. */
+function rowsReadFromDevices(explained: Array<{ Plan: PlanNode }>): number {
+  const walk = (node: PlanNode): number =>
+    (node['Relation Name'] === 'devices'
+      ? ((node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0)) * (node['Actual Loops'] ?? 1)
+      : 0) + (node.Plans ?? []).reduce((sum, child) => sum + walk(child), 0);
+  return walk(explained[0]!.Plan);
+}

@@ -130,6 +130,17 @@ export interface DevicePageQuery {
   fewMatches?: boolean;
 }
 
+/**
+ * Where a page's statement runs: `knex` for a search, planned with its term each time;
+ * `plannedOnce` for every other page, whose statement keeps one plan (core/db/database.ts).
+ * Each plan suits every account since a page can only walk an index that starts with the
+ * account (migrations/20261128200000_serial_unique_without_order.ts).
+ */
+export interface PageDb {
+  knex: Db;
+  plannedOnce: Db;
+}
+
 /** A row of a page with the keys its cursor is made of. */
 export interface Keyed<T> {
   item: T;
@@ -138,7 +149,7 @@ export interface Keyed<T> {
 }
 
 /** One keyset page in the requested order (serial ascending by default), at most `limit` rows. */
-export async function selectDevicePage(db: Db, input: DevicePageQuery): Promise<Array<Keyed<Device>>> {
+export async function selectDevicePage(db: PageDb, input: DevicePageQuery): Promise<Array<Keyed<Device>>> {
   const query = devicePageQuery(input);
   const result = await pageRaw<{ rows: Array<DeviceRow & { sort_key: string }> }>(db, input, query.sql, query.bindings);
   return result.rows.map((r) => ({ item: toDevice(r), serial: r.serial, sortKey: r.sort_key }));
@@ -150,7 +161,7 @@ export async function selectDevicePage(db: Db, input: DevicePageQuery): Promise<
  * test/integration/devices-list.test.ts). Lists of 100,000 then cost Node no JSON parsing, no
  * objects and no re-serialization: it joins strings (bench/devices-list.bench.ts).
  */
-export async function selectDeviceJsonPage(db: Db, input: DevicePageQuery): Promise<Array<Keyed<string>>> {
+export async function selectDeviceJsonPage(db: PageDb, input: DevicePageQuery): Promise<Array<Keyed<string>>> {
   const page = devicePageQuery(input);
   const result = await pageRaw<{ rows: Array<{ serial: string; sort_key: string; json: string }> }>(
     db,
@@ -176,16 +187,15 @@ export async function selectDeviceJsonPage(db: Db, input: DevicePageQuery): Prom
 }
 
 /**
- * A page statement, prepared unless it searches (`q`). A prepared statement soon runs a generic
- * plan, made without the search term: with the trigram indexes
- * (migrations/20261127172000_device_search_trigrams.ts) the best plan depends on the term (a rare
- * one reads its few matches from the index, 0.3 ms instead of a 30 ms scan of 100,000 rows; a
- * short or common one walks the serial order), so a search is planned with its term each time.
+ * A page statement, prepared with one plan unless it searches (`q`). The best plan of a search
+ * depends on its term (a rare one reads its few matches from the search terms' indexes, 0.3 ms
+ * instead of a 30 ms walk of 100,000 rows; a short or common one walks the serial order), so a
+ * search is planned with its term each time.
  */
-function pageRaw<TResult>(db: Db, input: DevicePageQuery, sql: string, bindings: Knex.Value[]): Knex.Raw<TResult> {
+function pageRaw<TResult>(db: PageDb, input: DevicePageQuery, sql: string, bindings: Knex.Value[]): Knex.Raw<TResult> {
   return input.filter.q !== undefined && input.filter.q !== ''
-    ? db.raw<TResult>(sql, bindings)
-    : preparedRaw<TResult>(db, sql, bindings);
+    ? db.knex.raw<TResult>(sql, bindings)
+    : preparedRaw<TResult>(db.plannedOnce, sql, bindings);
 }
 
 /**
