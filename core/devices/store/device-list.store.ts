@@ -131,8 +131,8 @@ export interface DevicePageQuery {
 }
 
 /**
- * Where a page's statement runs: `knex` for a search, planned with its term each time;
- * `plannedOnce` for every other page, whose statement keeps one plan (core/db/database.ts).
+ * Where a page's statement runs: `knex` for a search that walks the rows, planned with its term
+ * each time; `plannedOnce` for every other page, whose statement keeps one plan (core/db/database.ts).
  * Each plan suits every account since a page can only walk an index that starts with the
  * account (migrations/20261128200000_serial_unique_without_order.ts).
  */
@@ -187,16 +187,21 @@ export async function selectDeviceJsonPage(db: PageDb, input: DevicePageQuery): 
 }
 
 /**
- * A page statement, prepared with one plan unless it searches (`q`). The best plan of a search
- * depends on its term (a rare one reads its few matches from the search terms' indexes, 0.3 ms
- * instead of a 30 ms walk of 100,000 rows; a short or common one walks the serial order), so a
- * search is planned with its term each time.
+ * A page statement, prepared with one plan unless it searches (`q`) by walking the rows. The
+ * best plan of a search depends on its term (a rare one reads its few matches from the search
+ * terms' indexes, 0.3 ms instead of a 30 ms walk of 100,000 rows; a short or common one walks
+ * the serial order), so a search that walks is planned with its term each time. A search counted
+ * to few matches (`fewMatches`) has a statement of its own, whose one plan reads the terms'
+ * indexes whatever the term: 1.5 ms of PostgreSQL a page instead of 3.4 ms planned each time
+ * (120 matches among 100,000 devices, one connection).
  */
 function pageRaw<TResult>(db: PageDb, input: DevicePageQuery, sql: string, bindings: Knex.Value[]): Knex.Raw<TResult> {
-  return input.filter.q !== undefined && input.filter.q !== ''
-    ? db.knex.raw<TResult>(sql, bindings)
-    : preparedRaw<TResult>(db.plannedOnce, sql, bindings);
+  const walkingSearch = input.filter.q !== undefined && input.filter.q !== '' && !readsTerms(input);
+  return walkingSearch ? db.knex.raw<TResult>(sql, bindings) : preparedRaw<TResult>(db.plannedOnce, sql, bindings);
 }
+
+/** Whether the page reads its matches from the search terms (DevicePageQuery.fewMatches). */
+const readsTerms = (input: DevicePageQuery): boolean => input.fewMatches === true && indexable(input.filter.q);
 
 /**
  * The page size, written into the statement rather than bound: a bound LIMIT leaves a prepared
@@ -213,7 +218,7 @@ function pageLimit(limit: number): number {
  * `outerOrder` re-applies the order to a statement that wraps this one (the JSON page).
  */
 export function devicePageQuery(input: DevicePageQuery): { sql: string; bindings: Knex.Value[]; outerOrder: string } {
-  const few = input.fewMatches === true && indexable(input.filter.q);
+  const few = readsTerms(input);
   const where = whereClause(input.accountId, input.filter, few ? 'terms' : 'rows');
   const sort = input.sort ?? DEFAULT_DEVICE_SORT;
   const key = SORT_KEY_SQL[sort.field];
