@@ -14,7 +14,7 @@ import { versionKey } from '#core/shared/version';
  * search term; a common short term and a combination of filters are printed as supporting
  * figures. Baseline in the same run: GET /healthz under the same clients (the
  * HTTP floor of one request). Then the full streamed listing of the 100,000 (< 2 s, RSS growth
- * < 50 MB). Requests per second are a supporting figure: on two shared cores they move by 2x.
+ * < 50 MB, from a collected heap), and the same listing again at once as a supporting figure. Requests per second are a supporting figure: on two shared cores they move by 2x.
  *
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/devices-list.bench.ts
  *   options: --dry (print, record nothing) --pages N (pages per filter, default 1600) --smoke
@@ -174,6 +174,40 @@ async function walk(input: { url: string; headers: Record<string, string>; pages
   return { seconds: (performance.now() - started) / 1000, walks };
 }
 
+/** GET /api/v1/devices without a limit, read to its end: time, server CPU and RSS (sampled every 5 ms). */
+async function streamList(
+  server: BenchServer,
+  large: { size: number; account: BenchAccount },
+  profile: string | undefined,
+) {
+  const before = await server.startRssSampling();
+  if (profile) await server.startProfile();
+  const cpuBefore = await server.cpu();
+  const started = performance.now();
+  const res = await fetch(`${server.httpUrl}/api/v1/devices`, { headers: large.account.headers });
+  let bytes = 0;
+  let tail = '';
+  const decoder = new TextDecoder();
+  for await (const chunk of res.body!) {
+    bytes += chunk.byteLength;
+    tail = (tail + decoder.decode(chunk, { stream: true })).slice(-200);
+  }
+  const seconds = (performance.now() - started) / 1000;
+  if (profile) await server.stopProfile(`${profile}/stream-${large.size}.cpuprofile`);
+  const { peakRss } = await server.stopRssSampling();
+  const cpu = await server.cpu();
+  const total = Number(/"total":(\d+)/.exec(tail)?.[1]);
+  if (res.status !== 200 || total !== large.size) throw new Error(`stream: status ${res.status}, total ${total}`);
+  return {
+    bytes,
+    seconds,
+    cpuSeconds: (cpu.user + cpu.system - cpuBefore.user - cpuBefore.system) / 1e6,
+    rss: before.rss,
+    peakRss,
+    growth: peakRss - before.rss,
+  };
+}
+
 /** HTTP floor: the same clients asking GET /healthz `requests` times in all. */
 async function healthz(input: { url: string; requests: number }) {
   const http = pool(input.url);
@@ -299,39 +333,23 @@ try {
     );
   }
 
-  // The full streamed listing of the large account.
+  // The full streamed listing of the large account, from a collected heap (the target's figure),
+  // then once more at once: V8's young generation, which a full collection shrinks, has grown to
+  // its working size by then, so the second growth is what the stream itself holds.
   const large = accounts.at(-1)!;
   await server.gc();
   await new Promise((resolve) => setTimeout(resolve, 500));
-  const before = await server.startRssSampling();
-  if (profileDir) await server.startProfile();
-  const streamCpuBefore = await server.cpu();
-  const streamStarted = performance.now();
-  const res = await fetch(`${server.httpUrl}/api/v1/devices`, { headers: large.account.headers });
-  let bytes = 0;
-  let tail = '';
-  const decoder = new TextDecoder();
-  for await (const chunk of res.body!) {
-    bytes += chunk.byteLength;
-    tail = (tail + decoder.decode(chunk, { stream: true })).slice(-200);
-  }
-  const streamSeconds = (performance.now() - streamStarted) / 1000;
-  if (profileDir) await server.stopProfile(`${profileDir}/stream-${large.size}.cpuprofile`);
-  const { peakRss } = await server.stopRssSampling();
-  const streamCpu = await server.cpu();
-  const streamCpuSeconds = (streamCpu.user + streamCpu.system - streamCpuBefore.user - streamCpuBefore.system) / 1e6;
-  const total = Number(/"total":(\d+)/.exec(tail)?.[1]);
-  if (res.status !== 200 || total !== large.size) throw new Error(`stream: status ${res.status}, total ${total}`);
-  const growth = peakRss - before.rss;
+  const first = await streamList(server, large, profileDir);
+  const again = await streamList(server, large, undefined);
   figures.push(
     '',
-    `full streamed listing of ${large.size.toLocaleString('en')} devices (${mb(bytes)} MB JSON): **${streamSeconds.toFixed(2)} s** (server CPU ${streamCpuSeconds.toFixed(2)} s), server RSS ${mb(before.rss)} MB -> peak ${mb(peakRss)} MB, **growth ${mb(growth)} MB** (target < 2 s, < 50 MB)`,
+    `full streamed listing of ${large.size.toLocaleString('en')} devices (${mb(first.bytes)} MB JSON): **${first.seconds.toFixed(2)} s** (server CPU ${first.cpuSeconds.toFixed(2)} s), server RSS ${mb(first.rss)} MB -> peak ${mb(first.peakRss)} MB, **growth ${mb(first.growth)} MB** (target < 2 s, < 50 MB); the same listing again at once: ${again.seconds.toFixed(2)} s, RSS ${mb(again.rss)} MB -> peak ${mb(again.peakRss)} MB, growth ${mb(again.growth)} MB`,
   );
   current.push({
     id: `Streamed listing, ${large.size.toLocaleString('en')} devices`,
-    figure: `${streamSeconds.toFixed(2)} s, RSS growth ${mb(growth)} MB`,
+    figure: `${first.seconds.toFixed(2)} s, RSS growth ${mb(first.growth)} MB (${mb(again.growth)} MB the second time, at once)`,
     target: '< 2 s, < 50 MB',
-    met: streamSeconds < 2 && growth < 50 * 1024 * 1024,
+    met: first.seconds < 2 && first.growth < 50 * 1024 * 1024,
   });
 
   for (const f of figures) console.log(f);
