@@ -31,7 +31,7 @@ export interface Database {
    * Connections for statements prepared by preparedRaw (core/db/prepared.ts) that keep one plan
    * for every value: `plan_cache_mode = force_generic_plan`, set as each connection opens. Only
    * statements whose plan without values suits every value may run here (the device list's
-   * pages): any statement with values is planned without them on these connections, an unnamed
+   * pages): every statement with values is planned without them on these connections, an unnamed
    * one too (preparedRaw sends one past its limit of names), only then each time. On the
    * embedded database, which has one connection, this is `knex`.
    */
