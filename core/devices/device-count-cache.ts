@@ -8,7 +8,7 @@
  *
  * Requests that find no entry while a count of theirs is under way wait for that count instead
  * of starting their own: when an entry expired under 16 clients walking a list, each of them
- * counted 47,000 matches at once, a fifth of PostgreSQL's CPU for the walk.
+ * counted 47,000 matches at once: the count led PostgreSQL's profile of the walk (bench/RESULTS.md).
  */
 export class DeviceCountCache {
   private readonly entries = new Map<string, { total: number; quota: number; expires: number }>();

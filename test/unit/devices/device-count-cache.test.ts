@@ -52,10 +52,11 @@ describe('DeviceCountCache', () => {
     cache.invalidate('a');
     const after = cache.load('a', 'f', counts.count);
     expect(counts.started).toHaveLength(2);
-    counts.started[0]!({ total: 5, quota: 10 });
+    // The newer count finishes first: the older one, finishing after it, must not replace it.
     counts.started[1]!({ total: 6, quota: 10 });
-    expect((await before).total).toBe(5);
     expect((await after).total).toBe(6);
+    counts.started[0]!({ total: 5, quota: 10 });
+    expect((await before).total).toBe(5);
     // The stale count was not kept for later requests.
     expect((await cache.load('a', 'f', counts.count)).total).toBe(6);
   });
