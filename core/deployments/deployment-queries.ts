@@ -25,7 +25,7 @@ export async function getDeployment(knex: Knex, actor: Actor, input: { id: strin
   const [counts, failures, held, transfer] = await Promise.all([
     countsFor(knex, [deployment.id]),
     failureCodesFor(knex, [deployment.id]),
-    heldOfDeployments(knex, { deploymentIds: [deployment.id], now }),
+    heldOfDeployments(knex, { accountId: deployment.accountId, deploymentIds: [deployment.id], now }),
     transferOfDeployments(knex, [deployment.id]),
   ]);
   return {
@@ -62,7 +62,7 @@ export async function listDeploymentsPage(
   const [counts, failures, held, transfer] = await Promise.all([
     countsFor(knex, ids),
     failureCodesFor(knex, ids),
-    heldOfDeployments(knex, { deploymentIds: ids, now }),
+    heldOfDeployments(knex, { accountId: actor.accountId, deploymentIds: ids, now }),
     transferOfDeployments(knex, ids),
   ]);
   return {
@@ -93,6 +93,7 @@ export async function deploymentDevicesPage(
     afterSerial = serial;
   }
   const rows = await listDeploymentUpdates(knex, {
+    accountId: deployment.accountId,
     deploymentId: deployment.id,
     state: page.state,
     afterSerial,

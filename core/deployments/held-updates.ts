@@ -33,10 +33,10 @@ function summarize(rows: Array<HoldRow & { serial: string }>, now: Date): HeldSu
   return held;
 }
 
-/** Per deployment: its queued updates held now by a device lock or a site freeze. */
+/** Per deployment (all of the account's): its queued updates held now by a device lock or a site freeze. */
 export async function heldOfDeployments(
   db: Db,
-  input: { deploymentIds: string[]; now: Date },
+  input: { accountId: string; deploymentIds: string[]; now: Date },
 ): Promise<Map<string, HeldSummary>> {
   const map = new Map(input.deploymentIds.map((id) => [id, noneHeld()]));
   const rows = await queuedUpdatesMaybeHeld(db, input);

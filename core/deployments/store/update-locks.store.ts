@@ -102,24 +102,44 @@ export const toHoldInputs = (r: HoldRow): HoldInputs => ({
 });
 
 /**
- * The queued updates of these deployments that may be held now: their device has a lock that
- * has not ended, or a site with freezes (the caller evaluates them in the site's zone).
+ * The statement behind queuedUpdatesMaybeHeld (exported so tests can EXPLAIN exactly what runs).
+ * It starts from the devices that may be held, which are few, rather than from the deployments'
+ * updates: read the other way, each view of a deployment of 100,000 devices joined all of them
+ * (286 ms of PostgreSQL, with nothing held). The devices come as an array, computed before the
+ * updates are read: as a join, the planner guessed a site's devices as the whole account and
+ * hashed all 100,000 updates again (113 ms).
+ */
+export function queuedUpdatesMaybeHeldQuery(input: { accountId: string; deploymentIds: string[]; now: Date }): {
+  sql: string;
+  bindings: Knex.Value[];
+} {
+  return {
+    sql: `SELECT u.deployment_id, d.serial, ${HOLD_COLUMNS}
+            FROM device_updates u JOIN devices d ON d.id = u.device_id ${HOLD_JOINS}
+           WHERE u.device_id = ANY (ARRAY(
+                   SELECT held.device_id FROM device_update_locks held WHERE held.account_id = ? AND held.until > ?
+                   UNION ALL
+                   SELECT frozen.id FROM sites fs
+                     JOIN devices frozen ON frozen.account_id = fs.account_id AND frozen.site_id = fs.id
+                    WHERE fs.account_id = ? AND fs.freezes <> '[]'::jsonb))
+             AND u.deployment_id = ANY(?::uuid[]) AND u.state = 'queued'
+           ORDER BY d.serial`,
+    bindings: [input.accountId, input.now, input.accountId, input.deploymentIds],
+  };
+}
+
+/**
+ * The queued updates of these deployments (all of the account's) that may be held now: their
+ * device has a lock that has not ended, or a site with freezes (the caller evaluates them in the
+ * site's zone).
  */
 export async function queuedUpdatesMaybeHeld(
   db: Db,
-  input: { deploymentIds: string[]; now: Date },
+  input: { accountId: string; deploymentIds: string[]; now: Date },
 ): Promise<Array<HoldRow & { deployment_id: string; serial: string }>> {
   if (input.deploymentIds.length === 0) return [];
-  return (
-    await db.raw<{ rows: Array<HoldRow & { deployment_id: string; serial: string }> }>(
-      `SELECT u.deployment_id, d.serial, ${HOLD_COLUMNS}
-         FROM device_updates u JOIN devices d ON d.id = u.device_id ${HOLD_JOINS}
-        WHERE u.deployment_id = ANY(?::uuid[]) AND u.state = 'queued'
-          AND (l.until > ? OR s.freezes <> '[]'::jsonb)
-        ORDER BY d.serial`,
-      [input.deploymentIds, input.now],
-    )
-  ).rows;
+  const { sql, bindings } = queuedUpdatesMaybeHeldQuery(input);
+  return (await db.raw<{ rows: Array<HoldRow & { deployment_id: string; serial: string }> }>(sql, bindings)).rows;
 }
 
 /** The devices a deploy would target (`where` over devices `d`) that may be held now. */

@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import type { DeviceUpdateView, UpdateState } from '../deployment-types';
 import type { Db } from '../../db/db';
 import type { OtaErrorCode } from '#protocol/payloads';
@@ -56,25 +57,31 @@ const toUpdateView = (r: UpdateViewRow, now: Date): DeviceUpdateView => ({
   held: heldOf(r, now),
 });
 
+export interface DeploymentUpdatesPage {
+  /** The deployment's account: its devices' serial index gives the page its order. */
+  accountId: string;
+  deploymentId: string;
+  state?: string | undefined;
+  afterSerial?: string | undefined;
+  limit: number;
+}
+
 /**
- * The deployment's updates by serial, at most `limit` after `afterSerial`. `state` filters:
- * `superseded` means taken over by a newer deployment, `cancelled` the others cancelled.
+ * The statement behind a page of a deployment's updates (exported so tests can EXPLAIN exactly
+ * what runs). `state` filters: `superseded` means taken over by a newer deployment, `cancelled`
+ * the others cancelled.
  */
-export async function listDeploymentUpdates(
+export function deploymentUpdatesQuery(
   db: Db,
-  input: {
-    deploymentId: string;
-    state?: string | undefined;
-    afterSerial?: string | undefined;
-    limit: number;
-    /** Whether a queued update is held is judged at this instant. */
-    now: Date;
-  },
-): Promise<DeviceUpdateView[]> {
+  input: DeploymentUpdatesPage,
+): Knex.QueryBuilder<UpdateViewRow, UpdateViewRow[]> {
   const q = db('device_updates as u')
     .join('devices as d', 'd.id', 'u.device_id')
     .joinRaw(HOLD_JOINS)
     .where('u.deployment_id', input.deploymentId)
+    // The devices' serials are ordered only per account (devices_account_serial): without the
+    // account a page of a deployment of 100,000 sorted all of them, 394 ms instead of 1.1 ms.
+    .where('d.account_id', input.accountId)
     // One row per device: a hop of an upgrade path that the next hop took over is history.
     .whereNull('u.next_hop_id')
     .select<UpdateViewRow[]>('u.*', 'd.serial', db.raw(HOLD_COLUMNS))
@@ -86,6 +93,15 @@ export async function listDeploymentUpdates(
     q.where('u.state', 'cancelled').whereNull('u.superseded_by').whereRaw("u.error IS DISTINCT FROM 'no_upgrade_path'");
   else if (input.state) q.where('u.state', input.state);
   if (input.afterSerial !== undefined) q.andWhere('d.serial', '>', input.afterSerial);
-  const rows = await q;
+  // knex types a joined builder's record as any; the rows are what select<> names.
+  return q as Knex.QueryBuilder<UpdateViewRow, UpdateViewRow[]>;
+}
+
+/** The deployment's updates by serial, at most `limit` after `afterSerial`; held judged at `now`. */
+export async function listDeploymentUpdates(
+  db: Db,
+  input: DeploymentUpdatesPage & { now: Date },
+): Promise<DeviceUpdateView[]> {
+  const rows = await deploymentUpdatesQuery(db, input);
   return rows.map((r) => toUpdateView(r, input.now));
 }
