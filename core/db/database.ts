@@ -29,7 +29,7 @@ export interface Database {
   readonly knex: Knex;
   /**
    * Connections for statements prepared by preparedRaw (core/db/prepared.ts) that keep one plan
-   * for every value: `plan_cache_mode = force_generic_plan`, set as each connection opens. Only
+   * for every value: each opens with `plan_cache_mode = force_generic_plan`. Only
    * statements whose plan without values suits every value may run here (the device list's
    * pages): every statement with values is planned without them on these connections, an unnamed
    * one too (preparedRaw sends one past its limit of names), only then each time. On the
@@ -63,7 +63,8 @@ export type EmbeddedThread = 'worker' | 'main';
 
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
   if (options.databaseUrl) {
-    await probePostgres(options.databaseUrl);
+    // With the list connections' startup option: a server or pooler that refuses it fails the start here.
+    await probePostgres(options.databaseUrl, withStartupSetting(options.databaseUrl, GENERIC_PLANS));
     return openPostgres(options.databaseUrl, options.poolSize ?? 10, options.logger);
   }
   return openEmbedded(options.dataDir, options.embeddedThread ?? 'worker', options.logger);
@@ -74,8 +75,8 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
  * password, database) fails with one line that names it, its password masked, instead of knex's
  * "Acquire connection error" warning with a stack trace followed by the driver's bare message.
  */
-async function probePostgres(url: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
+async function probePostgres(url: string, connectWith: string): Promise<void> {
+  const client = new pg.Client({ connectionString: connectWith, connectionTimeoutMillis: 10_000 });
   // An error after connect (the server going away) must not become an unhandled 'error' event.
   client.on('error', () => undefined);
   try {
@@ -134,17 +135,10 @@ function openPostgres(url: string, poolSize: number, logger: Logger | undefined)
   const plannedOnce = knexFactory({
     ...(logger ? { log: knexLog(logger) } : {}),
     client: 'pg',
-    connection: url,
-    pool: {
-      min: 0,
-      max: Math.max(1, Math.ceil(poolSize / 2)),
-      afterCreate: (connection: pg.Client, done: (error: Error | null, connection: pg.Client) => void) => {
-        connection.query('SET plan_cache_mode = force_generic_plan').then(
-          () => done(null, connection),
-          (error: unknown) => done(error instanceof Error ? error : new Error(String(error)), connection),
-        );
-      },
-    },
+    // A startup option rather than a SET after connecting: a connection without the setting
+    // never exists, so none can join the pool after a SET that failed.
+    connection: withStartupSetting(url, GENERIC_PLANS),
+    pool: { min: 0, max: Math.max(1, Math.ceil(poolSize / 2)) },
     acquireConnectionTimeout: 10_000,
   });
   return withMigrations(
@@ -156,6 +150,17 @@ function openPostgres(url: string, poolSize: number, logger: Logger | undefined)
     undefined,
     plannedOnce,
   );
+}
+
+/** What the list's connections (Database.plannedOnce) start with. */
+const GENERIC_PLANS = 'plan_cache_mode=force_generic_plan';
+
+/** The URL with `-c setting` added to the options its connections start with (kept: the URL's own). */
+export function withStartupSetting(url: string, setting: string): string {
+  const parsed = new URL(url);
+  const options = parsed.searchParams.get('options');
+  parsed.searchParams.set('options', options ? `${options} -c ${setting}` : `-c ${setting}`);
+  return parsed.toString();
 }
 
 async function openEmbedded(dataDir: string, thread: EmbeddedThread, logger: Logger | undefined): Promise<Database> {

@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import http from 'node:http';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startTestServer, type TestServer, type TestAccount } from '../helpers/test-server';
@@ -5,6 +6,7 @@ import { buildModel, buildFirmwareVersion, claimDevices, serials, setReported } 
 import { ifStarted } from '../helpers/teardown';
 import { devicePageQuery } from '#core/devices/store/device-list.store';
 import { usingPostgres } from '../helpers/test-database';
+import { rootOf, rowsRead } from '../helpers/explain';
 
 describe('GET /api/v1/devices', () => {
   let server: TestServer;
@@ -369,16 +371,38 @@ describe('GET /api/v1/devices', () => {
       // A-0100 to A-0199: a search counted to few matches reads them from the search terms.
       expect((await page(a, 'q=A-01&limit=17')).body.total).toBe(100);
     }
-    // Pages one after another use one of the list's connections: the one this statement gets.
-    const prepared = await server.service.database.plannedOnce.raw<{
-      rows: Array<{ statement: string; generic_plans: number; custom_plans: number }>;
-    }>('SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements');
+    // Every statement the list's connections hold, read from each of them at once: the pool
+    // gives each transaction its own connection, and none ends before all have read theirs.
+    const list = server.service.database.plannedOnce;
+    const connections = (list.client.config as Knex.Config).pool!.max!;
+    let arrived = 0;
+    let allRead!: () => void;
+    const everyoneRead = new Promise<void>((resolve) => (allRead = resolve));
+    const perConnection = await Promise.all(
+      Array.from({ length: connections }, () =>
+        list.transaction(async (trx) => {
+          const { rows } = await trx.raw<{
+            rows: Array<{ statement: string; generic_plans: string; custom_plans: string }>;
+          }>('SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements');
+          if (++arrived === connections) allRead();
+          await everyoneRead;
+          return rows;
+        }),
+      ),
+    );
     // This test's two statements: the page size (17, and one more to see if there is a next
-    // page) is written into the text.
-    const pages = prepared.rows.filter((r) => r.statement.includes('LIMIT 18'));
-    expect(pages.map((r) => ({ custom: r.custom_plans, atLeastTwelve: r.generic_plans >= 12 }))).toEqual([
-      { custom: 0, atLeastTwelve: true },
-      { custom: 0, atLeastTwelve: true },
+    // page) is written into the text. Each ran 12 times, with its one plan.
+    const runs = new Map<string, { custom: number; generic: number }>();
+    for (const r of perConnection.flat().filter((row) => row.statement.includes('LIMIT 18'))) {
+      const sum = runs.get(r.statement) ?? { custom: 0, generic: 0 };
+      runs.set(r.statement, {
+        custom: sum.custom + Number(r.custom_plans),
+        generic: sum.generic + Number(r.generic_plans),
+      });
+    }
+    expect([...runs.values()]).toEqual([
+      { custom: 0, generic: 12 },
+      { custom: 0, generic: 12 },
     ]);
   });
 
@@ -400,8 +424,7 @@ describe('GET /api/v1/devices', () => {
           `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE page_of_b(${values})`,
         );
         await trx.raw('DEALLOCATE page_of_b');
-        const plan = explained.rows[0]!['QUERY PLAN'];
-        return rowsReadFromDevices(typeof plan === 'string' ? JSON.parse(plan) : plan);
+        return rowsRead(rootOf(explained.rows[0]!['QUERY PLAN']), 'devices');
       });
       expect({ mode, read }).toEqual({ mode, read: 2 });
     }
@@ -415,20 +438,3 @@ describe('GET /api/v1/devices', () => {
     expect((await page(b, 'limit=10&q=A-00')).body.total).toBe(0);
   });
 });
-
-interface PlanNode {
-  'Relation Name'?: string;
-  'Actual Rows'?: number;
-  'Actual Loops'?: number;
-  'Rows Removed by Filter'?: number;
-  Plans?: PlanNode[];
-}
-
-/** Rows the plan's scans of `devices` read: those they returned and those their filters dropped. */
-function rowsReadFromDevices(explained: Array<{ Plan: PlanNode }>): number {
-  const walk = (node: PlanNode): number =>
-    (node['Relation Name'] === 'devices'
-      ? ((node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0)) * (node['Actual Loops'] ?? 1)
-      : 0) + (node.Plans ?? []).reduce((sum, child) => sum + walk(child), 0);
-  return walk(explained[0]!.Plan);
-}

@@ -15,25 +15,42 @@ import { isUuid } from '../../shared/ids';
  */
 
 /** `%`, `_` and `\` are LIKE wildcards; escape them so `q` is a plain substring. */
-const likeSubstring = (text: string): string => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+export const likeSubstring = (text: string): string => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 /**
  * How a search term (`q`) is matched:
  *  - `terms`: looked up in `device_search_terms` (migrations/20261128010000_device_search_terms.ts),
- *    whose trigram indexes find a term of 3 characters or more without reading the devices. The
+ *    whose trigram indexes find a term they can narrow (`indexable`) without reading the devices. The
  *    ids come as an array (`= ANY (ARRAY(...))`), planned on their own: as `IN (subquery)` the
  *    planner took a parallel scan of every account's terms for it (33 ms instead of 0.3 ms for a
  *    term of 120 matches among 100,000), and the array reads the devices by primary key without
  *    a join (page of those 120: 2.7 ms of PostgreSQL against 3.6 for the join, one client).
  *    For counts and for pages of few matches.
  *  - `rows`: tested on each device row the page walks in its order; cheapest when matches are
- *    common (a page stops after `limit` of them) and for shorter terms, which no trigram holds.
+ *    common (a page stops after `limit` of them) and for terms no trigram narrows.
  */
 type SearchBy = 'terms' | 'rows';
 
-/** A trigram index can answer `ILIKE '%term%'` only for a term of 3 characters or more. */
-const TRIGRAM = 3;
-const indexable = (q: string | undefined): boolean => q !== undefined && q.length >= TRIGRAM;
+/** A run of letters and digits: what pg_trgm takes trigrams from (other characters separate words). */
+const WORD = /[\p{L}\p{N}]+/gu;
+
+/**
+ * Whether a trigram index can narrow `ILIKE '%term%'`: pg_trgm takes a trigram from a word of
+ * the term only when the word, padded where the term shows its edge (two spaces before a word
+ * that a separator precedes, one after a word that a separator follows; none at the term's own
+ * ends, where anything may continue it), is 3 characters or more. So `S-1` is narrowed by ` 1`
+ * and `abc` by itself; `ab`, `1-` and `---` give none, and the index would read every account's
+ * terms for them (88 ms at 120,000 devices, measured here): they walk the account's own rows.
+ */
+export function indexable(q: string | undefined): boolean {
+  if (q === undefined) return false;
+  for (const word of q.matchAll(WORD)) {
+    const before = word.index > 0 ? 2 : 0;
+    const after = word.index + word[0].length < q.length ? 1 : 0;
+    if (before + word[0].length + after >= 3) return true;
+  }
+  return false;
+}
 
 /** The ids of the account's devices whose serial or name holds `q` (case-insensitive). */
 function searchTerms(accountId: string, q: string): { sql: string; bindings: Knex.Value[] } {
@@ -123,9 +140,8 @@ export interface DevicePageQuery {
    * its matches from the search terms' trigram indexes and sorts them instead of walking the
    * serial index. Walking it, a term of 120 matches among 100,000 devices read all 100,000 (30-250
    * ms); the planner took that path whenever the columns' statistics suggested a few hundred
-   * matches, while the trigram indexes find them in under a millisecond. Ignored for a term of
-   * fewer than 3 characters, which no trigram holds: walking finds its page sooner than sorting
-   * every match.
+   * matches, while the trigram indexes find them in under a millisecond. Ignored for a term no
+   * trigram narrows (`indexable`).
    */
   fewMatches?: boolean;
 }
@@ -192,12 +208,14 @@ export async function selectDeviceJsonPage(db: PageDb, input: DevicePageQuery): 
  * terms' indexes, 0.3 ms instead of a 30 ms walk of 100,000 rows; a short or common one walks
  * the serial order), so a search that walks is planned with its term each time. A search counted
  * to few matches (`fewMatches`) has a statement of its own, whose one plan reads the terms'
- * indexes whatever the term: 1.5 ms of PostgreSQL a page instead of 3.4 ms planned each time
- * (120 matches among 100,000 devices, one connection).
+ * indexes for every term they narrow: 1.5 ms of PostgreSQL a page instead of 3.4 ms planned each
+ * time (120 matches among 100,000 devices, one connection).
  */
 function pageRaw<TResult>(db: PageDb, input: DevicePageQuery, sql: string, bindings: Knex.Value[]): Knex.Raw<TResult> {
   const walkingSearch = input.filter.q !== undefined && input.filter.q !== '' && !readsTerms(input);
-  return walkingSearch ? db.knex.raw<TResult>(sql, bindings) : preparedRaw<TResult>(db.plannedOnce, sql, bindings);
+  return walkingSearch
+    ? db.knex.raw<TResult>(sql, bindings)
+    : preparedRaw<TResult>(db.plannedOnce, sql, bindings, input.accountId);
 }
 
 /** Whether the page reads its matches from the search terms (DevicePageQuery.fewMatches). */

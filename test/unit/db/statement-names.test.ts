@@ -1,0 +1,32 @@
+import { describe, expect, it } from 'vitest';
+import { StatementNames } from '#core/db/prepared';
+
+describe('StatementNames', () => {
+  it('names one text once, the same name for every caller, derived from the text', () => {
+    const names = new StatementNames(10, 2);
+    const first = names.nameOf('SELECT 1', 'account-a');
+    expect(first).toMatch(/^fleet_[0-9a-f]{24}$/);
+    expect(names.nameOf('SELECT 1', 'account-b')).toBe(first);
+    expect(names.nameOf('SELECT 1')).toBe(first);
+    expect(names.nameOf('SELECT 2')).not.toBe(first);
+  });
+
+  it("bounds what one caller introduces, so one account's texts cannot use up the others' names", () => {
+    const names = new StatementNames(10, 2);
+    // An account walking its list with every page size: two texts named, the rest run unprepared.
+    const attempts = Array.from({ length: 8 }, (_, i) => names.nameOf(`SELECT * FROM devices LIMIT ${i + 1}`, 'a'));
+    expect(attempts.filter((n) => n !== undefined)).toHaveLength(2);
+    // Another account's page still gets a name of its own, and shares the ones a named.
+    expect(names.nameOf('SELECT * FROM devices LIMIT 101', 'b')).toBeDefined();
+    expect(names.nameOf('SELECT * FROM devices LIMIT 1', 'b')).toBe(attempts[0]);
+  });
+
+  it('runs new texts unprepared once the process has named its most', () => {
+    const names = new StatementNames(3, 10);
+    for (let i = 0; i < 3; i++) expect(names.nameOf(`SELECT ${i}`)).toBeDefined();
+    expect(names.nameOf('SELECT 3')).toBeUndefined();
+    expect(names.nameOf('SELECT 3', 'a')).toBeUndefined();
+    // Named texts keep their names.
+    expect(names.nameOf('SELECT 0')).toBeDefined();
+  });
+});
