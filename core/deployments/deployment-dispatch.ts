@@ -20,6 +20,19 @@ export interface DispatchEngine {
   connectionOf?: (serial: string) => string | undefined;
 }
 
+/** What one dispatch of a deployment did. */
+export interface DispatchOutcome {
+  /** Commands sent. */
+  sent: number;
+  /**
+   * Queued updates left queued although their device is online and said what it runs (held,
+   * outside their window, over the tag limit, without a binary): time alone may let them go.
+   */
+  waiting: number;
+  /** The deployment was running (a dispatch of another one reads nothing). */
+  running: boolean;
+}
+
 /**
  * Sends the deployment's queued updates that may go now: device online (or the one device that
  * just became ready), batch opened, inside its window when asked, under the tag limit. Pages by
@@ -28,11 +41,13 @@ export interface DispatchEngine {
 export async function dispatchDeployment(
   engine: DispatchEngine,
   input: { deploymentId: string; readyDeviceIds?: string[]; again?: boolean },
-): Promise<number> {
+): Promise<DispatchOutcome> {
   const { deps, options, commands, metrics, markDirty } = engine;
   const { clock } = deps;
   let after = '00000000-0000-0000-0000-000000000000';
   let sentTotal = 0;
+  let waiting = 0;
+  let running = false;
   const { dispatchFirstPage, dispatchMaxPage } = options;
   // The largest page bounds every page, the first included.
   let pageSize = Math.min(dispatchFirstPage, dispatchMaxPage);
@@ -56,7 +71,7 @@ export async function dispatchDeployment(
           withTags: Boolean(tagLimit),
           ...(input.readyDeviceIds ? { readyDeviceIds: input.readyDeviceIds } : {}),
         });
-        if (!page) return { sent: [] as Candidate[], more: false, last: after };
+        if (!page) return { sent: [] as Candidate[], waiting: 0, more: false, last: after };
         const ready = page.candidates.filter((c) => mayGetCommandNow(c, input.readyDeviceIds !== undefined));
         const next = { more: page.more, last: page.last };
         // Upgrade paths: a target that does not allow what the device runs now is re-planned, not sent.
@@ -73,7 +88,7 @@ export async function dispatchDeployment(
           for (const c of stale) again.add(c.deviceId);
         }
         const candidates = stale.length > 0 ? ready.filter((c) => !stale.includes(c)) : ready;
-        if (candidates.length === 0) return { sent: [] as Candidate[], ...next };
+        if (candidates.length === 0) return { sent: [] as Candidate[], waiting: 0, ...next };
         const now = clock.now();
         const { already, noFile, send } = selectForDispatch(candidates, {
           now,
@@ -108,15 +123,19 @@ export async function dispatchDeployment(
           })),
           new Date(now.getTime() + options.stepTimeoutMs),
         );
+        const gone = new Set([...send, ...already]);
+        const waitingHere = candidates.filter((c) => !gone.has(c) && mayGetCommandNow(c, false)).length;
         for (const r of done) if (r.nextHopQueued) again.add(r.deviceId);
         metrics?.finished('succeeded', done.length);
         if (done.length) markDirty(dep.id);
-        return { sent: send, ...next };
+        return { sent: send, waiting: waitingHere, ...next };
       });
       if (!result) break;
+      running = true;
       // Published after the commit: a crash in between leaves `sent` rows that the re-send covers.
       publishing.push(commands.publish(result.sent));
       sentTotal += result.sent.length;
+      waiting += result.waiting;
       if (!result.more) break;
       after = result.last;
       pageSize = Math.min(dispatchMaxPage, pageSize * 2);
@@ -125,11 +144,14 @@ export async function dispatchDeployment(
     await Promise.all(publishing);
   }
   // Once: what the second round re-plans waits for the next event (no loop).
-  if (again.size > 0 && !input.again)
-    sentTotal += await dispatchDeployment(engine, {
+  if (again.size > 0 && !input.again) {
+    const second = await dispatchDeployment(engine, {
       deploymentId: input.deploymentId,
       readyDeviceIds: [...again],
       again: true,
     });
-  return sentTotal;
+    sentTotal += second.sent;
+    waiting += second.waiting;
+  }
+  return { sent: sentTotal, waiting, running };
 }

@@ -21,6 +21,12 @@ export interface OtaEngineOptions {
   dispatchFirstPage: number;
   /** Most commands in one dispatch transaction. Default 10,000. */
   dispatchMaxPage: number;
+  /**
+   * How long the sweep leaves alone a running deployment whose last dispatch found no queued
+   * update of a device that is online and said what it runs: those devices dispatch their own
+   * update when they are heard, so the sweep only backs that up. Default 60 s.
+   */
+  quietResweepMs: number;
 }
 
 export const DEFAULT_OTA_OPTIONS: OtaEngineOptions = {
@@ -31,6 +37,7 @@ export const DEFAULT_OTA_OPTIONS: OtaEngineOptions = {
   sweepIntervalMs: 5000,
   dispatchFirstPage: 1000,
   dispatchMaxPage: 10_000,
+  quietResweepMs: 60_000,
 };
 
 export interface OtaMetrics {

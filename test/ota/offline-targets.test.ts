@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MqttClient } from 'mqtt';
 import { startTestServer, type TestAccount, type TestServer } from '../helpers/test-server';
-import { buildModel, serials } from '../helpers/factories';
+import { buildModel, serials, setReported } from '../helpers/factories';
 import { collect, connectDevice, heartbeat } from '../helpers/mqtt';
 import { topics } from '#protocol/topics';
 import { claimWithCredentials, uploadFirmware } from './ota-helpers';
 import { ifStarted } from '../helpers/teardown';
+import { ManualClock } from '#core/shared/clock';
 
 /**
  * A running deployment whose devices are mostly offline (luminaires switched off at the wall
@@ -66,5 +67,88 @@ describe('a deployment to offline devices', { timeout: 120_000 }, () => {
     const late = await connect(creds[1]!);
     await expect.poll(() => late().length, poll).toBe(1);
     expect(first()).toHaveLength(1);
+  });
+});
+
+/**
+ * The sweep after a dispatch that left nothing waiting: the deployment's other devices are
+ * offline, and each dispatches its own update when it is heard, so the sweep looks at such a
+ * quiet deployment again only after a minute (a backup for a heard device whose dispatch was
+ * lost), while one with an update waiting on an online device (held, outside its window) is
+ * looked at every sweep. Devices are put online here as a heartbeat would have left them, without
+ * the dispatch a heartbeat makes: only the sweep can send to them.
+ */
+describe('the sweep of a quiet deployment', { timeout: 120_000 }, () => {
+  const clock = new ManualClock('2026-03-10T10:00:00Z');
+  let server: TestServer;
+  let a: TestAccount;
+
+  beforeAll(async () => {
+    server = await startTestServer({ clock, env: { OTA_SWEEP_INTERVAL_MS: '0', OTA_RESEND_AFTER_S: '3600' } });
+    a = await server.createAccount({ quota: 1000, budget: 10_000, rateLimitPerMinute: 1_000_000 });
+    for (const model of ['LX-200', 'LX-300']) {
+      await buildModel(a, model);
+      await uploadFirmware(a, { model, version: '2.0.0', bytes: Buffer.alloc(2000, 2), expectStatus: 201 });
+    }
+  }, 60_000);
+  afterAll(async () => ifStarted(server)?.close());
+
+  const ota = () => server.service.services.ota;
+  const knex = () => server.service.database.knex;
+  const stateOf = async (serial: string) =>
+    (
+      await knex()('device_updates as u')
+        .join('devices as d', 'd.id', 'u.device_id')
+        .where('d.serial', serial)
+        .first('u.state')
+    ).state as string;
+  const deploy = async (model: string) => {
+    const res = await a.api.post('/api/v1/firmware/deploy', { firmware_version: '2.0.0', filter: { model } });
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    await ota().idle();
+  };
+  const online = (serial: string) =>
+    setReported(knex(), {
+      accountId: a.accountId,
+      serials: [serial],
+      state: { firmware: '1.0.0', status: 'online', lastSeen: clock.now() },
+    });
+
+  it('looks again after a minute, not at every sweep', async () => {
+    await claimWithCredentials(a, { serials: serials('QUIET', 3), model: 'LX-200' });
+    await deploy('LX-200');
+    await online('QUIET-0001');
+    await ota().runNow();
+    clock.advance(30_000);
+    await online('QUIET-0001');
+    await ota().runNow();
+    expect(await stateOf('QUIET-0001')).toBe('queued');
+    clock.advance(31_000);
+    await online('QUIET-0001');
+    await ota().runNow();
+    expect(await stateOf('QUIET-0001')).toBe('sent');
+    expect(await stateOf('QUIET-0002')).toBe('queued');
+  });
+
+  it('looks at every sweep while an update waits on an online device, and sends it when its hold ends', async () => {
+    await claimWithCredentials(a, { serials: ['HELD-1', 'HELD-2'], model: 'LX-300' });
+    await online('HELD-1');
+    const device = await knex()('devices').where({ serial: 'HELD-1' }).first('id');
+    await knex()('device_update_locks').insert({
+      device_id: device.id,
+      account_id: a.accountId,
+      until: new Date(clock.now().getTime() + 10_000),
+      reason: 'occupied',
+    });
+    await deploy('LX-300');
+    expect(await stateOf('HELD-1')).toBe('queued');
+    // Put online without a dispatch, as above: a quiet deployment would not look at it for a minute.
+    await online('HELD-2');
+    clock.advance(11_000);
+    await online('HELD-1');
+    await online('HELD-2');
+    await ota().runNow();
+    expect(await stateOf('HELD-1')).toBe('sent');
+    expect(await stateOf('HELD-2')).toBe('sent');
   });
 });
