@@ -2,9 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MqttClient } from 'mqtt';
 import { startTestServer, type TestAccount, type TestServer } from '../helpers/test-server';
 import { buildModel, serials, setReported } from '../helpers/factories';
-import { collect, connectDevice, heartbeat } from '../helpers/mqtt';
-import { topics } from '#protocol/topics';
-import { claimWithCredentials, uploadFirmware } from './ota-helpers';
+import { claimWithCredentials, connectHeard, uploadFirmware } from './ota-helpers';
 import { ifStarted } from '../helpers/teardown';
 import { ManualClock } from '#core/shared/clock';
 
@@ -32,17 +30,8 @@ describe('a deployment to offline devices', { timeout: 120_000 }, () => {
   });
 
   const ota = () => server.service.services.ota;
-  const connect = async (c: { serial: string; username: string; password: string }) => {
-    const client = await connectDevice(server.service.mqttUrl!, c);
-    clients.push(client);
-    const seen = collect(client);
-    await client.subscribeAsync(topics.ota(c.serial), { qos: 1 });
-    await client.publishAsync(topics.heartbeat(c.serial), heartbeat({ firmware: '1.0.0' }), { qos: 1 });
-    await expect
-      .poll(async () => (await a.api.get(`/api/v1/devices/${c.serial}`)).body.connectivity, poll)
-      .toBe('online');
-    return () => seen.filter((m) => m.topic === topics.ota(c.serial));
-  };
+  const connect = async (c: { serial: string; username: string; password: string }) =>
+    (await connectHeard(server.service.mqttUrl!, a, c, clients)).commands;
 
   it("sends to the online devices and never locks the offline ones' queued updates", async () => {
     const creds = await claimWithCredentials(a, { serials: serials('NIGHT', 40), model: 'LX-200' });

@@ -1,6 +1,9 @@
 import { expect } from 'vitest';
 import { createHash, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
+import type { MqttClient } from 'mqtt';
 import type { TestAccount } from '../helpers/test-server';
+import { collect, connectDevice, heartbeat } from '../helpers/mqtt';
+import { topics } from '#protocol/topics';
 
 /** Uploads a firmware binary through the multipart API; returns the record and the bytes. */
 export async function uploadFirmware(
@@ -106,4 +109,32 @@ export async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs
     if (Date.now() > until) throw new Error('condition not reached in time');
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/**
+ * A device connected by hand (mqtt.js), subscribed to its commands and heard running 1.0.0 (its
+ * heartbeat stored): the client, kept in `clients` for the test's teardown, and the commands it
+ * has received so far.
+ */
+export async function connectHeard(
+  mqttUrl: string,
+  account: TestAccount,
+  credentials: { serial: string; username: string; password: string },
+  clients: MqttClient[],
+): Promise<{ client: MqttClient; commands: () => Array<{ job_id: string }> }> {
+  const { serial } = credentials;
+  const client = await connectDevice(mqttUrl, credentials);
+  clients.push(client);
+  const seen = collect(client);
+  await client.subscribeAsync(topics.ota(serial), { qos: 1 });
+  await client.publishAsync(topics.heartbeat(serial), heartbeat({ firmware: '1.0.0' }), { qos: 1 });
+  await expect
+    .poll(async () => (await account.api.get(`/api/v1/devices/${serial}`)).body.firmware, {
+      timeout: 30_000,
+      interval: 50,
+    })
+    .toBe('1.0.0');
+  const commands = () =>
+    seen.filter((m) => m.topic === topics.ota(serial)).map((m) => JSON.parse(m.payload) as { job_id: string });
+  return { client, commands };
 }

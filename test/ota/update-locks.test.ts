@@ -3,11 +3,11 @@ import type { MqttClient } from 'mqtt';
 import { randomUUID } from 'node:crypto';
 import { startTestServer, type TestAccount, type TestServer } from '../helpers/test-server';
 import { buildModel } from '../helpers/factories';
-import { collect, connectDevice, heartbeat } from '../helpers/mqtt';
+import { heartbeat } from '../helpers/mqtt';
 import { topics } from '#protocol/topics';
 import { MAX_UPDATE_LOCK_S } from '#protocol/lock-payloads';
 import { ManualClock } from '#core/shared/clock';
-import { claimWithCredentials, deployment, uploadFirmware } from './ota-helpers';
+import { claimWithCredentials, connectHeard, deployment, uploadFirmware } from './ota-helpers';
 import { ifStarted } from '../helpers/teardown';
 import { gql } from '../graphql/graphql-client';
 
@@ -62,16 +62,7 @@ describe('update locks (manual clock)', { timeout: 120_000 }, () => {
   const claim = async (account: TestAccount, serial: string, model = 'LX-200') =>
     ((await claimWithCredentials(account, { serials: [serial], model })) as [Creds])[0];
   const connect = async (account: TestAccount, c: Creds) => {
-    const client = await connectDevice(server.service.mqttUrl!, c);
-    clients.push(client);
-    const seen = collect(client);
-    await client.subscribeAsync(topics.ota(c.serial), { qos: 1 });
-    await client.publishAsync(topics.heartbeat(c.serial), heartbeat({ firmware: '1.0.0' }), { qos: 1 });
-    await expect
-      .poll(async () => (await account.api.get(`/api/v1/devices/${c.serial}`)).body.firmware, poll)
-      .toBe('1.0.0');
-    const commands = () =>
-      seen.filter((m) => m.topic === topics.ota(c.serial)).map((m) => JSON.parse(m.payload) as { job_id: string });
+    const { client, commands } = await connectHeard(server.service.mqttUrl!, account, c, clients);
     const lock = (body: unknown) =>
       client.publishAsync(topics.otaLock(c.serial), typeof body === 'string' ? body : JSON.stringify(body), { qos: 1 });
     /** The clock moved: a heartbeat keeps the device online before the sweep looks. */
