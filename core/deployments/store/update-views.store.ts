@@ -93,7 +93,7 @@ export function deploymentUpdatesQuery(
     q.where('u.state', 'cancelled').whereNull('u.superseded_by').whereRaw("u.error IS DISTINCT FROM 'no_upgrade_path'");
   else if (input.state) q.where('u.state', input.state);
   if (input.afterSerial !== undefined) q.andWhere('d.serial', '>', input.afterSerial);
-  // knex types a joined builder's record as any; the rows are what select<> names.
+  // knex loses a joined builder's record type; the rows are what select<> names.
   return q as Knex.QueryBuilder<UpdateViewRow, UpdateViewRow[]>;
 }
 
