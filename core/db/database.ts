@@ -75,8 +75,8 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
  * password, database) fails with one line that names it, its password masked, instead of knex's
  * "Acquire connection error" warning with a stack trace followed by the driver's bare message.
  */
-async function probePostgres(url: string, connectWith: string): Promise<void> {
-  const client = new pg.Client({ connectionString: connectWith, connectionTimeoutMillis: 10_000 });
+async function probePostgres(url: string, connectWith: { connectionString: string; options?: string }): Promise<void> {
+  const client = new pg.Client({ ...connectWith, connectionTimeoutMillis: 10_000 });
   // An error after connect (the server going away) must not become an unhandled 'error' event.
   client.on('error', () => undefined);
   try {
@@ -155,12 +155,18 @@ function openPostgres(url: string, poolSize: number, logger: Logger | undefined)
 /** What the list's connections (Database.plannedOnce) start with. */
 const GENERIC_PLANS = 'plan_cache_mode=force_generic_plan';
 
-/** The URL with `-c setting` added to the options its connections start with (kept: the URL's own). */
-export function withStartupSetting(url: string, setting: string): string {
+/**
+ * The URL's connections with `-c setting` added to the options they start with (the URL's own
+ * kept). The URL is passed as written: node-postgres reads a password such as `50%off` as it
+ * always did, which a URL rebuilt here would change. Only a URL with options of its own is
+ * rewritten, since node-postgres takes the URL's options over the config's.
+ */
+export function withStartupSetting(url: string, setting: string): { connectionString: string; options?: string } {
   const parsed = new URL(url);
-  const options = parsed.searchParams.get('options');
-  parsed.searchParams.set('options', options ? `${options} -c ${setting}` : `-c ${setting}`);
-  return parsed.toString();
+  const own = parsed.searchParams.get('options');
+  if (own === null) return { connectionString: url, options: `-c ${setting}` };
+  parsed.searchParams.set('options', `${own} -c ${setting}`);
+  return { connectionString: parsed.toString() };
 }
 
 async function openEmbedded(dataDir: string, thread: EmbeddedThread, logger: Logger | undefined): Promise<Database> {

@@ -6,8 +6,9 @@ import type { Knex } from 'knex';
  * (and its plan) for the life of the connection, so their number is bounded: past `max` a new
  * text runs unprepared instead. The texts come from a few fixed shapes, but the device list's
  * vary with what a caller asks for (filters, order, page size), so a caller can introduce at most
- * `perCaller` of them: one account trying every page size cannot use up the names that every
- * other account's pages run under. A text named once is used by everyone.
+ * `perCaller` of them, and callers together all but `reserved`, kept for the service's own
+ * statements: one account trying every page size cannot use up the names that the other
+ * accounts' pages and the service's statements run under. A text named once is used by everyone.
  */
 export class StatementNames {
   private readonly names = new Map<string, string>();
@@ -16,6 +17,7 @@ export class StatementNames {
   constructor(
     private readonly max: number,
     private readonly perCaller: number,
+    private readonly reserved: number,
   ) {}
 
   /** The text's name, or undefined where it is to run unprepared. */
@@ -24,7 +26,7 @@ export class StatementNames {
     if (known !== undefined || this.names.size >= this.max) return known;
     if (caller !== undefined) {
       const count = this.introduced.get(caller) ?? 0;
-      if (count >= this.perCaller) return undefined;
+      if (count >= this.perCaller || this.names.size >= this.max - this.reserved) return undefined;
       this.introduced.set(caller, count + 1);
     }
     const name = `fleet_${createHash('sha1').update(sql).digest('hex').slice(0, 24)}`;
@@ -33,7 +35,7 @@ export class StatementNames {
   }
 }
 
-const processNames = new StatementNames(500, 64);
+const processNames = new StatementNames(500, 64, 100);
 
 /**
  * A raw statement PostgreSQL parses and plans once per connection instead of on every run

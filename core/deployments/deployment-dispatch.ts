@@ -124,7 +124,9 @@ export async function dispatchDeployment(
           new Date(now.getTime() + options.stepTimeoutMs),
         );
         const gone = new Set([...send, ...already]);
-        const waitingHere = candidates.filter((c) => !gone.has(c) && mayGetCommandNow(c, false)).length;
+        // Each candidate passed mayGetCommandNow (a device that just became ready may not show
+        // online in its row yet): those not sent nor finished wait.
+        const waitingHere = candidates.filter((c) => !gone.has(c)).length;
         for (const r of done) if (r.nextHopQueued) again.add(r.deviceId);
         metrics?.finished('succeeded', done.length);
         if (done.length) markDirty(dep.id);

@@ -57,6 +57,8 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
    * (measured here).
    */
   private readonly quietUntil = new Map<string, number>();
+  /** Counts the ends of quiet: a dispatch during which one ended does not make its deployment quiet. */
+  private quietEnds = 0;
   /** A connect storm or a burst of reports becomes a few batched transactions, not one each. */
   private readonly readyQueue = new BatchQueue<{ accountId: string; deviceId: string }>(
     (items) => this.devicesReady(items),
@@ -230,7 +232,7 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     });
     for (const id of outcome.requeued) {
       // Taken back and held: waiting, with its device online.
-      this.quietUntil.delete(id);
+      this.endQuiet(id);
       this.markDirty(id);
     }
     if (outcome.until === null)
@@ -313,6 +315,7 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
    * something waiting, whatever devices it was for, ends that.
    */
   private async dispatch(input: { deploymentId: string; readyDeviceIds?: string[] }): Promise<DispatchOutcome> {
+    const endsBefore = this.quietEnds;
     const outcome = await dispatchDeployment(
       {
         deps: this.deps,
@@ -324,10 +327,17 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
       },
       input,
     );
-    if (outcome.waiting > 0 || !outcome.running) this.quietUntil.delete(input.deploymentId);
-    else if (input.readyDeviceIds === undefined)
+    if (outcome.waiting > 0 || !outcome.running) this.endQuiet(input.deploymentId);
+    // A device's own dispatch (or a lock) that ended the quiet meanwhile may have seen a row this
+    // one passed before the device came online.
+    else if (input.readyDeviceIds === undefined && this.quietEnds === endsBefore)
       this.quietUntil.set(input.deploymentId, this.deps.clock.now().getTime() + this.options.quietResweepMs);
     return outcome;
+  }
+
+  private endQuiet(deploymentId: string): void {
+    this.quietUntil.delete(deploymentId);
+    this.quietEnds += 1;
   }
 
   // ---- device events

@@ -117,6 +117,12 @@ describe('the sweep of a quiet deployment', { timeout: 120_000 }, () => {
     await ota().runNow();
     expect(await stateOf('QUIET-0001')).toBe('sent');
     expect(await stateOf('QUIET-0002')).toBe('queued');
+    // That sweep neither locked nor read the offline devices' rows (a lock stays in xmax).
+    const locked = await knex().raw<{ rows: Array<{ n: number }> }>(
+      `SELECT count(*)::int AS n FROM device_updates u JOIN devices d ON d.id = u.device_id
+        WHERE d.serial IN ('QUIET-0002', 'QUIET-0003') AND u.xmax::text <> '0'`,
+    );
+    expect(locked.rows[0]!.n).toBe(0);
   });
 
   it('looks at every sweep while an update waits on an online device, and sends it when its hold ends', async () => {

@@ -47,7 +47,8 @@ export function indexable(q: string | undefined): boolean {
   for (const word of q.matchAll(WORD)) {
     const before = word.index > 0 ? 2 : 0;
     const after = word.index + word[0].length < q.length ? 1 : 0;
-    if (before + word[0].length + after >= 3) return true;
+    // In characters, as pg_trgm counts (a letter beyond the BMP is two UTF-16 units).
+    if (before + Array.from(word[0]).length + after >= 3) return true;
   }
   return false;
 }

@@ -1,37 +1,55 @@
 import { describe, expect, it } from 'vitest';
+import pg from 'pg';
 import { withStartupSetting } from '#core/db/database';
 
+/** What node-postgres will connect with (its parsed parameters; nothing is opened). */
+function connectsWith(config: pg.ClientConfig): {
+  user: string;
+  password: string;
+  host: string;
+  port: number;
+  database: string;
+  options: string;
+} {
+  const client = new pg.Client(config) as unknown as {
+    connectionParameters: {
+      user: string;
+      password: string;
+      host: string;
+      port: number;
+      database: string;
+      options: string;
+    };
+  };
+  const { user, password, host, port, database, options } = client.connectionParameters;
+  return { user, password, host, port, database, options };
+}
+
+const SETTING = 'plan_cache_mode=force_generic_plan';
+
 describe('withStartupSetting', () => {
-  it('adds the setting to the options the connections start with', () => {
-    const url = withStartupSetting(
-      'postgres://fleet:s%40cret@db.example:5432/fleet',
-      'plan_cache_mode=force_generic_plan',
-    );
-    const parsed = new URL(url);
-    expect({
-      user: parsed.username,
-      password: decodeURIComponent(parsed.password),
-      host: parsed.host,
-      database: parsed.pathname,
-      options: parsed.searchParams.get('options'),
-    }).toEqual({
-      user: 'fleet',
-      password: 's@cret',
-      host: 'db.example:5432',
-      database: '/fleet',
-      options: '-c plan_cache_mode=force_generic_plan',
+  it('adds the setting to the options the connections start with, the rest as the URL says', () => {
+    const url = 'postgres://fleet:s%40cret@db.example:5433/fleet';
+    expect(connectsWith(withStartupSetting(url, SETTING))).toEqual({
+      ...connectsWith({ connectionString: url }),
+      options: `-c ${SETTING}`,
+    });
+    expect(connectsWith({ connectionString: url }).password).toBe('s@cret');
+  });
+
+  it('reads a password that is not percent-encoded as node-postgres always did', () => {
+    const url = 'postgres://fleet:50%off@db.example/fleet';
+    expect(connectsWith(withStartupSetting(url, SETTING))).toEqual({
+      ...connectsWith({ connectionString: url }),
+      options: `-c ${SETTING}`,
     });
   });
 
-  it("keeps the URL's own options and parameters", () => {
-    const url = withStartupSetting(
-      'postgresql://fleet@db.example/fleet?sslmode=require&options=-c%20work_mem%3D8MB',
-      'plan_cache_mode=force_generic_plan',
-    );
-    const parsed = new URL(url);
-    expect({ sslmode: parsed.searchParams.get('sslmode'), options: parsed.searchParams.get('options') }).toEqual({
-      sslmode: 'require',
-      options: '-c work_mem=8MB -c plan_cache_mode=force_generic_plan',
+  it("keeps the URL's own options", () => {
+    const url = 'postgresql://fleet@db.example/fleet?sslmode=disable&options=-c%20work_mem%3D8MB';
+    expect(connectsWith(withStartupSetting(url, SETTING))).toEqual({
+      ...connectsWith({ connectionString: url }),
+      options: `-c work_mem=8MB -c ${SETTING}`,
     });
   });
 });
