@@ -2,26 +2,20 @@ import { describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { withStartupSetting } from '#core/db/database';
 
-/** What node-postgres will connect with (its parsed parameters; nothing is opened). */
-function connectsWith(config: pg.ClientConfig): {
+/** What node-postgres parsed from a config (its connection parameters). */
+interface ConnectionParameters {
   user: string;
   password: string;
   host: string;
   port: number;
   database: string;
   options: string;
-} {
-  const client = new pg.Client(config) as unknown as {
-    connectionParameters: {
-      user: string;
-      password: string;
-      host: string;
-      port: number;
-      database: string;
-      options: string;
-    };
-  };
-  const { user, password, host, port, database, options } = client.connectionParameters;
+}
+
+/** What node-postgres will connect with (nothing is opened). */
+function connectsWith(config: pg.ClientConfig): ConnectionParameters {
+  const { connectionParameters } = new pg.Client(config) as unknown as { connectionParameters: ConnectionParameters };
+  const { user, password, host, port, database, options } = connectionParameters;
   return { user, password, host, port, database, options };
 }
 
