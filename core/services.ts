@@ -96,7 +96,6 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) 
   const fleet = new FleetReadService(deps, { allocation });
   // Warranty evidence outlives an unclaim (core/health/warranty.ts): the unclaim hands it over.
   const warranty = new WarrantyService(deps, options.warranty);
-  const devices = new DeviceService(deps, { gateway, warranty });
   // Device certificates (mutual TLS): the CA is loaded or created once per process (app.ts loads it at start).
   const deviceCa = new DeviceCa(deps, {
     serverSecret: options.serverSecret,
@@ -132,6 +131,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}) 
     ...(options.firmware?.metrics ? { metrics: options.firmware.metrics } : {}),
   });
   const deployments = new DeploymentService(deps, { models, engine: ota, deltas });
+  const devices = new DeviceService(deps, { gateway, warranty, deployments: ota });
   // Claims schedule their firmware through the deployment service (a deployment of kind `claim`).
   const claims = new ClaimService(deps, {
     models,

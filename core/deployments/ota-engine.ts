@@ -57,8 +57,11 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
    * (measured here).
    */
   private readonly quietUntil = new Map<string, number>();
-  /** Counts the ends of quiet: a dispatch during which one ended does not make its deployment quiet. */
-  private quietEnds = 0;
+  /**
+   * Per deployment, how often something left one of its updates waiting on an online device: a
+   * dispatch of the whole deployment during which that happened does not make it quiet.
+   */
+  private readonly waitsSeen = new Map<string, number>();
   /** A connect storm or a burst of reports becomes a few batched transactions, not one each. */
   private readonly readyQueue = new BatchQueue<{ accountId: string; deviceId: string }>(
     (items) => this.devicesReady(items),
@@ -157,6 +160,11 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     void this.track(this.dispatch({ deploymentId }));
   }
 
+  /** Unclaims deleted some of these deployments' updates: judge them again now (DeviceService). */
+  updatesRemoved(deploymentIds: string[]): void {
+    for (const id of deploymentIds) this.markDirty(id);
+  }
+
   // ---- OtaDeviceListener (called by the broker)
 
   async onDeviceReady(input: { accountId: string; deviceId: string; serial: string }): Promise<void> {
@@ -232,7 +240,7 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     });
     for (const id of outcome.requeued) {
       // Taken back and held: waiting, with its device online.
-      this.endQuiet(id);
+      this.sawWaiting(id);
       this.markDirty(id);
     }
     if (outcome.until === null)
@@ -278,6 +286,7 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     // (quietUntil): evaluate, then dispatch.
     const due = new Set(await dueDeploymentIds(knex, now));
     for (const id of this.quietUntil.keys()) if (!due.has(id)) this.quietUntil.delete(id);
+    for (const id of this.waitsSeen.keys()) if (!due.has(id)) this.waitsSeen.delete(id);
     const awake = [...due].filter((id) => (this.quietUntil.get(id) ?? 0) <= now.getTime());
     for (const id of awake) this.markDirty(id);
     await this.evaluations.flushNow();
@@ -315,7 +324,7 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
    * something waiting, whatever devices it was for, ends that.
    */
   private async dispatch(input: { deploymentId: string; readyDeviceIds?: string[] }): Promise<DispatchOutcome> {
-    const endsBefore = this.quietEnds;
+    const waitsBefore = this.waitsSeen.get(input.deploymentId) ?? 0;
     const outcome = await dispatchDeployment(
       {
         deps: this.deps,
@@ -327,17 +336,19 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
       },
       input,
     );
-    if (outcome.waiting > 0 || !outcome.running) this.endQuiet(input.deploymentId);
-    // A device's own dispatch (or a lock) that ended the quiet meanwhile may have seen a row this
-    // one passed before the device came online.
-    else if (input.readyDeviceIds === undefined && this.quietEnds === endsBefore)
+    if (outcome.waiting > 0) this.sawWaiting(input.deploymentId);
+    else if (!outcome.running) this.quietUntil.delete(input.deploymentId);
+    // A device's own dispatch (or a lock) that left an update waiting meanwhile may have seen a
+    // row this one passed before the device came online.
+    else if (input.readyDeviceIds === undefined && (this.waitsSeen.get(input.deploymentId) ?? 0) === waitsBefore)
       this.quietUntil.set(input.deploymentId, this.deps.clock.now().getTime() + this.options.quietResweepMs);
     return outcome;
   }
 
-  private endQuiet(deploymentId: string): void {
+  /** One of the deployment's updates waits on an online device: the sweep looks at it every time. */
+  private sawWaiting(deploymentId: string): void {
     this.quietUntil.delete(deploymentId);
-    this.quietEnds += 1;
+    this.waitsSeen.set(deploymentId, (this.waitsSeen.get(deploymentId) ?? 0) + 1);
   }
 
   // ---- device events

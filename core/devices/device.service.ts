@@ -126,6 +126,11 @@ export class DeviceService {
       warranty?: {
         keepOnUnclaim(trx: Knex.Transaction, input: { accountId: string; deviceId: string }): Promise<void>;
       };
+      /**
+       * The OTA engine: a deployment whose updates an unclaim deleted is judged again at once (it
+       * may be complete now, or its batch done) instead of at the sweep's next look.
+       */
+      deployments?: { updatesRemoved(deploymentIds: string[]): void };
     },
   ) {
     this.counts = new DeviceCountCache({ ttlMs: area.countCacheTtlMs ?? 1000 });
@@ -355,7 +360,7 @@ export class DeviceService {
   async unclaim(actor: Actor, input: { serial: string }): Promise<void> {
     requireAdmin(actor);
     if (!isValidSerial(input.serial)) throw notFound('Device');
-    await this.deps.transaction(async (trx) => {
+    const deployments = await this.deps.transaction(async (trx) => {
       // The account lock orders this after any deployment being scheduled for the account (it
       // holds the lock while it writes update rows for the devices it read), so no update row
       // outlives its device: updates and history carry no foreign key (migration
@@ -364,7 +369,7 @@ export class DeviceService {
       const device = await lockDevice(trx, { accountId: actor.accountId, serial: input.serial });
       if (!device) throw notFound('Device');
       await this.area.warranty?.keepOnUnclaim(trx, { accountId: actor.accountId, deviceId: device.id });
-      await deleteUpdatesOfDevice(trx, { deviceId: device.id });
+      const updatedBy = await deleteUpdatesOfDevice(trx, { deviceId: device.id });
       await deleteHistoryOfDevice(trx, { deviceId: device.id });
       // Certificates stay, revoked: whoever claims the serial next must not inherit them.
       await revokeCertificatesOfDevice(trx, { deviceId: device.id, now: this.deps.clock.now(), reason: 'unclaimed' });
@@ -380,8 +385,10 @@ export class DeviceService {
           data: { serial: device.serial, device_id: device.id, by: actor.principal },
         },
       ]);
+      return updatedBy;
     });
     this.counts.invalidate(actor.accountId);
+    if (deployments.length > 0) this.area.deployments?.updatesRemoved(deployments);
     this.area.gateway.disconnect(input.serial, 'unclaimed');
     // The previous owner's retained configuration and queued messages must not reach the next
     // owner's device (test/broker/config.test.ts). After the commit: the device is gone either way.

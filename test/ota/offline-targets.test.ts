@@ -2,9 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MqttClient } from 'mqtt';
 import { startTestServer, type TestAccount, type TestServer } from '../helpers/test-server';
 import { buildModel, serials, setReported } from '../helpers/factories';
-import { claimWithCredentials, connectHeard, uploadFirmware } from './ota-helpers';
+import { claimWithCredentials, connectHeard, deployment, uploadFirmware } from './ota-helpers';
 import { ifStarted } from '../helpers/teardown';
 import { ManualClock } from '#core/shared/clock';
+import { usingPostgres } from '../helpers/test-database';
 
 /**
  * A running deployment whose devices are mostly offline (luminaires switched off at the wall
@@ -91,10 +92,11 @@ describe('the sweep of a quiet deployment', { timeout: 120_000 }, () => {
         .where('d.serial', serial)
         .first('u.state')
     ).state as string;
-  const deploy = async (model: string) => {
-    const res = await a.api.post('/api/v1/firmware/deploy', { firmware_version: '2.0.0', filter: { model } });
+  const deploy = async (model: string, more: Record<string, unknown> = {}) => {
+    const res = await a.api.post('/api/v1/firmware/deploy', { firmware_version: '2.0.0', filter: { model }, ...more });
     expect(res.status, JSON.stringify(res.body)).toBe(202);
     await ota().idle();
+    return res.body.deployment_id as string;
   };
   const online = (serial: string) =>
     setReported(knex(), {
@@ -145,5 +147,73 @@ describe('the sweep of a quiet deployment', { timeout: 120_000 }, () => {
     await ota().runNow();
     expect(await stateOf('HELD-1')).toBe('sent');
     expect(await stateOf('HELD-2')).toBe('sent');
+  });
+
+  // The embedded database has one connection: a transaction held open would stop the service.
+  it.runIf(usingPostgres())(
+    "stays quiet when a paused deployment's device becomes ready during its dispatch",
+    async () => {
+      await claimWithCredentials(a, { serials: ['PAUSED-1'], model: 'LX-200' });
+      await claimWithCredentials(a, { serials: ['TURN-1', 'TURN-2'], model: 'LX-200' });
+      const paused = await deploy('LX-200', { serials: ['PAUSED-1'] });
+      expect((await a.api.post(`/api/v1/firmware/deployments/${paused}/pause`)).status).toBe(200);
+      // A tag limit makes the dispatch take its deployment's row lock, which the test holds.
+      const running = await deploy('LX-200', {
+        serials: ['TURN-1', 'TURN-2'],
+        rollout: { max_concurrent_per_tag: { tag: 'zone', max: 5 } },
+      });
+      // Its deploy's dispatch made it quiet for a minute; that minute is over.
+      clock.advance(61_000);
+      const holder = await knex().transaction();
+      try {
+        await holder('deployments').where({ id: running }).forUpdate().first('id');
+        // A dispatch of the whole deployment (as a resume makes), held at its turn.
+        ota().deploymentChanged(running);
+        await expect
+          .poll(
+            async () =>
+              (
+                await knex().raw<{ rows: unknown[] }>(
+                  `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
+                    AND query LIKE 'select "id" from "deployments"%for update'`,
+                )
+              ).rows.length,
+            { timeout: 10_000, interval: 20 },
+          )
+          .toBe(1);
+        const device = await knex()('devices').where({ serial: 'PAUSED-1' }).first('id');
+        await ota().onDeviceReady({ accountId: a.accountId, deviceId: device.id, serial: 'PAUSED-1' });
+        await holder.commit();
+        await ota().idle();
+      } finally {
+        if (!holder.isCompleted()) await holder.rollback();
+      }
+      // Quiet: a device put online without its own dispatch waits for the sweep a minute later.
+      await online('TURN-1');
+      clock.advance(6_000);
+      await online('TURN-1');
+      await ota().runNow();
+      expect(await stateOf('TURN-1')).toBe('queued');
+      clock.advance(60_000);
+      await online('TURN-1');
+      await ota().runNow();
+      expect(await stateOf('TURN-1')).toBe('sent');
+    },
+  );
+
+  it('completes at once when an unclaim removes the last queued update', async () => {
+    await claimWithCredentials(a, { serials: ['GONE-1', 'KEPT-1'], model: 'LX-200' });
+    const id = await deploy('LX-200', { serials: ['GONE-1', 'KEPT-1'] });
+    const kept = await knex()('devices').where({ serial: 'KEPT-1' }).first('id');
+    // KEPT-1 says it runs the target already; GONE-1 stays offline, its update queued.
+    await ota().onFirmwareReported([
+      { accountId: a.accountId, deviceId: kept.id, serial: 'KEPT-1', firmware: '2.0.0', previous: '1.0.0' },
+    ]);
+    await ota().idle();
+    expect((await deployment(a, id)).status).toBe('running');
+    expect((await a.api.delete('/api/v1/devices/GONE-1')).status).toBe(204);
+    // No sweep runs here (OTA_SWEEP_INTERVAL_MS=0): the unclaim itself has the deployment judged.
+    await ota().idle();
+    expect((await deployment(a, id)).status).toBe('completed');
   });
 });

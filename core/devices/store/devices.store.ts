@@ -161,9 +161,16 @@ export async function shareLockAccount(trx: Knex.Transaction, input: { accountId
   await trx('accounts').where({ id: input.accountId }).forShare().first('id');
 }
 
-/** Unclaim: the device's updates go with it (update rows carry no foreign key). */
-export async function deleteUpdatesOfDevice(trx: Knex.Transaction, input: { deviceId: string }): Promise<void> {
-  await trx('device_updates').where({ device_id: input.deviceId }).delete();
+/**
+ * Unclaim: the device's updates go with it (update rows carry no foreign key). Returns the
+ * deployments they belonged to.
+ */
+export async function deleteUpdatesOfDevice(trx: Knex.Transaction, input: { deviceId: string }): Promise<string[]> {
+  const rows: Array<{ deployment_id: string }> = await trx('device_updates')
+    .where({ device_id: input.deviceId })
+    .delete()
+    .returning('deployment_id');
+  return [...new Set(rows.map((r) => r.deployment_id))];
 }
 
 export async function deleteDevice(trx: Knex.Transaction, input: { deviceId: string }): Promise<void> {
