@@ -4,6 +4,7 @@ import { assertNever } from '../shared/errors';
 import { appendEvents } from '../events/outbox';
 import { evaluateProgress, evaluationNeedsTallies } from './progress-rules';
 import { lockDeployment, tallyByBatch, updateDeployment } from './store/deployments.store';
+import { keepFinishedFigures } from './deployment-figures';
 
 export type EvaluationOutcome = 'none' | 'batch_opened' | 'paused' | 'completed' | 'started';
 
@@ -38,6 +39,7 @@ export async function evaluateDeployment(
       return 'started';
     case 'finish_cancelled':
       await updateDeployment(trx, { id: d.id, change: { finishedAt: now, updatedAt: now } });
+      await keepFinishedFigures(trx, d.id, now);
       return 'none';
     case 'pause_failure_threshold':
       await updateDeployment(trx, {
@@ -62,6 +64,7 @@ export async function evaluateDeployment(
       return 'paused';
     case 'complete':
       await updateDeployment(trx, { id: d.id, change: { status: decision.status, finishedAt: now, updatedAt: now } });
+      await keepFinishedFigures(trx, d.id, now);
       await appendEvents(trx, clock, [
         {
           accountId: d.accountId,

@@ -6,33 +6,22 @@ import { isUuid } from '../shared/ids';
 import { isValidSerial } from '../devices/device-types';
 import { toDeployment, type Deployment, type DeviceUpdateView } from './deployment-types';
 import { ListDeploymentDevicesInput, ListDeploymentsInput, cursorCodec } from './deployment-inputs';
-import {
-  countsFor,
-  failureCodesFor,
-  findDeployment,
-  listDeployments,
-  type NamedDeployment,
-} from './store/deployments.store';
+import { findDeployment, listDeployments, type NamedDeployment } from './store/deployments.store';
 import { listDeploymentUpdates } from './store/update-views.store';
 import { heldOfDeployments } from './held-updates';
-import { transferOfDeployments } from './delta-transfer';
+import { figuresOf } from './deployment-figures';
 
 // Reading deployments: one, a page of them, and a page of one deployment's per-device states.
 
 /** One deployment of the caller's account with its per-state counts and failures per error code. */
 export async function getDeployment(knex: Knex, actor: Actor, input: { id: string }, now: Date): Promise<Deployment> {
   const { deployment, model } = await findNamedDeployment(knex, actor, input.id);
-  const [counts, failures, held, transfer] = await Promise.all([
-    countsFor(knex, [deployment.id]),
-    failureCodesFor(knex, [deployment.id]),
+  const [figures, held] = await Promise.all([
+    figuresOf(knex, [deployment], now),
     heldOfDeployments(knex, { accountId: deployment.accountId, deploymentIds: [deployment.id], now }),
-    transferOfDeployments(knex, [deployment.id]),
   ]);
-  return {
-    ...toDeployment(deployment, counts.get(deployment.id)!, model, failures.get(deployment.id)!),
-    held: held.get(deployment.id)!,
-    transfer: transfer.get(deployment.id)!,
-  };
+  const { counts, failures, transfer } = figures.get(deployment.id)!;
+  return { ...toDeployment(deployment, counts, model, failures), held: held.get(deployment.id)!, transfer };
 }
 
 /** Newest first, keyset paged. */
@@ -59,18 +48,23 @@ export async function listDeploymentsPage(
     cursorCodec.encode([r.deployment.createdAt.toISOString(), r.deployment.id]),
   );
   const ids = page.items.map((r) => r.deployment.id);
-  const [counts, failures, held, transfer] = await Promise.all([
-    countsFor(knex, ids),
-    failureCodesFor(knex, ids),
+  const [figures, held] = await Promise.all([
+    figuresOf(
+      knex,
+      page.items.map((r) => r.deployment),
+      now,
+    ),
     heldOfDeployments(knex, { accountId: actor.accountId, deploymentIds: ids, now }),
-    transferOfDeployments(knex, ids),
   ]);
   return {
-    deployments: page.items.map((r) => ({
-      ...toDeployment(r.deployment, counts.get(r.deployment.id)!, r.model, failures.get(r.deployment.id)!),
-      held: held.get(r.deployment.id)!,
-      transfer: transfer.get(r.deployment.id)!,
-    })),
+    deployments: page.items.map((r) => {
+      const { counts, failures, transfer } = figures.get(r.deployment.id)!;
+      return {
+        ...toDeployment(r.deployment, counts, r.model, failures),
+        held: held.get(r.deployment.id)!,
+        transfer,
+      };
+    }),
     cursors: page.cursors,
     nextCursor: page.nextCursor,
   };

@@ -1,0 +1,67 @@
+import type { Knex } from 'knex';
+import { countsFor, failureCodesFor } from './store/deployments.store';
+import { noTransfer, transferOfDeployments } from './delta-transfer';
+import { emptyCounts } from './deployment-types';
+import { healthFailedCounts, keepOutcome, keptOutcomes, type KeptOutcome } from './store/deployment-outcomes.store';
+
+export type DeploymentFigures = KeptOutcome;
+
+/**
+ * A deployment's per-state counts, failures per error code and bytes sent. Counted over its
+ * updates while it runs; once it finished (every update final) they are what it finished with,
+ * kept then (keepFinishedFigures, or at its first view for one that finished before they were
+ * kept), and only the health gate's later verdicts on its succeeded updates are counted live. So
+ * an unclaimed device leaves a finished deployment's device list but not its figures (docs/ota.md
+ * "Operator actions", reading).
+ */
+export async function figuresOf(
+  db: Knex,
+  deployments: ReadonlyArray<{ id: string; finishedAt: Date | null }>,
+  now: Date,
+): Promise<Map<string, DeploymentFigures>> {
+  const deploymentIds = deployments.map((d) => d.id);
+  const kept = await keptOutcomes(db, deploymentIds);
+  const live = deploymentIds.filter((id) => !kept.has(id));
+  const [counts, failures, transfer, healthFailed] = await Promise.all([
+    countsFor(db, live),
+    failureCodesFor(db, live),
+    transferOfDeployments(db, live),
+    healthFailedCounts(db, [...kept.keys()]),
+  ]);
+  const figures = new Map<string, DeploymentFigures>();
+  for (const id of deploymentIds) {
+    const k = kept.get(id);
+    figures.set(
+      id,
+      k
+        ? {
+            // In the documents' order (a JSON column keeps its own).
+            counts: { ...emptyCounts(), ...k.counts, health_failed: healthFailed.get(id) ?? 0 },
+            failures: k.failures.map((f) => ({ code: f.code, count: f.count })),
+            transfer: { ...noTransfer(), ...k.transfer },
+          }
+        : { counts: counts.get(id)!, failures: failures.get(id)!, transfer: transfer.get(id)! },
+    );
+  }
+  // Finished before figures were kept: counted once more here, and kept.
+  const unkept = deployments.filter((d) => d.finishedAt !== null && !kept.has(d.id));
+  for (const d of unkept) await keepOutcome(db, { deploymentId: d.id, outcome: figures.get(d.id)!, now });
+  return figures;
+}
+
+/** In the transaction that finishes the deployment: its figures as they stand, kept. */
+export async function keepFinishedFigures(trx: Knex.Transaction, deploymentId: string, now: Date): Promise<void> {
+  // One after the other: a transaction runs one statement at a time.
+  const counts = await countsFor(trx, [deploymentId]);
+  const failures = await failureCodesFor(trx, [deploymentId]);
+  const transfer = await transferOfDeployments(trx, [deploymentId]);
+  await keepOutcome(trx, {
+    deploymentId,
+    outcome: {
+      counts: counts.get(deploymentId)!,
+      failures: failures.get(deploymentId)!,
+      transfer: transfer.get(deploymentId)!,
+    },
+    now,
+  });
+}

@@ -1,0 +1,111 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestAccount, type TestServer } from '../helpers/test-server';
+import { buildModel } from '../helpers/factories';
+import { claimWithCredentials, deployment, uploadFirmware } from './ota-helpers';
+import { ifStarted } from '../helpers/teardown';
+
+/**
+ * A finished deployment shows what it finished with, kept when it finished rather than counted
+ * over all its updates at every view: an unclaimed device leaves its device list but not its
+ * figures, and the health gate's verdicts after the finish still count.
+ */
+describe("a finished deployment's figures", { timeout: 120_000 }, () => {
+  let server: TestServer;
+  let a: TestAccount;
+
+  beforeAll(async () => {
+    server = await startTestServer({ env: { OTA_SWEEP_INTERVAL_MS: '0', OTA_RESEND_AFTER_S: '3600' } });
+    a = await server.createAccount({ quota: 1000, budget: 10_000, rateLimitPerMinute: 1_000_000 });
+    await buildModel(a, 'LX-200');
+    await uploadFirmware(a, { model: 'LX-200', version: '2.0.0', bytes: Buffer.alloc(2000, 2), expectStatus: 201 });
+  }, 60_000);
+  afterAll(async () => ifStarted(server)?.close());
+
+  const ota = () => server.service.services.ota;
+  const knex = () => server.service.database.knex;
+  const deviceId = async (serial: string): Promise<string> => {
+    const device = await knex()('devices').where({ serial }).first('id');
+    return device.id;
+  };
+
+  it('keeps its counts when a device is unclaimed, and counts later health failures', async () => {
+    const serials = ['FIG-1', 'FIG-2', 'FIG-3'];
+    await claimWithCredentials(a, { serials, model: 'LX-200' });
+    const res = await a.api.post('/api/v1/firmware/deploy', {
+      firmware_version: '2.0.0',
+      filter: { model: 'LX-200' },
+      serials,
+      rollout: { health_max_reconnects: 1 },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    const id = res.body.deployment_id as string;
+    await ota().idle();
+    // Each says it runs the target already: its update completes as already installed.
+    await ota().onFirmwareReported(
+      await Promise.all(
+        serials.map(async (serial) => ({
+          accountId: a.accountId,
+          deviceId: await deviceId(serial),
+          serial,
+          firmware: '2.0.0',
+          previous: '1.0.0',
+        })),
+      ),
+    );
+    await ota().idle();
+    const finished = await deployment(a, id);
+    expect(finished.status).toBe('completed');
+    expect(finished.counts).toMatchObject({ succeeded: 3, health_failed: 0 });
+
+    expect((await a.api.delete('/api/v1/devices/FIG-3')).status).toBe(204);
+    await ota().idle();
+    const devices = (await a.api.get(`/api/v1/firmware/deployments/${id}/devices?limit=100`)).body.devices as Array<{
+      serial: string;
+    }>;
+    expect(devices.map((d) => d.serial).sort()).toEqual(['FIG-1', 'FIG-2']);
+    expect((await deployment(a, id)).counts).toMatchObject({ succeeded: 3, health_failed: 0 });
+
+    // FIG-1 reconnects twice soon after its update (the deployment allows one): a health failure.
+    const fig1 = await deviceId('FIG-1');
+    for (let i = 0; i < 2; i++) {
+      await ota().onDeviceReady({ accountId: a.accountId, deviceId: fig1, serial: 'FIG-1' });
+      await ota().idle();
+    }
+    const after = await deployment(a, id);
+    expect(after.counts).toMatchObject({ succeeded: 3, health_failed: 1 });
+    const listed = (await a.api.get('/api/v1/firmware/deployments?limit=100')).body.deployments as Array<{
+      id: string;
+      counts: unknown;
+    }>;
+    expect(listed.find((d) => d.id === id)!.counts).toEqual(after.counts);
+  });
+
+  it('keeps the figures of a deployment that finished before figures were kept, at its first view', async () => {
+    await claimWithCredentials(a, { serials: ['OLD-1'], model: 'LX-200' });
+    const res = await a.api.post('/api/v1/firmware/deploy', {
+      firmware_version: '2.0.0',
+      filter: { model: 'LX-200' },
+      serials: ['OLD-1'],
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    const id = res.body.deployment_id as string;
+    await ota().onFirmwareReported([
+      {
+        accountId: a.accountId,
+        deviceId: await deviceId('OLD-1'),
+        serial: 'OLD-1',
+        firmware: '2.0.0',
+        previous: '1.0.0',
+      },
+    ]);
+    await ota().idle();
+    // As the upgrade leaves a deployment that finished before it.
+    await knex()('deployment_outcomes').where({ deployment_id: id }).delete();
+    expect((await deployment(a, id)).counts).toMatchObject({ succeeded: 1 });
+    expect(await knex()('deployment_outcomes').where({ deployment_id: id }).first('counts')).toMatchObject({
+      counts: { succeeded: 1 },
+    });
+    expect((await a.api.delete('/api/v1/devices/OLD-1')).status).toBe(204);
+    expect((await deployment(a, id)).counts).toMatchObject({ succeeded: 1 });
+  });
+});
