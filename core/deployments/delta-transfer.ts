@@ -1,6 +1,3 @@
-import type { Db } from '../db/db';
-import { transferOf } from './store/transfer.store';
-
 /**
  * What a deployment's devices were sent to download (docs/ota.md "Delta images"): `bytesSent`
  * counts the delta for each update whose command offered one (the delta and the full image for
@@ -15,14 +12,3 @@ export interface TransferSummary {
 }
 
 export const noTransfer = (): TransferSummary => ({ bytesSent: 0, fullImageBytes: 0, deltaUpdates: 0 });
-
-export async function transferOfDeployments(db: Db, deploymentIds: string[]): Promise<Map<string, TransferSummary>> {
-  const found = new Map(deploymentIds.map((id) => [id, noTransfer()]));
-  for (const r of await transferOf(db, deploymentIds))
-    found.set(r.deploymentId, {
-      bytesSent: r.bytesSent,
-      fullImageBytes: r.fullImageBytes,
-      deltaUpdates: r.deltaUpdates,
-    });
-  return found;
-}

@@ -1,10 +1,16 @@
 import type { Knex } from 'knex';
-import { countsFor, failureCodesFor } from './store/deployments.store';
-import { noTransfer, transferOfDeployments } from './delta-transfer';
 import { emptyCounts } from './deployment-types';
-import { healthFailedCounts, keepOutcome, keptOutcomes, type KeptOutcome } from './store/deployment-outcomes.store';
+import { noTransfer } from './delta-transfer';
+import {
+  countsAndTransfer,
+  failureCodesFor,
+  healthFailedCounts,
+  keepFigures,
+  keptFigures,
+  type DeploymentFigures,
+} from './store/deployment-figures.store';
 
-export type DeploymentFigures = KeptOutcome;
+export type { DeploymentFigures } from './store/deployment-figures.store';
 
 /**
  * A deployment's per-state counts, failures per error code and bytes sent. Counted over its
@@ -20,12 +26,11 @@ export async function figuresOf(
   now: Date,
 ): Promise<Map<string, DeploymentFigures>> {
   const deploymentIds = deployments.map((d) => d.id);
-  const kept = await keptOutcomes(db, deploymentIds);
+  const kept = await keptFigures(db, deploymentIds);
   const live = deploymentIds.filter((id) => !kept.has(id));
-  const [counts, failures, transfer, healthFailed] = await Promise.all([
-    countsFor(db, live),
+  const [counted, failures, healthFailed] = await Promise.all([
+    countsAndTransfer(db, live),
     failureCodesFor(db, live),
-    transferOfDeployments(db, live),
     healthFailedCounts(db, [...kept.keys()]),
   ]);
   const figures = new Map<string, DeploymentFigures>();
@@ -40,28 +45,23 @@ export async function figuresOf(
             failures: k.failures.map((f) => ({ code: f.code, count: f.count })),
             transfer: { ...noTransfer(), ...k.transfer },
           }
-        : { counts: counts.get(id)!, failures: failures.get(id)!, transfer: transfer.get(id)! },
+        : { ...counted.get(id)!, failures: failures.get(id)! },
     );
   }
   // Finished before figures were kept: counted once more here, and kept.
   const unkept = deployments.filter((d) => d.finishedAt !== null && !kept.has(d.id));
-  for (const d of unkept) await keepOutcome(db, { deploymentId: d.id, outcome: figures.get(d.id)!, now });
+  for (const d of unkept) await keepFigures(db, { deploymentId: d.id, figures: figures.get(d.id)!, now });
   return figures;
 }
 
 /** In the transaction that finishes the deployment: its figures as they stand, kept. */
 export async function keepFinishedFigures(trx: Knex.Transaction, deploymentId: string, now: Date): Promise<void> {
   // One after the other: a transaction runs one statement at a time.
-  const counts = await countsFor(trx, [deploymentId]);
+  const counted = await countsAndTransfer(trx, [deploymentId]);
   const failures = await failureCodesFor(trx, [deploymentId]);
-  const transfer = await transferOfDeployments(trx, [deploymentId]);
-  await keepOutcome(trx, {
+  await keepFigures(trx, {
     deploymentId,
-    outcome: {
-      counts: counts.get(deploymentId)!,
-      failures: failures.get(deploymentId)!,
-      transfer: transfer.get(deploymentId)!,
-    },
+    figures: { ...counted.get(deploymentId)!, failures: failures.get(deploymentId)! },
     now,
   });
 }

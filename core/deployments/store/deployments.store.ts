@@ -3,19 +3,14 @@ import { sqlList } from '../../shared/sql-list';
 import {
   ACTIVE_STATES,
   FAILURE_STATES,
-  emptyCounts,
   parseRollout,
   type BatchTally,
-  type DeploymentCounts,
   type DeploymentFilter,
   type DeploymentKind,
   type DeploymentRecord,
   type DeploymentStatus,
-  type FailureCodeCount,
-  type UpdateState,
 } from '../deployment-types';
 import type { Db } from '../../db/db';
-import type { OtaErrorCode } from '#protocol/payloads';
 
 interface DeploymentRow {
   id: string;
@@ -227,53 +222,6 @@ export async function dueDeploymentIds(db: Db, now: Date): Promise<string[]> {
   return db('deployments')
     .where((q) => void q.where('status', 'running').orWhere(scheduledAndDue))
     .pluck('id');
-}
-
-interface CountRow {
-  deployment_id: string;
-  state: UpdateState;
-  superseded: boolean;
-  health_failed: boolean;
-  /** Left alone: no upgrade path (upgrade-paths.ts). */
-  no_path: boolean;
-  n: number;
-}
-
-/** Counts per state (superseded and health-gate failures apart) for several deployments, one query. */
-export async function countsFor(db: Db, deploymentIds: string[]): Promise<Map<string, DeploymentCounts>> {
-  const map = new Map<string, DeploymentCounts>(deploymentIds.map((id) => [id, emptyCounts()]));
-  if (deploymentIds.length === 0) return map;
-  const result = await db.raw<{ rows: CountRow[] }>(
-    `SELECT deployment_id, state, (superseded_by IS NOT NULL) AS superseded, (health_failed_at IS NOT NULL) AS health_failed,
-            (state = 'cancelled' AND error IS NOT DISTINCT FROM 'no_upgrade_path') AS no_path, count(*)::int AS n
-       FROM device_updates WHERE deployment_id = ANY(?::uuid[]) AND next_hop_id IS NULL GROUP BY 1, 2, 3, 4, 5`,
-    [deploymentIds],
-  );
-  for (const r of result.rows) {
-    const c = map.get(r.deployment_id)!;
-    if (r.superseded) c.superseded += r.n;
-    else if (r.no_path) c.no_upgrade_path += r.n;
-    else c[r.state] += r.n;
-    if (r.health_failed) c.health_failed += r.n;
-  }
-  return map;
-}
-
-/**
- * Failed and rolled-back updates per reported error code (null: the device gave none), most
- * frequent first, for several deployments in one query: what dashboards group failures by.
- */
-export async function failureCodesFor(db: Db, deploymentIds: string[]): Promise<Map<string, FailureCodeCount[]>> {
-  const map = new Map<string, FailureCodeCount[]>(deploymentIds.map((id) => [id, []]));
-  if (deploymentIds.length === 0) return map;
-  const result = await db.raw<{ rows: Array<{ deployment_id: string; code: OtaErrorCode | null; n: number }> }>(
-    `SELECT deployment_id, error_code AS code, count(*)::int AS n
-       FROM device_updates WHERE deployment_id = ANY(?::uuid[]) AND state IN ('failed', 'rolled_back')
-      GROUP BY 1, 2 ORDER BY 3 DESC, 2 NULLS LAST`,
-    [deploymentIds],
-  );
-  for (const r of result.rows) map.get(r.deployment_id)!.push({ code: r.code, count: r.n });
-  return map;
 }
 
 /** Per batch: its targets' outcome counts (see BatchTally), one query over the deployment's rows. */
