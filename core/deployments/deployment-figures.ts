@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { ServiceDeps } from '../service-deps';
 import { emptyCounts } from './deployment-types';
 import { noTransfer } from './delta-transfer';
 import {
@@ -21,10 +22,10 @@ export type { DeploymentFigures } from './store/deployment-figures.store';
  * "Operator actions", reading).
  */
 export async function figuresOf(
-  db: Knex,
+  deps: Pick<ServiceDeps, 'knex' | 'clock' | 'logger'>,
   deployments: ReadonlyArray<{ id: string; finishedAt: Date | null }>,
-  now: Date,
 ): Promise<Map<string, DeploymentFigures>> {
+  const db = deps.knex;
   const deploymentIds = deployments.map((d) => d.id);
   const kept = await keptFigures(db, deploymentIds);
   const live = deploymentIds.filter((id) => !kept.has(id));
@@ -48,9 +49,13 @@ export async function figuresOf(
         : { ...counted.get(id)!, failures: failures.get(id)! },
     );
   }
-  // Finished before figures were kept: counted once more here, and kept.
+  // Finished before figures were kept: counted here, and kept. The view has its answer either
+  // way: a write that fails (a database that refuses writes for a moment) leaves it to the next.
   const unkept = deployments.filter((d) => d.finishedAt !== null && !kept.has(d.id));
-  for (const d of unkept) await keepFigures(db, { deploymentId: d.id, figures: figures.get(d.id)!, now });
+  for (const d of unkept)
+    await keepFigures(db, { deploymentId: d.id, figures: figures.get(d.id)!, now: deps.clock.now() }).catch(
+      (err: unknown) => deps.logger.warn({ err, deploymentId: d.id }, "keeping a finished deployment's figures failed"),
+    );
   return figures;
 }
 

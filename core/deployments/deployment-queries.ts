@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Actor } from '../shared/actor';
+import type { ServiceDeps } from '../service-deps';
 import { notFound } from '../shared/errors';
 import { invalidCursor, keysetPage } from '../shared/cursor';
 import { isUuid } from '../shared/ids';
@@ -13,11 +14,16 @@ import { figuresOf } from './deployment-figures';
 
 // Reading deployments: one, a page of them, and a page of one deployment's per-device states.
 
+/** A view may keep a finished deployment's figures (deployment-figures.ts): it logs a failure to. */
+type ReaderDeps = Pick<ServiceDeps, 'knex' | 'clock' | 'logger'>;
+
 /** One deployment of the caller's account with its per-state counts and failures per error code. */
-export async function getDeployment(knex: Knex, actor: Actor, input: { id: string }, now: Date): Promise<Deployment> {
+export async function getDeployment(deps: ReaderDeps, actor: Actor, input: { id: string }): Promise<Deployment> {
+  const { knex } = deps;
+  const now = deps.clock.now();
   const { deployment, model } = await findNamedDeployment(knex, actor, input.id);
   const [figures, held] = await Promise.all([
-    figuresOf(knex, [deployment], now),
+    figuresOf(deps, [deployment]),
     heldOfDeployments(knex, { accountId: deployment.accountId, deploymentIds: [deployment.id], now }),
   ]);
   const { counts, failures, transfer } = figures.get(deployment.id)!;
@@ -26,11 +32,12 @@ export async function getDeployment(knex: Knex, actor: Actor, input: { id: strin
 
 /** Newest first, keyset paged. */
 export async function listDeploymentsPage(
-  knex: Knex,
+  deps: ReaderDeps,
   actor: Actor,
   raw: ListDeploymentsInput,
-  now: Date,
 ): Promise<{ deployments: Deployment[]; cursors: string[]; nextCursor: string | null }> {
+  const { knex } = deps;
+  const now = deps.clock.now();
   const input = ListDeploymentsInput.parse(raw);
   let before: { createdAt: string; id: string } | undefined;
   if (input.cursor) {
@@ -50,9 +57,8 @@ export async function listDeploymentsPage(
   const ids = page.items.map((r) => r.deployment.id);
   const [figures, held] = await Promise.all([
     figuresOf(
-      knex,
+      deps,
       page.items.map((r) => r.deployment),
-      now,
     ),
     heldOfDeployments(knex, { accountId: actor.accountId, deploymentIds: ids, now }),
   ]);

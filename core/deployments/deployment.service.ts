@@ -53,7 +53,7 @@ export class DeploymentService implements ClaimFirmwareScheduler {
   }
 
   get(actor: Actor, input: { id: string }): Promise<Deployment> {
-    return getDeployment(this.area.deps.knex, actor, input, this.area.deps.clock.now());
+    return getDeployment(this.area.deps, actor, input);
   }
 
   /** Newest first, keyset paged. */
@@ -61,7 +61,7 @@ export class DeploymentService implements ClaimFirmwareScheduler {
     actor: Actor,
     raw: ListDeploymentsInput,
   ): Promise<{ deployments: Deployment[]; cursors: string[]; nextCursor: string | null }> {
-    return listDeploymentsPage(this.area.deps.knex, actor, raw, this.area.deps.clock.now());
+    return listDeploymentsPage(this.area.deps, actor, raw);
   }
 
   /** The per-device states of a deployment, by serial, paged; `state=superseded` lists the ones taken over. */

@@ -58,10 +58,12 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
    */
   private readonly quietUntil = new Map<string, number>();
   /**
-   * Per deployment, how often something left one of its updates waiting on an online device: a
-   * dispatch of the whole deployment during which that happened does not make it quiet.
+   * Per deployment, its dispatches of the whole deployment under way: each learns whether
+   * something left one of the deployment's updates waiting on an online device meanwhile (a
+   * device's own dispatch may have seen a row the whole one passed before the device came
+   * online), and then does not make it quiet.
    */
-  private readonly waitsSeen = new Map<string, number>();
+  private readonly wholeDispatches = new Map<string, Set<{ waited: boolean }>>();
   /** A connect storm or a burst of reports becomes a few batched transactions, not one each. */
   private readonly readyQueue = new BatchQueue<{ accountId: string; deviceId: string }>(
     (items) => this.devicesReady(items),
@@ -286,7 +288,6 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
     // (quietUntil): evaluate, then dispatch.
     const due = new Set(await dueDeploymentIds(knex, now));
     for (const id of this.quietUntil.keys()) if (!due.has(id)) this.quietUntil.delete(id);
-    for (const id of this.waitsSeen.keys()) if (!due.has(id)) this.waitsSeen.delete(id);
     const awake = [...due].filter((id) => (this.quietUntil.get(id) ?? 0) <= now.getTime());
     for (const id of awake) this.markDirty(id);
     await this.evaluations.flushNow();
@@ -324,31 +325,40 @@ export class OtaEngine implements OtaDeviceListener, DeploymentChangeListener {
    * something waiting, whatever devices it was for, ends that.
    */
   private async dispatch(input: { deploymentId: string; readyDeviceIds?: string[] }): Promise<DispatchOutcome> {
-    const waitsBefore = this.waitsSeen.get(input.deploymentId) ?? 0;
-    const outcome = await dispatchDeployment(
-      {
-        deps: this.deps,
-        options: this.options,
-        commands: this.commands,
-        metrics: this.area.metrics,
-        markDirty: (id) => this.markDirty(id),
-        connectionOf: (serial) => this.connectionOf(serial),
-      },
-      input,
-    );
-    if (outcome.waiting > 0) this.sawWaiting(input.deploymentId);
-    else if (!outcome.running) this.quietUntil.delete(input.deploymentId);
-    // A device's own dispatch (or a lock) that left an update waiting meanwhile may have seen a
-    // row this one passed before the device came online.
-    else if (input.readyDeviceIds === undefined && (this.waitsSeen.get(input.deploymentId) ?? 0) === waitsBefore)
-      this.quietUntil.set(input.deploymentId, this.deps.clock.now().getTime() + this.options.quietResweepMs);
+    const { deploymentId } = input;
+    const whole = input.readyDeviceIds === undefined ? { waited: false } : undefined;
+    const underWay = this.wholeDispatches.get(deploymentId) ?? new Set();
+    if (whole) this.wholeDispatches.set(deploymentId, underWay.add(whole));
+    let outcome: DispatchOutcome;
+    try {
+      outcome = await dispatchDeployment(
+        {
+          deps: this.deps,
+          options: this.options,
+          commands: this.commands,
+          metrics: this.area.metrics,
+          markDirty: (id) => this.markDirty(id),
+          connectionOf: (serial) => this.connectionOf(serial),
+        },
+        input,
+      );
+    } finally {
+      if (whole) {
+        underWay.delete(whole);
+        if (underWay.size === 0) this.wholeDispatches.delete(deploymentId);
+      }
+    }
+    if (outcome.waiting > 0) this.sawWaiting(deploymentId);
+    else if (!outcome.running) this.quietUntil.delete(deploymentId);
+    else if (whole && !whole.waited)
+      this.quietUntil.set(deploymentId, this.deps.clock.now().getTime() + this.options.quietResweepMs);
     return outcome;
   }
 
   /** One of the deployment's updates waits on an online device: the sweep looks at it every time. */
   private sawWaiting(deploymentId: string): void {
     this.quietUntil.delete(deploymentId);
-    this.waitsSeen.set(deploymentId, (this.waitsSeen.get(deploymentId) ?? 0) + 1);
+    for (const dispatch of this.wholeDispatches.get(deploymentId) ?? []) dispatch.waited = true;
   }
 
   // ---- device events

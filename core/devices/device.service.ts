@@ -127,8 +127,8 @@ export class DeviceService {
         keepOnUnclaim(trx: Knex.Transaction, input: { accountId: string; deviceId: string }): Promise<void>;
       };
       /**
-       * The OTA engine: a deployment whose updates an unclaim deleted is judged again at once (it
-       * may be complete now, or its batch done) instead of at the sweep's next look.
+       * The OTA engine: an unfinished deployment whose updates an unclaim deleted is judged again
+       * at once (it may be complete now, or its batch done) instead of at the sweep's next look.
        */
       deployments?: { updatesRemoved(deploymentIds: string[]): void };
     },
@@ -388,7 +388,6 @@ export class DeviceService {
       return updatedBy;
     });
     this.counts.invalidate(actor.accountId);
-    if (deployments.length > 0) this.area.deployments?.updatesRemoved(deployments);
     this.area.gateway.disconnect(input.serial, 'unclaimed');
     // The previous owner's retained configuration and queued messages must not reach the next
     // owner's device (test/broker/config.test.ts). After the commit: the device is gone either way.
@@ -400,6 +399,7 @@ export class DeviceService {
           'clearing the broker state of an unclaimed device failed',
         ),
       );
+    if (deployments.length > 0) this.area.deployments?.updatesRemoved(deployments);
   }
 
   /** Status, firmware, configuration, claim and update events, newest first. */

@@ -29,7 +29,7 @@ describe("a finished deployment's figures", { timeout: 120_000 }, () => {
   };
 
   it('keeps its counts when a device is unclaimed, and counts later health failures', async () => {
-    const serials = ['FIG-1', 'FIG-2', 'FIG-3'];
+    const serials = ['FIG-1', 'FIG-2', 'FIG-3', 'FIG-4'];
     await claimWithCredentials(a, { serials, model: 'LX-200' });
     const res = await a.api.post('/api/v1/firmware/deploy', {
       firmware_version: '2.0.0',
@@ -40,10 +40,14 @@ describe("a finished deployment's figures", { timeout: 120_000 }, () => {
     expect(res.status, JSON.stringify(res.body)).toBe(202);
     const id = res.body.deployment_id as string;
     await ota().idle();
-    // Each says it runs the target already: its update completes as already installed.
+    // FIG-4's update failed (as its report would have left it); the others say they run the
+    // target already, so theirs complete as already installed and the deployment finishes.
+    await knex()('device_updates')
+      .where({ device_id: await deviceId('FIG-4') })
+      .update({ state: 'failed', error: 'flash write failed', error_code: 'flash_write', finished_at: new Date() });
     await ota().onFirmwareReported(
       await Promise.all(
-        serials.map(async (serial) => ({
+        serials.slice(0, 3).map(async (serial) => ({
           accountId: a.accountId,
           deviceId: await deviceId(serial),
           serial,
@@ -53,17 +57,17 @@ describe("a finished deployment's figures", { timeout: 120_000 }, () => {
       ),
     );
     await ota().idle();
-    const finished = await deployment(a, id);
-    expect(finished.status).toBe('completed');
-    expect(finished.counts).toMatchObject({ succeeded: 3, health_failed: 0 });
-
-    expect((await a.api.delete('/api/v1/devices/FIG-3')).status).toBe(204);
+    // Unclaimed before the deployment was ever viewed: what it finished with was kept when it finished.
+    for (const serial of ['FIG-3', 'FIG-4']) expect((await a.api.delete(`/api/v1/devices/${serial}`)).status).toBe(204);
     await ota().idle();
     const devices = (await a.api.get(`/api/v1/firmware/deployments/${id}/devices?limit=100`)).body.devices as Array<{
       serial: string;
     }>;
     expect(devices.map((d) => d.serial).sort()).toEqual(['FIG-1', 'FIG-2']);
-    expect((await deployment(a, id)).counts).toMatchObject({ succeeded: 3, health_failed: 0 });
+    const finished = await deployment(a, id);
+    expect(finished.status).toBe('completed_with_failures');
+    expect(finished.counts).toMatchObject({ succeeded: 3, failed: 1, health_failed: 0 });
+    expect(finished.failure_codes).toEqual([{ code: 'flash_write', count: 1 }]);
 
     // FIG-1 reconnects twice soon after its update (the deployment allows one): a health failure.
     const fig1 = await deviceId('FIG-1');
@@ -78,6 +82,25 @@ describe("a finished deployment's figures", { timeout: 120_000 }, () => {
       counts: unknown;
     }>;
     expect(listed.find((d) => d.id === id)!.counts).toEqual(after.counts);
+  });
+
+  it('keeps the counts of a cancelled deployment from the moment it finished', async () => {
+    await claimWithCredentials(a, { serials: ['CAN-1', 'CAN-2'], model: 'LX-200' });
+    const res = await a.api.post('/api/v1/firmware/deploy', {
+      firmware_version: '2.0.0',
+      filter: { model: 'LX-200' },
+      serials: ['CAN-1', 'CAN-2'],
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    const id = res.body.deployment_id as string;
+    await ota().idle();
+    // Nothing was in flight: the cancel finishes it at once.
+    expect((await a.api.post(`/api/v1/firmware/deployments/${id}/cancel`)).status).toBe(200);
+    expect((await a.api.delete('/api/v1/devices/CAN-2')).status).toBe(204);
+    await ota().idle();
+    const cancelled = await deployment(a, id);
+    expect(cancelled.status).toBe('cancelled');
+    expect(cancelled.counts).toMatchObject({ cancelled: 2, queued: 0 });
   });
 
   it('keeps the figures of a deployment that finished before figures were kept, at its first view', async () => {

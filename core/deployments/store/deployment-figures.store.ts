@@ -29,7 +29,8 @@ interface CountRow {
  * (docs/ota.md "Delta images": per update whose command went out, the delta its last command
  * offered, or the full image; an update that fell back from its delta counts both), for several
  * deployments in one pass over their updates. Counts leave out the hops of an upgrade path that
- * led to a next one; the bytes count every hop's command.
+ * led to a next one; the bytes count every hop's command. Update rows carry no foreign key (migration
+ * 20261123000000_lean_update_targets): one whose version row is gone still counts, with no bytes.
  */
 export async function countsAndTransfer(
   db: Db,
@@ -42,9 +43,9 @@ export async function countsAndTransfer(
             (u.state = 'cancelled' AND u.error IS NOT DISTINCT FROM 'no_upgrade_path') AS no_path,
             (count(*) FILTER (WHERE u.next_hop_id IS NULL))::int AS n,
             sum(CASE WHEN u.delta_refused THEN f.size + coalesce(fd.size, 0)
-                     WHEN fd.size IS NOT NULL THEN fd.size ELSE f.size END) FILTER (WHERE u.sent_at IS NOT NULL) AS sent,
-            sum(f.size) FILTER (WHERE u.sent_at IS NOT NULL) AS full,
-            (count(fd.id) FILTER (WHERE u.sent_at IS NOT NULL AND NOT u.delta_refused))::int AS deltas
+                     WHEN fd.size IS NOT NULL THEN fd.size ELSE f.size END) FILTER (WHERE u.sent_at IS NOT NULL AND f.id IS NOT NULL) AS sent,
+            sum(f.size) FILTER (WHERE u.sent_at IS NOT NULL AND f.id IS NOT NULL) AS full,
+            (count(fd.id) FILTER (WHERE u.sent_at IS NOT NULL AND f.id IS NOT NULL AND NOT u.delta_refused))::int AS deltas
        FROM device_updates u
        LEFT JOIN firmware_versions f ON f.id = u.firmware_version_id
        LEFT JOIN firmware_deltas fd ON fd.id = u.delta_id

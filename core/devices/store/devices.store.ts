@@ -163,14 +163,15 @@ export async function shareLockAccount(trx: Knex.Transaction, input: { accountId
 
 /**
  * Unclaim: the device's updates go with it (update rows carry no foreign key). Returns the
- * deployments they belonged to.
+ * deployments they belonged to that have not finished (a finished one keeps its figures).
  */
 export async function deleteUpdatesOfDevice(trx: Knex.Transaction, input: { deviceId: string }): Promise<string[]> {
-  const rows: Array<{ deployment_id: string }> = await trx('device_updates')
-    .where({ device_id: input.deviceId })
-    .delete()
-    .returning('deployment_id');
-  return [...new Set(rows.map((r) => r.deployment_id))];
+  const { rows } = await trx.raw<{ rows: Array<{ id: string }> }>(
+    `WITH gone AS (DELETE FROM device_updates WHERE device_id = ? RETURNING deployment_id)
+     SELECT p.id FROM deployments p WHERE p.id IN (SELECT deployment_id FROM gone) AND p.finished_at IS NULL`,
+    [input.deviceId],
+  );
+  return rows.map((r) => r.id);
 }
 
 export async function deleteDevice(trx: Knex.Transaction, input: { deviceId: string }): Promise<void> {
