@@ -21,7 +21,7 @@ export async function evaluateDeployment(
   const d = await lockDeployment(trx, deploymentId);
   if (!d) return 'none';
   const now = clock.now();
-  const tallies = evaluationNeedsTallies(d.status) ? await tallyByBatch(trx, d.id) : new Map();
+  const tallies = evaluationNeedsTallies(d) ? await tallyByBatch(trx, d.id) : new Map();
   const decision = evaluateProgress(d, tallies, now);
   switch (decision.kind) {
     case 'none':

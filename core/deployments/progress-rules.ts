@@ -32,9 +32,12 @@ export type EvaluatedDeployment = Pick<
   'status' | 'scheduledAt' | 'finishedAt' | 'currentBatch' | 'failuresAcknowledged' | 'rollout'
 >;
 
-/** Whether the evaluation of a deployment in this status reads its batches' tallies (only running and cancelled ones move on them). */
-export const evaluationNeedsTallies = (status: DeploymentStatus): boolean =>
-  status === 'running' || status === 'cancelled';
+/**
+ * Whether the evaluation of a deployment reads its batches' tallies: only running ones and
+ * cancelled ones whose sent updates have not all ended move on them (a tally reads every update).
+ */
+export const evaluationNeedsTallies = (d: Pick<EvaluatedDeployment, 'status' | 'finishedAt'>): boolean =>
+  d.status === 'running' || (d.status === 'cancelled' && d.finishedAt === null);
 
 /**
  * Moves a deployment along from what its updates say (docs/ota.md "Staged rollout"):
@@ -48,7 +51,7 @@ export const evaluationNeedsTallies = (status: DeploymentStatus): boolean =>
  *   out) reaches `min_batch_success_percent`; when every opened target finished below it, the
  *   deployment pauses (`batch_success_below_minimum`) for a person to decide.
  * `tallies` are per batch (batches up to `currentBatch` are opened); unused unless
- * `evaluationNeedsTallies(status)`.
+ * `evaluationNeedsTallies(d)`.
  */
 export function evaluateProgress(
   d: EvaluatedDeployment,
@@ -57,7 +60,7 @@ export function evaluateProgress(
 ): ProgressDecision {
   if (d.status === 'scheduled')
     return d.scheduledAt && d.scheduledAt.getTime() <= now.getTime() ? { kind: 'start' } : { kind: 'none' };
-  if (!evaluationNeedsTallies(d.status)) return { kind: 'none' };
+  if (!evaluationNeedsTallies(d)) return { kind: 'none' };
   let activeAll = 0;
   let failuresAll = 0;
   let ownAll = 0;
@@ -78,7 +81,7 @@ export function evaluateProgress(
   }
   if (d.status === 'cancelled') {
     // Sent updates of a cancelled deployment still finish; it is finished when they did.
-    return activeAll === 0 && d.finishedAt === null ? { kind: 'finish_cancelled' } : { kind: 'none' };
+    return activeAll === 0 ? { kind: 'finish_cancelled' } : { kind: 'none' };
   }
   const threshold = d.rollout?.failure_threshold_percent;
   const newFailures = Math.max(0, opened.failures - d.failuresAcknowledged);

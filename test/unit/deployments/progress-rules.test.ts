@@ -59,12 +59,16 @@ describe('deployment progress evaluation', () => {
     expect(evaluateProgress(deployment(over), new Map(), NOW)).toEqual(decision);
   });
 
-  it.each(DEPLOYMENT_STATUSES.filter((s) => !evaluationNeedsTallies(s) && s !== 'scheduled'))(
-    'leaves a %s deployment alone',
-    (status) => {
-      expect(evaluateProgress(deployment({ status }), tallies([10, 0, 5, 5]), NOW)).toEqual({ kind: 'none' });
-    },
-  );
+  it.each(
+    DEPLOYMENT_STATUSES.filter((s) => !evaluationNeedsTallies({ status: s, finishedAt: null }) && s !== 'scheduled'),
+  )('leaves a %s deployment alone', (status) => {
+    expect(evaluateProgress(deployment({ status }), tallies([10, 0, 5, 5]), NOW)).toEqual({ kind: 'none' });
+  });
+
+  it('reads no tally for a cancelled deployment that finished (an unclaim or a health failure may mark it)', () => {
+    expect(evaluationNeedsTallies({ status: 'cancelled', finishedAt: null })).toBe(true);
+    expect(evaluationNeedsTallies({ status: 'cancelled', finishedAt: NOW })).toBe(false);
+  });
 
   it.each<[string, Partial<EvaluatedDeployment>, Map<number, BatchTally>, ProgressDecision]>([
     ['cancelled, sent updates still running', { status: 'cancelled' }, tallies([10, 2, 3, 0]), { kind: 'none' }],
