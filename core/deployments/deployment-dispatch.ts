@@ -20,10 +20,8 @@ export interface DispatchEngine {
   connectionOf?: (serial: string) => string | undefined;
 }
 
-/** What one dispatch of a deployment did. */
+/** What one dispatch of a deployment left behind. */
 export interface DispatchOutcome {
-  /** Commands sent. */
-  sent: number;
   /**
    * Queued updates left queued although their device is online and said what it runs (held,
    * outside their window, over the tag limit, without a binary): time alone may let them go.
@@ -45,7 +43,6 @@ export async function dispatchDeployment(
   const { deps, options, commands, metrics, markDirty } = engine;
   const { clock } = deps;
   let after = '00000000-0000-0000-0000-000000000000';
-  let sentTotal = 0;
   let waiting = 0;
   let running = false;
   const { dispatchFirstPage, dispatchMaxPage } = options;
@@ -136,7 +133,6 @@ export async function dispatchDeployment(
       running = true;
       // Published after the commit: a crash in between leaves `sent` rows that the re-send covers.
       publishing.push(commands.publish(result.sent));
-      sentTotal += result.sent.length;
       waiting += result.waiting;
       if (!result.more) break;
       after = result.last;
@@ -152,8 +148,7 @@ export async function dispatchDeployment(
       readyDeviceIds: [...again],
       again: true,
     });
-    sentTotal += second.sent;
     waiting += second.waiting;
   }
-  return { sent: sentTotal, waiting, running };
+  return { waiting, running };
 }
