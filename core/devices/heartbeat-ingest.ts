@@ -56,22 +56,6 @@ export class HeartbeatIngest {
     this.timer.unref();
   }
 
-  /**
-   * A fleet runs a handful of versions: their sortable keys are remembered instead of parsed
-   * again for every heartbeat (bounded: cleared when it would hold more than 1,000).
-   */
-  private readonly versionKeys = new Map<string, string>();
-
-  private keyOf(version: string): string {
-    let key = this.versionKeys.get(version);
-    if (key === undefined) {
-      if (this.versionKeys.size >= 1000) this.versionKeys.clear();
-      key = versionKey(version);
-      this.versionKeys.set(version, key);
-    }
-    return key;
-  }
-
   /** Devices with unwritten news. */
   get backlog(): number {
     return this.pending.size;
@@ -90,7 +74,7 @@ export class HeartbeatIngest {
     row.heardAt = now;
     if (values.firmware !== undefined) {
       row.firmware = values.firmware;
-      row.firmwareKey = this.keyOf(values.firmware);
+      row.firmwareKey = versionKey(values.firmware);
       row.firmwareInvalid = null;
     }
     if (refused.length > 0) {

@@ -15,12 +15,28 @@ export function requireVersion(value: string, field = 'version'): ParsedVersion 
   return parsed;
 }
 
+/** Most distinct versions whose keys are remembered; the memory is emptied when it is full. */
+const REMEMBERED_KEYS = 1000;
+const rememberedKeys = new Map<string, string>();
+
 /**
  * Stored beside every firmware string so SQL filters such as `firmware_lt` compare versions,
  * never text (byte order under COLLATE "C" is the version order).
+ *
+ * A fleet runs a handful of versions, and heartbeats, dispatch and reports ask for the same few
+ * keys all the time: they are remembered instead of parsed again. Parsing each candidate's target
+ * was 2 % of the service's profile of an OTA delivery (bench/ota.bench.ts `--profile`). Bounded,
+ * so versions a client makes up cost only the parse they always cost; an invalid one throws and
+ * is not remembered.
  */
 export function versionKey(value: string): string {
-  return versionSortKey(requireVersion(value));
+  let key = rememberedKeys.get(value);
+  if (key === undefined) {
+    key = versionSortKey(requireVersion(value));
+    if (rememberedKeys.size >= REMEMBERED_KEYS) rememberedKeys.clear();
+    rememberedKeys.set(value, key);
+  }
+  return key;
 }
 
 /** Negative when a < b, zero when equal in order, positive when a > b. */
