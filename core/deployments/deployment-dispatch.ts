@@ -5,7 +5,7 @@ import { finishUpdates, markSent } from './update-transitions';
 import { needsReplan, replanQueued } from './upgrade-paths';
 import { mayGetCommandNow, selectForDispatch, type Candidate } from './dispatch-rules';
 import { readDeployment, takeDispatchTurn } from './store/deployments.store';
-import { inFlightPerTag, lockDispatchPage } from './store/dispatch.store';
+import { DISPATCH_START, inFlightPerTag, lockDispatchPage, type DispatchCursor } from './store/dispatch.store';
 
 /** What a dispatch uses of the OTA engine. */
 export interface DispatchEngine {
@@ -33,8 +33,8 @@ export interface DispatchOutcome {
 
 /**
  * Sends the deployment's queued updates that may go now: device online (or the one device that
- * just became ready), batch opened, inside its window when asked, under the tag limit. Pages by
- * job id so skipped rows are not read twice.
+ * just became ready), batch opened, inside its window when asked, under the tag limit. Pages in
+ * (batch, job id) order so skipped rows are not read twice.
  */
 export async function dispatchDeployment(
   engine: DispatchEngine,
@@ -42,7 +42,7 @@ export async function dispatchDeployment(
 ): Promise<DispatchOutcome> {
   const { deps, options, commands, metrics, markDirty } = engine;
   const { clock } = deps;
-  let after = '00000000-0000-0000-0000-000000000000';
+  let after: DispatchCursor = DISPATCH_START;
   let waiting = 0;
   let running = false;
   const { dispatchFirstPage, dispatchMaxPage } = options;

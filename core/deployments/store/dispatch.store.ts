@@ -109,6 +109,15 @@ const toCandidate = (r: HeldCandidateRow): Candidate => ({
 const SENDABLE_DEVICE = `(SELECT d.connectivity = 'online' AND d.firmware IS NOT NULL AND d.firmware_key IS NOT NULL
                            FROM devices d WHERE d.id = device_updates.device_id)`;
 
+/** Where a dispatch has got to in a deployment's queued updates: pages follow (batch, id). */
+export interface DispatchCursor {
+  batch: number;
+  id: string;
+}
+
+/** Before every queued update (batches count from 0). */
+export const DISPATCH_START: DispatchCursor = { batch: -1, id: '00000000-0000-0000-0000-000000000000' };
+
 /**
  * Locks the next page of at most `limit` queued updates of a deployment (after `after`, in the
  * opened batches; only those of `readyDeviceIds` when given) and returns them with what their
@@ -121,29 +130,32 @@ const SENDABLE_DEVICE = `(SELECT d.connectivity = 'online' AND d.firmware IS NOT
  * one page, a 10,000-device campaign sent 41-57 s late (bench/ota.bench.ts with analyzed
  * tables). First the page of queued rows, locked, from the updates alone; then what is needed
  * to send them, by id, filtered by the caller rather than by a predicate the statistics misjudge.
+ * Pages follow (batch, id), the order of the index device_updates_deployment_state_batch_id: in
+ * id order alone, each page read and sorted every queued update of the deployment left (migration
+ * 20261129070000_dispatch_pages_in_batch_order).
  */
 export async function lockDispatchPage(
   trx: Knex.Transaction,
   input: {
     deploymentId: string;
     batch: number;
-    after: string;
+    after: DispatchCursor;
     limit: number;
     readyDeviceIds?: string[];
     /** The devices' configuration (maintenance windows) and tags (tag limit) are read only when a rule needs them: they were most of the bytes of a page. */
     withConfig?: boolean;
     withTags?: boolean;
   },
-): Promise<{ candidates: Candidate[]; more: boolean; last: string } | null> {
+): Promise<{ candidates: Candidate[]; more: boolean; last: DispatchCursor } | null> {
   const ready = input.readyDeviceIds;
   const limit = Math.max(1, Math.floor(input.limit));
   const locked = (
-    await trx.raw<{ rows: Array<{ id: string }> }>(
-      `SELECT id FROM device_updates
-      WHERE deployment_id = ? AND state = 'queued' AND batch <= ? AND id > ?${ready ? ' AND device_id = ANY(?::uuid[])' : ` AND ${SENDABLE_DEVICE}`}
-      ORDER BY id LIMIT ${limit}
+    await trx.raw<{ rows: Array<{ id: string; batch: number }> }>(
+      `SELECT id, batch FROM device_updates
+      WHERE deployment_id = ? AND state = 'queued' AND batch <= ? AND (batch, id) > (?::int, ?::uuid)${ready ? ' AND device_id = ANY(?::uuid[])' : ` AND ${SENDABLE_DEVICE}`}
+      ORDER BY batch, id LIMIT ${limit}
       FOR UPDATE SKIP LOCKED`,
-      [input.deploymentId, input.batch, input.after, ...(ready ? [ready] : [])],
+      [input.deploymentId, input.batch, input.after.batch, input.after.id, ...(ready ? [ready] : [])],
     )
   ).rows;
   if (locked.length === 0) return null;
@@ -173,7 +185,8 @@ export async function lockDispatchPage(
       [locked.map((r) => r.id)],
     )
   ).rows;
-  return { candidates: rows.map(toCandidate), more: locked.length === limit, last: locked[locked.length - 1]!.id };
+  const last = locked[locked.length - 1]!;
+  return { candidates: rows.map(toCandidate), more: locked.length === limit, last: { batch: last.batch, id: last.id } };
 }
 
 /** In-flight updates of the deployment per value of device tag `tag` (devices without it left out). */

@@ -82,7 +82,9 @@ export class DeltaCache {
    * hop of an upgrade path, a device that changed version since the deployment was created).
    */
   async offers(updateIds: string[]): Promise<Map<string, DeltaOffer>> {
-    const candidates = await offerCandidates(this.deps.knex, { updateIds, format: DELTA_FORMAT });
+    // By key from a page's ids: one plan for every page size (offerCandidates).
+    const byKey = this.deps.plannedOnce ?? this.deps.knex;
+    const candidates = await offerCandidates(byKey, { updateIds, format: DELTA_FORMAT });
     const offers = new Map<string, DeltaOffer>();
     for (const c of candidates) {
       const d = c.delta;
@@ -99,7 +101,7 @@ export class DeltaCache {
       else if (d.status === 'building' || d.status === 'too_large') this.ensure(c.pair);
     }
     await recordOffers(
-      this.deps.knex,
+      byKey,
       updateIds.map((id) => ({ updateId: id, deltaId: offers.get(id)?.deltaId ?? null })),
     );
     return offers;

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from '../../db/db';
+import { preparedRaw } from '../../db/prepared';
 import { sqlList } from '../../shared/sql-list';
 import { IN_FLIGHT_STATES } from '../../deployments/deployment-types';
 
@@ -175,13 +176,22 @@ export interface OfferCandidate {
   delta: DeltaRow | null;
 }
 
-/** Updates whose device said (`delta_apply`) it cannot apply a delta are left out. */
+/**
+ * Updates whose device said (`delta_apply`) it cannot apply a delta are left out.
+ *
+ * `db` should keep one plan for every value (Database.plannedOnce), as should `recordOffers`'s:
+ * each looks updates up by key from an array of a dispatch page's ids (up to 10,000). Planned with
+ * the array at hand, PostgreSQL judged a page of 2,000 among 110,000 updates worth a scan of the
+ * whole table (39 and 45 ms, against 24 and 7.5 ms by key; EXPLAIN ANALYZE here): a cost per
+ * command that grew with the table (bench/ota.bench.ts).
+ */
 export async function offerCandidates(
   db: Db,
   input: { updateIds: string[]; format: string },
 ): Promise<OfferCandidate[]> {
   if (input.updateIds.length === 0) return [];
-  const { rows } = await db.raw<{ rows: Array<Record<string, string>> }>(
+  const { rows } = await preparedRaw<{ rows: Array<Record<string, string>> }>(
+    db,
     `SELECT u.id AS update_id, d.firmware AS from_version,
             src.sha256 AS from_sha256, src.storage_key AS from_key, src.size AS from_size,
             f.sha256 AS to_sha256, f.storage_key AS to_key, f.size AS to_size
@@ -194,7 +204,9 @@ export async function offerCandidates(
     [input.updateIds],
   );
   const pairs = rows.map(toPair);
-  const cached = await deltasOfPairs(db, { pairs, format: input.format });
+  // A deployment's updates share a few pairs: each is looked up once, not once per update.
+  const distinct = new Map(pairs.map((p) => [`${p.fromSha256}:${p.toSha256}`, p]));
+  const cached = await deltasOfPairs(db, { pairs: [...distinct.values()], format: input.format });
   return rows.map((r, i) => ({
     updateId: r.update_id!,
     fromVersion: r.from_version!,
@@ -209,7 +221,8 @@ export async function offerCandidates(
  */
 export async function recordOffers(db: Db, offers: Array<{ updateId: string; deltaId: string | null }>): Promise<void> {
   if (offers.length === 0) return;
-  await db.raw(
+  await preparedRaw(
+    db,
     `UPDATE device_updates u SET delta_id = v.delta_id
        FROM unnest(?::uuid[], ?::uuid[]) AS v(id, delta_id)
       WHERE u.id = v.id AND u.delta_id IS DISTINCT FROM v.delta_id AND NOT u.delta_refused`,
