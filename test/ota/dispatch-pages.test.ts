@@ -117,3 +117,50 @@ describe.runIf(usingPostgres())('dispatch pages of a large deployment', { timeou
     }
   });
 });
+
+/**
+ * A deployment's job ids are version 7 UUIDs that rise in its rollout order (batch by batch), so
+ * the indexes ending in the id grow at their right end as its targets are written
+ * (core/deployments/store/job-ids.ts). Both databases.
+ */
+describe('job ids of a deployment', { timeout: 120_000 }, () => {
+  let server: TestServer;
+  let a: TestAccount;
+
+  beforeAll(async () => {
+    server = await startTestServer({ env: { OTA_SWEEP_INTERVAL_MS: '0', OTA_RESEND_AFTER_S: '3600' } });
+    a = await server.createAccount({ quota: 1000, budget: 10_000, rateLimitPerMinute: 1_000_000 });
+    await buildModel(a, 'LX-200');
+    await uploadFirmware(a, { model: 'LX-200', version: '1.0.0', bytes: Buffer.alloc(2000, 1), expectStatus: 201 });
+    await claimDevices(a, { serials: serials('JOB', 60), model: 'LX-200', firmware: '1.0.0' });
+    await uploadFirmware(a, { model: 'LX-200', version: '2.0.0', bytes: Buffer.alloc(2000, 2), expectStatus: 201 });
+  }, 60_000);
+  afterAll(async () => {
+    await ifStarted(server)?.close();
+  });
+
+  it('are version 7 UUIDs, unique, rising batch by batch', async () => {
+    const res = await a.api.post('/api/v1/firmware/deploy', {
+      firmware_version: '2.0.0',
+      filter: { model: 'LX-200' },
+      rollout: { batches: [10, 50, 100], failure_threshold_percent: 50 },
+    });
+    expect(res.status).toBe(202);
+    const rows = (
+      await server.service.database.knex.raw<{ rows: Array<{ id: string; batch: number }> }>(
+        'SELECT id, batch FROM device_updates WHERE deployment_id = ? ORDER BY id',
+        [res.body.deployment_id],
+      )
+    ).rows;
+    expect(rows).toHaveLength(60);
+    expect(new Set(rows.map((r) => r.id)).size).toBe(60);
+    for (const r of rows) expect(r.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-8[0-9a-f]{3}-[0-9a-f]{12}$/);
+    // In id order, the batches never go back: 6, 24 and 30 targets.
+    const batches = rows.map((r) => r.batch);
+    expect(batches).toEqual([...batches].sort((x, y) => x - y));
+    expect(batches.filter((b) => b === 0)).toHaveLength(6);
+    // The time part is the deployment's creation, in milliseconds since 1970.
+    const ms = parseInt(rows[0]!.id.replace(/-/g, '').slice(0, 12), 16);
+    expect(Math.abs(ms - Date.now())).toBeLessThan(60_000);
+  });
+});
