@@ -11,6 +11,23 @@ const DEVICES = 1500;
 const PAGE = 100;
 
 /**
+ * A server with an account whose `count` devices of LX-200 were claimed on 1.0.0, and 2.0.0
+ * uploaded after the claims (so no claim deployment targets it). Nothing is connected; the sweep
+ * is off, so only what a test asks for is dispatched.
+ */
+async function fleetOnOldFirmware(prefix: string, count: number): Promise<{ server: TestServer; a: TestAccount }> {
+  const server = await startTestServer({ env: { OTA_SWEEP_INTERVAL_MS: '0', OTA_RESEND_AFTER_S: '3600' } });
+  const a = await server.createAccount({ quota: 5000, budget: 100_000, rateLimitPerMinute: 1_000_000 });
+  await buildModel(a, 'LX-200');
+  await uploadFirmware(a, { model: 'LX-200', version: '1.0.0', bytes: Buffer.alloc(2000, 1), expectStatus: 201 });
+  const all = serials(prefix, count);
+  for (let i = 0; i < all.length; i += 1000)
+    await claimDevices(a, { serials: all.slice(i, i + 1000), model: 'LX-200', firmware: '1.0.0' });
+  await uploadFirmware(a, { model: 'LX-200', version: '2.0.0', bytes: Buffer.alloc(2000, 2), expectStatus: 201 });
+  return { server, a };
+}
+
+/**
  * A dispatch page of a large deployment reads about a page of its updates, not every queued one
  * left: pages of a deployment to 100,000 connected devices otherwise read and sorted hundreds of
  * thousands of rows in all (migration 20261129070000_dispatch_pages_in_batch_order). Counted from
@@ -23,14 +40,7 @@ describe.runIf(usingPostgres())('dispatch pages of a large deployment', { timeou
   let deploymentId: string;
 
   beforeAll(async () => {
-    server = await startTestServer({ env: { OTA_SWEEP_INTERVAL_MS: '0', OTA_RESEND_AFTER_S: '3600' } });
-    a = await server.createAccount({ quota: 5000, budget: 100_000, rateLimitPerMinute: 1_000_000 });
-    await buildModel(a, 'LX-200');
-    await uploadFirmware(a, { model: 'LX-200', version: '1.0.0', bytes: Buffer.alloc(2000, 1), expectStatus: 201 });
-    const all = serials('PAGE', DEVICES);
-    for (let i = 0; i < all.length; i += 1000)
-      await claimDevices(a, { serials: all.slice(i, i + 1000), model: 'LX-200', firmware: '1.0.0' });
-    await uploadFirmware(a, { model: 'LX-200', version: '2.0.0', bytes: Buffer.alloc(2000, 2), expectStatus: 201 });
+    ({ server, a } = await fleetOnOldFirmware('PAGE', DEVICES));
     // Created while its devices are offline: every update stays queued.
     const res = await a.api.post('/api/v1/firmware/deploy', { firmware_version: '2.0.0', filter: { model: 'LX-200' } });
     expect(res.status).toBe(202);
@@ -128,12 +138,7 @@ describe('job ids of a deployment', { timeout: 120_000 }, () => {
   let a: TestAccount;
 
   beforeAll(async () => {
-    server = await startTestServer({ env: { OTA_SWEEP_INTERVAL_MS: '0', OTA_RESEND_AFTER_S: '3600' } });
-    a = await server.createAccount({ quota: 1000, budget: 10_000, rateLimitPerMinute: 1_000_000 });
-    await buildModel(a, 'LX-200');
-    await uploadFirmware(a, { model: 'LX-200', version: '1.0.0', bytes: Buffer.alloc(2000, 1), expectStatus: 201 });
-    await claimDevices(a, { serials: serials('JOB', 60), model: 'LX-200', firmware: '1.0.0' });
-    await uploadFirmware(a, { model: 'LX-200', version: '2.0.0', bytes: Buffer.alloc(2000, 2), expectStatus: 201 });
+    ({ server, a } = await fleetOnOldFirmware('JOB', 60));
   }, 60_000);
   afterAll(async () => {
     await ifStarted(server)?.close();
