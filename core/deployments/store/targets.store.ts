@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { versionKey } from '../../shared/version';
-import { orderedIdPrefix, orderedIdSql } from './job-ids';
+import { orderedIdSql } from './job-ids';
 import { sqlList } from '../../shared/sql-list';
 import { ACTIVE_STATES, IN_FLIGHT_STATES, RETRYABLE_STATES } from '../deployment-types';
 
@@ -148,7 +148,7 @@ export async function insertTargets(
   const result = await trx.raw<{ rowCount: number }>(
     `WITH targets AS (
        INSERT INTO device_updates (id, account_id, deployment_id, device_id, firmware_version_id, from_version, target_version, state, batch, state_changed_at, created_at)
-       SELECT ${orderedIdSql('t.rn')}, ?, ?, t.id, ?, t.firmware, ?, 'queued',
+       SELECT ${orderedIdSql('t.rn', input.now)}, ?, ?, t.id, ?, t.firmware, ?, 'queued',
               (SELECT min(b.ord) FROM unnest(?::float8[]) WITH ORDINALITY AS b(pct, ord) WHERE t.rn <= ceil(b.pct * t.n / 100.0)) - 1,
               ?, ?
          FROM (SELECT d.id, d.firmware, row_number() OVER (ORDER BY md5(d.id::text || ?)) AS rn, count(*) OVER () AS n
@@ -156,7 +156,6 @@ export async function insertTargets(
        RETURNING id, account_id, device_id, deployment_id, from_version, target_version)
      ${QUEUED_HISTORY_INSERT} FROM targets u`,
     [
-      orderedIdPrefix(input.now),
       q.accountId,
       input.deploymentId,
       input.firmwareVersionId,
@@ -190,13 +189,12 @@ export async function insertExplicitTargets(
   const result = await trx.raw<{ rowCount: number }>(
     `WITH targets AS (
        INSERT INTO device_updates (id, account_id, deployment_id, device_id, firmware_version_id, from_version, target_version, state, batch, state_changed_at, created_at)
-       SELECT ${orderedIdSql('t.ord')}, ?, ?, t.device_id, t.fw_id, t.from_version, t.target_version, 'queued', 0, ?, ?
+       SELECT ${orderedIdSql('t.ord', input.now)}, ?, ?, t.device_id, t.fw_id, t.from_version, t.target_version, 'queued', 0, ?, ?
          FROM unnest(?::uuid[], ?::uuid[], ?::text[], ?::text[]) WITH ORDINALITY AS t(device_id, fw_id, target_version, from_version, ord)
        ON CONFLICT (device_id) WHERE state IN (${sqlList(ACTIVE_STATES)}) DO NOTHING
        RETURNING id, account_id, device_id, deployment_id, from_version, target_version)
      ${QUEUED_HISTORY_INSERT} FROM targets u`,
     [
-      orderedIdPrefix(input.now),
       input.accountId,
       input.deploymentId,
       input.now,
