@@ -30,6 +30,7 @@ import * as serialUniqueWithoutOrder from './20261128200000_serial_unique_withou
 import * as updateLocksByAccount from './20261129010000_update_locks_by_account';
 import * as deploymentOutcomes from './20261129040000_deployment_outcomes';
 import * as dispatchPagesInBatchOrder from './20261129070000_dispatch_pages_in_batch_order';
+import * as succeededUpdatesByDevice from './20261129090000_succeeded_updates_by_device';
 import * as fixtureHealth from './20261127160000_fixture_health';
 import * as connectionDaysAndFailedMarks from './20261127170000_connection_days_and_failed_marks';
 
@@ -71,6 +72,7 @@ const migrations: Array<{ name: string; module: Knex.Migration }> = [
   { name: '20261129010000_update_locks_by_account', module: updateLocksByAccount },
   { name: '20261129040000_deployment_outcomes', module: deploymentOutcomes },
   { name: '20261129070000_dispatch_pages_in_batch_order', module: dispatchPagesInBatchOrder },
+  { name: '20261129090000_succeeded_updates_by_device', module: succeededUpdatesByDevice },
 ];
 
 export const migrationSource: Knex.MigrationSource<{ name: string; module: Knex.Migration }> = {

@@ -127,6 +127,12 @@ export const isActive = (status: DeploymentStatus): boolean =>
  * input (`RolloutInput`), the stored rollout (`Rollout`) and the adapters' own schemas are all
  * built from it, so they cannot drift apart.
  */
+/**
+ * The longest health window a rollout may set (24 hours): the health gate reads only updates that
+ * finished within it (store/update-health.store.ts countReconnects).
+ */
+export const MAX_HEALTH_WINDOW_MINUTES = 24 * 60;
+
 export const ROLLOUT_RULES = {
   batches: z
     .array(z.number().gt(0).max(100))
@@ -143,7 +149,7 @@ export const ROLLOUT_RULES = {
   healthWindowMinutes: z
     .number()
     .min(0)
-    .max(24 * 60)
+    .max(MAX_HEALTH_WINDOW_MINUTES)
     .default(10),
   healthMaxReconnects: z.number().int().min(1).max(1000).default(3),
   // Fixture signals of the health gate (docs/ota.md "Health gate"; core/health/fixture-gate.ts).

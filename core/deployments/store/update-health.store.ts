@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { MAX_HEALTH_WINDOW_MINUTES } from '../deployment-types';
 
 /** A reconnect counted against the last update that succeeded on a device. */
 export interface HealthCount {
@@ -32,6 +33,12 @@ interface HealthCountRow {
  * ONE statement for the batch, count and history together (atomic on its own): it runs for
  * every batch of devices that come online, nearly always finding nothing, and as a transaction
  * of two statements it cost BEGIN and COMMIT round trips on top (bench/connections.bench.ts).
+ *
+ * Only updates that finished within the longest window a rollout may set are read, from the
+ * index of succeeded updates by device and finish (migrations/20261129090000_succeeded_updates_by_device):
+ * an older one is outside every window, and so is any before it. Read whole, a device's update
+ * history cost the reconnect 34-48 µs of PostgreSQL with five old updates, against 2.9-4.2 µs
+ * now (1,000 reconnecting devices, measured here).
  */
 export async function countReconnects(
   db: Knex | Knex.Transaction,
@@ -45,7 +52,7 @@ export async function countReconnects(
                 COALESCE((p.rollout ->> 'health_max_reconnects')::int, ?) AS max_reconnects
            FROM device_updates u JOIN deployments p ON p.id = u.deployment_id
           WHERE u.device_id = ANY(?::uuid[]) AND u.state = 'succeeded' AND u.finished_at IS NOT NULL AND u.health_failed_at IS NULL
-            AND u.next_hop_id IS NULL
+            AND u.next_hop_id IS NULL AND u.finished_at > ?::timestamptz - make_interval(mins => ?)
             AND NOT EXISTS (SELECT 1 FROM device_updates y WHERE y.device_id = u.device_id AND y.id <> u.id AND y.sent_at >= u.finished_at)
           ORDER BY u.device_id, u.finished_at DESC),
        counted AS (
@@ -62,7 +69,16 @@ export async function countReconnects(
                                    'reconnects', reconnects_after, 'window_minutes', window_minutes), ?::timestamptz
            FROM counted WHERE health_failed_at IS NOT NULL)
        SELECT * FROM counted`,
-      [input.defaultWindowMinutes, input.defaultMaxReconnects, input.deviceIds, input.now, input.now, input.now],
+      [
+        input.defaultWindowMinutes,
+        input.defaultMaxReconnects,
+        input.deviceIds,
+        input.now,
+        MAX_HEALTH_WINDOW_MINUTES,
+        input.now,
+        input.now,
+        input.now,
+      ],
     )
   ).rows;
   return rows.map((r) => ({
