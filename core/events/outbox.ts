@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { newId } from '../shared/ids';
+import { newTimeOrderedId } from '../shared/ids';
 import type { DomainEvent, NewEvent } from './event-types';
 import { claimUndispatched, insertEvents, markDispatched } from './store/events.store';
 import type { EventBus } from './event-bus';
@@ -39,7 +39,7 @@ export async function appendEvents(trx: Knex | Knex.Transaction, clock: Clock, e
   await insertEvents(
     trx,
     events.map((e) => ({
-      id: newId(),
+      id: newTimeOrderedId(),
       accountId: e.accountId,
       type: e.type,
       subject: e.subject ?? null,

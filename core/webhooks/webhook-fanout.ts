@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { newId } from '../shared/ids';
+import { newTimeOrderedId } from '../shared/ids';
 import type { Clock } from '../shared/clock';
 import type { DomainEvent } from '../events/event-types';
 import { fanOut, publicEvents } from './delivery-rules';
@@ -24,7 +24,7 @@ export async function fanOutWebhookDeliveries(
   if (subscribers.length === 0) return 0;
   const now = clock.now();
   const deliveries = fanOut(candidates, subscribers).map(({ event, webhookId }) => ({
-    id: newId(),
+    id: newTimeOrderedId(),
     accountId: event.accountId,
     webhookId,
     eventId: event.id,

@@ -65,6 +65,20 @@ describe('transaction runner: the outbox wakes only for commits with events', ()
     expect(wakes).toEqual([{ events: true }]);
   });
 
+  it('gives events version 7 ids that rise in the order they were appended', async () => {
+    for (let batch = 0; batch < 3; batch++)
+      await run((trx) => appendEvents(trx, systemClock, Array.from({ length: 50 }, event)));
+    const ids = (
+      await knex.raw<{ rows: Array<{ id: string }> }>('SELECT id FROM events WHERE account_id = ? ORDER BY seq', [
+        accountId,
+      ])
+    ).rows.map((r) => r.id);
+    expect(ids.length).toBeGreaterThanOrEqual(150);
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    // The outbox's unique index of ids then grows at its right end (core/shared/ids.ts).
+    expect([...ids].sort()).toEqual(ids);
+  });
+
   it('a rolled-back transaction wakes nothing', async () => {
     wakes = [];
     await expect(

@@ -143,6 +143,10 @@ describe('webhooks', () => {
       event_type: 'device.online',
     });
     expect(log.body.deliveries[0].attempt_log[0]).toMatchObject({ status_code: 204 });
+    // Time-ordered ids (version 7) for the event and its delivery, rows of logs kept for days.
+    const v7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+    expect(got.json.id).toMatch(v7);
+    expect(log.body.deliveries[0].id).toMatch(v7);
 
     // Manual redelivery: the same event id again.
     const again = await account.api.post(
