@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { claimBenchFleet } from './lib/claimed-fleet';
+import { addUpdateHistory } from './lib/update-history';
 import { startBenchServer } from './lib/bench-server';
 import { heapGrowth, summariseHeap } from './lib/heap-summary';
 import { startBareAedes } from './lib/bare-aedes';
@@ -9,6 +10,7 @@ import type { LoadDevice } from './lib/packet-load';
 import { isSmoke, recordResults } from './lib/results';
 import { baselineCpuMeter, serviceCpuMeter, withDatabaseShare, type BrokerCpuMeter } from './lib/service-cpu';
 import { makeSerials } from '#simulator/fleet';
+import { topics } from '#protocol/topics';
 
 /**
  * What connections cost the service against bare Aedes 1.2 in the same run, with the lean
@@ -26,6 +28,11 @@ import { makeSerials } from '#simulator/fleet';
  *   node --import tsx bench/connection-capacity.bench.ts              (embedded database)
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/connection-capacity.bench.ts
  *   options: --devices N (default 20000; refused when more than the open-files limit allows) --burst B (default 2000) --generators G (default 2) --dry
+ *   --connect-only (devices send CONNECT alone; by default a device on a new session then
+ *   subscribes to its ota, config and credentials topics, as the simulator and a real device do,
+ *   and counts as connected on its SUBACK: for both brokers)
+ *   --history U (default 5: the fleet has U succeeded updates behind it, the newest two days old,
+ *   written as rows after the claim, as in service; 0: a freshly claimed fleet)
  *   --heap DIR (heap snapshots of ours before and after the connections, and the kinds of object
  *   that grew most per device; records nothing: a snapshot inflates the RSS that follows it)
  *   --profile DIR (CPU profiles of ours and of bare Aedes during the ramp, written to DIR: summarise them with
@@ -43,6 +50,14 @@ const arg = (name: string, fallback: number) => {
 const DEVICES = smoke ? 60 : arg('devices', 20_000);
 const BURST = smoke ? 20 : Math.min(arg('burst', 2000), DEVICES);
 const GENERATORS = smoke ? 1 : arg('generators', 2);
+const HISTORY = arg('history', 5);
+/**
+ * What a device subscribes to on a new session (simulator/src/simulated-device.ts): the service
+ * then sends its configuration, dispatches its queued update and runs the rollout health gate.
+ */
+const SUBSCRIBE = process.argv.includes('--connect-only')
+  ? undefined
+  : [topics.ota('{serial}'), topics.config('{serial}'), topics.credentials('{serial}')];
 /** Connected first, unmeasured: the first connections pay for JIT compilation. */
 const WARM_UP = smoke ? 10 : Math.min(500, Math.floor(DEVICES / 10));
 const TARGET_CPU = 1.15;
@@ -99,7 +114,14 @@ async function measure(target: Target, offset: number): Promise<Capacity> {
     const phase = async (devices: LoadDevice[], parallel: number, from: number, profiled = false): Promise<Phase> => {
       if (profiled) await target.profile?.start();
       await target.cpu.start();
-      const result = await pool.connect({ url: target.url, devices, clean: false, parallel, offset: from });
+      const result = await pool.connect({
+        url: target.url,
+        devices,
+        clean: false,
+        parallel,
+        offset: from,
+        ...(SUBSCRIBE ? { subscribe: SUBSCRIBE } : {}),
+      });
       const { totalUs: used, databaseUs, kernelUs } = await target.cpu.stop();
       if (profiled) await target.profile?.stop();
       // The generators report every connection they hold, earlier phases' included.
@@ -193,7 +215,8 @@ function rampProfile(
 
 async function serviceTarget(): Promise<Target> {
   const server = await startBenchServer();
-  const { credentials } = await claimBenchFleet(server, { prefix: 'CCS', count: DEVICES });
+  const { account, credentials } = await claimBenchFleet(server, { prefix: 'CCS', count: DEVICES });
+  await addUpdateHistory(server, { accountId: account.accountId, updates: HISTORY });
   if (server.database === 'postgres') {
     // The claim just wrote every device: without this, autovacuum's pass over the new rows (its
     // workers count as the database's backends) and the first writes after a checkpoint (whole
@@ -265,6 +288,7 @@ for (const f of figures) console.log(f);
 if (!smoke && !dry) {
   const command = `${process.env.BENCH_DATABASE_URL ? 'BENCH_DATABASE_URL=<postgres> ' : ''}node --import tsx bench/connection-capacity.bench.ts`;
   const anyBound = [bare.burst, bare.ramp, ours.burst, ours.ramp].some((p) => p.generatorBound);
+  const historyNote = `; ${SUBSCRIBE ? 'CONNECT and SUBSCRIBE' : 'CONNECT alone'}, ${HISTORY > 0 ? `${HISTORY} past updates per device` : 'no update history'}`;
   const rateMet = (ratio: number, phases: Phase[]) =>
     phases.some((p) => p.generatorBound) ? null : ratio >= TARGET_RATE;
   recordResults({
@@ -273,17 +297,20 @@ if (!smoke && !dry) {
     figures,
     notes: [
       `${GENERATORS} packet-load generator processes on the same cores as the broker${anyBound ? '; a phase marked generator-bound measured the generators' : ''}.`,
+      HISTORY > 0
+        ? `The service's fleet has ${HISTORY} succeeded updates per device behind it (the newest two days old), as in service.`
+        : "The service's fleet was freshly claimed: no update history.",
     ],
     current: [
       {
         id: `Connection burst, ${BURST} at once, CPU vs bare Aedes (${ours.name})`,
-        figure: `${cpuOf(ours.burst, ours)} against ${us(bare.burst.brokerUsEach)}: ratio ${burstCpu.toFixed(2)}; rate ${ours.burst.perSecond.toFixed(0)}/s against ${bare.burst.perSecond.toFixed(0)}/s: ${burstRate.toFixed(2)}x${bound(ours.burst) || bound(bare.burst)}`,
+        figure: `${cpuOf(ours.burst, ours)} against ${us(bare.burst.brokerUsEach)}: ratio ${burstCpu.toFixed(2)}; rate ${ours.burst.perSecond.toFixed(0)}/s against ${bare.burst.perSecond.toFixed(0)}/s: ${burstRate.toFixed(2)}x${bound(ours.burst) || bound(bare.burst)}${historyNote}`,
         target: `CPU <= ${TARGET_CPU}x, rate >= ${TARGET_RATE}x bare Aedes`,
         met: burstCpu <= TARGET_CPU && rateMet(burstRate, [ours.burst, bare.burst]) !== false,
       },
       {
         id: `Connection ramp to ${DEVICES.toLocaleString('en')}, CPU vs bare Aedes (${ours.name})`,
-        figure: `${cpuOf(ours.ramp, ours)} against ${us(bare.ramp.brokerUsEach)}: ratio ${rampCpu.toFixed(2)}; rate ${ours.ramp.perSecond.toFixed(0)}/s against ${bare.ramp.perSecond.toFixed(0)}/s: ${rampRate.toFixed(2)}x${bound(ours.ramp) || bound(bare.ramp)}`,
+        figure: `${cpuOf(ours.ramp, ours)} against ${us(bare.ramp.brokerUsEach)}: ratio ${rampCpu.toFixed(2)}; rate ${ours.ramp.perSecond.toFixed(0)}/s against ${bare.ramp.perSecond.toFixed(0)}/s: ${rampRate.toFixed(2)}x${bound(ours.ramp) || bound(bare.ramp)}${historyNote}`,
         target: `CPU <= ${TARGET_CPU}x, rate >= ${TARGET_RATE}x bare Aedes`,
         met: rampCpu <= TARGET_CPU && rateMet(rampRate, [ours.ramp, bare.ramp]) !== false,
       },

@@ -25,6 +25,7 @@ process.on('message', (raw) => {
         clean: message.clean as boolean,
         offset: message.offset as number,
         ...(typeof message.parallel === 'number' ? { parallel: message.parallel } : {}),
+        ...(Array.isArray(message.subscribe) ? { subscribe: message.subscribe as string[] } : {}),
       })
       .then(reply, fail);
   } else if (message.cmd === 'run') {

@@ -64,6 +64,8 @@ export class PacketLoadPool {
     clean: boolean;
     parallel?: number;
     offset?: number;
+    /** Topic filters a device subscribes to on a new session (PacketLoad.connect). */
+    subscribe?: string[];
   }): Promise<ConnectResult> {
     const { hostname, port } = new URL(input.url);
     const share = Math.ceil(input.devices.length / this.children.length);
@@ -78,6 +80,7 @@ export class PacketLoadPool {
           devices: input.devices.slice(i * share, (i + 1) * share),
           offset: (input.offset ?? 0) + i * share,
           ...(input.parallel ? { parallel: input.parallel } : {}),
+          ...(input.subscribe ? { subscribe: input.subscribe } : {}),
         }),
       ),
     )) as ConnectResult[];

@@ -60,7 +60,12 @@ export class PacketLoad {
   private latencies: number[] = [];
   private acked = 0;
 
-  /** Connects every device (at most `parallel` CONNECTs in flight); resolves when each has its CONNACK. */
+  /**
+   * Connects every device (at most `parallel` CONNECTs in flight); resolves when each has its
+   * CONNACK. With `subscribe` (topic filters, `{serial}` standing for the device's serial), a
+   * device whose CONNACK brought no session subscribes to them at QoS 1 as a device does, and
+   * counts as connected on its SUBACK (every filter granted).
+   */
   async connect(input: {
     host: string;
     port: number;
@@ -68,6 +73,7 @@ export class PacketLoad {
     clean: boolean;
     parallel?: number;
     offset?: number;
+    subscribe?: string[];
   }): Promise<ConnectResult> {
     const started = performance.now();
     const cpu = process.cpuUsage();
@@ -92,7 +98,7 @@ export class PacketLoad {
   }
 
   private open(
-    input: { host: string; port: number; clean: boolean },
+    input: { host: string; port: number; clean: boolean; subscribe?: string[] },
     device: LoadDevice,
     n: number,
   ): Promise<Connection> {
@@ -102,15 +108,30 @@ export class PacketLoad {
       const connection: Connection = { socket, serial: device.serial, nextId: 1, sentAt: new Map() };
       const parser = mqttPacket.parser({ protocolVersion: 4 });
       let open = false;
+      const opened = () => {
+        open = true;
+        resolve(connection);
+      };
+      const refused = (why: string) => {
+        socket.destroy();
+        reject(new Error(why));
+      };
+      const filters = (input.subscribe ?? []).map((f) => f.replaceAll('{serial}', device.serial));
       parser.on('packet', (packet) => {
         if (packet.cmd === 'connack') {
-          if (packet.returnCode === 0) {
-            open = true;
-            resolve(connection);
-          } else {
-            socket.destroy();
-            reject(new Error(`CONNACK ${packet.returnCode}`));
-          }
+          if (packet.returnCode !== 0) refused(`CONNACK ${packet.returnCode}`);
+          else if (filters.length === 0 || packet.sessionPresent) opened();
+          else
+            socket.write(
+              mqttPacket.generate({
+                cmd: 'subscribe',
+                messageId: 1,
+                subscriptions: filters.map((topic) => ({ topic, qos: 1 as const })),
+              }),
+            );
+        } else if (packet.cmd === 'suback' && !open) {
+          if (packet.granted.every((g) => typeof g === 'number' && g <= 2)) opened();
+          else refused(`SUBACK ${JSON.stringify(packet.granted)}`);
         } else if (packet.cmd === 'puback') {
           const at = connection.sentAt.get(packet.messageId!);
           if (at !== undefined) {
@@ -125,7 +146,7 @@ export class PacketLoad {
       });
       socket.on('data', (data) => parser.parse(data));
       socket.on('error', (error) => (open ? undefined : reject(error)));
-      socket.on('close', () => (open ? undefined : reject(new Error('closed before CONNACK'))));
+      socket.on('close', () => (open ? undefined : reject(new Error('closed before it was connected'))));
       socket.write(
         mqttPacket.generate({
           cmd: 'connect',

@@ -39,6 +39,35 @@ describe.skipIf(!mosquitto)('packet-load generator against Mosquitto', () => {
     expect(phase.sample.length).toBe(400);
   });
 
+  it(
+    'subscribes a new session as a device does and counts it connected on its SUBACK',
+    { timeout: 30_000 },
+    async () => {
+      const devices = Array.from({ length: 5 }, (_, i) => ({ serial: `PKTSUB-${process.pid}-${i}` }));
+      const subscriber = new PacketLoad();
+      const subscribe = ['bench/{serial}/ota', 'bench/{serial}/config'];
+      try {
+        // Counted on the SUBACK: a SUBSCRIBE Mosquitto could not read would have dropped the connection.
+        const first = await subscriber.connect({ host: '127.0.0.1', port: 1883, devices, clean: true, subscribe });
+        expect(first).toMatchObject({ connected: 5, failed: 0 });
+      } finally {
+        subscriber.close();
+      }
+      // A subscription the broker refuses (Mosquitto drops a connection whose filter has a wildcard
+      // inside a level): failed, not counted at its CONNACK.
+      const refused = new PacketLoad();
+      const result = await refused.connect({
+        host: '127.0.0.1',
+        port: 1883,
+        devices: [{ serial: `PKTSUB-${process.pid}-x` }],
+        clean: true,
+        subscribe: ['bench/{serial}/a#b'],
+      });
+      expect(result).toMatchObject({ connected: 0, failed: 1 });
+      refused.close();
+    },
+  );
+
   it('counts a broker that refuses the connection as failed', { timeout: 30_000 }, async () => {
     const refused = new PacketLoad();
     // A clientId Mosquitto refuses: MQTT 3.1.1 forbids an empty one with clean=false.
