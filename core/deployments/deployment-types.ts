@@ -146,11 +146,7 @@ export const ROLLOUT_RULES = {
   maxConcurrentPerTag: z
     .strictObject({ tag: z.string().min(1).max(64), max: z.number().int().min(1).max(100_000) })
     .optional(),
-  healthWindowMinutes: z
-    .number()
-    .min(0)
-    .max(MAX_HEALTH_WINDOW_MINUTES)
-    .default(10),
+  healthWindowMinutes: z.number().min(0).max(MAX_HEALTH_WINDOW_MINUTES).default(10),
   healthMaxReconnects: z.number().int().min(1).max(1000).default(3),
   // Fixture signals of the health gate (docs/ota.md "Health gate"; core/health/fixture-gate.ts).
   fixtureSignals: z.array(z.enum(FIXTURE_SIGNALS)).max(FIXTURE_SIGNALS.length).default([]),

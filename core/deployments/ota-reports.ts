@@ -17,7 +17,7 @@ export async function applyHealthGate(deps: ServiceDeps, deviceIds: string[]): P
   // One statement, but it locks the updates it counts in the planner's order, and a device that
   // reconnects re-sends its last report, whose batch locks the same rows (a deadlock is retried).
   const counted = await retryOnLockConflict(deps, () =>
-    countReconnects(deps.knex, {
+    countReconnects(deps.plannedOnce ?? deps.knex, {
       deviceIds,
       now: deps.clock.now(),
       defaultWindowMinutes: DEFAULT_ROLLOUT.health_window_minutes,

@@ -160,7 +160,8 @@ describe.runIf(usingPostgres())('health gate: rows read for devices updated long
     );
     await knex.raw('ANALYZE device_updates, deployments');
 
-    const trx = await knex.transaction();
+    // On a connection that keeps one plan per prepared statement, as the service runs the gate.
+    const trx = await db!.database.plannedOnce.transaction();
     try {
       const reconnecting = devices.slice(0, 200);
       const counted = await countReconnects(trx, {
@@ -175,6 +176,11 @@ describe.runIf(usingPostgres())('health gate: rows read for devices updated long
       );
       // Before the index and the bound: 30,004 rows (the planner scanned every update).
       expect(read.rows[0]!.n).toBeLessThan(20);
+      // Prepared and planned once: planning it took several times its execution (update-health.store.ts).
+      const plans = await trx.raw<{ rows: Array<{ generic_plans: number; custom_plans: number }> }>(
+        `SELECT generic_plans::int, custom_plans::int FROM pg_prepared_statements WHERE statement LIKE 'WITH last AS%'`,
+      );
+      expect(plans.rows).toEqual([{ generic_plans: 1, custom_plans: 0 }]);
     } finally {
       await trx.rollback();
     }

@@ -266,13 +266,17 @@ export async function lockReportedUpdates(trx: Knex.Transaction, jobIds: string[
   return rows.map((r) => ({ ...toUpdateRef(r), state: r.state, firmwareKey: r.firmware_key }));
 }
 
-/** The queued updates of these devices (any account: the caller checks). */
+/**
+ * The queued updates of these devices (any account: the caller checks). Prepared: it runs for
+ * every batch of devices that subscribe (bench/connection-capacity.bench.ts).
+ */
 export async function queuedUpdatesOfDevices(
   db: Db,
   deviceIds: string[],
 ): Promise<Array<{ deviceId: string; accountId: string; deploymentId: string }>> {
   const rows = (
-    await db.raw<{ rows: Array<{ device_id: string; account_id: string; deployment_id: string }> }>(
+    await preparedRaw<{ rows: Array<{ device_id: string; account_id: string; deployment_id: string }> }>(
+      db,
       `SELECT u.device_id, u.account_id, u.deployment_id FROM device_updates u WHERE u.device_id = ANY(?::uuid[]) AND u.state = 'queued'`,
       [deviceIds],
     )

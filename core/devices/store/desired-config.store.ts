@@ -1,4 +1,5 @@
 import type { Db } from '../../db/db';
+import { preparedRaw } from '../../db/prepared';
 
 /** A device's desired configuration and its version, as the broker sends it on each connection. */
 export interface StoredDesiredConfig {
@@ -15,12 +16,17 @@ interface DesiredConfigRow {
   desired_config: Record<string, unknown> | string | null;
 }
 
-/** The desired configurations of these devices (any account: the caller checks). */
+/**
+ * The desired configurations of these devices (any account: the caller checks). Prepared: the
+ * broker reads them for every batch of devices that subscribe (bench/connection-capacity.bench.ts).
+ */
 export async function selectDesiredConfigs(db: Db, input: { deviceIds: string[] }): Promise<StoredDesiredConfig[]> {
   if (input.deviceIds.length === 0) return [];
-  const rows: DesiredConfigRow[] = await db('devices')
-    .whereRaw('id = ANY(?::uuid[])', [input.deviceIds])
-    .select('id', 'account_id', 'desired_config_version', 'desired_config');
+  const { rows } = await preparedRaw<{ rows: DesiredConfigRow[] }>(
+    db,
+    'SELECT id, account_id, desired_config_version, desired_config FROM devices WHERE id = ANY(?::uuid[])',
+    [input.deviceIds],
+  );
   return rows.map((r) => ({
     deviceId: r.id,
     accountId: r.account_id,

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { DomainEvent, EventType } from '../event-types';
+import { preparedRaw } from '../../db/prepared';
 
 /** A row of the outbox table `events`. */
 interface EventRow {
@@ -71,7 +72,8 @@ export async function insertEvents(db: Knex | Knex.Transaction, events: EventIns
  * scan that grows with the retention window).
  */
 export async function claimUndispatched(trx: Knex.Transaction, limit: number): Promise<DomainEvent[]> {
-  const { rows } = await trx.raw<{ rows: EventRow[] }>(
+  const { rows } = await preparedRaw<{ rows: EventRow[] }>(
+    trx,
     `SELECT e.seq, e.id, e.account_id, e.type, e.subject, e.data, e.occurred_at
        FROM events e
       WHERE e.seq = ANY (ARRAY(SELECT seq FROM events_pending ORDER BY seq LIMIT ? FOR UPDATE SKIP LOCKED))
