@@ -30,11 +30,19 @@ export async function buildFirmwareVersion(
   const model = await knex('models')
     .where({ account_id: input.accountId, name: input.model })
     .first<{ id: string }>('id');
+  return insertFirmwareVersion(knex, { accountId: input.accountId, modelId: model.id, version: input.version });
+}
+
+/** The same row written with a database handle alone (tests of statements, without a server). */
+export async function insertFirmwareVersion(
+  knex: Knex,
+  input: { accountId: string; modelId: string; version: string },
+): Promise<string> {
   const id = newId();
   await knex('firmware_versions').insert({
     id,
     account_id: input.accountId,
-    model_id: model.id,
+    model_id: input.modelId,
     version: input.version,
     version_key: versionKey(input.version),
     size: 1024,

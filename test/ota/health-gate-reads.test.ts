@@ -4,7 +4,7 @@ import { openTestDatabase, usingPostgres, type OpenTestDatabase } from '../helpe
 import { countReconnects } from '#core/deployments/store/update-health.store';
 import { MAX_HEALTH_WINDOW_MINUTES } from '#core/deployments/deployment-types';
 import { newId } from '#core/shared/ids';
-import { versionKey } from '#core/shared/version';
+import { insertFirmwareVersion } from '../helpers/factories';
 
 const HOUR = 3600_000;
 const NOW = new Date('2026-11-29T12:00:00Z');
@@ -14,7 +14,6 @@ const ago = (ms: number) => new Date(NOW.getTime() - ms);
 async function account(knex: Knex): Promise<{ accountId: string; modelId: string; firmwareId: string }> {
   const accountId = newId();
   const modelId = newId();
-  const firmwareId = newId();
   await knex('accounts').insert({
     id: accountId,
     name: 'gate',
@@ -24,15 +23,7 @@ async function account(knex: Knex): Promise<{ accountId: string; modelId: string
     unit_price_minor: 0,
   });
   await knex('models').insert({ id: modelId, account_id: accountId, name: 'LX-200' });
-  await knex('firmware_versions').insert({
-    id: firmwareId,
-    account_id: accountId,
-    model_id: modelId,
-    version: '2.0.0',
-    version_key: versionKey('2.0.0'),
-    size: 1024,
-    sha256: '0'.repeat(64),
-  });
+  const firmwareId = await insertFirmwareVersion(knex, { accountId, modelId, version: '2.0.0' });
   return { accountId, modelId, firmwareId };
 }
 
