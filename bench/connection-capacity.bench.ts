@@ -14,7 +14,8 @@ import { topics } from '#protocol/topics';
 
 /**
  * What connections cost the service against bare Aedes 1.2 in the same run, with the lean
- * packet generator (bench/lib/packet-load.ts), clean=false and a password as devices connect:
+ * packet generator (bench/lib/packet-load.ts), clean=false and a password as devices connect,
+ * each then subscribing to its own topics as a device on a new session does:
  *  1. a burst: BURST clients at once (every CONNECT in flight together), as after a site's power
  *     cut. Broker CPU per connection (ours: plus its PostgreSQL backends) and the connect rate.
  *     Targets: CPU at most 1.15x bare Aedes; rate at least 0.9x.

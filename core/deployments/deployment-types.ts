@@ -106,6 +106,12 @@ export const isActive = (status: DeploymentStatus): boolean =>
   (ACTIVE_DEPLOYMENT_STATUSES as readonly DeploymentStatus[]).includes(status);
 
 /**
+ * The longest health window a rollout may set (24 hours): the health gate reads only updates that
+ * finished within it (store/update-health.store.ts countReconnects).
+ */
+export const MAX_HEALTH_WINDOW_MINUTES = 24 * 60;
+
+/**
  * Staged rollout (docs/ota.md "Staged rollout"), by its stored (and wire) names:
  * - `batches`: cumulative percentages of the targets, strictly increasing, ending at 100
  *   ([1, 10, 50, 100]: 1 % first, then up to 10 %, ...). Targets are spread over the batches in
@@ -127,12 +133,6 @@ export const isActive = (status: DeploymentStatus): boolean =>
  * input (`RolloutInput`), the stored rollout (`Rollout`) and the adapters' own schemas are all
  * built from it, so they cannot drift apart.
  */
-/**
- * The longest health window a rollout may set (24 hours): the health gate reads only updates that
- * finished within it (store/update-health.store.ts countReconnects).
- */
-export const MAX_HEALTH_WINDOW_MINUTES = 24 * 60;
-
 export const ROLLOUT_RULES = {
   batches: z
     .array(z.number().gt(0).max(100))

@@ -38,7 +38,7 @@ interface HealthCountRow {
  * Only updates that finished within the longest window a rollout may set are read, from the
  * index of succeeded updates by device and finish (migrations/20261129090000_succeeded_updates_by_device):
  * an older one is outside every window, and so is any before it. Read whole, a device's update
- * history cost the reconnect 34-48 µs of PostgreSQL with five old updates, against 2.9-4.2 µs
+ * history cost the reconnect 34-48 µs of PostgreSQL with five old updates, against 2.6-4.2 µs
  * now (1,000 reconnecting devices, measured here).
  *
  * Prepared, and `db` should keep one plan for every value (Database.plannedOnce): PostgreSQL's own
