@@ -6,7 +6,8 @@ import { selectDesiredConfigs, type StoredDesiredConfig } from './store/desired-
  * The desired configuration a device is sent once on each connection (the broker asks when the
  * connection's `config` subscription is in place). Read then rather than at authentication, so a
  * change committed while the device was connecting is not overtaken by the older copy. Lookups
- * within 2 ms share one query, as the credential lookups of a reconnect storm do.
+ * within a few milliseconds share one query (LOOKUP_WINDOW_MS), as the credential lookups of a
+ * reconnect storm do.
  */
 export class DesiredConfigs {
   private readonly lookups: LookupBatcher<StoredDesiredConfig>;

@@ -75,8 +75,8 @@ export type DeviceAuthResult = { ok: true; session: DeviceSession } | { ok: fals
  *
  * Nothing is cached: every connection reads the current hash or certificate row, so a rotation,
  * an unclaim or a revocation refuses the very next attempt on every process. Lookups arriving
- * within 2 ms are answered by one query (a reconnect storm becomes a few `= ANY(...)` reads
- * instead of thousands of single-row ones).
+ * within a few milliseconds (LOOKUP_WINDOW_MS) are answered by one query (a reconnect storm
+ * becomes a few `= ANY(...)` reads instead of thousands of single-row ones).
  */
 export class DeviceAuthService {
   private readonly credentials: LookupBatcher<StoredCredential>;
