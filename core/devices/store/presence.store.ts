@@ -28,6 +28,16 @@ interface ChangedRow {
   reported_config_version: number | null;
 }
 
+/**
+ * The columns of a ChangedRow, all that the flush sends back of `written` (whose other columns
+ * feed the statement's own deadlines and connection days): node-postgres parses every column of
+ * every row it receives, a timestamp into a Date (the largest part of a flush's client side for
+ * connecting devices, which all come back).
+ */
+const CHANGED_COLUMNS = `id, account_id, serial, prev_connectivity, prev_status, prev_firmware, connectivity, status,
+                firmware, ip, last_seen, current_update_id, firmware_reported, prev_reported_config_version,
+                reported_config_version`;
+
 function toChange(row: ChangedRow): PresenceChange {
   return {
     deviceId: row.id,
@@ -172,7 +182,7 @@ export async function applyPresenceBatch(
             SET unexpected_reboots = c.unexpected_reboots + EXCLUDED.unexpected_reboots,
                 reconnects = c.reconnects + EXCLUDED.reconnects)
          -- Only what changed comes back: a steady heartbeat (nearly every row) is not sent to Node.
-         SELECT * FROM written
+         SELECT ${CHANGED_COLUMNS} FROM written
           WHERE status <> prev_status OR connectivity <> prev_connectivity
              OR (firmware_reported AND (firmware IS DISTINCT FROM prev_firmware OR current_update_id IS NOT NULL))
              OR reported_config_version IS DISTINCT FROM prev_reported_config_version`,
