@@ -34,9 +34,31 @@ interface ChangedRow {
  * every row it receives, a timestamp into a Date (the largest part of a flush's client side for
  * connecting devices, which all come back).
  */
-const CHANGED_COLUMNS = `id, account_id, serial, prev_connectivity, prev_status, prev_firmware, connectivity, status,
-                firmware, ip, last_seen, current_update_id, firmware_reported, prev_reported_config_version,
-                reported_config_version`;
+const CHANGED_COLUMN_NAMES = [
+  'id',
+  'account_id',
+  'serial',
+  'prev_connectivity',
+  'prev_status',
+  'prev_firmware',
+  'connectivity',
+  'status',
+  'firmware',
+  'ip',
+  'last_seen',
+  'current_update_id',
+  'firmware_reported',
+  'prev_reported_config_version',
+  'reported_config_version',
+] as const satisfies ReadonlyArray<keyof ChangedRow>;
+const CHANGED_COLUMNS = everyField(CHANGED_COLUMN_NAMES).join(', ');
+
+/** The names, refused by the compiler unless they list every field of ChangedRow (one left out would come back undefined). */
+function everyField<const T extends ReadonlyArray<keyof ChangedRow>>(
+  names: T & ([Exclude<keyof ChangedRow, T[number]>] extends [never] ? unknown : never),
+): T {
+  return names;
+}
 
 function toChange(row: ChangedRow): PresenceChange {
   return {
